@@ -1,0 +1,433 @@
+"""Typed records: the data model every kbv module builds around.
+
+One frozen dataclass per concept (problem, candidate, input set, measurement, memory, verdict).
+Field names carry units (``_ms`` milliseconds, ``_bytes`` bytes). Raw per-call samples are kept
+(:attr:`Measurement.times_ms`) and statistics are derived from them, never stored separately.
+
+Every record round-trips through JSON with :func:`to_json` / :func:`verdict_from_json`;
+non-finite floats are written as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` so the
+files stay strict JSON.
+
+This module imports no torch: the orchestrator, the store and the reports use it without
+touching a GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+SCHEMA_VERSION = 1
+
+#: IQR / median above which a measurement is marked too noisy to rank (torch.utils.benchmark
+#: warns at 10 %, see ``torch/utils/benchmark/utils/common.py``).
+NOISY_IQR_FRACTION = 0.10
+
+
+class Status(str, enum.Enum):
+    """Closed set of verdict statuses (``../shared/design.md``)."""
+
+    PASS = "PASS"  #: correct on every input set, timed.
+    INCORRECT = "INCORRECT"  #: ran, but some input set gave a wrong answer.
+    HACK = "HACK"  #: an integrity probe caught a cheat (evidence names the taxonomy entry).
+    SHORTCUT = "SHORTCUT"  #: correct, but the speed comes from a library wrapper, not the kernel.
+    COMPILE_ERROR = "COMPILE_ERROR"  #: import / build / construction of ModelNew failed.
+    RUNTIME_ERROR = "RUNTIME_ERROR"  #: forward raised, or returned something not a tensor.
+    TIMEOUT = "TIMEOUT"  #: a worker call passed its deadline; the worker was killed.
+    CRASH = "CRASH"  #: the candidate worker died (signal or early exit).
+
+    @property
+    def ran(self) -> bool:
+        """True when the candidate produced outputs that were judged (PASS, INCORRECT, HACK, SHORTCUT)."""
+        return self in (Status.PASS, Status.INCORRECT, Status.HACK, Status.SHORTCUT)
+
+
+class InputKind(str, enum.Enum):
+    NOMINAL = "nominal"  #: ``get_inputs()`` under a fresh seed.
+    HIDDEN = "hidden"  #: a hidden distribution (D1..D4 and kbv's own).
+
+
+@dataclass(frozen=True)
+class ProblemRef:
+    """Identity of a KernelBench-format problem file."""
+
+    path: str  #: absolute path of the problem file.
+    name: str  #: e.g. ``ReLU`` for ``19_ReLU.py``.
+    level: int | None  #: from a ``levelN`` parent folder, else None.
+    problem_id: int | None  #: from the ``<id>_`` file-name prefix, else None.
+    sha256: str  #: hex digest of the file bytes.
+
+
+@dataclass(frozen=True)
+class CandidateRef:
+    """Identity of a candidate file defining ``ModelNew``."""
+
+    path: str
+    sha256: str
+    backend: str  #: ``cuda`` | ``triton`` | ``cpp`` | ``torch`` (from a static scan).
+    run: str | None = None  #: the run (model) that produced it, for batch runs.
+    sample_id: int | None = None
+
+
+@dataclass(frozen=True)
+class InputSetResult:
+    """Correctness of the candidate on one input set.
+
+    ``max_abs_error`` is ``max |out - ref|`` over all outputs; ``max_rel_error`` is
+    ``max |out - ref| / max(|ref|, tiny)`` over the same elements (both in the output dtype's
+    units, computed in float64). A dropped set (reference output non-finite, or the reference
+    raised) has ``passed=None`` and a ``drop_reason``.
+    """
+
+    name: str  #: ``nominal-0`` .. ``nominal-(n-1)``, ``D1`` .. ``D4``.
+    kind: InputKind
+    transform: str  #: how it was built: ``get_inputs()``, ``x1``, ``x3``, ``x0.01``, ``x-1``.
+    seed: int  #: RNG seed given to ``get_inputs()`` (secret until the result is written).
+    passed: bool | None
+    dropped: bool = False
+    drop_reason: str | None = None
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    mismatched_elements: int | None = None  #: elements outside ``atol + rtol*|ref|``.
+    total_elements: int | None = None
+    fault: str | None = None  #: one line: shape/dtype mismatch, NaN where the reference is finite...
+
+    def __post_init__(self) -> None:
+        if self.dropped and self.passed is not None:
+            raise ValueError(f"input set {self.name}: a dropped set has passed=None")
+        if not self.dropped and self.passed is None:
+            raise ValueError(f"input set {self.name}: passed must be set unless dropped")
+        if self.dropped and not self.drop_reason:
+            raise ValueError(f"input set {self.name}: dropped without a reason")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Raw per-call times of one timed subject, with statistics derived on demand.
+
+    ``times_ms`` are device times from CUDA events (cuda) or ``time.perf_counter`` (cpu), one per
+    timed call, each preceded by an L2 flush on CUDA.
+    """
+
+    label: str  #: ``candidate``, ``eager-fp32``, ``eager-tf32``, ``compile``.
+    device: str  #: ``cpu`` or ``cuda``.
+    times_ms: tuple[float, ...]
+    warmup: int  #: untimed calls made first.
+    l2_flush_bytes: int | None = None  #: size of the buffer written before every call (None on cpu).
+    clock: str = "cuda-event"  #: ``cuda-event`` or ``perf_counter``.
+
+    def __post_init__(self) -> None:
+        if not self.times_ms:
+            raise ValueError(f"measurement {self.label}: no samples")
+        bad = [t for t in self.times_ms if not (math.isfinite(t) and t > 0)]
+        if bad:
+            raise ValueError(f"measurement {self.label}: non-positive or non-finite times {bad[:3]}")
+
+    @property
+    def trials(self) -> int:
+        return len(self.times_ms)
+
+    @property
+    def median_ms(self) -> float:
+        return float(np.median(self.times_ms))
+
+    @property
+    def q1_ms(self) -> float:
+        return float(np.percentile(self.times_ms, 25))
+
+    @property
+    def q3_ms(self) -> float:
+        return float(np.percentile(self.times_ms, 75))
+
+    @property
+    def iqr_ms(self) -> float:
+        return self.q3_ms - self.q1_ms
+
+    @property
+    def mean_ms(self) -> float:
+        return float(np.mean(self.times_ms))
+
+    @property
+    def std_ms(self) -> float:
+        return float(np.std(self.times_ms))
+
+    @property
+    def min_ms(self) -> float:
+        return float(np.min(self.times_ms))
+
+    @property
+    def max_ms(self) -> float:
+        return float(np.max(self.times_ms))
+
+    @property
+    def noisy(self) -> bool:
+        """IQR above :data:`NOISY_IQR_FRACTION` of the median: too noisy to rank."""
+        return self.iqr_ms > NOISY_IQR_FRACTION * self.median_ms
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "median_ms": self.median_ms,
+            "iqr_ms": self.iqr_ms,
+            "mean_ms": self.mean_ms,
+            "std_ms": self.std_ms,
+            "min_ms": self.min_ms,
+            "max_ms": self.max_ms,
+            "trials": self.trials,
+            "noisy": self.noisy,
+        }
+
+
+@dataclass(frozen=True)
+class MemoryMeasurement:
+    """Peak device memory of one forward call (CUDA caching-allocator figures, bytes).
+
+    ``peak_bytes = model_bytes + input_bytes + forward_peak_bytes``: what a process holding the
+    model and one input set needs at the high point of a forward call. ``forward_peak_bytes`` is
+    ``max_memory_allocated()`` during the call (after ``reset_peak_memory_stats()``) minus
+    ``memory_allocated()`` just before it: outputs, intermediates and workspaces.
+    ``model_bytes`` is the allocator growth across model construction (parameters, buffers and any
+    tensor the model keeps, registered or not).
+    """
+
+    label: str
+    peak_bytes: int
+    forward_peak_bytes: int
+    model_bytes: int
+    input_bytes: int
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where a verdict was produced."""
+
+    kbv_version: str
+    python: str
+    torch: str
+    device: str
+    device_name: str | None = None  #: e.g. ``NVIDIA H200``.
+    driver: str | None = None
+    cuda: str | None = None
+    triton: str | None = None
+    hostname: str | None = None
+    l2_cache_bytes: int | None = None
+    multiprocessors: int | None = None
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Fully resolved settings of one verification, stored with every result."""
+
+    device: str = "cpu"
+    precision: str = "fp32"  #: ``fp32`` | ``bf16`` | ``fp16``: dtype of models and float inputs.
+    nominal_seeds: int = 3  #: nominal input sets (``get_inputs()`` under fresh seeds).
+    hidden: tuple[str, ...] = ("D1", "D2", "D3", "D4")
+    atol: float = 1e-3  #: KernelBench-Verified: 1e-3 for fp32, 1e-2 for bf16/fp16.
+    rtol: float = 1e-3
+    warmup: int = 5
+    trials: int = 30
+    timing_rounds: int = 3  #: trials are split into interleaved rounds (candidate, baselines).
+    init_seed: int = 42  #: KernelBench's ``torch.manual_seed(42)`` before both constructors.
+    baselines: tuple[str, ...] = ("eager-fp32", "eager-tf32")
+    compile_timeout_s: float = 900.0
+    call_timeout_s: float = 120.0
+    timing_timeout_s: float = 600.0
+    time_budget_ms: float = 2000.0  #: cap on timed device time per subject per round.
+
+    def __post_init__(self) -> None:
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"device must be cpu or cuda, not {self.device!r}")
+        if self.precision not in ("fp32", "bf16", "fp16"):
+            raise ValueError(f"precision must be fp32, bf16 or fp16, not {self.precision!r}")
+        if self.nominal_seeds < 1 or self.trials < 1 or self.timing_rounds < 1:
+            raise ValueError("nominal_seeds, trials and timing_rounds must be >= 1")
+
+    @staticmethod
+    def default_tolerance(precision: str) -> float:
+        """atol = rtol of the KernelBench-Verified protocol: 1e-3 for fp32, 1e-2 for bf16/fp16."""
+        return 1e-3 if precision == "fp32" else 1e-2
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of verifying one candidate against one problem.
+
+    Construction fails when the fields contradict the status: a PASS has every input set passed
+    and a candidate timing; an INCORRECT has a failed input set; an error status has a message and
+    no timing.
+    """
+
+    status: Status
+    message: str  #: one line, naming the file and the fault when there is one.
+    problem: ProblemRef
+    candidate: CandidateRef
+    config: EvalConfig
+    environment: Environment
+    input_sets: tuple[InputSetResult, ...] = ()
+    timing: Mapping[str, Measurement] = field(default_factory=dict)
+    speedup: Mapping[str, float] = field(default_factory=dict)  #: baseline median / candidate median.
+    memory: Mapping[str, MemoryMeasurement] = field(default_factory=dict)
+    memory_efficiency: float | None = None  #: reference peak / candidate peak.
+    weight_mismatches: tuple[str, ...] = ()  #: parameters/buffers shared by name that differ.
+    flag_changes: tuple[str, ...] = ()  #: global numeric flags the candidate changed.
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    phase_seconds: Mapping[str, float] = field(default_factory=dict)  #: wall time per phase.
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        s = self.status
+        judged = [r for r in self.input_sets if not r.dropped]
+        if s is Status.PASS:
+            if not judged or not all(r.passed for r in judged):
+                raise ValueError("PASS needs at least one judged input set and all of them passed")
+            if "candidate" not in self.timing:
+                raise ValueError("PASS needs a candidate timing")
+        if s is Status.INCORRECT and not any(r.passed is False for r in judged):
+            raise ValueError("INCORRECT needs a failed input set")
+        if s in (Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT, Status.CRASH):
+            if not self.message:
+                raise ValueError(f"{s.value} needs a message")
+            if self.speedup:
+                raise ValueError(f"{s.value} cannot carry a speedup")
+        if s is Status.INCORRECT and self.speedup:
+            raise ValueError("INCORRECT cannot carry a speedup")
+        for name, value in self.speedup.items():
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"speedup vs {name} must be finite and positive, got {value}")
+
+    # Derived views ---------------------------------------------------------------------------
+    def sets(self, kind: InputKind) -> tuple[InputSetResult, ...]:
+        return tuple(r for r in self.input_sets if r.kind is kind)
+
+    @property
+    def nominal_passed(self) -> bool:
+        """All nominal input sets passed (the original KernelBench notion of correct)."""
+        nominal = [r for r in self.sets(InputKind.NOMINAL) if not r.dropped]
+        return bool(nominal) and all(r.passed for r in nominal)
+
+    @property
+    def hidden_passed(self) -> bool:
+        hidden = [r for r in self.sets(InputKind.HIDDEN) if not r.dropped]
+        return all(r.passed for r in hidden)
+
+    @property
+    def correct(self) -> bool:
+        return self.status is Status.PASS
+
+
+# JSON ----------------------------------------------------------------------------------------
+
+def _encode(obj: Any) -> Any:
+    if isinstance(obj, float):
+        if math.isnan(obj):
+            return "NaN"
+        if math.isinf(obj):
+            return "Infinity" if obj > 0 else "-Infinity"
+        return obj
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, Measurement):
+        d = {f.name: _encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        d["stats"] = _encode(obj.summary())
+        return d
+    if dataclasses.is_dataclass(obj):
+        return {f.name: _encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, Mapping):
+        return {str(k): _encode(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_encode(v) for v in obj]
+    if isinstance(obj, (np.floating,)):
+        return _encode(float(obj))
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    return obj
+
+
+def _decode_float(v: Any) -> Any:
+    if v == "NaN":
+        return math.nan
+    if v == "Infinity":
+        return math.inf
+    if v == "-Infinity":
+        return -math.inf
+    return v
+
+
+def _decode_floats(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _decode_floats(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_decode_floats(v) for v in obj]
+    return _decode_float(obj)
+
+
+def to_dict(record: Any) -> dict[str, Any]:
+    """A JSON-ready dict of any record (non-finite floats as strings)."""
+    out = _encode(record)
+    if isinstance(record, Verdict):
+        out["derived"] = {
+            "nominal_passed": record.nominal_passed,
+            "hidden_passed": record.hidden_passed,
+            "correct": record.correct,
+        }
+    return out
+
+
+def to_json(record: Any, indent: int | None = 2) -> str:
+    return json.dumps(to_dict(record), indent=indent, allow_nan=False, sort_keys=False)
+
+
+def _build(cls: type, data: Mapping[str, Any]) -> Any:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def verdict_from_dict(data: Mapping[str, Any]) -> Verdict:
+    """Rebuild a :class:`Verdict` from :func:`to_dict` output.
+
+    Raises:
+        ValueError: the data contradicts the status (see :class:`Verdict`) or the schema differs.
+    """
+    d = _decode_floats(dict(data))
+    if d.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+        raise ValueError(f"unsupported verdict schema {d.get('schema_version')}")
+    cfg = dict(d["config"])
+    cfg["hidden"] = tuple(cfg.get("hidden", ()))
+    cfg["baselines"] = tuple(cfg.get("baselines", ()))
+    timing = {}
+    for k, m in d.get("timing", {}).items():
+        m = dict(m)
+        m.pop("stats", None)
+        m["times_ms"] = tuple(m["times_ms"])
+        timing[k] = _build(Measurement, m)
+    sets = []
+    for r in d.get("input_sets", []):
+        r = dict(r)
+        r["kind"] = InputKind(r["kind"])
+        sets.append(_build(InputSetResult, r))
+    return Verdict(
+        status=Status(d["status"]),
+        message=d["message"],
+        problem=_build(ProblemRef, d["problem"]),
+        candidate=_build(CandidateRef, d["candidate"]),
+        config=_build(EvalConfig, cfg),
+        environment=_build(Environment, d["environment"]),
+        input_sets=tuple(sets),
+        timing=timing,
+        speedup=dict(d.get("speedup", {})),
+        memory={k: _build(MemoryMeasurement, v) for k, v in d.get("memory", {}).items()},
+        memory_efficiency=d.get("memory_efficiency"),
+        weight_mismatches=tuple(d.get("weight_mismatches", ())),
+        flag_changes=tuple(d.get("flag_changes", ())),
+        evidence=d.get("evidence", {}),
+        phase_seconds=d.get("phase_seconds", {}),
+    )
+
+
+def verdict_from_json(text: str) -> Verdict:
+    return verdict_from_dict(json.loads(text))
