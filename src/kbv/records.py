@@ -273,6 +273,11 @@ class Verdict:
     speedup: Mapping[str, float] = field(default_factory=dict)  #: baseline median / candidate median.
     memory: Mapping[str, MemoryMeasurement] = field(default_factory=dict)
     memory_efficiency: float | None = None  #: reference peak / candidate peak.
+    #: baseline median / candidate median of a candidate that ran and passed the nominal sets but is
+    #: not a PASS (failed a hidden set, or HACK): the speed the original KernelBench protocol would
+    #: have credited. Used only by the decomposition (nominal vs hidden correctness); never a
+    #: correct speedup. Empty when the candidate was not timed.
+    unverified_speedup: Mapping[str, float] = field(default_factory=dict)
     weight_mismatches: tuple[str, ...] = ()  #: parameters/buffers shared by name that differ.
     flag_changes: tuple[str, ...] = ()  #: global numeric flags the candidate changed.
     evidence: Mapping[str, Any] = field(default_factory=dict)
@@ -296,7 +301,7 @@ class Verdict:
                 raise ValueError(f"{s.value} cannot carry a speedup")
         if s is Status.INCORRECT and self.speedup:
             raise ValueError("INCORRECT cannot carry a speedup")
-        for name, value in self.speedup.items():
+        for name, value in (*self.speedup.items(), *self.unverified_speedup.items()):
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"speedup vs {name} must be finite and positive, got {value}")
 
@@ -422,6 +427,7 @@ def verdict_from_dict(data: Mapping[str, Any]) -> Verdict:
         speedup=dict(d.get("speedup", {})),
         memory={k: _build(MemoryMeasurement, v) for k, v in d.get("memory", {}).items()},
         memory_efficiency=d.get("memory_efficiency"),
+        unverified_speedup=dict(d.get("unverified_speedup", {})),
         weight_mismatches=tuple(d.get("weight_mismatches", ())),
         flag_changes=tuple(d.get("flag_changes", ())),
         evidence=d.get("evidence", {}),
