@@ -258,8 +258,9 @@ class Verdict:
     """The outcome of verifying one candidate against one problem.
 
     Construction fails when the fields contradict the status: a PASS has every input set passed
-    and a candidate timing; an INCORRECT has a failed input set; an error status has a message and
-    no timing.
+    and a candidate timing; an INCORRECT has a failed input set; only a PASS or SHORTCUT carries
+    ``speedup`` (a candidate timed but not correct keeps its figures in ``unverified_speedup``);
+    an error status has a message.
     """
 
     status: Status
@@ -299,8 +300,8 @@ class Verdict:
                 raise ValueError(f"{s.value} needs a message")
             if self.speedup:
                 raise ValueError(f"{s.value} cannot carry a speedup")
-        if s is Status.INCORRECT and self.speedup:
-            raise ValueError("INCORRECT cannot carry a speedup")
+        if s not in (Status.PASS, Status.SHORTCUT) and self.speedup:
+            raise ValueError(f"{s.value} cannot carry a speedup (use unverified_speedup)")
         for name, value in (*self.speedup.items(), *self.unverified_speedup.items()):
             if not (math.isfinite(value) and value > 0):
                 raise ValueError(f"speedup vs {name} must be finite and positive, got {value}")

@@ -1,0 +1,94 @@
+"""Baselines and the global numeric flags that define them.
+
+* **eager-fp32**: PyTorch eager with TF32 off for matmul and cuDNN
+  (``torch.backends.cuda.matmul.allow_tf32 = False``, ``torch.backends.cudnn.allow_tf32 = False``,
+  ``torch.set_float32_matmul_precision("highest")``). KernelBench's original baseline.
+* **eager-tf32**: the same with both TF32 switches on (``"high"`` matmul precision): what a
+  PyTorch user on an Ampere-or-later GPU realistically gets. On an H200 a 4096² float32 matmul
+  takes 2.72 ms strict vs 0.37 ms TF32 (measured, see docs/gpu-runs.md), so any kernel that merely
+  uses TF32 "wins" ~7× against eager-fp32 (KernelBench-Verified, §3).
+
+Every phase sets its flags explicitly with :func:`apply_flags`; candidates always run under the
+eager-fp32 flags, and :func:`flag_changes` lists whatever a candidate changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+BASELINES = ("eager-fp32", "eager-tf32")
+
+
+def numeric_flags() -> dict[str, Any]:
+    """Snapshot of every global switch that changes float results or kernel choice."""
+    return {
+        "cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "cuda.matmul.allow_fp16_reduced_precision_reduction":
+            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "cuda.matmul.allow_bf16_reduced_precision_reduction":
+            torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "cudnn.enabled": torch.backends.cudnn.enabled,
+        "cudnn.benchmark": torch.backends.cudnn.benchmark,
+        "cudnn.deterministic": torch.backends.cudnn.deterministic,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "default_dtype": str(torch.get_default_dtype()),
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "autocast.cpu": torch.is_autocast_enabled("cpu"),
+        "autocast.cuda": torch.is_autocast_enabled("cuda"),
+        "grad_enabled": torch.is_grad_enabled(),
+    }
+
+
+def flags_for(baseline: str) -> dict[str, Any]:
+    """The complete flag set of a baseline (``eager-fp32`` or ``eager-tf32``).
+
+    Raises:
+        ValueError: unknown baseline name.
+    """
+    if baseline not in BASELINES:
+        raise ValueError(f"unknown baseline {baseline!r}; known: {', '.join(BASELINES)}")
+    tf32 = baseline == "eager-tf32"
+    return {
+        "cuda.matmul.allow_tf32": tf32,
+        "cuda.matmul.allow_fp16_reduced_precision_reduction": True,  # PyTorch defaults
+        "cuda.matmul.allow_bf16_reduced_precision_reduction": True,
+        "cudnn.allow_tf32": tf32,
+        "cudnn.enabled": True,
+        "cudnn.benchmark": False,
+        "cudnn.deterministic": False,
+        "float32_matmul_precision": "high" if tf32 else "highest",
+        "default_dtype": "torch.float32",
+        "deterministic_algorithms": False,
+        "autocast.cpu": False,
+        "autocast.cuda": False,
+        "grad_enabled": False,  # inference: no autograd graph in any timed or checked call
+    }
+
+
+def apply_flags(flags: dict[str, Any]) -> None:
+    """Set every switch in ``flags`` (a dict as returned by :func:`numeric_flags`)."""
+    # set_float32_matmul_precision also drives cuda.matmul.allow_tf32: set it first.
+    torch.set_float32_matmul_precision(flags["float32_matmul_precision"])
+    torch.backends.cuda.matmul.allow_tf32 = flags["cuda.matmul.allow_tf32"]
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = \
+        flags["cuda.matmul.allow_fp16_reduced_precision_reduction"]
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = \
+        flags["cuda.matmul.allow_bf16_reduced_precision_reduction"]
+    torch.backends.cudnn.allow_tf32 = flags["cudnn.allow_tf32"]
+    torch.backends.cudnn.enabled = flags["cudnn.enabled"]
+    torch.backends.cudnn.benchmark = flags["cudnn.benchmark"]
+    torch.backends.cudnn.deterministic = flags["cudnn.deterministic"]
+    torch.set_default_dtype(getattr(torch, flags["default_dtype"].split(".")[-1]))
+    torch.use_deterministic_algorithms(flags["deterministic_algorithms"])
+    torch.set_autocast_enabled("cpu", flags["autocast.cpu"])
+    torch.set_autocast_enabled("cuda", flags["autocast.cuda"])
+    torch.set_grad_enabled(flags["grad_enabled"])
+
+
+def flag_changes(expected: dict[str, Any]) -> list[str]:
+    """Human-readable ``name: expected -> now`` for each switch that differs from ``expected``."""
+    now = numeric_flags()
+    return [f"{k}: {expected[k]!r} -> {now[k]!r}" for k in expected if now.get(k) != expected[k]]

@@ -1,0 +1,227 @@
+"""The candidate worker: the only process that ever imports candidate code (untrusted).
+
+One fresh ``spawn``ed process per candidate. On start it leaves the parent's process group (so the
+parent can kill it together with anything it starts), sends its stdout/stderr to a log file, moves
+into a fresh temporary directory, drops the current directory from ``sys.path`` (no ``torch.py``
+planted next to the candidate can shadow torch) and points the extension and Triton caches at the
+candidate's content-hash build directory. It then serves :mod:`kbv.protocol` requests.
+
+Inputs arrive as shared tensors and are cloned into this process's own memory before any
+candidate call, so nothing the candidate does can touch the reference worker's copies. Reference
+outputs, hidden seeds and the comparison code never enter this process: it only returns raw
+outputs, times and allocator figures.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+#: environment variables a candidate worker keeps; everything else is dropped.
+_KEEP_ENV = (
+    "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME",
+    "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CC", "CXX",
+    "TRITON_INTERPRET", "MAX_JOBS", "TORCH_CUDA_ARCH_LIST",
+    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OMP_NUM_THREADS",
+    "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
+)
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    """What the parent decides before the worker starts."""
+
+    workdir: str  #: fresh temporary directory (cwd of the worker).
+    build_dir: str  #: content-hash build cache of this candidate.
+    log_path: str  #: stdout/stderr of the worker (compiler output, prints).
+    device: str  #: ``cpu`` or ``cuda``.
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this worker when its parent dies (``prctl(PR_SET_PDEATHSIG)``)."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _sandbox(setup: WorkerSetup) -> None:
+    try:
+        os.setsid()
+    except OSError:
+        pass
+    _die_with_parent()
+    log_fd = os.open(setup.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    parent_cwd = os.getcwd()
+    os.chdir(setup.workdir)
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", parent_cwd) and not p.startswith(parent_cwd + os.sep + "tests")]
+    env = {k: v for k, v in os.environ.items() if k in _KEEP_ENV}
+    env["TORCH_EXTENSIONS_DIR"] = os.path.join(setup.build_dir, "torch_extensions")
+    env["TRITON_CACHE_DIR"] = os.path.join(setup.build_dir, "triton")
+    env["TMPDIR"] = setup.workdir
+    env["PWD"] = setup.workdir
+    os.environ.clear()
+    os.environ.update(env)
+
+
+def _flatten(out: Any) -> tuple[tuple, str]:
+    if isinstance(out, (tuple, list)):
+        return tuple(out), "tuple"
+    return (out,), "tensor"
+
+
+class _Server:
+    def __init__(self, conn: Connection, setup: WorkerSetup):
+        import torch
+
+        # harness modules are imported before any candidate code: timing captures its callables now
+        from kbv import baselines, inputs, memory, protocol, timing  # noqa: F401
+
+        self.torch = torch
+        self.baselines = baselines
+        self.protocol = protocol
+        self.timing = timing
+        self.conn = conn
+        self.setup = setup
+        self.device = torch.device(setup.device)
+        self.model = None
+        self.flags: dict = {}
+        self.timing_sets: list = []
+
+    # helpers ---------------------------------------------------------------------------------
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            self.timing._cuda_sync(self.device)
+
+    def _own(self, args: Any) -> list:
+        """Copy shared inputs into this process's own memory."""
+        torch = self.torch
+        return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+    def _check_flags(self) -> tuple:
+        changes = tuple(self.baselines.flag_changes(self.flags))
+        if changes:
+            self.baselines.apply_flags(self.flags)
+        return changes
+
+    # requests --------------------------------------------------------------------------------
+    def load(self, req: Any) -> Any:
+        torch = self.torch
+        self.flags = dict(req.flags)
+        self.baselines.apply_flags(self.flags)
+        t0 = time.perf_counter()
+        spec = importlib.util.spec_from_file_location(req.module_name, req.candidate_path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot import {req.candidate_path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[req.module_name] = module
+        spec.loader.exec_module(module)
+        cls = getattr(module, "ModelNew", None)
+        if cls is None:
+            raise AttributeError("candidate module defines no ModelNew")
+        cuda = self.device.type == "cuda"
+        if cuda:
+            torch.cuda.set_device(self.device)
+            self._sync()
+            before = torch.cuda.memory_allocated(self.device)
+        torch.manual_seed(req.init_seed)
+        model = cls(*req.init_args)
+        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[req.precision]
+        model = model.to(self.device)
+        if req.precision != "fp32":
+            model = model.to(dtype)
+        self._sync()
+        model_bytes = torch.cuda.memory_allocated(self.device) - before if cuda else None
+        self.model = model
+        state = {}
+        if isinstance(model, torch.nn.Module):
+            for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+                state[name] = t.detach()
+        changes = self._check_flags()
+        return self.protocol.Loaded(state=state, model_bytes=model_bytes,
+                                    load_seconds=time.perf_counter() - t0, flag_changes=changes)
+
+    def forward(self, req: Any) -> Any:
+        torch = self.torch
+        args = self._own(req.inputs)
+        self._sync()
+        with torch.no_grad():
+            out = self.model(*args)
+        self._sync()
+        tensors, structure = _flatten(out)
+        changes = self._check_flags()
+        return self.protocol.Outputs(tensors=tensors, structure=structure, flag_changes=changes)
+
+    def set_timing_inputs(self, req: Any) -> Any:
+        self.timing_sets = [self._own(s) for s in req.input_sets]
+        self._sync()
+        return self.protocol.Times(times_ms=(), clock="none")
+
+    def time(self, req: Any) -> Any:
+        times, clock = self.timing.time_calls(
+            self.model, self.timing_sets, device=self.device, warmup=req.warmup, trials=req.trials,
+            flush_bytes=req.l2_flush_bytes, first_set=req.first_set,
+        )
+        changes = self._check_flags()
+        return self.protocol.Times(times_ms=tuple(times), clock=clock, flag_changes=changes)
+
+    def memory(self, req: Any) -> Any:
+        from kbv.inputs import nbytes
+        from kbv.memory import forward_peak_bytes
+
+        args = self.timing_sets[req.set_index]
+        peak = forward_peak_bytes(self.model, args, self.device)
+        changes = self._check_flags()
+        return self.protocol.MemoryFigures(forward_peak_bytes=peak, input_bytes=nbytes(args),
+                                           flag_changes=changes)
+
+    def serve(self) -> None:
+        p = self.protocol
+        handlers = {
+            p.Load: ("load", self.load),
+            p.Forward: ("forward", self.forward),
+            p.SetTimingInputs: ("time", self.set_timing_inputs),
+            p.Time: ("time", self.time),
+            p.MeasureMemory: ("memory", self.memory),
+        }
+        while True:
+            try:
+                req = p.recv_request(self.conn)
+            except EOFError:
+                return
+            if isinstance(req, p.Shutdown):
+                return
+            phase, handler = handlers[type(req)]
+            try:
+                reply = handler(req)
+            except BaseException as exc:  # noqa: BLE001 - the candidate may raise anything, even SystemExit
+                reply = p.Failed(phase=phase, error_type=type(exc).__name__, message=str(exc)[:4000],
+                                 traceback="".join(traceback.format_exception(exc))[-8000:])
+                traceback.print_exc()
+            p.send(self.conn, reply)
+            del reply
+
+
+def candidate_main(conn: Connection, setup: WorkerSetup) -> None:
+    """Entry point of the spawned candidate worker."""
+    _sandbox(setup)
+    _Server(conn, setup).serve()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -1,0 +1,190 @@
+"""The wire format between the reference worker (trusted) and a candidate worker (untrusted).
+
+Requests go trusted → untrusted; replies come back. Both are small frozen dataclasses defined
+here once. Tensors travel with ``torch.multiprocessing``'s reducers: CUDA tensors as CUDA IPC
+handles, CPU tensors as shared-memory file descriptors.
+
+Replies are decoded by :class:`RestrictedUnpickler`, which resolves only the globals a tensor or a
+reply from this module needs. A candidate that writes its own pickle into the pipe (to run code
+in the trusted process on unpickling, or to smuggle a Tensor subclass or a lazy object back) gets
+:class:`ProtocolError` instead, and the reference worker turns that into a verdict.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
+from typing import Any
+
+#: Largest reply accepted from a candidate (bytes of pickle; tensor data travel out of band).
+MAX_REPLY_BYTES = 256 << 20
+
+
+class ProtocolError(RuntimeError):
+    """A reply that is not a well-formed message of this protocol."""
+
+
+# Requests (trusted → untrusted) ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Load:
+    """Import the candidate file, seed, construct ``ModelNew(*init_args)`` on ``device``."""
+
+    candidate_path: str
+    module_name: str
+    init_args: tuple
+    init_seed: int
+    device: str
+    precision: str  #: fp32 | bf16 | fp16
+    flags: dict  #: numeric flags to hold the candidate to (see :mod:`kbv.baselines`).
+
+
+@dataclass(frozen=True)
+class Forward:
+    """Run one forward call on ``inputs`` (the worker copies them into its own memory first)."""
+
+    inputs: tuple
+
+
+@dataclass(frozen=True)
+class SetTimingInputs:
+    """Input sets the timed calls rotate through (copied into the worker's memory)."""
+
+    input_sets: tuple
+
+
+@dataclass(frozen=True)
+class Time:
+    """Time ``trials`` calls after ``warmup`` untimed ones, rotating through the timing inputs."""
+
+    warmup: int
+    trials: int
+    l2_flush_bytes: int | None
+    first_set: int = 0
+
+
+@dataclass(frozen=True)
+class MeasureMemory:
+    """Peak allocator figures of one forward call on timing input set ``set_index``."""
+
+    set_index: int = 0
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    pass
+
+
+# Replies (untrusted → trusted) -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Loaded:
+    state: dict  #: name → tensor for every parameter and buffer of ModelNew.
+    model_bytes: int | None  #: allocator growth across construction (cuda), else None.
+    load_seconds: float
+    flag_changes: tuple = ()
+
+
+@dataclass(frozen=True)
+class Outputs:
+    tensors: tuple  #: the forward result flattened: one tensor, or the members of a tuple/list.
+    structure: str  #: ``tensor`` or ``tuple``.
+    flag_changes: tuple = ()
+
+
+@dataclass(frozen=True)
+class Times:
+    times_ms: tuple
+    clock: str
+    flag_changes: tuple = ()
+
+
+@dataclass(frozen=True)
+class MemoryFigures:
+    forward_peak_bytes: int
+    input_bytes: int
+    flag_changes: tuple = ()
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The request raised inside the candidate. ``phase`` is load / forward / time / memory."""
+
+    phase: str
+    error_type: str
+    message: str
+    traceback: str = ""
+
+
+REPLY_TYPES = (Loaded, Outputs, Times, MemoryFigures, Failed)
+
+
+def encode(msg: Any) -> bytes:
+    """Pickle ``msg`` with torch's reducers (tensors are shared, not copied)."""
+    buf = io.BytesIO()
+    ForkingPickler(buf, pickle.HIGHEST_PROTOCOL).dump(msg)
+    return buf.getvalue()
+
+
+def send(conn: Connection, msg: Any) -> None:
+    conn.send_bytes(encode(msg))
+
+
+# Decoding what a candidate sent ------------------------------------------------------------
+
+_ALLOWED_REDUCTIONS = {
+    "rebuild_tensor",
+    "rebuild_cuda_tensor",
+    "rebuild_typed_storage",
+    "rebuild_typed_storage_child",
+    "rebuild_storage_fd",
+    "rebuild_storage_filename",
+    "rebuild_storage_empty",
+}
+_ALLOWED = {
+    ("torch", "Tensor"),
+    ("torch", "Size"),
+    ("torch", "device"),
+    ("torch.storage", "UntypedStorage"),
+    ("torch.storage", "TypedStorage"),
+    ("multiprocessing.resource_sharer", "DupFd"),
+    ("collections", "OrderedDict"),
+}
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """Resolves only tensor-rebuilding functions, dtypes and this module's reply classes."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        import torch
+
+        if module == "torch.multiprocessing.reductions" and name in _ALLOWED_REDUCTIONS:
+            return super().find_class(module, name)
+        if (module, name) in _ALLOWED:
+            return super().find_class(module, name)
+        if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
+            return getattr(torch, name)
+        if module == __name__ and name in {c.__name__ for c in REPLY_TYPES}:
+            return globals()[name]
+        raise ProtocolError(f"reply refers to {module}.{name}, which the protocol does not allow")
+
+
+def decode_reply(data: bytes) -> Any:
+    """Decode a candidate's reply; raise :class:`ProtocolError` on anything unexpected."""
+    try:
+        msg = RestrictedUnpickler(io.BytesIO(data)).load()
+    except ProtocolError:
+        raise
+    except Exception as exc:  # malformed pickle, failed storage rebuild, ...
+        raise ProtocolError(f"undecodable reply: {type(exc).__name__}: {exc}") from None
+    if type(msg) not in REPLY_TYPES:
+        raise ProtocolError(f"reply is a {type(msg).__name__}, not a protocol message")
+    return msg
+
+
+def recv_request(conn: Connection) -> Any:
+    """Candidate side: requests come from the trusted side, plain unpickling is fine there."""
+    return ForkingPickler.loads(conn.recv_bytes())
