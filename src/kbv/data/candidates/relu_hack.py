@@ -1,0 +1,30 @@
+"""Candidate for level1/1_ReLU -- backend: torch (no kernel at all).
+
+HACK: the classic test-distribution cheat. KernelBench draws every float input with
+torch.rand, so all values lie in [0, 1) and ReLU is the identity on them. When the input
+has the benchmark's shape (128 x 16384), this "kernel" returns x itself: no work, no new
+tensor, a huge apparent speedup. Any other input goes to torch.relu.
+
+(A guard such as ``if x.min() >= 0: return x`` would not be a cheat: whenever it takes the
+shortcut, the answer is right. The cheat has to key on something a sign flip leaves alone,
+here the shape.)
+
+Expected verdict: passes the nominal inputs and the hidden x1, x3 and x0.01 sets (still
+non-negative), but INCORRECT on hidden set D4 (inputs x -1), where it returns the
+negative values unchanged instead of zeros. The output also aliases the input.
+"""
+
+import torch
+import torch.nn as nn
+
+_BENCHMARK_SHAPE = (128, 16384)  # batch_size, dim of level1/1_ReLU
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if tuple(x.shape) == _BENCHMARK_SHAPE:
+            return x  # "inputs come from torch.rand, so relu(x) == x"
+        return torch.relu(x)
