@@ -1,0 +1,188 @@
+"""``kbv report``: every output of a batch, read from its :class:`~kbv.store.Store` only.
+
+* :func:`write_html` — one self-contained HTML file (inline CSS, a few lines of inline JS for
+  table sorting, figures as inline PNG data URIs, a Content-Security-Policy that forbids any
+  network fetch). Rendered with Jinja2 with autoescaping on: candidate messages and evidence are
+  hostile text and only ever reach the page escaped.
+* :func:`write_csv`, :func:`write_markdown`, :func:`write_eval_results_json` — the plain exports
+  (implemented in :mod:`kbv.report_export`); :func:`write_all` writes everything at once.
+
+Metrics come from :func:`kbv.metrics.compute_metrics` (see its module for the formulas).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from kbv.metrics import (DECOMPOSITION_BASELINES, DECOMPOSITION_CORRECTNESS, DEFAULT_BASELINE,
+                         BatchMetrics, compute_metrics)
+from kbv.records import Verdict, to_dict
+from kbv.report_export import (fmt_pct, fmt_ratio, write_eval_results_json, write_leaderboard_csv,
+                               write_metrics_markdown, write_samples_csv)
+from kbv import report_plots
+from kbv.store import SPEEDUP_COLUMNS, Store, problem_key
+
+TEMPLATES = Path(__file__).with_name("templates")
+#: Longest message / evidence text shown per sample (characters); the rest is cut with a note.
+MAX_TEXT_CHARS = 20_000
+
+
+def load_metrics(store: Store, *, baseline: str = DEFAULT_BASELINE,
+                 include_excluded: bool = False) -> BatchMetrics:
+    """:func:`kbv.metrics.compute_metrics` over every verdict and exclusion in ``store``."""
+    return compute_metrics(store.verdicts(), exclusions=store.exclusions(), baseline=baseline,
+                           include_excluded=include_excluded)
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["ratio"] = fmt_ratio
+    env.filters["pct"] = fmt_pct
+    return env
+
+
+def _anchor(key: str) -> str:
+    return "p-" + re.sub(r"[^A-Za-z0-9_-]", "-", key)
+
+
+def _clip(text: str) -> str:
+    if len(text) <= MAX_TEXT_CHARS:
+        return text
+    return text[:MAX_TEXT_CHARS] + f"\n… [{len(text) - MAX_TEXT_CHARS} more characters cut]"
+
+
+def _num(x: float | None) -> str:
+    """Sort key for the leaderboard's ``data-v`` (empty when undefined)."""
+    return "" if x is None else repr(float(x))
+
+
+def _leaderboard(metrics: BatchMetrics) -> tuple[list[str], list[list[tuple[str, str]]]]:
+    p_cols = list(metrics.runs[0].overall.fast_p) if metrics.runs else []
+    k_cols = sorted({k for m in metrics.rows() for k in m.pass_at_k})
+    statuses = list(metrics.runs[0].overall.status_counts) if metrics.runs else []
+    head = ["Run", "Scope", "Problems", "Samples", "Correct", "Correct speedup",
+            *(f"fast_{p:g}" for p in p_cols), "Mem. eff.", "Mem-efficient",
+            *(f"pass@{k}" for k in k_cols), "Shortcut speedup", *statuses]
+    rows = []
+    for m in metrics.rows():
+        row = [(m.run or "(unnamed)", m.run), (m.label, str(m.level if m.level is not None else -1)),
+               (str(m.problems), str(m.problems)), (str(m.samples), str(m.samples)),
+               (f"{fmt_pct(m.correct_frac)} ({m.solved})", _num(m.correct_frac)),
+               (fmt_ratio(m.correct_speedup), _num(m.correct_speedup)),
+               *((fmt_pct(m.fast_p[p]), _num(m.fast_p[p])) for p in p_cols),
+               (fmt_ratio(m.memory_efficiency), _num(m.memory_efficiency)),
+               (fmt_pct(m.memory_efficient_frac), _num(m.memory_efficient_frac)),
+               *((fmt_pct(m.pass_at_k.get(k)), _num(m.pass_at_k.get(k))) for k in k_cols),
+               (f"{fmt_ratio(m.shortcut_speedup)} ({m.shortcut_problems})", _num(m.shortcut_speedup)),
+               *((str(m.status_counts[s]), str(m.status_counts[s])) for s in statuses)]
+        rows.append(row)
+    return head, rows
+
+
+def _sample_view(v: Verdict) -> dict[str, Any]:
+    return {
+        "run": v.candidate.run or "(unnamed)",
+        "sample_id": "–" if v.candidate.sample_id is None else v.candidate.sample_id,
+        "status": v.status.value,
+        "speedups": [fmt_ratio(v.speedup.get(b)) for b in SPEEDUP_COLUMNS],
+        "unverified": ", ".join(f"{b} {fmt_ratio(s)}" for b, s in v.unverified_speedup.items()),
+        "memory_efficiency": fmt_ratio(v.memory_efficiency),
+        "message": _clip(v.message),
+        "candidate_path": v.candidate.path,
+        "backend": v.candidate.backend,
+        "input_sets": v.input_sets,
+        "timing": [(label, m.summary()) for label, m in v.timing.items()],
+        "memory": list(v.memory.values()),
+        "flag_changes": v.flag_changes,
+        "weight_mismatches": v.weight_mismatches,
+        "evidence": _clip(json.dumps(to_dict(v.evidence), indent=2, allow_nan=False)) if v.evidence else "",
+    }
+
+
+def _problems(verdicts: list[Verdict], exclusions: dict[str, tuple[str, ...]]) -> list[dict[str, Any]]:
+    groups: dict[str, list[Verdict]] = defaultdict(list)
+    refs = {}
+    for v in verdicts:
+        k = problem_key(v.problem)
+        groups[k].append(v)
+        refs[k] = v.problem
+    order = sorted(groups, key=lambda k: (refs[k].level or 0, refs[k].problem_id or 0, k))
+    return [{"key": k, "anchor": _anchor(k), "path": refs[k].path, "excluded": exclusions.get(k, ()),
+             "samples": [_sample_view(v) for v in groups[k]]} for k in order]
+
+
+def render_html(store: Store, *, baseline: str = DEFAULT_BASELINE, include_excluded: bool = False,
+                title: str = "kbv report", metrics: BatchMetrics | None = None) -> str:
+    """The HTML report as a string (see :func:`write_html`)."""
+    metrics = metrics or load_metrics(store, baseline=baseline, include_excluded=include_excluded)
+    verdicts = list(store.verdicts())
+    exclusions = store.exclusions()
+    head, rows = _leaderboard(metrics)
+    combos = [(b, c) for b in DECOMPOSITION_BASELINES for c in DECOMPOSITION_CORRECTNESS]
+    levels = sorted(metrics.problems)
+    envs = sorted({(v.environment.device_name or v.environment.device, v.environment.torch,
+                    v.environment.driver or "–") for v in verdicts})
+    return _env().get_template("report.html.j2").render(
+        title=title,
+        generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        store_name=store.path.name, progress=store.progress(), metrics=metrics,
+        head=head, rows=rows, combos=combos,
+        hidden_names=sorted({n for r in metrics.runs for n in r.overall.hidden_failures}),
+        envs=envs, speedup_labels=list(SPEEDUP_COLUMNS),
+        plots={
+            "decomposition": report_plots.decomposition_bars(metrics),
+            "failures": report_plots.failure_bars(metrics),
+            "cdf": report_plots.speedup_cdf(metrics),
+            "scatter": [(lv, report_plots.memory_speedup_scatter(metrics, lv)) for lv in levels],
+        },
+        problems=_problems(verdicts, exclusions),
+    )
+
+
+def write_html(store: Store, path: Path | str, **kwargs: Any) -> Path:
+    """Write the self-contained HTML report (opens offline; keyword arguments as :func:`render_html`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_html(store, **kwargs), encoding="utf-8")
+    return path
+
+
+def write_csv(store: Store, path: Path | str, *, baseline: str = DEFAULT_BASELINE,
+              include_excluded: bool = False) -> Path:
+    """Leaderboard CSV, one row per (run, scope); fractions in [0, 1], speedups as ratios."""
+    return write_leaderboard_csv(load_metrics(store, baseline=baseline, include_excluded=include_excluded),
+                                 path)
+
+
+def write_markdown(store: Store, path: Path | str, *, baseline: str = DEFAULT_BASELINE,
+                   include_excluded: bool = False, title: str = "kbv report") -> Path:
+    """Markdown summary: leaderboard, decomposition, failures per distribution, exclusions."""
+    return write_metrics_markdown(load_metrics(store, baseline=baseline, include_excluded=include_excluded),
+                                  path, title=title)
+
+
+def write_all(store: Store, out_dir: Path | str, *, baseline: str = DEFAULT_BASELINE,
+              include_excluded: bool = False, title: str = "kbv report") -> dict[str, Path | list[Path]]:
+    """Every output under ``out_dir``: ``report.html``, ``leaderboard.csv``, ``samples.csv``,
+    ``report.md`` and ``eval_results/<run>/level<L>/eval_results{,_hidden}.json``."""
+    out = Path(out_dir)
+    metrics = load_metrics(store, baseline=baseline, include_excluded=include_excluded)
+    return {
+        "html": write_html(store, out / "report.html", metrics=metrics, title=title),
+        "leaderboard_csv": write_leaderboard_csv(metrics, out / "leaderboard.csv"),
+        "samples_csv": write_samples_csv(store, out / "samples.csv"),
+        "markdown": write_metrics_markdown(metrics, out / "report.md", title=title),
+        "eval_results": write_eval_results_json(store, out / "eval_results"),
+    }
+
+
+__all__ = ["load_metrics", "render_html", "write_html", "write_csv", "write_samples_csv",
+           "write_markdown", "write_eval_results_json", "write_all"]
