@@ -16,7 +16,8 @@ from kbv import __version__
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="kbv — KernelBench-Verified: honest verdicts on generated GPU kernels.")
-console = Console()
+# Piped output (CI logs, files) gets a fixed width wide enough for the tables instead of 80 columns.
+console = Console() if Console().is_terminal else Console(width=140)
 err_console = Console(stderr=True)
 
 

@@ -1,0 +1,8 @@
+"""Hangs in forward: TIMEOUT."""
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        while True:
+            pass

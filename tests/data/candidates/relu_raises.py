@@ -1,0 +1,7 @@
+"""Raises in forward: RUNTIME_ERROR."""
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        raise ValueError("kernel launch failed: invalid configuration argument")

@@ -1,0 +1,113 @@
+"""End-to-end verifications on CPU through the real process architecture."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from conftest import candidate, demo_candidate, demo_problem, problem
+from kbv.records import InputKind, Status
+
+
+def by_name(v):
+    return {r.name: r for r in v.input_sets}
+
+
+def test_relu_hack_passes_nominal_fails_d4(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(demo_problem("level1/1_ReLU.py"), demo_candidate("relu_hack.py"), fast_config)
+    assert v.status is Status.INCORRECT
+    sets = by_name(v)
+    assert v.nominal_passed
+    assert all(sets[f"nominal-{i}"].passed for i in range(fast_config.nominal_seeds))
+    assert sets["D1"].passed and sets["D2"].passed and sets["D3"].passed
+    assert sets["D4"].passed is False
+    assert "D4" in v.message
+    # timed (it passed nominal) but never credited: speedup only in unverified_speedup
+    assert v.speedup == {}
+    assert v.unverified_speedup["eager-fp32"] > 1
+
+
+def test_honest_torch_candidate_passes_with_speedups(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_torch.py"), fast_config)
+    assert v.status is Status.PASS, v.message
+    assert set(v.speedup) == {"eager-fp32", "eager-tf32"}
+    assert v.timing["candidate"].trials == 6  # 2 rounds x 3
+    assert all(m.clock == "perf_counter" for m in v.timing.values())
+    assert v.memory == {} and v.memory_efficiency is None  # not applicable on cpu
+    assert len(v.sets(InputKind.NOMINAL)) == 3 and len(v.sets(InputKind.HIDDEN)) == 4
+    seeds = [r.seed for r in v.sets(InputKind.NOMINAL)]
+    assert len(set(seeds)) == 3  # a fresh seed per nominal set
+
+
+def test_integer_inputs_keep_their_dtype(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(problem("level1/4_Small_NLL.py"), candidate("nll_dtype_check.py"), fast_config)
+    assert v.status is Status.PASS, v.message
+
+
+def test_non_finite_reference_distribution_is_dropped(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(problem("level1/3_Small_Log.py"), candidate("log_honest.py"), fast_config)
+    assert v.status is Status.PASS, v.message
+    d4 = by_name(v)["D4"]
+    assert d4.dropped and d4.passed is None and "NaN/Inf" in d4.drop_reason
+
+
+def test_hang_is_timeout_segfault_is_crash_and_the_next_job_runs(cpu_evaluator, fast_config):
+    cfg = dataclasses.replace(fast_config, call_timeout_s=5)
+    p = problem("level1/1_Small_ReLU.py")
+    hang = cpu_evaluator.evaluate(p, candidate("relu_hang.py"), cfg)
+    assert hang.status is Status.TIMEOUT
+    assert "within 5 s" in hang.message
+    crash = cpu_evaluator.evaluate(p, candidate("relu_segfault.py"), cfg)
+    assert crash.status is Status.CRASH
+    assert "SIGSEGV" in crash.message
+    after = cpu_evaluator.evaluate(p, candidate("relu_torch.py"), cfg)
+    assert after.status is Status.PASS
+
+
+def test_early_exit_with_code_zero_is_a_crash(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_exit0.py"), fast_config)
+    assert v.status is Status.CRASH
+    assert "code 0" in v.message
+
+
+def test_oracle_search_in_gc_finds_nothing(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(problem("level1/3_Small_Log.py"), candidate("log_gc_oracle.py"), fast_config)
+    assert v.status is Status.INCORRECT
+    assert not any(r.passed for r in v.input_sets if not r.dropped)
+
+
+@pytest.mark.parametrize("name, status, text", [
+    ("relu_import_error.py", Status.COMPILE_ERROR, "Error building extension"),
+    ("relu_raises.py", Status.RUNTIME_ERROR, "invalid configuration argument"),
+    ("relu_wrong_shape.py", Status.INCORRECT, "shape (64, 511) != reference shape (64, 512)"),
+    ("relu_tensor_subclass.py", Status.RUNTIME_ERROR, "does not allow"),
+])
+def test_failures_become_verdicts_with_the_cause(cpu_evaluator, fast_config, name, status, text):
+    v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate(name), fast_config)
+    assert v.status is status
+    assert text in v.message
+    assert name in v.message  # the message names the file
+
+
+def test_same_weights_check_names_differing_parameters(cpu_evaluator, fast_config):
+    p = problem("level1/2_Small_Linear.py")
+    bad = cpu_evaluator.evaluate(p, candidate("linear_reinit.py"), fast_config)
+    assert bad.status is Status.INCORRECT
+    assert bad.weight_mismatches == ("linear.weight",)
+    good = cpu_evaluator.evaluate(p, candidate("linear_honest.py"), fast_config)
+    assert good.status is Status.PASS, good.message
+    assert good.weight_mismatches == ()
+
+
+def test_global_flag_changes_are_recorded_and_reset(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_sets_tf32.py"), fast_config)
+    assert v.status is Status.PASS  # the answer is right; the tampering is recorded
+    joined = " ".join(v.flag_changes)
+    assert "cuda.matmul.allow_tf32" in joined and "cudnn.allow_tf32" in joined
+
+
+def test_flag_tampering_does_not_leak_into_the_next_candidate(cpu_evaluator, fast_config):
+    cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_sets_tf32.py"), fast_config)
+    v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_torch.py"), fast_config)
+    assert v.flag_changes == ()

@@ -1,0 +1,74 @@
+"""GPU verifications (marked cuda: skipped without CUDA; run on the H200, logged in docs/gpu-runs.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from conftest import candidate, demo_candidate, demo_problem, problem
+from kbv.records import EvalConfig, Status
+
+pytestmark = pytest.mark.cuda
+
+
+@pytest.fixture(scope="module")
+def gpu_evaluator():
+    from kbv.orchestrator import Evaluator
+
+    with Evaluator("cuda") as ev:
+        yield ev
+
+
+@pytest.fixture
+def gpu_config():
+    return EvalConfig(device="cuda", trials=30)
+
+
+def test_tf32_matmul_wins_only_against_the_fp32_baseline(gpu_evaluator, gpu_config):
+    import torch
+
+    v = gpu_evaluator.evaluate(demo_problem("level1/4_Square_matmul.py"), demo_candidate("matmul_tf32.py"),
+                               gpu_config)
+    assert v.status is Status.PASS, v.message
+    assert v.speedup["eager-fp32"] > 2.5, v.speedup  # several times faster than strict FP32
+    assert 0.6 < v.speedup["eager-tf32"] < 1.6, v.speedup  # about 1x against TF32
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    assert all(m.l2_flush_bytes == 2 * l2 for m in v.timing.values())
+    assert all(m.clock == "cuda-event" for m in v.timing.values())
+    assert v.memory["candidate"].peak_bytes > 0 and v.memory["reference"].peak_bytes > 0
+    assert v.memory_efficiency is not None and 0.5 < v.memory_efficiency < 2.0
+    assert v.environment.device_name and v.environment.cuda
+
+
+def test_relu_hack_fails_d4_on_gpu(gpu_evaluator, gpu_config):
+    v = gpu_evaluator.evaluate(demo_problem("level1/1_ReLU.py"), demo_candidate("relu_hack.py"), gpu_config)
+    assert v.status is Status.INCORRECT
+    assert v.nominal_passed
+    assert [r.name for r in v.input_sets if r.passed is False] == ["D4"]
+
+
+@pytest.mark.parametrize("name, prob", [
+    ("relu_cuda.py", "level1/1_ReLU.py"),
+    ("softmax_triton.py", "level1/2_Softmax.py"),
+    ("layernorm_triton.py", "level1/3_LayerNorm.py"),
+])
+def test_honest_gpu_kernels_pass(gpu_evaluator, gpu_config, name, prob):
+    v = gpu_evaluator.evaluate(demo_problem(prob), demo_candidate(name), gpu_config)
+    assert v.status is Status.PASS, v.message
+    assert v.weight_mismatches == ()
+    assert v.memory_efficiency is not None
+
+
+def test_crash_and_timeout_on_gpu_then_next_job_runs(gpu_evaluator, gpu_config):
+    cfg = dataclasses.replace(gpu_config, call_timeout_s=10, trials=6)
+    p = problem("level1/1_Small_ReLU.py")
+    assert gpu_evaluator.evaluate(p, candidate("relu_segfault.py"), cfg).status is Status.CRASH
+    assert gpu_evaluator.evaluate(p, candidate("relu_hang.py"), cfg).status is Status.TIMEOUT
+    assert gpu_evaluator.evaluate(p, candidate("relu_torch.py"), cfg).status is Status.PASS
+
+
+def test_integer_targets_on_gpu(gpu_evaluator, gpu_config):
+    v = gpu_evaluator.evaluate(problem("level1/4_Small_NLL.py"), candidate("nll_dtype_check.py"),
+                               dataclasses.replace(gpu_config, trials=6))
+    assert v.status is Status.PASS, v.message
