@@ -11,4 +11,5 @@ export PYTHONPATH=src PYTHONUNBUFFERED=1 KBV_CACHE_DIR=${KBV_CACHE_DIR:-/tmp/kbv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
 } 2>&1 | tee "$OUT/env.txt"
 python3 -m pytest -q -m cuda ${PYTEST_ARGS:-tests} 2>&1 | tee "$OUT/pytest-cuda.log"
-python3 -m kbv demo --device cuda --json-dir "$OUT/demo" 2>&1 | tee "$OUT/demo.log"
+python3 -m kbv demo --device cuda --json-dir /tmp/kbv-demo-json 2>&1 | tee "$OUT/demo.log"
+tar czf "$OUT/demo-verdicts.tgz" -C /tmp kbv-demo-json
