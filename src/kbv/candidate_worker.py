@@ -23,7 +23,10 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-#: environment variables a candidate worker keeps; everything else is dropped.
+#: environment variables a candidate worker keeps (by name or prefix); everything else, API keys
+#: and kbv's own settings included, is dropped. The prefixes keep CUDA/Triton toolchains working.
+_KEEP_PREFIXES = ("CUDA_", "NVIDIA_", "TRITON_", "TORCH_CUDA_", "NCCL_", "LD_", "CPATH", "LIBRARY_PATH",
+                  "CONDA_PREFIX", "VIRTUAL_ENV", "PYTORCH_", "NVSHMEM_")
 _KEEP_ENV = (
     "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "LOGNAME",
     "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH", "CC", "CXX",
@@ -71,7 +74,7 @@ def _sandbox(setup: WorkerSetup) -> None:
     parent_cwd = os.getcwd()
     os.chdir(setup.workdir)
     sys.path[:] = [p for p in sys.path if p not in ("", ".", parent_cwd) and not p.startswith(parent_cwd + os.sep + "tests")]
-    env = {k: v for k, v in os.environ.items() if k in _KEEP_ENV}
+    env = {k: v for k, v in os.environ.items() if k in _KEEP_ENV or k.startswith(_KEEP_PREFIXES)}
     env["TORCH_EXTENSIONS_DIR"] = os.path.join(setup.build_dir, "torch_extensions")
     env["TRITON_CACHE_DIR"] = os.path.join(setup.build_dir, "triton")
     env["TMPDIR"] = setup.workdir
@@ -99,7 +102,8 @@ class _Server:
         self.timing = timing
         self.conn = conn
         self.setup = setup
-        self.device = torch.device(setup.device)
+        # an explicit index: torch.cuda.set_device and friends refuse a bare "cuda"
+        self.device = torch.device("cuda", 0) if setup.device == "cuda" else torch.device(setup.device)
         self.model = None
         self.flags: dict = {}
         self.timing_sets: list = []

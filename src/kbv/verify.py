@@ -104,7 +104,7 @@ def build_reference(ref: ProblemRef, config: EvalConfig) -> ReferenceProblem:
         ProblemError: any step fails, or ``get_inputs()`` returns something unusable.
     """
     module = import_problem(ref)
-    device = torch.device(config.device)
+    device = torch.device("cuda", torch.cuda.current_device()) if config.device == "cuda" else torch.device("cpu")
     try:
         init_args = list(module.get_init_inputs())
     except BaseException as exc:  # noqa: BLE001
