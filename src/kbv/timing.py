@@ -70,7 +70,10 @@ def time_calls(
     flush_bytes: int | None = None,
     first_set: int = 0,
 ) -> tuple[list[float], str]:
-    """Time ``trials`` calls of ``fn(*arg_sets[i % len(arg_sets)])`` after ``warmup`` calls.
+    """Time ``trials`` calls of ``fn`` after ``warmup`` untimed ones.
+
+    Call ``j`` (warmup calls first, then timed ones) gets ``arg_sets[(first_set + j) % len(arg_sets)]``,
+    so consecutive calls never see the same input set when there are two or more.
 
     Returns:
         (per-call times in ms, clock name ``cuda-event`` or ``perf_counter``).
@@ -93,7 +96,7 @@ def time_calls(
             for i in range(trials):
                 if flush is not None:
                     flush.zero_()
-                args = arg_sets[(first_set + i) % n]
+                args = arg_sets[(first_set + warmup + i) % n]
                 _event_record(starts[i])
                 fn(*args)
                 _event_record(ends[i])
@@ -105,7 +108,7 @@ def time_calls(
             fn(*arg_sets[(first_set + i) % n])
         times = []
         for i in range(trials):
-            args = arg_sets[(first_set + i) % n]
+            args = arg_sets[(first_set + warmup + i) % n]
             t0 = _perf_counter()
             fn(*args)
             times.append((_perf_counter() - t0) * 1e3)

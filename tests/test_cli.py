@@ -1,0 +1,90 @@
+"""The kbv eval command as a user runs it: exit codes, one-line errors, the JSON record."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import DATA
+
+PROBLEM = DATA / "problems" / "level1" / "1_Small_ReLU.py"
+
+
+def kbv(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "kbv", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_eval_writes_the_record_and_exits_zero_even_when_incorrect(tmp_path):
+    out = tmp_path / "v.json"
+    r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_wrong_shape.py", "--device", "cpu", "--trials", "3",
+            "--json", out)
+    assert r.returncode == 0, r.stderr
+    assert "INCORRECT" in r.stdout
+    rec = json.loads(out.read_text())
+    for key in ("status", "input_sets", "timing", "speedup", "memory", "environment"):
+        assert key in rec
+    assert rec["status"] == "INCORRECT"
+    assert {s["name"] for s in rec["input_sets"]} >= {"nominal-0", "D1", "D2", "D3", "D4"}
+    for s in rec["input_sets"]:
+        assert {"name", "passed", "max_abs_error", "dropped"} <= set(s)
+    assert rec["environment"]["torch"] and rec["environment"]["kbv_version"]
+
+
+def test_eval_pass_record_has_timing_and_speedups(tmp_path):
+    out = tmp_path / "v.json"
+    r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cpu", "--trials", "3",
+            "--json", out)
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(out.read_text())
+    assert rec["status"] == "PASS"
+    for label in ("candidate", "eager-fp32", "eager-tf32"):
+        t = rec["timing"][label]
+        assert t["stats"]["median_ms"] > 0 and t["stats"]["trials"] == 3 and "iqr_ms" in t["stats"]
+    assert set(rec["speedup"]) == {"eager-fp32", "eager-tf32"}
+
+
+@pytest.mark.parametrize("content, fault", [
+    (b"\xff\xfe\x00junk", "not UTF-8"),
+    (b"import torch\nclass Model: pass\n", "missing get_inputs, get_init_inputs"),
+    (b"def get_inputs(:\n", "syntax error at line 1"),
+    (None, "no such file"),
+])
+def test_bad_problem_file_is_one_line_and_exit_2(tmp_path, content, fault):
+    bad = tmp_path / "1_Bad.py"
+    if content is not None:
+        bad.write_bytes(content)
+    r = kbv("eval", bad, DATA / "candidates" / "relu_torch.py", "--device", "cpu")
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(bad) in lines[0] and fault in lines[0], r.stderr
+
+
+def test_missing_model_new_is_one_line_and_exit_2(tmp_path):
+    cand = tmp_path / "cand.py"
+    cand.write_text("import torch\n")
+    r = kbv("eval", PROBLEM, cand, "--device", "cpu")
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"kbv: error: {cand}: no ModelNew defined at module level"
+
+
+def test_problem_that_fails_at_import_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "1_Broken.py"
+    bad.write_text("import torch\nraise ImportError('needs transformers')\n"
+                   "class Model: pass\ndef get_inputs(): return []\ndef get_init_inputs(): return []\n")
+    r = kbv("eval", bad, DATA / "candidates" / "relu_torch.py", "--device", "cpu")
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "import failed: ImportError: needs transformers" in lines[0] and str(bad) in lines[0]
+
+
+def test_cuda_requested_without_cuda_is_a_usage_error():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cuda")
+    assert r.returncode == 2 and "CUDA is not available" in r.stderr

@@ -1,0 +1,123 @@
+"""Unit tests of the pure pieces: records, flags, timing loop, hidden transforms."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from kbv import baselines, inputs, timing
+from kbv.records import (
+    CandidateRef, Environment, EvalConfig, InputKind, InputSetResult, Measurement, ProblemRef, Status,
+    Verdict, to_json, verdict_from_json,
+)
+
+
+def _verdict(**kw):
+    base = dict(
+        status=Status.PASS, message="ok",
+        problem=ProblemRef("/p/level1/1_ReLU.py", "ReLU", 1, 1, "a" * 64),
+        candidate=CandidateRef("/c/x.py", "b" * 64, "cuda"),
+        config=EvalConfig(), environment=Environment("0.1.0", "3.11", "2.13", "cpu"),
+        input_sets=(InputSetResult("nominal-0", InputKind.NOMINAL, "get_inputs()", 7, True, max_abs_error=0.0),),
+        timing={"candidate": Measurement("candidate", "cpu", (1.0, 2.0, 3.0), 1)},
+        speedup={"eager-fp32": 2.0},
+    )
+    base.update(kw)
+    return Verdict(**base)
+
+
+def test_json_roundtrip_keeps_non_finite_floats():
+    v = _verdict(input_sets=(
+        InputSetResult("nominal-0", InputKind.NOMINAL, "get_inputs()", 1, True, max_abs_error=0.0),
+        InputSetResult("D4", InputKind.HIDDEN, "x-1", 2, passed=None, dropped=True, drop_reason="NaN"),
+    ), evidence={"nan": math.nan, "inf": math.inf, "ninf": -math.inf})
+    text = to_json(v)
+    assert "NaN" in text and "Infinity" in text
+    back = verdict_from_json(text)
+    assert back.status is Status.PASS and back.input_sets[1].dropped
+    assert math.isnan(back.evidence["nan"]) and back.evidence["ninf"] == -math.inf
+    assert back.timing["candidate"].median_ms == 2.0
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(status=Status.PASS, timing={}), "candidate timing"),
+    (dict(status=Status.INCORRECT), "failed input set"),
+    (dict(status=Status.CRASH, message=""), "needs a message"),
+    (dict(status=Status.TIMEOUT, message="t"), "cannot carry a speedup"),
+    (dict(speedup={"eager-fp32": 0.0}), "finite and positive"),
+])
+def test_impossible_verdicts_cannot_be_built(kw, match):
+    with pytest.raises(ValueError, match=match):
+        _verdict(**kw)
+
+
+def test_measurement_statistics_and_noise():
+    m = Measurement("x", "cpu", (1.0, 1.0, 1.0, 1.0, 2.0), 0)
+    assert m.median_ms == 1.0 and m.trials == 5 and not m.noisy
+    assert Measurement("x", "cpu", (1.0, 2.0, 3.0, 4.0), 0).noisy
+    with pytest.raises(ValueError):
+        Measurement("x", "cpu", (1.0, 0.0), 0)
+
+
+def test_baseline_flags_roundtrip():
+    before = baselines.numeric_flags()
+    try:
+        baselines.apply_flags(baselines.flags_for("eager-tf32"))
+        assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+        assert baselines.flag_changes(baselines.flags_for("eager-fp32"))
+        baselines.apply_flags(baselines.flags_for("eager-fp32"))
+        assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+        assert baselines.flag_changes(baselines.flags_for("eager-fp32")) == []
+    finally:
+        baselines.apply_flags(before)
+    with pytest.raises(ValueError):
+        baselines.flags_for("eager-fp64")
+
+
+def test_time_calls_cpu_rotates_sets_and_returns_every_sample():
+    seen = []
+    times, clock = timing.time_calls(lambda x: seen.append(int(x)), [[0], [1], [2]], device="cpu",
+                                     warmup=2, trials=7, first_set=1)
+    assert clock == "perf_counter" and len(times) == 7 and all(t >= 0 for t in times)
+    assert seen == [1, 2, 0, 1, 2, 0, 1, 2, 0]  # 2 warmup + 7 timed, rotating from set 1
+    assert timing.l2_flush_bytes("cpu") is None
+
+
+def test_timing_callables_survive_monkeypatching(monkeypatch):
+    import time
+
+    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
+    assert "time.perf_counter" in timing.captured_changed()
+    times, _ = timing.time_calls(lambda: sum(range(1000)), [[]], device="cpu", warmup=0, trials=3)
+    assert all(t > 0 for t in times)  # the loop kept the real clock
+
+
+def test_hidden_transforms_scale_floats_only():
+    def get_inputs():
+        return [torch.rand(8), torch.randint(0, 5, (8,)), 3, torch.rand(2) > 0.5]
+
+    sets = inputs.hidden_sets(get_inputs, ["D1", "D2", "D3", "D4"])
+    base = sets[0].args
+    for s, f in zip(sets, (1.0, 3.0, 0.01, -1.0)):
+        assert torch.allclose(s.args[0], base[0] * f)
+        assert s.args[1].dtype == torch.int64 and torch.equal(s.args[1], base[1])
+        assert s.args[2] == 3 and s.args[3].dtype == torch.bool
+    assert len({s.seed for s in sets}) == 1
+    with pytest.raises(ValueError, match="unknown hidden"):
+        inputs.hidden_sets(get_inputs, ["D9"])
+
+
+def test_precision_cast_leaves_integers_alone():
+    out = inputs.to_device([torch.rand(2), torch.arange(3)], "cpu", "bf16")
+    assert out[0].dtype == torch.bfloat16 and out[1].dtype == torch.int64
+
+
+def test_nominal_seeds_are_fresh_and_reproduce_the_draw():
+    def get_inputs():
+        return [torch.rand(4)]
+
+    a, b = inputs.nominal_sets(get_inputs, 2)
+    assert a.seed != b.seed
+    assert torch.equal(inputs.draw(get_inputs, a.seed)[0], a.args[0])
