@@ -339,7 +339,7 @@ def _encode(obj: Any) -> Any:
         return obj.value
     if isinstance(obj, Measurement):
         d = {f.name: _encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-        d["stats"] = _encode(obj.summary())
+        d.update(_encode(obj.summary()))  # median_ms, iqr_ms, trials, ... next to the raw samples
         return d
     if dataclasses.is_dataclass(obj):
         return {f.name: _encode(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
