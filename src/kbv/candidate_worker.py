@@ -59,12 +59,51 @@ def _die_with_parent() -> None:
         pass
 
 
-def _sandbox(setup: WorkerSetup) -> None:
+#: largest file the worker may write (bytes): extension builds need tens of MB, nothing needs more.
+MAX_FILE_BYTES = 1 << 30
+
+
+def _isolate_network() -> str:
+    """Move into a new, empty network namespace (Linux, root only). Returns a note for the record.
+
+    Done before torch is imported, while the process is single-threaded, as ``unshare`` requires.
+    CUDA does not use the network, so kernels run unchanged.
+    """
+    if sys.platform != "linux" or os.geteuid() != 0:
+        return "network: not isolated (needs root on Linux)"
+    import ctypes
+
+    CLONE_NEWNET = 0x40000000
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(CLONE_NEWNET) != 0:
+            return f"network: not isolated (unshare: {os.strerror(ctypes.get_errno())})"
+    except (OSError, AttributeError) as exc:
+        return f"network: not isolated ({exc})"
+    return "network: isolated (empty namespace)"
+
+
+def _limit_resources() -> None:
+    import resource
+
+    for lim, value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_FSIZE, MAX_FILE_BYTES)):
+        try:
+            soft, hard = resource.getrlimit(lim)
+            new = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(lim, (new, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def _sandbox(setup: WorkerSetup) -> list[str]:
+    """Isolate this process before any candidate code runs; returns notes for the record."""
     try:
         os.setsid()
     except OSError:
         pass
     _die_with_parent()
+    notes = [_isolate_network()]
+    _limit_resources()
     log_fd = os.open(setup.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
@@ -81,6 +120,7 @@ def _sandbox(setup: WorkerSetup) -> None:
     env["PWD"] = setup.workdir
     os.environ.clear()
     os.environ.update(env)
+    return notes
 
 
 def _flatten(out: Any) -> tuple[tuple, str]:
@@ -90,7 +130,7 @@ def _flatten(out: Any) -> tuple[tuple, str]:
 
 
 class _Server:
-    def __init__(self, conn: Connection, setup: WorkerSetup):
+    def __init__(self, conn: Connection, setup: WorkerSetup, notes: list[str]):
         import torch
 
         # harness modules are imported before any candidate code: timing captures its callables now
@@ -107,6 +147,7 @@ class _Server:
         self.model = None
         self.flags: dict = {}
         self.timing_sets: list = []
+        self.notes = tuple(notes)
 
     # helpers ---------------------------------------------------------------------------------
     def _sync(self) -> None:
@@ -159,7 +200,8 @@ class _Server:
                 state[name] = t.detach()
         changes = self._check_flags()
         return self.protocol.Loaded(state=state, model_bytes=model_bytes,
-                                    load_seconds=time.perf_counter() - t0, flag_changes=changes)
+                                    load_seconds=time.perf_counter() - t0, flag_changes=changes,
+                                    sandbox=self.notes)
 
     def forward(self, req: Any) -> Any:
         torch = self.torch
@@ -224,8 +266,8 @@ class _Server:
 
 def candidate_main(conn: Connection, setup: WorkerSetup) -> None:
     """Entry point of the spawned candidate worker."""
-    _sandbox(setup)
-    _Server(conn, setup).serve()
+    notes = _sandbox(setup)
+    _Server(conn, setup, notes).serve()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

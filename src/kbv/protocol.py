@@ -86,6 +86,7 @@ class Loaded:
     model_bytes: int | None  #: allocator growth across construction (cuda), else None.
     load_seconds: float
     flag_changes: tuple = ()
+    sandbox: tuple = ()  #: notes on the isolation the worker achieved (network namespace, ...).
 
 
 @dataclass(frozen=True)
