@@ -8,9 +8,17 @@ it dies. Verdicts arrive as plain JSON and are rebuilt (and validated) with
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import importlib.metadata
+import platform
+import socket
+from pathlib import Path
 
+from kbv import __version__
+from kbv.baseline_cache import BaselineRun, environment_from_dict, measurement_from_dict
 from kbv.problems import ProblemError
-from kbv.records import CandidateRef, EvalConfig, ProblemRef, Verdict, to_dict, verdict_from_dict
+from kbv.records import (CandidateRef, Environment, EvalConfig, ProblemRef, Status, Verdict, to_dict,
+                         verdict_from_dict)
 from kbv.workers import ReferenceProcess
 
 
@@ -23,6 +31,48 @@ def job_timeout_s(config: EvalConfig) -> float:
     calls = config.nominal_seeds + len(config.hidden) + 4
     return (config.compile_timeout_s + calls * config.call_timeout_s
             + config.timing_rounds * config.timing_timeout_s + 300.0)
+
+
+def minimal_environment(device: str) -> Environment:
+    """The orchestrator's own view of where a verdict was made, without importing torch or touching
+    a device: for verdicts decided before any worker ran (static rejections). ``device_name`` and
+    ``driver`` stay None: nothing was measured on the device."""
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = "unknown"
+    return Environment(kbv_version=__version__, python=platform.python_version(), torch=torch_version,
+                       device=device, hostname=socket.gethostname())
+
+
+#: ``CandidateRef.backend`` of a file that failed static vetting (its backend was never detected).
+UNVETTED_BACKEND = "unknown"
+
+
+def rejected_candidate(path: Path | str, *, run: str | None, sample_id: int | None) -> CandidateRef:
+    """Identity of a candidate file that failed static vetting: the SHA-256 of its bytes (streamed,
+    so a huge file is hashed without being held), or of its path when it cannot be read."""
+    path = Path(path).resolve()
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        h = hashlib.sha256(f"unreadable:{path}".encode())
+    return CandidateRef(path=str(path), sha256=h.hexdigest(), backend=UNVETTED_BACKEND, run=run,
+                        sample_id=sample_id)
+
+
+def rejection_verdict(problem: ProblemRef, candidate: CandidateRef, config: EvalConfig, fault: str) -> Verdict:
+    """COMPILE_ERROR for a candidate refused by static vetting (unreadable, not UTF-8, over the size
+    limit, syntax error, no ``ModelNew``), built here without running anything.
+
+    ``fault`` is the one-line :class:`kbv.candidates.CandidateError` text (it names the file).
+    """
+    return Verdict(status=Status.COMPILE_ERROR, message=fault, problem=problem, candidate=candidate,
+                   config=config, environment=minimal_environment(config.device),
+                   evidence={"phase": "static vetting", "ran": False})
 
 
 class Evaluator:
@@ -59,6 +109,47 @@ class Evaluator:
                 self._ref = None
             raise EvaluationError(reply.error or "reference worker sent no verdict")
         return verdict_from_dict(reply.verdict)
+
+    def environment(self) -> Environment:
+        """The reference worker's environment (device name, driver, torch): a baseline cache key's parts.
+
+        Raises:
+            EvaluationError: the reference worker failed.
+        """
+        reply = self._worker().evaluate({"kind": "environment"}, 300.0)
+        if reply.error or reply.baselines is None:
+            self.close()
+            raise EvaluationError(reply.error or "reference worker sent no environment")
+        return environment_from_dict(reply.baselines["environment"])
+
+    def measure_baselines(self, problem: ProblemRef, config: EvalConfig,
+                          labels: tuple[str, ...]) -> BaselineRun:
+        """Time the problem's reference under each baseline label (``eager-fp32``, ``eager-tf32``,
+        ``compile``) in the reference worker (:func:`kbv.baseline_cache.measure_reference`).
+
+        Returns:
+            a :class:`kbv.baseline_cache.BaselineRun` (environment, measurements, per-label errors).
+        Raises:
+            ProblemError: the problem file is broken.
+            EvaluationError: the reference worker failed.
+        """
+        if config.device != self.device:
+            raise ValueError(f"evaluator is for {self.device}, config asks for {config.device}")
+        job = {"kind": "baselines", "problem": dataclasses.asdict(problem), "config": to_dict(config),
+               "labels": list(labels)}
+        timeout = config.compile_timeout_s + len(labels) * config.timing_timeout_s + 300.0
+        reply = self._worker().evaluate(job, timeout)
+        if reply.problem_error:
+            raise ProblemError(problem.path, reply.problem_error.split(": ", 1)[-1])
+        if reply.error or reply.baselines is None:
+            if self._ref is not None:
+                self._ref.close()
+                self._ref = None
+            raise EvaluationError(reply.error or "reference worker sent no baselines")
+        b = reply.baselines
+        return BaselineRun(environment=environment_from_dict(b["environment"]),
+                           measurements={k: measurement_from_dict(m) for k, m in b["measurements"].items()},
+                           errors=dict(b.get("errors", {})))
 
     def close(self) -> None:
         if self._ref is not None:

@@ -1,7 +1,9 @@
 """The reference worker: trusted process that owns one device, the problems and the comparisons.
 
 It serves JSON jobs from the orchestrator (``{"problem": ..., "candidate": ..., "config": ...}``)
-and answers each with ``{"verdict": dict}`` or ``{"problem_error": "one line"}``. Reference models
+and answers each with ``{"verdict": dict}`` or ``{"problem_error": "one line"}``. A job with
+``"kind": "baselines"`` and ``"labels"`` times the reference model alone under each baseline
+(:func:`kbv.baseline_cache.measure_reference`) and answers ``{"baselines": {...}}``. Reference models
 are cached per (problem file hash, config precision). Candidate workers are spawned from here, so
 inputs reach them by CUDA IPC without passing through the orchestrator.
 """
@@ -32,21 +34,35 @@ def reference_main(conn: Connection, device: str) -> None:
             return
         if job is None:
             return
+        if job.get("kind") == "environment":  # what a baseline cache key needs, nothing run
+            reply = {"baselines": {"environment": to_dict(env), "measurements": {}, "errors": {}}}
+            conn.send_bytes(json.dumps(reply, allow_nan=False).encode())
+            continue
         try:
             problem = ProblemRef(**job["problem"])
-            candidate = CandidateRef(**job["candidate"])
             cfg = dict(job["config"])
             cfg["hidden"] = tuple(cfg["hidden"])
             cfg["baselines"] = tuple(cfg["baselines"])
             config = EvalConfig(**cfg)
-            key = (problem.sha256, problem.path, config.device, config.precision, config.init_seed)
-            if key not in cache:
-                cache.clear()  # one reference model resident at a time
-                if device == "cuda":
-                    torch.cuda.empty_cache()
-                cache[key] = verify.build_reference(problem, config)
-            verdict = verify.verify(cache[key], candidate, config, env)
-            reply = {"verdict": to_dict(verdict)}
+            if job.get("kind") == "baselines":  # kbv baselines: time the reference model only
+                from kbv.baseline_cache import measure_reference
+
+                cache.clear()
+                measured = measure_reference(verify.build_reference(problem, config), config,
+                                             tuple(job["labels"]))
+                reply = {"baselines": {"environment": to_dict(env), "errors": measured["errors"],
+                                       "measurements": {k: to_dict(m)
+                                                        for k, m in measured["measurements"].items()}}}
+            else:
+                candidate = CandidateRef(**job["candidate"])
+                key = (problem.sha256, problem.path, config.device, config.precision, config.init_seed)
+                if key not in cache:
+                    cache.clear()  # one reference model resident at a time
+                    if device == "cuda":
+                        torch.cuda.empty_cache()
+                    cache[key] = verify.build_reference(problem, config)
+                verdict = verify.verify(cache[key], candidate, config, env)
+                reply = {"verdict": to_dict(verdict)}
         except ProblemError as exc:
             cache.clear()
             reply = {"problem_error": str(exc)}

@@ -13,6 +13,8 @@ Tables (``sqlite3`` stdlib, WAL journal, ``synchronous=FULL``):
 * ``exclusions``: problems left out of aggregate metrics by vetting, with the reasons.
 * ``baselines``: cached baseline timings per (problem sha, device name, driver, torch version,
   precision, baseline label).
+* ``baseline_summaries``: baseline figures imported from KernelBench's JSON (mean/std/min/max
+  only, no raw samples; see :mod:`kbv.baseline_cache`).
 
 A job left ``running`` by a process that no longer exists is pending again: the owner of a claim is
 recorded as host, pid and (on Linux) the process start time, so a recycled pid or a zombie does not
@@ -104,6 +106,17 @@ CREATE TABLE IF NOT EXISTS baselines (
     measured_at REAL NOT NULL,
     PRIMARY KEY (problem_sha256, device_name, driver, torch_version, precision, label)
 );
+CREATE TABLE IF NOT EXISTS baseline_summaries (
+    problem_sha256 TEXT NOT NULL,
+    device_name TEXT NOT NULL,
+    driver TEXT NOT NULL,
+    torch_version TEXT NOT NULL,
+    precision TEXT NOT NULL,
+    label TEXT NOT NULL,
+    summary_json TEXT NOT NULL,
+    imported_at REAL NOT NULL,
+    PRIMARY KEY (problem_sha256, device_name, driver, torch_version, precision, label)
+);
 """
 
 
@@ -176,6 +189,19 @@ class BaselineKey:
     torch_version: str
     precision: str
     label: str  #: ``eager-fp32`` | ``eager-tf32`` | ``compile``.
+
+
+@dataclass(frozen=True)
+class BaselineSummary:
+    """A baseline timing known only by its statistics (KernelBench's JSON keeps no raw samples)."""
+
+    mean_ms: float
+    std_ms: float
+    min_ms: float
+    max_ms: float
+    num_trials: int
+    device: str  #: e.g. ``cuda:0``.
+    source: str  #: the file it was imported from.
 
 
 @dataclass(frozen=True)
@@ -340,6 +366,73 @@ class Store:
                     "WHERE job_key=?", (self._owner, now, r["job_key"]))
         return [_job(r) for r in picked]
 
+    def claim(self, job: Job | str) -> bool:
+        """Atomically take one job if it is claimable (pending, or ``running`` under a dead owner)
+        and mark it running. False when it is done or another live process holds it.
+
+        Raises:
+            KeyError: the job was never added.
+        """
+        key = job if isinstance(job, str) else job.key
+        with self._transaction():
+            row = self._db.execute("SELECT * FROM jobs WHERE job_key=?", (key,)).fetchone()
+            if row is None:
+                raise KeyError(f"no job {key}")
+            if not self._claimable(row):
+                return False
+            self._db.execute(
+                "UPDATE jobs SET state='running', attempts=attempts+1, owner=?, claimed_at=? "
+                "WHERE job_key=?", (self._owner, time.time(), key))
+        return True
+
+    def unfinished_jobs(self) -> list[Job]:
+        """Every job not ``done`` (pending, or running under any owner), in insertion order."""
+        rows = self._db.execute("SELECT * FROM jobs WHERE state != 'done' ORDER BY rowid").fetchall()
+        return [_job(r) for r in rows]
+
+    def verdict_statuses(self, keys: Iterable[str] | None = None) -> dict[str, str]:
+        """``{job_key: status}`` of stored verdicts (all when ``keys`` is None)."""
+        rows = self._db.execute("SELECT job_key, status FROM verdicts").fetchall()
+        wanted = None if keys is None else set(keys)
+        return {k: st for k, st in rows if wanted is None or k in wanted}
+
+    def get_meta(self, key: str) -> str | None:
+        """A value of the store's ``meta`` table (e.g. ``config``), or None."""
+        row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._transaction():
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def jobs(self) -> list[Job]:
+        """Every registered job, in insertion order."""
+        return [_job(r) for r in self._db.execute("SELECT * FROM jobs ORDER BY rowid").fetchall()]
+
+    def remove_jobs(self, keys: Iterable[str]) -> int:
+        """Delete jobs and their verdicts (e.g. superseded by a changed file). Returns how many."""
+        n = 0
+        with self._transaction():
+            for k in keys:
+                self._db.execute("DELETE FROM verdicts WHERE job_key=?", (k,))
+                n += self._db.execute("DELETE FROM jobs WHERE job_key=?", (k,)).rowcount
+        return n
+
+    def job_states(self, keys: Iterable[str] | None = None) -> dict[str, str]:
+        """``{job_key: state}`` of the given jobs (all when None); unknown keys are left out."""
+        rows = self._db.execute("SELECT job_key, state FROM jobs").fetchall()
+        wanted = None if keys is None else set(keys)
+        return {k: st for k, st in rows if wanted is None or k in wanted}
+
+    def problems(self) -> list[ProblemRef]:
+        """The problems of every registered job (one per problem file hash), from the jobs table."""
+        rows = self._db.execute(
+            "SELECT problem_path, problem_sha256, level, problem_id, problem_name FROM jobs "
+            "GROUP BY problem_sha256 ORDER BY level, problem_id, problem_name").fetchall()
+        return [ProblemRef(path=r["problem_path"], name=r["problem_name"] or Path(r["problem_path"]).stem,
+                           level=r["level"], problem_id=r["problem_id"], sha256=r["problem_sha256"])
+                for r in rows]
+
     def release(self, job: Job | str) -> None:
         """Put a running job back to pending (a graceful stop before its verdict)."""
         key = job if isinstance(job, str) else job.key
@@ -466,6 +559,12 @@ class Store:
         with self._transaction():
             self._db.execute("DELETE FROM exclusions WHERE problem_key=?", (key,))
 
+    def remove_exclusion(self, problem: ProblemRef | str, reason: str) -> None:
+        """Drop one exclusion reason of a problem (others stay)."""
+        key = problem if isinstance(problem, str) else problem_key(problem)
+        with self._transaction():
+            self._db.execute("DELETE FROM exclusions WHERE problem_key=? AND reason=?", (key, reason))
+
     def exclusions(self) -> dict[str, tuple[str, ...]]:
         """``{problem_key: (reason, ...)}`` of every excluded problem."""
         out: dict[str, list[str]] = {}
@@ -490,6 +589,36 @@ class Store:
             (key.problem_sha256, key.device_name, key.driver, key.torch_version, key.precision,
              key.label)).fetchone()
         return measurement_from_json(row[0]) if row else None
+
+    def baseline_measured_at(self, key: BaselineKey) -> float | None:
+        """Unix time the cached baseline of ``key`` was stored, or None."""
+        row = self._db.execute(
+            "SELECT measured_at FROM baselines WHERE problem_sha256=? AND device_name=? AND driver=? AND "
+            "torch_version=? AND precision=? AND label=?",
+            (key.problem_sha256, key.device_name, key.driver, key.torch_version, key.precision,
+             key.label)).fetchone()
+        return float(row[0]) if row else None
+
+    def put_baseline_summary(self, key: BaselineKey, summary: BaselineSummary) -> None:
+        """Store an imported baseline summary (replacing one with the same key)."""
+        text = json.dumps(to_dict(summary), allow_nan=False)
+        with self._transaction():
+            self._db.execute(
+                "INSERT OR REPLACE INTO baseline_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (key.problem_sha256, key.device_name, key.driver, key.torch_version, key.precision,
+                 key.label, text, time.time()))
+
+    def baseline_summaries(self) -> list[tuple[BaselineKey, BaselineSummary]]:
+        """Every imported baseline summary, in import order."""
+        rows = self._db.execute("SELECT * FROM baseline_summaries ORDER BY rowid").fetchall()
+        out = []
+        for r in rows:
+            special = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+            d = {k: special.get(v, v) if isinstance(v, str) else v
+                 for k, v in json.loads(r["summary_json"]).items()}
+            out.append((BaselineKey(r["problem_sha256"], r["device_name"], r["driver"], r["torch_version"],
+                                    r["precision"], r["label"]), BaselineSummary(**d)))
+        return out
 
     def baselines(self) -> list[tuple[BaselineKey, Measurement]]:
         """Every cached baseline."""
@@ -538,5 +667,5 @@ def open_store(path: Path | str, jobs: Sequence[Job] = (), **kwargs) -> Store:
     return store
 
 
-__all__ = ["Job", "BaselineKey", "Progress", "Store", "problem_key", "config_hash",
+__all__ = ["Job", "BaselineKey", "BaselineSummary", "Progress", "Store", "problem_key", "config_hash",
            "measurement_from_json", "open_store", "SPEEDUP_COLUMNS"]

@@ -168,6 +168,8 @@ class ReferenceReply:
     verdict: dict | None = None
     problem_error: str | None = None
     error: str | None = None  #: an internal failure of the reference worker.
+    #: answer to a ``{"kind": "baselines"}`` job: ``{"environment": dict, "measurements": {label: dict}}``.
+    baselines: dict | None = None
 
 
 class ReferenceProcess:
