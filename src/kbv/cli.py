@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -118,6 +118,218 @@ def demo_cmd(
     dev = resolve_device(device)
     code = run_demo(dev, console, json_dir=json_dir, trials=trials)
     raise typer.Exit(code)
+
+
+class LayoutOpt(str, Enum):
+    auto = "auto"
+    kernelbench = "kernelbench"
+    plain = "plain"
+
+
+class ReportBaseline(str, Enum):
+    eager_tf32 = "eager-tf32"
+    eager_fp32 = "eager-fp32"
+    compile = "compile"
+
+
+def _selection(level: Optional[List[int]], problem_ids: Optional[str], runs: Optional[List[str]]):
+    from kbv.batch import Selection, parse_ids
+
+    try:
+        ids = parse_ids(problem_ids) if problem_ids else None
+    except ValueError as exc:
+        fail(f"--problem-ids: {exc}")
+    names = frozenset(n.strip() for r in (runs or []) for n in r.split(",") if n.strip()) or None
+    return Selection(levels=frozenset(level) if level else None, problem_ids=ids, runs=names)
+
+
+@app.command("run")
+def run_cmd(
+    problems: Path = typer.Argument(..., help="Problem files: a KernelBench checkout, a levelN folder or any folder of levelN/ID_Name.py."),
+    candidates: List[Path] = typer.Argument(..., help="Candidate folders: one run or a folder of runs each (several allowed)."),
+    store: Path = typer.Option(..., "--store", help="SQLite result store (created if missing; a rerun resumes it)."),
+    device: Device = typer.Option(Device.auto, help="Where to run: cpu, cuda, or auto (cuda when available)."),
+    precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
+    level: Optional[List[int]] = typer.Option(None, "--level", help="Only these levels (repeat for several)."),
+    problem_ids: Optional[str] = typer.Option(None, "--problem-ids", help="Only these problem ids, e.g. 1,2,5-8."),
+    runs: Optional[List[str]] = typer.Option(None, "--runs", help="Only these runs (comma-separated or repeated)."),
+    layout: LayoutOpt = typer.Option(LayoutOpt.auto, help="Candidate layout: kernelbench (runs/<run>/level_L_problem_P_sample_S_kernel.py), plain (<run>/<level>/<id>/<sample>.py) or auto."),
+    hidden_tests: Optional[Path] = typer.Option(None, "--hidden-tests", help="KernelBench-Verified hidden_tests folder (default: looked for beside the problems)."),
+    retry_excluded: bool = typer.Option(False, "--retry-excluded", help="Run again the jobs of problems excluded as broken."),
+    seeds: int = typer.Option(3, min=1, help="Nominal input sets (fresh secret seeds)."),
+    trials: int = typer.Option(30, min=1, help="Timed calls per subject."),
+    warmup: int = typer.Option(5, min=0, help="Untimed calls before each timing round."),
+    timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
+) -> None:
+    """Verify every (problem, candidate) pair into a resumable store: one verdict written per
+    finished job; a rerun skips finished pairs and redoes interrupted ones."""
+    from kbv.batch import ConfigMismatch, plan_batch, run_batch
+    from kbv.layout import Layout, LayoutError
+    from kbv.store import Store
+
+    selection = _selection(level, problem_ids, runs)
+    dev = resolve_device(device)
+    config = make_config(dev, precision.value, seeds, trials, warmup, timeout)
+    try:
+        plan = plan_batch(problems, candidates, config, layout=Layout(layout.value), selection=selection,
+                          hidden_tests_root=hidden_tests)
+    except LayoutError as exc:
+        fail(str(exc))
+    console.print(f"{len(plan.problems)} problems, {len(plan.jobs)} jobs from runs {', '.join(plan.runs) or '(none)'}"
+                  f" on {dev}; store {store}", highlight=False)
+    for b in plan.broken_files:
+        console.print(f"[yellow]broken problem file[/] {b.key}: {b.fault}", highlight=False)
+    if plan.orphans:
+        console.print(f"[yellow]{len(plan.orphans)} candidate(s) have no problem file[/] (e.g. "
+                      f"{plan.orphans[0].path}); skipped", highlight=False)
+    if plan.ignored:
+        console.print(f"[yellow]{len(plan.ignored)} .py file(s) in run folders fit no layout[/] (e.g. "
+                      f"{plan.ignored[0]}); ignored", highlight=False)
+    if plan.hidden_tests:
+        console.print(f"{len(plan.hidden_tests)} hidden test file(s) found: not read; kbv checks the same "
+                      "transforms (x1, x3, x0.01, x-1) as D1-D4 on fresh secret draws", highlight=False)
+    if not plan.jobs:
+        fail("nothing to run: no candidate matches a selected problem")
+    with Store(store) as st:
+        try:
+            outcome = run_batch(plan, st, console=console, retry_excluded=retry_excluded)
+        except ConfigMismatch as exc:
+            fail(str(exc))
+        if outcome.superseded:
+            console.print(f"{outcome.superseded} stored job(s) superseded by changed files were replaced.",
+                          highlight=False)
+        done = sum(outcome.statuses.values())
+        console.print(f"{outcome.finished} verdict(s) written now, {outcome.already_done} were done before; "
+                      f"{done}/{outcome.total} jobs have a verdict.", highlight=False)
+        if outcome.skipped_excluded:
+            console.print(f"{outcome.skipped_excluded} job(s) of excluded problems have no verdict "
+                          f"({', '.join(sorted(outcome.excluded)) or 'excluded earlier'}).", highlight=False)
+        for path, error in outcome.internal_errors:
+            err_console.print(f"kbv: internal error on {path}: {error.strip().splitlines()[0]}",
+                              highlight=False, markup=False, soft_wrap=True)
+    if outcome.interrupted:
+        err_console.print("kbv: interrupted; the job in flight was released, rerun to resume")
+        raise typer.Exit(130)
+    if outcome.internal_errors:
+        raise typer.Exit(3)
+
+
+@app.command("report")
+def report_cmd(
+    store: Path = typer.Option(..., "--store", help="Store written by kbv run."),
+    out: Path = typer.Option(..., "--out", help="Folder for report.html, CSV, Markdown and eval_results JSON."),
+    baseline: ReportBaseline = typer.Option(ReportBaseline.eager_tf32, help="Baseline the speedups are measured against."),
+    title: str = typer.Option("kbv report", help="Title of the HTML and Markdown reports."),
+    include_excluded: bool = typer.Option(False, "--include-excluded", help="Score excluded problems too."),
+) -> None:
+    """Write the leaderboard (self-contained HTML that opens offline), CSV, Markdown and
+    KernelBench-style eval_results.json, from the store only."""
+    from kbv.report import write_all
+    from kbv.store import Store
+
+    if not store.is_file():
+        fail(f"{store}: no such store")
+    with Store(store) as st:
+        written = write_all(st, out, baseline=baseline.value, include_excluded=include_excluded, title=title)
+    console.print(f"report written to {written['html']}", highlight=False)
+    console.print(f"also {written['leaderboard_csv'].name}, {written['samples_csv'].name}, "
+                  f"{written['markdown'].name} and {len(written['eval_results'])} eval_results JSON file(s) "
+                  f"in {out}", highlight=False)
+
+
+@app.command("baselines")
+def baselines_cmd(
+    problems: Path = typer.Argument(..., help="Problem files (as for kbv run)."),
+    store: Path = typer.Option(..., "--store", help="Store to cache the baselines in (the one kbv run uses)."),
+    device: Device = typer.Option(Device.auto, help="cpu, cuda, or auto (cuda when available)."),
+    precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
+    labels: str = typer.Option("eager-fp32,eager-tf32,compile", help="Baselines to measure (comma-separated)."),
+    level: Optional[List[int]] = typer.Option(None, "--level", help="Only these levels."),
+    problem_ids: Optional[str] = typer.Option(None, "--problem-ids", help="Only these problem ids, e.g. 1,2,5-8."),
+    measure: bool = typer.Option(True, "--measure/--no-measure", help="Measure what the cache lacks (--no-measure: only import/export)."),
+    force: bool = typer.Option(False, "--force", help="Measure again even when cached."),
+    import_json: Optional[Path] = typer.Option(None, "--import-json", help="Import KernelBench baseline JSON (a file, a <hardware> folder or results/timing)."),
+    export_json: Optional[Path] = typer.Option(None, "--export-json", help="Write KernelBench's layout <dir>/<hardware>/baseline_time_torch*.json."),
+    trials: int = typer.Option(100, min=1, help="Timed calls per baseline (KernelBench uses 100)."),
+    warmup: int = typer.Option(5, min=0, help="Untimed calls before each timing round."),
+) -> None:
+    """Measure and cache per-problem baselines (eager-fp32, eager-tf32, torch.compile with TF32 on),
+    keyed by device name, driver, torch version and precision; import/export KernelBench's JSON."""
+    from rich.table import Table
+
+    from kbv.baseline_cache import LABELS, baseline_key, export_kernelbench_json, import_kernelbench_json
+    from kbv.layout import LayoutError, vet_problems
+    from kbv.orchestrator import EvaluationError, Evaluator
+    from kbv.problems import ProblemError
+    from kbv.store import Store
+
+    wanted = tuple(x.strip() for x in labels.split(",") if x.strip())
+    bad = [x for x in wanted if x not in LABELS]
+    if bad or not wanted:
+        fail(f"--labels: unknown {', '.join(bad) or '(none given)'}; known: {', '.join(LABELS)}")
+    selection = _selection(level, problem_ids, None)
+    try:
+        scan = vet_problems(problems)
+    except LayoutError as exc:
+        fail(str(exc))
+    refs = [p for p in scan.problems if selection.problem(p.level, p.problem_id)]
+    for exc in scan.errors:
+        err_console.print(f"kbv: skipping broken problem file: {exc}", highlight=False, markup=False)
+    if not refs:
+        fail(f"{problems}: no problem selected")
+    failed = False
+    with Store(store) as st:
+        if import_json is not None:
+            try:
+                res = import_kernelbench_json(st, refs, import_json, precision=precision.value)
+            except ValueError as exc:
+                fail(str(exc))
+            console.print(f"imported {res.imported} baseline summaries from {len(res.files)} file(s)"
+                          + (f"; {len(res.unmatched)} entries match no problem file" if res.unmatched else ""),
+                          highlight=False)
+        if measure:
+            dev = resolve_device(device)
+            config = make_config(dev, precision.value, 1, trials, warmup, None)
+            table = Table(title=f"Baselines on {dev} (median ms)", title_justify="left")
+            for col in ("problem", *wanted, "note"):
+                table.add_column(col)
+            with Evaluator(dev) as ev, console.status("measuring baselines...") as status:
+                try:
+                    env = ev.environment()
+                except EvaluationError as exc:
+                    fail(f"internal error: {exc}", code=3)
+                for p in refs:
+                    keys = {lb: baseline_key(p.sha256, env, precision.value, lb) for lb in wanted}
+                    todo = tuple(lb for lb in wanted if force or st.get_baseline(keys[lb]) is None)
+                    note = "cached" if not todo else ""
+                    if todo:
+                        status.update(f"measuring {', '.join(todo)} for {p.path}...")
+                        try:
+                            run = ev.measure_baselines(p, config, todo)
+                        except ProblemError as exc:
+                            note, failed = f"broken problem: {exc.fault}", True
+                            run = None
+                        except EvaluationError as exc:
+                            note, failed = f"internal error: {str(exc).splitlines()[0]}", True
+                            run = None
+                        if run is not None:
+                            for lb, m in run.measurements.items():
+                                st.put_baseline(baseline_key(p.sha256, run.environment, precision.value, lb), m)
+                            note = "; ".join(f"{lb}: {e}" for lb, e in run.errors.items()) or "measured"
+                            failed = failed or bool(run.errors)
+                    cells = []
+                    for lb in wanted:
+                        m = st.get_baseline(keys[lb])
+                        cells.append("-" if m is None else f"{m.median_ms:.4g}")
+                    table.add_row(f"level{p.level}/{Path(p.path).name}", *cells, note)
+            console.print(table)
+            console.print(f"cache key: {env.device_name or env.device} / driver {env.driver or '-'} / "
+                          f"torch {env.torch} / {precision.value}", highlight=False)
+        if export_json is not None:
+            files = export_kernelbench_json(st, refs, export_json, precision=precision.value)
+            console.print(f"exported {len(files)} KernelBench baseline file(s) under {export_json}", highlight=False)
+    if failed:
+        raise typer.Exit(3)
 
 
 @app.command("version")

@@ -36,9 +36,14 @@ MAX_TEXT_CHARS = 20_000
 
 def load_metrics(store: Store, *, baseline: str = DEFAULT_BASELINE,
                  include_excluded: bool = False) -> BatchMetrics:
-    """:func:`kbv.metrics.compute_metrics` over every verdict and exclusion in ``store``."""
+    """:func:`kbv.metrics.compute_metrics` over every verdict and exclusion in ``store``.
+
+    Every problem with a registered job counts in its level's denominator, with or without a
+    verdict: a batch interrupted before a problem's jobs ran shows that problem as unsolved (and
+    the report says the metrics are partial) instead of silently shrinking the level.
+    """
     return compute_metrics(store.verdicts(), exclusions=store.exclusions(), baseline=baseline,
-                           include_excluded=include_excluded)
+                           include_excluded=include_excluded, problems=store.problems())
 
 
 def _env() -> jinja2.Environment:
@@ -119,6 +124,11 @@ def _problems(verdicts: list[Verdict], exclusions: dict[str, tuple[str, ...]]) -
              "samples": [_sample_view(v) for v in groups[k]]} for k in order]
 
 
+def _job_problem_key(job) -> str:
+    stem = f"{job.problem_id}_{job.problem_name}" if job.problem_id is not None else job.problem_name
+    return f"level{job.level}/{stem}" if job.level is not None else stem
+
+
 def render_html(store: Store, *, baseline: str = DEFAULT_BASELINE, include_excluded: bool = False,
                 title: str = "kbv report", metrics: BatchMetrics | None = None) -> str:
     """The HTML report as a string (see :func:`write_html`)."""
@@ -126,14 +136,20 @@ def render_html(store: Store, *, baseline: str = DEFAULT_BASELINE, include_exclu
     verdicts = list(store.verdicts())
     exclusions = store.exclusions()
     head, rows = _leaderboard(metrics)
+    unfinished = store.unfinished_jobs()
+    # jobs of problems excluded as broken never get a verdict: not "partial", just excluded
+    unfinished_excluded = sum(1 for j in unfinished if _job_problem_key(j) in exclusions)
     combos = [(b, c) for b in DECOMPOSITION_BASELINES for c in DECOMPOSITION_CORRECTNESS]
     levels = sorted(metrics.problems)
+    # verdicts decided before anything ran (static vetting) carry the orchestrator's minimal
+    # environment, with no device name: they say nothing about the hardware
     envs = sorted({(v.environment.device_name or v.environment.device, v.environment.torch,
-                    v.environment.driver or "–") for v in verdicts})
+                    v.environment.driver or "–") for v in verdicts if v.evidence.get("ran") is not False})
     return _env().get_template("report.html.j2").render(
         title=title,
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         store_name=store.path.name, progress=store.progress(), metrics=metrics,
+        unfinished=len(unfinished) - unfinished_excluded, unfinished_excluded=unfinished_excluded,
         head=head, rows=rows, combos=combos,
         hidden_names=sorted({n for r in metrics.runs for n in r.overall.hidden_failures}),
         envs=envs, speedup_labels=list(SPEEDUP_COLUMNS),
