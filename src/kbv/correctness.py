@@ -1,5 +1,9 @@
 """Comparison of candidate outputs with reference outputs. Runs only in the reference worker.
 
+This is the ``kbv-compat`` policy and the structural checks both policies share; the default
+``kbv`` policy (normalised error against a float64 oracle, budget from the baselines' own
+errors) lives in :mod:`kbv.oracle`.
+
 Rule (KernelBench-Verified protocol): same number of outputs, same shape and dtype; NaN only
 where the reference has NaN and ±Inf only where the reference has the same infinity; every
 finite element within ``atol + rtol * |ref|`` (``torch.allclose`` semantics) with
@@ -30,6 +34,7 @@ class Comparison:
     mismatched_elements: int | None
     total_elements: int | None
     fault: str | None  #: one line when the outputs cannot be compared or fail.
+    nonfinite_mismatches: int = 0  #: elements where the NaN/Inf pattern differs from the reference.
 
 
 def reference_is_finite(outputs: Sequence[torch.Tensor]) -> bool:
@@ -50,6 +55,7 @@ def compare(
     max_abs = 0.0
     max_rel = 0.0
     bad = 0
+    nonfinite = 0
     total = 0
     faults = []
     for k, (o, r) in enumerate(zip(outputs, reference)):
@@ -83,6 +89,7 @@ def compare(
             tol = atol + rtol * rc.abs()
             chunk_bad = int((diff > torch.where(fin, tol, torch.full_like(tol, math.inf))).sum())
             bad += chunk_bad + nan_bad + inf_bad
+            nonfinite += nan_bad + inf_bad
             if diff.numel():
                 max_abs = max(max_abs, float(diff.max()))
                 big = fin & (rc.abs() > atol)
@@ -94,4 +101,4 @@ def compare(
         fault = faults[0]
     elif not passed:
         fault = f"{bad} of {total} element(s) outside atol={atol:g} + rtol={rtol:g}*|ref| (max abs error {max_abs:.3g})"
-    return Comparison(passed, max_abs, max_rel, bad, total, fault)
+    return Comparison(passed, max_abs, max_rel, bad, total, fault, nonfinite)

@@ -1,12 +1,35 @@
-"""Input sets: nominal ``get_inputs()`` draws and the hidden distributions D1–D4.
+"""Input sets: nominal ``get_inputs()`` draws, the hidden distributions D1–D4, and kbv's secret
+randomised distributions.
 
 Runs only in the reference worker. Seeds are drawn here from :mod:`secrets` after the candidate is
-loaded, so no candidate can regenerate its test inputs (taxonomy entry 22).
+loaded, so no candidate can regenerate its test inputs (taxonomy entry 22); each set records its
+distribution name and seed, and :func:`build_set` rebuilds it exactly from the two.
 
-Hidden distributions (KernelBench-Verified, ``hidden_tests/``): every floating-point tensor of a
-``get_inputs()`` draw scaled by ×1 (D1), ×3 (D2), ×0.01 (D3), ×−1 (D4). Integer and boolean
+**Hidden distributions** (KernelBench-Verified, ``hidden_tests/``): every floating-point tensor of
+a ``get_inputs()`` draw scaled by ×1 (D1), ×3 (D2), ×0.01 (D3), ×−1 (D4). Integer and boolean
 tensors and Python scalars are left untouched, and integer tensors keep their dtype (KernelBench
 casts them to float, which breaks loss problems with class targets).
+
+**Randomised distributions** (kbv, :data:`DISTRIBUTIONS`), one fresh secret seed each. The seed
+drives ``get_inputs()`` (shapes, dtypes, integer inputs, scalars) and a private
+:class:`torch.Generator` that draws new values for every floating-point tensor:
+
+============== =========================================================================
+``fresh``       the problem's own generator under the secret seed (values untouched)
+``normal``      standard normal N(0, 1)
+``sign-flip``   the problem's own values with independent random signs (mixed sign, same magnitudes)
+``heavy-tail``  Student-t with 2 degrees of freedom (infinite variance: a few values ~100–1000)
+``wide-range``  random sign × 10^U(−3, 3): magnitudes spread evenly over six decades
+``outliers``    N(0, 1) with 0.1 % of the elements (at least one) set to ±1000
+``near-zero``   N(0, 1) × 1e-6
+``offset``      1000 + N(0, 1): a large common offset with unit spread (cancellation: one-pass
+                variance, ``x - mean``, softmax without max-subtraction)
+============== =========================================================================
+
+Values are drawn in float64 and cast to the tensor's dtype. A problem may declare input domains
+(:mod:`kbv.domains`); the randomised values are then projected into them (``fresh`` excepted: the
+problem's own generator is trusted to respect its own domain), integer inputs declared
+``index:LOW:HIGH`` are redrawn in that range, and ``fixed`` inputs are never changed.
 """
 
 from __future__ import annotations
@@ -14,11 +37,13 @@ from __future__ import annotations
 import random
 import secrets
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import torch
 
+from kbv.domains import Domain
+from kbv import records
 from kbv.records import InputKind
 
 #: D1–D4 of KernelBench-Verified: name → factor applied to floating-point inputs.
@@ -36,6 +61,8 @@ class InputSet:
     transform: str
     seed: int
     args: list[Any]
+    #: set when the set must not be judged (a D-set leaving a declared domain): the reason.
+    drop_reason: str | None = None
 
 
 def secret_seed() -> int:
@@ -80,6 +107,153 @@ def clone_args(args: Sequence[Any]) -> list[Any]:
     return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
 
 
+def nbytes(args: Sequence[Any]) -> int:
+    return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
+
+
+# Randomised value generators -------------------------------------------------------------------
+# Each takes the problem's own values of one float tensor (float64, CPU) and a generator, and
+# returns new float64 values of the same shape.
+
+def _normal(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    return torch.randn(base.shape, generator=g, dtype=torch.float64)
+
+
+def _signs(shape: torch.Size, g: torch.Generator) -> torch.Tensor:
+    return torch.where(torch.rand(shape, generator=g, dtype=torch.float64) < 0.5, -1.0, 1.0).to(torch.float64)
+
+
+def _sign_flip(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    return base * _signs(base.shape, g)
+
+
+def _heavy_tail(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    # Student-t, nu = 2: z / sqrt(chi2_2 / 2) and chi2_2 / 2 ~ Exp(1) = -log U
+    z = torch.randn(base.shape, generator=g, dtype=torch.float64)
+    u = torch.rand(base.shape, generator=g, dtype=torch.float64)
+    e = (-torch.log1p(-u)).clamp_min(1e-12)  # Exp(1); the clamp bounds |t| below ~1e6
+    return z / torch.sqrt(e)
+
+
+WIDE_RANGE_DECADES = 3.0  #: magnitudes 10^-3 .. 10^3
+OUTLIER_FRACTION = 1e-3
+OUTLIER_MAGNITUDE = 1e3
+NEAR_ZERO_SCALE = 1e-6
+
+
+def _wide_range(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    e = (torch.rand(base.shape, generator=g, dtype=torch.float64) * 2 - 1) * WIDE_RANGE_DECADES
+    return _signs(base.shape, g) * torch.pow(10.0, e)
+
+
+def _outliers(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    v = torch.randn(base.shape, generator=g, dtype=torch.float64)
+    n = v.numel()
+    if n:
+        m = max(1, int(round(OUTLIER_FRACTION * n)))
+        idx = torch.randperm(n, generator=g)[:m]
+        flat = v.view(-1)
+        flat[idx] = _signs(torch.Size([m]), g) * OUTLIER_MAGNITUDE
+    return v
+
+
+def _near_zero(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    return torch.randn(base.shape, generator=g, dtype=torch.float64) * NEAR_ZERO_SCALE
+
+
+OFFSET = 1e3
+
+
+def _offset(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    # a large common offset and a unit spread: cancellation (x - mean, E[x^2] - E[x]^2, exp(x))
+    return OFFSET + torch.randn(base.shape, generator=g, dtype=torch.float64)
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A named randomised distribution (see the module docstring).
+
+    ``values`` is None for ``fresh`` (the problem's own values are kept as drawn).
+    """
+
+    name: str
+    description: str
+    values: Callable[[torch.Tensor, torch.Generator], torch.Tensor] | None
+
+
+DISTRIBUTIONS: dict[str, Distribution] = {}
+
+
+def register_distribution(d: Distribution) -> Distribution:
+    """Add a randomised distribution to the registry.
+
+    Raises:
+        ValueError: the name is taken (by another randomised distribution or by D1–D4).
+    """
+    if d.name in DISTRIBUTIONS or d.name in HIDDEN_DISTRIBUTIONS:
+        raise ValueError(f"distribution {d.name!r} is already registered")
+    DISTRIBUTIONS[d.name] = d
+    return d
+
+
+for _d in (
+    Distribution("fresh", "the problem's own get_inputs() under a secret seed", None),
+    Distribution("normal", "standard normal N(0, 1)", _normal),
+    Distribution("sign-flip", "the problem's own values with random signs", _sign_flip),
+    Distribution("heavy-tail", "Student-t, 2 degrees of freedom", _heavy_tail),
+    Distribution("wide-range", "random sign x 10^U(-3, 3)", _wide_range),
+    Distribution("outliers", "N(0, 1) with 0.1 % of elements set to +-1000", _outliers),
+    Distribution("near-zero", "N(0, 1) x 1e-6", _near_zero),
+    Distribution("offset", "1000 + N(0, 1)", _offset),
+):
+    register_distribution(_d)
+
+#: kbv's default randomised distributions, in the order they are run (the EvalConfig default).
+DEFAULT_DISTRIBUTIONS: tuple[str, ...] = records.DEFAULT_DISTRIBUTIONS
+assert all(n in DISTRIBUTIONS for n in DEFAULT_DISTRIBUTIONS)
+
+
+def check_names(hidden: Sequence[str], distributions: Sequence[str]) -> None:
+    """Raises ValueError naming any unknown hidden or randomised distribution."""
+    bad = [n for n in hidden if n not in HIDDEN_DISTRIBUTIONS]
+    if bad:
+        raise ValueError(f"unknown hidden distribution(s) {bad}; known: {list(HIDDEN_DISTRIBUTIONS)}")
+    bad = [n for n in distributions if n not in DISTRIBUTIONS]
+    if bad:
+        raise ValueError(f"unknown randomised distribution(s) {bad}; known: {list(DISTRIBUTIONS)}")
+
+
+def _generator(seed: int) -> torch.Generator:
+    # a separate stream from get_inputs(): the values do not repeat the problem's own draw
+    return torch.Generator().manual_seed((seed * 0x9E3779B1 + 1) % (1 << 63))
+
+
+def randomised(args: Sequence[Any], dist: Distribution, seed: int,
+               domains: Mapping[int, Domain] | None = None) -> list[Any]:
+    """New values for every floating-point tensor of ``args`` (one ``get_inputs()`` draw).
+
+    Integer tensors declared ``index:LOW:HIGH`` are redrawn in range; other integer and boolean
+    tensors, Python scalars and ``fixed`` inputs are kept.
+    """
+    domains = domains or {}
+    g = _generator(seed)
+    out = []
+    for i, a in enumerate(args):
+        dom = domains.get(i)
+        if dom is not None and dom.kind == "fixed":
+            out.append(a)
+        elif is_float_tensor(a) and dist.values is not None:
+            v = dist.values(a.detach().to(torch.float64), g)
+            out.append(dom.project(v, a, g) if dom is not None else v.to(a.dtype))
+        elif isinstance(a, torch.Tensor) and dom is not None and dom.kind == "index" and dist.values is not None:
+            out.append(dom.project(a, a, g))
+        else:
+            out.append(a)
+    return out
+
+
+# Building the sets -------------------------------------------------------------------------------
+
 def nominal_sets(get_inputs: Callable[[], Sequence[Any]], count: int) -> list[InputSet]:
     """``count`` draws of ``get_inputs()`` under fresh secret seeds (CPU tensors)."""
     sets = []
@@ -89,23 +263,51 @@ def nominal_sets(get_inputs: Callable[[], Sequence[Any]], count: int) -> list[In
     return sets
 
 
-def hidden_sets(get_inputs: Callable[[], Sequence[Any]], names: Sequence[str]) -> list[InputSet]:
+def _leaves_domain(args: Sequence[Any], domains: Mapping[int, Domain]) -> str | None:
+    for i, d in sorted(domains.items()):
+        a = args[i]
+        if isinstance(a, torch.Tensor) and not d.contains(a):
+            return f"input {i} leaves its declared domain {d.spec!r}"
+    return None
+
+
+def hidden_sets(get_inputs: Callable[[], Sequence[Any]], names: Sequence[str],
+                domains: Mapping[int, Domain] | None = None) -> list[InputSet]:
     """D1–D4 built from one ``get_inputs()`` draw under a fresh secret seed (CPU tensors).
+
+    A set whose scaling takes an input out of its declared domain carries a ``drop_reason``.
 
     Raises:
         ValueError: an unknown distribution name.
     """
-    unknown = [n for n in names if n not in HIDDEN_DISTRIBUTIONS]
-    if unknown:
-        raise ValueError(f"unknown hidden distribution(s) {unknown}; known: {list(HIDDEN_DISTRIBUTIONS)}")
+    check_names(names, ())
     seed = secret_seed()
     base = draw(get_inputs, seed)
     out = []
     for name in names:
         f = HIDDEN_DISTRIBUTIONS[name]
-        out.append(InputSet(name, InputKind.HIDDEN, f"x{f:g}", seed, scale(base, f)))
+        args = scale(base, f)
+        why = _leaves_domain(args, domains or {})
+        out.append(InputSet(name, InputKind.HIDDEN, f"x{f:g}", seed, args,
+                            drop_reason=f"x{f:g}: {why}" if why else None))
     return out
 
 
-def nbytes(args: Sequence[Any]) -> int:
-    return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
+def build_set(get_inputs: Callable[[], Sequence[Any]], name: str, seed: int,
+              domains: Mapping[int, Domain] | None = None) -> InputSet:
+    """The randomised set ``name`` under ``seed`` (deterministic: same name and seed, same tensors).
+
+    Raises:
+        ValueError: an unknown distribution name.
+    """
+    check_names((), (name,))
+    dist = DISTRIBUTIONS[name]
+    base = draw(get_inputs, seed)
+    return InputSet(name, InputKind.RANDOM, dist.description, seed, randomised(base, dist, seed, domains))
+
+
+def randomised_sets(get_inputs: Callable[[], Sequence[Any]], names: Sequence[str],
+                    domains: Mapping[int, Domain] | None = None) -> list[InputSet]:
+    """One set per randomised distribution, each under its own fresh secret seed (CPU tensors)."""
+    check_names((), names)
+    return [build_set(get_inputs, n, secret_seed(), domains) for n in names]

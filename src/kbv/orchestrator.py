@@ -19,6 +19,7 @@ from kbv.baseline_cache import BaselineRun, environment_from_dict, measurement_f
 from kbv.problems import ProblemError
 from kbv.records import (CandidateRef, Environment, EvalConfig, ProblemRef, Status, Verdict, to_dict,
                          verdict_from_dict)
+from kbv.records import VettingReport, vetting_from_dict
 from kbv.workers import ReferenceProcess
 
 
@@ -28,7 +29,7 @@ class EvaluationError(RuntimeError):
 
 def job_timeout_s(config: EvalConfig) -> float:
     """Upper bound of one job's wall time (s): every worker deadline of the pipeline, plus slack."""
-    calls = config.nominal_seeds + len(config.hidden) + 4
+    calls = config.nominal_seeds + len(config.hidden) + len(config.distributions) + 4
     return (config.compile_timeout_s + calls * config.call_timeout_s
             + config.timing_rounds * config.timing_timeout_s + 300.0)
 
@@ -150,6 +151,28 @@ class Evaluator:
         return BaselineRun(environment=environment_from_dict(b["environment"]),
                            measurements={k: measurement_from_dict(m) for k, m in b["measurements"].items()},
                            errors=dict(b.get("errors", {})))
+
+    def vet(self, problem: ProblemRef, config: EvalConfig, seeds: int = 2) -> VettingReport:
+        """Vet ``problem`` (``kbv.vetting.vet_problem``) in the reference worker.
+
+        Raises:
+            ProblemError: the problem file is broken (import, constructor, inputs, metadata).
+            EvaluationError: the reference worker failed; it is restarted for the next job.
+        """
+        if config.device != self.device:
+            raise ValueError(f"evaluator is for {self.device}, config asks for {config.device}")
+        job = {"kind": "vet", "problem": dataclasses.asdict(problem), "config": to_dict(config),
+               "vet_seeds": int(seeds)}
+        calls = seeds * (1 + len(config.hidden) + len(config.distributions)) * 3 + 2
+        reply = self._worker().evaluate(job, calls * config.call_timeout_s + 300.0)
+        if reply.problem_error:
+            raise ProblemError(problem.path, reply.problem_error.split(": ", 1)[-1])
+        if reply.error or reply.vetting is None:
+            if self._ref is not None:
+                self._ref.close()
+                self._ref = None
+            raise EvaluationError(reply.error or "reference worker sent no vetting report")
+        return vetting_from_dict(reply.vetting)
 
     def close(self) -> None:
         if self._ref is not None:

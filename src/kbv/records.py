@@ -50,7 +50,18 @@ class Status(str, enum.Enum):
 
 class InputKind(str, enum.Enum):
     NOMINAL = "nominal"  #: ``get_inputs()`` under a fresh seed.
-    HIDDEN = "hidden"  #: a hidden distribution (D1..D4 and kbv's own).
+    HIDDEN = "hidden"  #: a KernelBench-Verified hidden distribution (D1..D4: scaled ``get_inputs()``).
+    RANDOM = "random"  #: one of kbv's secret randomised distributions (``kbv.inputs.DISTRIBUTIONS``).
+
+
+#: correctness policies (``kbv.oracle``): ``kbv`` judges against a float64 oracle with a budget set
+#: by the baselines' own errors; ``kbv-compat`` is KernelBench-Verified's allclose rule.
+POLICIES: tuple[str, ...] = ("kbv", "kbv-compat")
+#: kbv's randomised distributions run by default (``kbv.inputs.DEFAULT_DISTRIBUTIONS``).
+DEFAULT_DISTRIBUTIONS: tuple[str, ...] = (
+    "fresh", "normal", "sign-flip", "heavy-tail", "wide-range", "outliers", "near-zero", "offset")
+#: tolerances of the allclose sweep kept with every input set (atol = rtol = t), as keys.
+SWEEP_KEYS: tuple[str, ...] = ("1e-02", "1e-03", "1e-04")
 
 
 @dataclass(frozen=True)
@@ -81,13 +92,20 @@ class InputSetResult:
 
     ``max_abs_error`` is ``max |out - ref|`` over all outputs; ``max_rel_error`` is
     ``max |out - ref| / max(|ref|, tiny)`` over the same elements (both in the output dtype's
-    units, computed in float64). A dropped set (reference output non-finite, or the reference
-    raised) has ``passed=None`` and a ``drop_reason``.
+    units, computed in float64) against the eager-fp32 reference. A dropped set (reference or
+    oracle output non-finite, the reference raised, or a D-set left a declared input domain) has
+    ``passed=None`` and a ``drop_reason``.
+
+    ``passed`` is the verdict of the config's policy; ``policy_passed`` holds every policy's
+    verdict. The ``kbv`` figures (``oracle_error``, ``error_budget``, ``baseline_errors``) are
+    normalised errors against the float64 oracle (``kbv.oracle``) of the *binding* output, the
+    one with the largest error / budget; they are None when the outputs could not be compared
+    (count, shape or dtype mismatch) or the set has only integer outputs.
     """
 
-    name: str  #: ``nominal-0`` .. ``nominal-(n-1)``, ``D1`` .. ``D4``.
+    name: str  #: ``nominal-0`` .. ``nominal-(n-1)``, ``D1`` .. ``D4``, a randomised distribution's name.
     kind: InputKind
-    transform: str  #: how it was built: ``get_inputs()``, ``x1``, ``x3``, ``x0.01``, ``x-1``.
+    transform: str  #: how it was built: ``get_inputs()``, ``x1``, ``x3``, ``x0.01``, ``x-1``, or a description.
     seed: int  #: RNG seed given to ``get_inputs()`` (secret until the result is written).
     passed: bool | None
     dropped: bool = False
@@ -97,8 +115,23 @@ class InputSetResult:
     mismatched_elements: int | None = None  #: elements outside ``atol + rtol*|ref|``.
     total_elements: int | None = None
     fault: str | None = None  #: one line: shape/dtype mismatch, NaN where the reference is finite...
+    #: candidate's normalised error against the float64 oracle (binding output).
+    oracle_error: float | None = None
+    #: the kbv policy's limit for that output: ``k * max(baseline_errors) + floor``.
+    error_budget: float | None = None
+    #: baseline name → its own normalised error against the oracle, same inputs, same output.
+    baseline_errors: Mapping[str, float] = field(default_factory=dict)
+    #: policy name (``kbv``, ``kbv-compat``) → passed under that policy.
+    policy_passed: Mapping[str, bool] = field(default_factory=dict)
+    #: smallest t with allclose(out, ref32, atol=t, rtol=t); ``inf`` if NaN/Inf patterns differ.
+    allclose_tolerance: float | None = None
+    #: sweep key (``1e-02``, ``1e-03``, ``1e-04``) → allclose(out, ref32, atol=t, rtol=t) passed.
+    tolerance_sweep: Mapping[str, bool] = field(default_factory=dict)
+    oracle_device: str | None = None  #: where the float64 oracle ran (``cuda`` / ``cpu``).
 
     def __post_init__(self) -> None:
+        if self.dropped and (self.policy_passed or self.tolerance_sweep):
+            raise ValueError(f"input set {self.name}: a dropped set has no policy verdicts")
         if self.dropped and self.passed is not None:
             raise ValueError(f"input set {self.name}: a dropped set has passed=None")
         if not self.dropped and self.passed is None:
@@ -238,8 +271,19 @@ class EvalConfig:
     call_timeout_s: float = 120.0
     timing_timeout_s: float = 600.0
     time_budget_ms: float = 2000.0  #: cap on timed device time per subject per round.
+    #: correctness policy deciding ``passed`` (``kbv`` or ``kbv-compat``, see ``kbv.oracle``).
+    policy: str = "kbv"
+    #: kbv's secret randomised distributions to run (``kbv.inputs.DISTRIBUTIONS``); ``()`` for none.
+    distributions: tuple[str, ...] = DEFAULT_DISTRIBUTIONS
+    #: ``kbv`` policy: candidate error <= kbv_k * max(baseline errors) + kbv_floor_eps * eps(dtype).
+    kbv_k: float = 16.0
+    kbv_floor_eps: float = 8.0
 
     def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {self.policy!r}")
+        if not (self.kbv_k >= 1 and math.isfinite(self.kbv_k)) or not (0 <= self.kbv_floor_eps < math.inf):
+            raise ValueError("kbv_k must be finite and >= 1, kbv_floor_eps finite and >= 0")
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"device must be cpu or cuda, not {self.device!r}")
         if self.precision not in ("fp32", "bf16", "fp16"):
@@ -283,11 +327,18 @@ class Verdict:
     flag_changes: tuple[str, ...] = ()  #: global numeric flags the candidate changed.
     evidence: Mapping[str, Any] = field(default_factory=dict)
     phase_seconds: Mapping[str, float] = field(default_factory=dict)  #: wall time per phase.
+    #: vetting findings about the *problem* (``kbv.vetting``), one ``flag: reason`` line each; a
+    #: flagged problem is left out of aggregate metrics by default.
+    problem_flags: tuple[str, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
         s = self.status
         judged = [r for r in self.input_sets if not r.dropped]
+        for r in judged:
+            if self.config.policy in r.policy_passed and r.policy_passed[self.config.policy] != r.passed:
+                raise ValueError(f"input set {r.name}: passed={r.passed} contradicts its "
+                                 f"{self.config.policy} verdict {r.policy_passed[self.config.policy]}")
         if s is Status.PASS:
             if not judged or not all(r.passed for r in judged):
                 raise ValueError("PASS needs at least one judged input set and all of them passed")
@@ -318,12 +369,125 @@ class Verdict:
 
     @property
     def hidden_passed(self) -> bool:
-        hidden = [r for r in self.sets(InputKind.HIDDEN) if not r.dropped]
+        """Every judged non-nominal set (D1–D4 and kbv's randomised ones) passed."""
+        hidden = [r for r in self.input_sets if r.kind is not InputKind.NOMINAL and not r.dropped]
         return all(r.passed for r in hidden)
 
     @property
     def correct(self) -> bool:
         return self.status is Status.PASS
+
+    @property
+    def policy_verdicts(self) -> dict[str, bool | None]:
+        """Policy → the candidate's correctness under it, from the per-set verdicts.
+
+        ``kbv`` covers every judged set; ``kbv-compat`` covers the nominal and D1–D4 sets (the
+        KernelBench-Verified protocol). None when the candidate produced no judged outputs or a
+        set lacks that policy's verdict.
+        """
+        judged = [r for r in self.input_sets if not r.dropped]
+        out: dict[str, bool | None] = {}
+        for policy in POLICIES:
+            sets = judged if policy == "kbv" else [r for r in judged if r.kind is not InputKind.RANDOM]
+            if not self.status.ran or not sets or any(policy not in r.policy_passed for r in sets):
+                out[policy] = None
+            else:
+                out[policy] = all(r.policy_passed[policy] for r in sets)
+        return out
+
+    @property
+    def tolerance_sweep(self) -> dict[str, bool | None]:
+        """Sweep key → every judged nominal and D1–D4 set passes allclose at that tolerance."""
+        sets = [r for r in self.input_sets if not r.dropped and r.kind is not InputKind.RANDOM]
+        out: dict[str, bool | None] = {}
+        for key in SWEEP_KEYS:
+            if not self.status.ran or not sets or any(key not in r.tolerance_sweep for r in sets):
+                out[key] = None
+            else:
+                out[key] = all(r.tolerance_sweep[key] for r in sets)
+        return out
+
+
+# Problem vetting --------------------------------------------------------------------------------
+
+class VetFlag(str, enum.Enum):
+    """Why a problem cannot tell right kernels from wrong ones (``kbv.vetting``)."""
+
+    STOCHASTIC = "stochastic"  #: two reference runs with different RNG state differ (dropout in training mode).
+    CONSTANT = "constant-output"  #: the same output for every distribution and seed (degenerate).
+    UNDER_TOLERANCE = "under-tolerance"  #: an all-zeros answer passes allclose on every nominal set.
+    REFERENCE_FAILS = "reference-fails"  #: the reference raises or is non-finite on every nominal set.
+
+
+@dataclass(frozen=True)
+class VetFinding:
+    flag: VetFlag
+    reason: str  #: one line, with the numbers behind the finding.
+
+    def line(self) -> str:
+        return f"{self.flag.value}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class VetSetResult:
+    """The reference on one input set during vetting."""
+
+    name: str
+    kind: InputKind
+    transform: str
+    seed: int
+    status: str  #: ``ok``, ``raised``, ``non-finite``, ``outside-domain``.
+    detail: str | None = None  #: the exception or the reason, one line.
+    zeros_pass: bool | None = None  #: ``allclose(zeros, ref, atol, rtol)`` holds.
+    output_rms: float | None = None  #: RMS of the reference outputs (all outputs together).
+    baseline_error: float | None = None  #: eager-fp32's normalised error vs the float64 oracle.
+    oracle_note: str | None = None  #: why the oracle did not run, when it did not.
+
+
+@dataclass(frozen=True)
+class VettingReport:
+    """Everything ``kbv vet`` found about one problem. ``findings`` empty means not flagged."""
+
+    problem: ProblemRef
+    device: str
+    precision: str
+    atol: float
+    rtol: float
+    seeds: int  #: seeds per distribution.
+    findings: tuple[VetFinding, ...] = ()
+    sets: tuple[VetSetResult, ...] = ()
+    notes: tuple[str, ...] = ()  #: informational (dropped distributions, bitwise irreproducibility...).
+    environment: Environment | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.findings)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """One ``flag: reason`` line per finding (what an exclusion stores)."""
+        return tuple(f.line() for f in self.findings)
+
+
+def vetting_from_dict(data: Mapping[str, Any]) -> VettingReport:
+    """Rebuild a :class:`VettingReport` from :func:`to_dict` output."""
+    d = _decode_floats(dict(data))
+    if d.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+        raise ValueError(f"unsupported vetting schema {d.get('schema_version')}")
+    sets = []
+    for r in d.get("sets", []):
+        r = dict(r)
+        r["kind"] = InputKind(r["kind"])
+        sets.append(_build(VetSetResult, r))
+    env = d.get("environment")
+    return VettingReport(
+        problem=_build(ProblemRef, d["problem"]), device=d["device"], precision=d["precision"],
+        atol=d["atol"], rtol=d["rtol"], seeds=d["seeds"],
+        findings=tuple(VetFinding(VetFlag(f["flag"]), f["reason"]) for f in d.get("findings", [])),
+        sets=tuple(sets), notes=tuple(d.get("notes", ())),
+        environment=_build(Environment, env) if env else None,
+    )
 
 
 # JSON ----------------------------------------------------------------------------------------
@@ -380,6 +544,8 @@ def to_dict(record: Any) -> dict[str, Any]:
             "nominal_passed": record.nominal_passed,
             "hidden_passed": record.hidden_passed,
             "correct": record.correct,
+            "policy_verdicts": record.policy_verdicts,
+            "tolerance_sweep": record.tolerance_sweep,
         }
     return out
 
@@ -405,6 +571,10 @@ def verdict_from_dict(data: Mapping[str, Any]) -> Verdict:
     cfg = dict(d["config"])
     cfg["hidden"] = tuple(cfg.get("hidden", ()))
     cfg["baselines"] = tuple(cfg.get("baselines", ()))
+    if "distributions" in cfg:
+        cfg["distributions"] = tuple(cfg["distributions"])
+    else:  # written before randomised distributions existed: none were run
+        cfg["distributions"] = ()
     timing = {}
     for k, m in d.get("timing", {}).items():
         m = dict(m)
@@ -433,6 +603,7 @@ def verdict_from_dict(data: Mapping[str, Any]) -> Verdict:
         flag_changes=tuple(d.get("flag_changes", ())),
         evidence=d.get("evidence", {}),
         phase_seconds=d.get("phase_seconds", {}),
+        problem_flags=tuple(d.get("problem_flags", ())),
     )
 
 

@@ -2,6 +2,8 @@
 
 It serves JSON jobs from the orchestrator (``{"problem": ..., "candidate": ..., "config": ...}``)
 and answers each with ``{"verdict": dict}`` or ``{"problem_error": "one line"}``. A job with
+``"kind": "vet"`` (problem, config, ``vet_seeds``; no candidate) vets the problem
+(:func:`kbv.vetting.vet_problem`) and answers ``{"vetting": dict}``. A job with
 ``"kind": "baselines"`` and ``"labels"`` times the reference model alone under each baseline
 (:func:`kbv.baseline_cache.measure_reference`) and answers ``{"baselines": {...}}``. Reference models
 are cached per (problem file hash, config precision). Candidate workers are spawned from here, so
@@ -18,7 +20,7 @@ from multiprocessing.connection import Connection
 def reference_main(conn: Connection, device: str) -> None:
     import torch
 
-    from kbv import verify
+    from kbv import verify, vetting
     from kbv.environment import collect_environment
     from kbv.problems import ProblemError
     from kbv.records import CandidateRef, EvalConfig, ProblemRef, to_dict
@@ -43,8 +45,16 @@ def reference_main(conn: Connection, device: str) -> None:
             cfg = dict(job["config"])
             cfg["hidden"] = tuple(cfg["hidden"])
             cfg["baselines"] = tuple(cfg["baselines"])
+            cfg["distributions"] = tuple(cfg.get("distributions", ()))
             config = EvalConfig(**cfg)
-            if job.get("kind") == "baselines":  # kbv baselines: time the reference model only
+            if job.get("kind") == "vet":  # kbv vet: the reference alone over many distributions
+                key = (problem.sha256, problem.path, config.device, config.precision, config.init_seed)
+                if key not in cache:
+                    cache.clear()
+                    cache[key] = verify.build_reference(problem, config)
+                report = vetting.vet_problem(cache[key], config, env, seeds=int(job["vet_seeds"]))
+                reply = {"vetting": to_dict(report)}
+            elif job.get("kind") == "baselines":  # kbv baselines: time the reference model only
                 from kbv.baseline_cache import measure_reference
 
                 cache.clear()

@@ -1,11 +1,15 @@
 """The pipeline of one verification, run inside the (trusted) reference worker.
 
 build candidate (in a fresh candidate worker) → same-weights check → nominal correctness
-(``nominal_seeds`` fresh secret seeds) → hidden distributions D1–D4 → timing of the candidate and
-the baselines on identical inputs, interleaved in rounds → peak memory → verdict.
+(``nominal_seeds`` fresh secret seeds) → hidden distributions D1–D4 → kbv's randomised
+distributions → inline problem vetting → timing of the candidate and the baselines on identical
+inputs, interleaved in rounds → peak memory → verdict.
 
-Reference outputs are computed here under the eager-fp32 flags and never leave this process;
-only inputs go to the candidate, as fresh copies.
+On every input set the reference runs under the eager-fp32 flags (and, on cuda, the eager-tf32
+flags), the float64 oracle runs on the upcast inputs, and the candidate's outputs are judged by
+both correctness policies (``kbv.oracle``); ``passed`` follows the config's policy. Seeds are
+drawn only after the candidate is loaded. Reference outputs, oracle outputs and seeds never
+leave this process; only inputs go to the candidate, as fresh copies.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from kbv import inputs as inp
 from kbv import memory as mem
 from kbv import protocol
 from kbv.candidates import build_dir
+from kbv import domains as dom
+from kbv import oracle as orc
+from kbv import vetting
 from kbv.correctness import Comparison, compare, reference_is_finite
 from kbv.problems import ProblemError
 from kbv.records import (
@@ -62,6 +69,7 @@ class ReferenceProblem:
     model_bytes: int | None
     device: torch.device
     precision: str
+    domains: dict = field(default_factory=dict)  #: declared input domains by position (kbv.domains).
 
     def get_inputs(self) -> list:
         return list(self.module.get_inputs())
@@ -132,6 +140,10 @@ def build_reference(ref: ProblemRef, config: EvalConfig) -> ReferenceProblem:
         raise ProblemError(ref.path, f"get_inputs() failed: {type(exc).__name__}: {_first_line(exc)}") from None
     if not isinstance(sample, list) or not sample:
         raise ProblemError(ref.path, "get_inputs() must return a non-empty list")
+    try:
+        rp.domains = dom.declared_domains(module, sample)
+    except dom.DomainError as exc:
+        raise ProblemError(ref.path, f"{dom.METADATA_NAME}: {exc}") from None
     return rp
 
 
@@ -171,6 +183,9 @@ class _State:
     flag_changes: list = field(default_factory=list)
     evidence: dict = field(default_factory=dict)
     phase_seconds: dict = field(default_factory=dict)
+    summaries: dict = field(default_factory=dict)  #: set name → vetting.OutputSummary of the reference.
+    nominal_args: list | None = None  #: first nominal set's inputs (determinism re-run).
+    problem_flags: list = field(default_factory=list)
 
 
 class Verification:
@@ -183,7 +198,9 @@ class Verification:
         self.env = env
         self.state = _State()
         self.fp32_flags = bl.flags_for("eager-fp32")
+        self.tf32_flags = bl.flags_for("eager-tf32")
         self.name = Path(candidate.path).name
+        self.oracle = orc.Oracle(rp.model, rp.device)
 
     # candidate calls ---------------------------------------------------------------------
     def _call(self, worker: CandidateProcess, request: Any, phase: str, timeout: float) -> Any:
@@ -234,6 +251,7 @@ class Verification:
             raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: load: unexpected reply {type(reply).__name__}")
         self.cand_model_bytes = reply.model_bytes
         self.state.evidence["load_seconds"] = reply.load_seconds
+        self.state.evidence["sandbox"] = [str(n) for n in reply.sandbox]
         ref_state = dict(self.rp.model.named_parameters()) | dict(self.rp.model.named_buffers())
         for name, t in reply.state.items():
             r = ref_state.get(name)
@@ -244,25 +262,63 @@ class Verification:
         del reply
         self.state.phase_seconds["load"] = time.perf_counter() - t0
 
+    def _dropped(self, s: inp.InputSet, reason: str) -> InputSetResult:
+        return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=None, dropped=True, drop_reason=reason)
+
+    def _oracle(self, args: list) -> tuple[list | None, str | None]:
+        try:
+            return self.oracle(args), None
+        except orc.OracleUnavailable as exc:
+            return None, f"fp64 oracle unavailable ({exc}); the kbv policy fell back to allclose"
+
     def _check_set(self, worker: CandidateProcess, s: inp.InputSet) -> InputSetResult:
-        args = inp.to_device(s.args, self.rp.device, self.config.precision)
+        cfg = self.config
+        if s.drop_reason:
+            return self._dropped(s, s.drop_reason)
+        args = inp.to_device(s.args, self.rp.device, cfg.precision)
         try:
             ref = run_reference(self.rp, inp.clone_args(args), self.fp32_flags)
         except BaseException as exc:  # noqa: BLE001 - reference raised on this distribution
             if s.kind is InputKind.NOMINAL:
                 raise ProblemError(self.rp.ref.path,
                                    f"reference forward failed on {s.name}: {type(exc).__name__}: {_first_line(exc)}") from None
-            return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=None, dropped=True,
-                                  drop_reason=f"reference raised {type(exc).__name__}: {_first_line(exc)}")
+            return self._dropped(s, f"reference raised {type(exc).__name__}: {_first_line(exc)}")
         if not reference_is_finite(ref):
-            return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=None, dropped=True,
-                                  drop_reason="reference output has NaN/Inf")
+            return self._dropped(s, "reference output has NaN/Inf")
+        oracle, oracle_note = self._oracle(args)
+        if oracle is not None and not reference_is_finite(oracle):
+            return self._dropped(s, "fp64 oracle output has NaN/Inf")
+        self.state.summaries[s.name] = vetting.summarise(ref, cfg.atol, cfg.rtol)
+        if s.kind is InputKind.NOMINAL and self.state.nominal_args is None:
+            self.state.nominal_args = s.args
+        baselines = {"eager-fp32": ref}
+        if self.rp.device.type == "cuda" and oracle is not None:
+            baselines["eager-tf32"] = run_reference(self.rp, inp.clone_args(args), self.tf32_flags)
+            bl.apply_flags(self.fp32_flags)
         outs = self._candidate_outputs(worker, args)
-        c: Comparison = compare(outs, ref, atol=self.config.atol, rtol=self.config.rtol)
-        return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=c.passed,
-                              max_abs_error=c.max_abs_error, max_rel_error=c.max_rel_error,
-                              mismatched_elements=c.mismatched_elements, total_elements=c.total_elements,
-                              fault=c.fault)
+        c: Comparison = compare(outs, ref, atol=cfg.atol, rtol=cfg.rtol)
+        common = dict(max_abs_error=c.max_abs_error, max_rel_error=c.max_rel_error,
+                      mismatched_elements=c.mismatched_elements, total_elements=c.total_elements)
+        if c.max_abs_error is None:  # count / shape / dtype mismatch: wrong under every policy
+            return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=False, fault=c.fault,
+                                  policy_passed={p: False for p in orc.POLICIES}, allclose_tolerance=math.inf,
+                                  tolerance_sweep={orc.sweep_key(t): False for t in orc.SWEEP_TOLERANCES}, **common)
+        t_min = math.inf if c.nonfinite_mismatches else max(
+            (orc.min_allclose_tolerance(o, r) for o, r in zip(outs, ref)), default=0.0)
+        sweep = {orc.sweep_key(t): t_min <= t for t in orc.SWEEP_TOLERANCES}
+        if oracle is not None:
+            k = orc.kbv_check(outs, ref, oracle, baselines, k=cfg.kbv_k, floor_eps=cfg.kbv_floor_eps)
+            kbv_passed, kbv_fault = k.passed, k.fault
+            figures = dict(oracle_error=k.error, error_budget=k.budget, baseline_errors=k.baseline_errors,
+                           oracle_device=self.oracle.device.type)
+        else:
+            kbv_passed, kbv_fault, figures = c.passed, c.fault, {}
+            self.state.evidence.setdefault("oracle_notes", {})[s.name] = oracle_note
+        verdicts = {"kbv": kbv_passed, "kbv-compat": c.passed}
+        fault = kbv_fault if cfg.policy == "kbv" else c.fault
+        return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=verdicts[cfg.policy], fault=fault,
+                              policy_passed=verdicts, allclose_tolerance=t_min, tolerance_sweep=sweep,
+                              **common, **figures)
 
     def _correctness(self, worker: CandidateProcess) -> None:
         t0 = time.perf_counter()
@@ -270,10 +326,27 @@ class Verification:
         # seeds are drawn only now, after the candidate is loaded (taxonomy entry 22)
         sets = inp.nominal_sets(get_inputs, self.config.nominal_seeds)
         if self.config.hidden:
-            sets += inp.hidden_sets(get_inputs, self.config.hidden)
+            sets += inp.hidden_sets(get_inputs, self.config.hidden, self.rp.domains)
+        if self.config.distributions:
+            sets += inp.randomised_sets(get_inputs, self.config.distributions, self.rp.domains)
         for s in sets:
             self.state.input_sets.append(self._check_set(worker, s))
+        self.oracle.release()
         self.state.phase_seconds["correctness"] = time.perf_counter() - t0
+
+    def _vet(self) -> None:
+        """Vetting rules over this evaluation's sets (plus one determinism re-run): taxonomy 23."""
+        t0 = time.perf_counter()
+        nominal = [r.name for r in self.state.input_sets if r.kind is InputKind.NOMINAL]
+        findings, notes = vetting.inline_findings(self.rp, self.state.summaries, nominal,
+                                                  self.state.nominal_args, self.config)
+        bl.apply_flags(self.fp32_flags)
+        self.state.problem_flags = [f.line() for f in findings]
+        if notes:
+            self.state.evidence["vetting_notes"] = notes
+        self.state.summaries.clear()
+        self.state.nominal_args = None
+        self.state.phase_seconds["vetting"] = time.perf_counter() - t0
 
     def _timing_sets(self) -> list:
         get_inputs = self.rp.module.get_inputs
@@ -353,6 +426,7 @@ class Verification:
             try:
                 self._load(worker)
                 self._correctness(worker)
+                self._vet()
                 judged = [r for r in state.input_sets if not r.dropped]
                 failed = [r for r in judged if not r.passed]
                 nominal_ok = all(r.passed for r in judged if r.kind is InputKind.NOMINAL) and any(
@@ -389,6 +463,7 @@ class Verification:
             memory_efficiency=memory_eff,
             weight_mismatches=tuple(state.weight_mismatches), flag_changes=tuple(state.flag_changes),
             evidence=dict(state.evidence), phase_seconds=dict(state.phase_seconds),
+            problem_flags=tuple(state.problem_flags),
         )
 
 

@@ -168,6 +168,7 @@ class ReferenceReply:
     verdict: dict | None = None
     problem_error: str | None = None
     error: str | None = None  #: an internal failure of the reference worker.
+    vetting: dict | None = None  #: the answer to a vetting job (``kbv.records.VettingReport``).
     #: answer to a ``{"kind": "baselines"}`` job: ``{"environment": dict, "measurements": {label: dict}}``.
     baselines: dict | None = None
 

@@ -1,0 +1,288 @@
+"""The float64 oracle, the normalised error, and the two correctness policies.
+
+Runs only in the reference worker. Nothing here is ever sent to a candidate worker.
+
+**Oracle.** The reference ``Model`` deep-copied and cast to float64 (parameters and buffers;
+integer buffers keep their dtype), run on the input set upcast to float64, with the default dtype
+set to float64 for the call (so tensors the model creates inside ``forward`` are float64 too).
+It runs on the problem's device when the copy and one call fit in free device memory, else on the
+CPU (:attr:`Oracle.device` says which). For a bf16/fp16 problem the oracle starts from the
+reference's own (rounded) weights and inputs: it is the exact answer to the question the
+reference model was asked.
+
+**Normalised error** of an output ``y`` against the oracle ``o`` (both taken to float64)::
+
+    err(y, o) = max_i |y_i - o_i| / (|o_i| + rms(o))        rms(o) = sqrt(mean_i o_i^2)
+
+the smallest ``t`` for which ``|y - o| <= t * |o| + t * rms(o)`` holds at every element: a
+relative error for elements at or above the output's typical magnitude, an absolute error in
+units of that magnitude for the small ones (where a relative error says nothing: zeros,
+cancellation). It is invariant to scaling the output, so one budget fits ×0.01 and ×1000 inputs.
+An element where ``o`` is finite and ``y`` is not gives ``inf``. An all-zero oracle output
+(``rms = 0``) falls back to the absolute error. For several outputs each has its own error.
+
+**Policies** (:data:`POLICIES`):
+
+* ``kbv`` (default): every output's error is at most
+  ``k * max(err(eager-fp32), err(eager-tf32)) + floor_eps * eps(dtype)``, the baselines' errors
+  measured against the same oracle on the same inputs (on CPU TF32 does not exist, so the
+  eager-fp32 error alone sets the budget). Integer and boolean outputs must equal the eager-fp32
+  reference exactly. ``k`` and ``floor_eps`` are :class:`~kbv.records.EvalConfig` fields; their
+  defaults (:data:`DEFAULT_K`, :data:`DEFAULT_FLOOR_EPS`) come from the measurements in
+  ``docs/correctness.md``.
+* ``kbv-compat``: the KernelBench-Verified rule, ``torch.allclose(out, ref32, atol, rtol)`` with
+  atol = rtol = 1e-3 (1e-2 for bf16/fp16) against the eager-fp32 reference
+  (:func:`kbv.correctness.compare`).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+POLICIES = ("kbv", "kbv-compat")
+
+#: error budget multiplier of the ``kbv`` policy (docs/correctness.md, "Choosing k and the floor").
+DEFAULT_K = 16.0
+#: error floor of the ``kbv`` policy, in machine epsilons of the output dtype (fp32: 8 × 1.19e-7).
+DEFAULT_FLOOR_EPS = 8.0
+
+#: tolerances of the allclose sweep stored with every result (atol = rtol = t).
+SWEEP_TOLERANCES: tuple[float, ...] = (1e-2, 1e-3, 1e-4)
+
+CHUNK_ELEMENTS = 1 << 24  #: elements handled at a time (128 MiB of float64 per operand).
+#: device memory the oracle may take, as a fraction of what is free when it is built.
+DEVICE_FRACTION = 0.5
+
+
+def sweep_key(tol: float) -> str:
+    """Key of a tolerance in the sweep mappings: ``"1e-02"``, ``"1e-03"``, ``"1e-04"``."""
+    return f"{tol:.0e}"
+
+
+def floor_for(dtype: torch.dtype, floor_eps: float) -> float:
+    """The policy floor for outputs of ``dtype``: ``floor_eps`` machine epsilons of that dtype."""
+    eps = torch.finfo(dtype).eps if dtype.is_floating_point else torch.finfo(torch.float32).eps
+    return floor_eps * eps
+
+
+def budget(baseline_errors: Sequence[float], dtype: torch.dtype, k: float, floor_eps: float) -> float:
+    """``k * max(baseline errors) + floor``. Non-finite baseline errors give an infinite budget."""
+    worst = max(baseline_errors) if baseline_errors else 0.0
+    return k * worst + floor_for(dtype, floor_eps)
+
+
+# Normalised error ------------------------------------------------------------------------------
+
+def _rms(o: torch.Tensor) -> float:
+    flat = o.reshape(-1)
+    total, count = 0.0, 0
+    for s in range(0, flat.numel(), CHUNK_ELEMENTS):
+        c = flat[s:s + CHUNK_ELEMENTS].to(torch.float64)
+        fin = torch.isfinite(c)
+        total += float(torch.where(fin, c * c, torch.zeros_like(c)).sum())
+        count += int(fin.sum())
+    return math.sqrt(total / count) if count else 0.0
+
+
+def normalised_error(y: torch.Tensor, o: torch.Tensor) -> float:
+    """``max_i |y_i - o_i| / (|o_i| + rms(o))`` in float64 (see the module docstring).
+
+    ``y`` is moved to ``o``'s device chunk by chunk. Elements where ``o`` is not finite are
+    skipped (a set whose oracle is not finite is dropped before this is called); an element where
+    ``o`` is finite and ``y`` is not makes the error ``inf``.
+
+    Raises:
+        ValueError: the shapes differ.
+    """
+    if tuple(y.shape) != tuple(o.shape):
+        raise ValueError(f"shape {tuple(y.shape)} != oracle shape {tuple(o.shape)}")
+    if o.numel() == 0:
+        return 0.0
+    rms = _rms(o)
+    scale = rms if rms > 0 else 1.0  # an all-zero oracle: absolute error
+    worst = 0.0
+    yf, of = y.reshape(-1), o.reshape(-1)
+    for s in range(0, of.numel(), CHUNK_ELEMENTS):
+        oc = of[s:s + CHUNK_ELEMENTS].to(torch.float64)
+        yc = yf[s:s + CHUNK_ELEMENTS].to(device=oc.device, dtype=torch.float64)
+        o_fin = torch.isfinite(oc)
+        if bool((o_fin & ~torch.isfinite(yc)).any()):
+            return math.inf
+        e = torch.where(o_fin, (yc - oc).abs() / (oc.abs() + scale), torch.zeros_like(oc))
+        worst = max(worst, float(e.max()))
+    return worst
+
+
+def output_errors(outputs: Sequence[torch.Tensor], oracle: Sequence[torch.Tensor]) -> list[float | None]:
+    """Normalised error of each output; None for integer/boolean outputs (compared exactly)."""
+    return [normalised_error(y, o) if o.is_floating_point() else None for y, o in zip(outputs, oracle)]
+
+
+def min_allclose_tolerance(y: torch.Tensor, r: torch.Tensor) -> float:
+    """Smallest ``t`` with ``|y - r| <= t + t * |r|`` at every element where both are finite.
+
+    ``allclose(y, r, atol=t, rtol=t)`` passes iff this is ``<= t`` and the NaN/Inf patterns agree,
+    so one number gives the whole tolerance sweep.
+    """
+    if r.numel() == 0:
+        return 0.0
+    worst = 0.0
+    yf, rf = y.reshape(-1), r.reshape(-1)
+    for s in range(0, rf.numel(), CHUNK_ELEMENTS):
+        rc = rf[s:s + CHUNK_ELEMENTS].to(torch.float64)
+        yc = yf[s:s + CHUNK_ELEMENTS].to(device=rc.device, dtype=torch.float64)
+        fin = torch.isfinite(rc) & torch.isfinite(yc)
+        e = torch.where(fin, (yc - rc).abs() / (1.0 + rc.abs()), torch.zeros_like(rc))
+        worst = max(worst, float(e.max()))
+    return worst
+
+
+# The kbv policy on one input set ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PolicyCheck:
+    """Outcome of the ``kbv`` rule on one input set."""
+
+    passed: bool
+    error: float | None  #: candidate's normalised error on the binding output.
+    budget: float | None  #: that output's budget.
+    baseline_errors: dict  #: baseline name → its normalised error on the binding output.
+    fault: str | None
+
+
+def kbv_check(
+    outputs: Sequence[torch.Tensor],
+    reference: Sequence[torch.Tensor],
+    oracle: Sequence[torch.Tensor],
+    baselines: dict[str, Sequence[torch.Tensor]],
+    *,
+    k: float,
+    floor_eps: float,
+) -> PolicyCheck:
+    """Apply the ``kbv`` rule. ``outputs`` already match ``reference`` in count, shape and dtype.
+
+    ``baselines`` maps a baseline name to its outputs on the same inputs (eager-fp32 is
+    ``reference`` itself). The binding output is the one with the largest error / budget.
+    """
+    cand = output_errors(outputs, oracle)
+    base = {name: output_errors(outs, oracle) for name, outs in baselines.items()}
+    worst_ratio, binding = -1.0, None
+    fault = None
+    for i, (o_ref, e) in enumerate(zip(reference, cand)):
+        tag = f"output {i}" if len(reference) > 1 else "output"
+        if e is None:  # integer / boolean output: exact match with the eager-fp32 reference
+            y = outputs[i].to(o_ref.device)
+            if not torch.equal(y, o_ref):
+                n = int((y != o_ref).sum())
+                return PolicyCheck(False, None, None, {}, f"{tag}: {n} of {o_ref.numel()} element(s) differ "
+                                                          "from the reference (integer output, compared exactly)")
+            continue
+        b = {name: errs[i] for name, errs in base.items()}
+        bud = budget([v for v in b.values() if v is not None], o_ref.dtype, k, floor_eps)
+        ratio = math.inf if math.isinf(e) else (e / bud if bud > 0 else (0.0 if e == 0 else math.inf))
+        if ratio > worst_ratio:
+            worst_ratio, binding = ratio, (e, bud, b, tag)
+    if binding is None:  # only integer outputs, all equal
+        return PolicyCheck(True, None, None, {}, None)
+    e, bud, b, tag = binding
+    passed = e <= bud
+    if not passed:
+        if math.isinf(e):
+            fault = f"{tag}: NaN/Inf where the fp64 oracle is finite"
+        else:
+            base_txt = ", ".join(f"{n} {v:.2e}" for n, v in b.items())
+            fault = (f"{tag}: normalised error {e:.2e} vs the fp64 oracle exceeds the budget {bud:.2e} "
+                     f"(= k {k:g} x max({base_txt}) + floor)")
+    return PolicyCheck(passed, e, bud, b, fault)
+
+
+# The oracle ------------------------------------------------------------------------------------
+
+def upcast(args: Sequence[Any], device: torch.device) -> list[Any]:
+    """Floating-point tensors to float64 on ``device``; other tensors moved; the rest unchanged."""
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            a = a.to(device=device, dtype=torch.float64 if a.is_floating_point() else a.dtype)
+        out.append(a)
+    return out
+
+
+class OracleUnavailable(RuntimeError):
+    """The float64 copy of the model could not be built or run (one line)."""
+
+
+class Oracle:
+    """A float64 copy of a reference model; built on first use.
+
+    ``device`` is the reference's device when the copy fits (it then stays there), else the CPU.
+    """
+
+    def __init__(self, model: torch.nn.Module, device: torch.device):
+        self._source = model
+        self.device = device
+        self._model: torch.nn.Module | None = None
+        self._failed: str | None = None
+
+    def _build(self, input_bytes: int) -> torch.nn.Module:
+        if self._failed:
+            raise OracleUnavailable(self._failed)
+        if self._model is not None:
+            return self._model
+        try:
+            model = copy.deepcopy(self._source)
+        except Exception as exc:  # noqa: BLE001 - a model that cannot be copied
+            self._failed = f"cannot copy the reference model: {type(exc).__name__}: {exc}"
+            raise OracleUnavailable(self._failed) from None
+        if self.device.type == "cuda":
+            param_bytes = sum(t.numel() for t in list(model.parameters()) + list(model.buffers()))
+            need = 8 * param_bytes + 6 * input_bytes  # fp64 weights, upcast inputs, outputs/intermediates
+            free, _ = torch.cuda.mem_get_info(self.device)
+            if need > DEVICE_FRACTION * free:
+                self.device = torch.device("cpu")
+        try:
+            model = model.to(self.device).to(torch.float64)
+        except torch.cuda.OutOfMemoryError:
+            self.device = torch.device("cpu")
+            model = model.to("cpu").to(torch.float64)
+        self._model = model
+        return model
+
+    def __call__(self, args: Sequence[Any]) -> list[torch.Tensor]:
+        """Oracle outputs (float64 for floating-point outputs) for one input set.
+
+        Raises:
+            OracleUnavailable: the copy could not be built, or the float64 forward raised.
+        """
+        input_bytes = sum(a.numel() * 8 for a in args if isinstance(a, torch.Tensor))
+        model = self._build(input_bytes)
+        for attempt in range(2):
+            saved = torch.get_default_dtype()
+            try:
+                torch.set_default_dtype(torch.float64)
+                with torch.no_grad():
+                    out = model(*upcast(args, self.device))
+                outs = [out] if isinstance(out, torch.Tensor) else list(out)
+                if self.device.type == "cuda":
+                    torch.cuda.synchronize(self.device)
+                return outs
+            except torch.cuda.OutOfMemoryError:
+                if attempt or self.device.type != "cuda":
+                    raise OracleUnavailable("out of memory on the CPU too") from None
+                self.device = torch.device("cpu")
+                self._model = model = model.to("cpu")
+                torch.cuda.empty_cache()
+            except Exception as exc:  # noqa: BLE001 - the model does not run in float64
+                raise OracleUnavailable(f"float64 forward raised {type(exc).__name__}: "
+                                        f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}") from None
+            finally:
+                torch.set_default_dtype(saved)
+        raise OracleUnavailable("unreachable")
+
+    def release(self) -> None:
+        self._model = None
