@@ -221,26 +221,29 @@ def export_kernelbench_json(store: Store, problems: Iterable[ProblemRef], out_di
     of ``problems``: measured ones (the latest per device name when several drivers or torch
     versions were cached), then imported summaries where nothing was measured. Returns the files
     written."""
-    by_sha = {p.sha256: p for p in problems}
+    by_sha: dict[str, list[ProblemRef]] = {}
+    for p in problems:  # identical files share a hash, and so their timings
+        by_sha.setdefault(p.sha256, []).append(p)
     latest: dict[tuple[str, str, str], tuple[BaselineKey, Measurement]] = {}
     for key, m in store.baselines():  # insertion order: a later row replaces an earlier one
         if key.problem_sha256 in by_sha and key.precision == precision and key.label in KERNELBENCH_FILES:
             latest[(key.device_name, key.label, key.problem_sha256)] = (key, m)
     docs: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     for (hardware, label, sha), (key, m) in sorted(latest.items()):
-        p = by_sha[sha]
         device = "cuda:0" if m.device == "cuda" else m.device
-        level = f"level{p.level if p.level is not None else 0}"
-        docs.setdefault((hardware, label), {}).setdefault(level, {})[_file_name(p)] = \
-            kernelbench_entry(m, hardware, device)
+        for p in by_sha[sha]:
+            level = f"level{p.level if p.level is not None else 0}"
+            docs.setdefault((hardware, label), {}).setdefault(level, {})[_file_name(p)] = \
+                kernelbench_entry(m, hardware, device)
     for key, summ in store.baseline_summaries():  # imported figures where nothing was measured
-        p = by_sha.get(key.problem_sha256)
-        if p is None or key.precision != precision or key.label not in KERNELBENCH_FILES:
+        if key.precision != precision or key.label not in KERNELBENCH_FILES:
             continue
-        level = f"level{p.level if p.level is not None else 0}"
-        docs.setdefault((key.device_name, key.label), {}).setdefault(level, {}).setdefault(
-            _file_name(p), {"mean": summ.mean_ms, "std": summ.std_ms, "min": summ.min_ms, "max": summ.max_ms,
-                            "num_trials": summ.num_trials, "hardware": key.device_name, "device": summ.device})
+        for p in by_sha.get(key.problem_sha256, ()):
+            level = f"level{p.level if p.level is not None else 0}"
+            docs.setdefault((key.device_name, key.label), {}).setdefault(level, {}).setdefault(
+                _file_name(p), {"mean": summ.mean_ms, "std": summ.std_ms, "min": summ.min_ms,
+                                "max": summ.max_ms, "num_trials": summ.num_trials, "hardware": key.device_name,
+                                "device": summ.device})
     written = []
     for (hardware, label), doc in sorted(docs.items()):
         path = Path(out_dir) / _safe_dir(hardware) / KERNELBENCH_FILES[label]

@@ -1,0 +1,285 @@
+"""kbv run / report / baselines: the batch loop's failure handling (with a stand-in evaluator), the
+commands' exit codes and messages, the baseline cache and KernelBench JSON, and the HTML report
+rendered in headless Chromium."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kbv.baseline_cache import attach_compile_speedup, baseline_key, export_kernelbench_json
+from kbv.batch import BROKEN_PREFIX, plan_batch, run_batch
+from kbv.cli import app
+from kbv.orchestrator import EvaluationError
+from kbv.problems import ProblemError
+from kbv.records import EvalConfig, Measurement, Status
+from kbv.store import Store
+from verdict_factory import ENV, job_for, make_batch, make_verdict
+
+PROBLEM = ("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+           "        return torch.relu(x)\n\ndef get_inputs():\n    return [torch.rand(8, 8)]\n\n"
+           "def get_init_inputs():\n    return []\n")
+GOOD = "import torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x.relu()\n"
+CONFIG = EvalConfig(device="cpu", trials=6, timing_rounds=2, warmup=1)
+runner = CliRunner()
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """Three problems, run ``m`` with 2 good samples each for problems 1-2 and a broken file for 3."""
+    probs = tmp_path / "problems" / "level1"
+    for pid, name in ((1, "A"), (2, "B"), (3, "C")):
+        write(probs / f"{pid}_{name}.py", PROBLEM + f"# problem {name}\n")
+    runs = tmp_path / "runs"
+    for pid in (1, 2):
+        for s in (0, 1):
+            write(runs / "m" / f"level_1_problem_{pid}_sample_{s}_kernel.py", GOOD + f"# {pid} {s}\n")
+    write(runs / "m" / "level_1_problem_3_sample_0_kernel.py", "class ModelNew(:\n")
+    return tmp_path / "problems", runs
+
+
+class FakeEvaluator:
+    """Stands in for :class:`kbv.orchestrator.Evaluator`: PASS, or the failure it is told to raise."""
+
+    def __init__(self, fail: dict | None = None):
+        self.fail = fail or {}
+        self.calls: list[str] = []
+        self.closed = False
+
+    def evaluate(self, problem, candidate, config):
+        self.calls.append(candidate.path)
+        exc = self.fail.get(Path(candidate.path).name) or self.fail.get(problem.name)
+        if exc is not None:
+            raise exc
+        v = make_verdict("PASS", speedup=1.5)
+        return dataclasses.replace(v, problem=problem, candidate=candidate, config=config)
+
+    def close(self):
+        self.closed = True
+
+
+def test_batch_records_each_failure_kind_and_resumes(tree, tmp_path):
+    problems, runs = tree
+    plan = plan_batch(problems, [runs], CONFIG)
+    assert len(plan.jobs) == 5 and plan.jobs[0].rejection  # the static rejection goes first
+    broken = ProblemError(problems / "level1" / "2_B.py", "get_inputs() failed: RuntimeError: boom")
+    ev = FakeEvaluator({"B": broken, "level_1_problem_1_sample_1_kernel.py": EvaluationError("worker died")})
+    with Store(tmp_path / "s.db") as store:
+        out = run_batch(plan, store, evaluator=ev)
+        assert out.finished == 2 and out.rejected == 1  # 1 static COMPILE_ERROR + 1 PASS
+        assert out.statuses == {"COMPILE_ERROR": 1, "PASS": 1}
+        assert [p for p, _ in out.internal_errors] == [str(runs / "m" / "level_1_problem_1_sample_1_kernel.py")]
+        assert out.excluded == {"level1/2_B": "get_inputs() failed: RuntimeError: boom"}
+        assert out.skipped_excluded == 2  # B's second job was never sent
+        assert sum("2_B" in c or "problem_2" in c for c in ev.calls) == 1
+        (reason,) = store.exclusions()["level1/2_B"]
+        assert reason.startswith(BROKEN_PREFIX) and "boom" in reason
+        # the broken problem's jobs and the released job are pending, not stored as candidate failures
+        assert store.progress().pending == 3 and store.progress().running == 0
+        # rerun: B stays excluded while its file is unchanged; the released job runs again
+        ev2 = FakeEvaluator()
+        out2 = run_batch(plan, store, evaluator=ev2)
+        assert out2.already_done == 2 and out2.finished == 1 and out2.skipped_excluded == 2
+        assert len(ev2.calls) == 1
+        # the problem file changes: new jobs supersede the old ones, the exclusion is dropped
+        write(problems / "level1" / "2_B.py", PROBLEM + "# fixed\n")
+        plan2 = plan_batch(problems, [runs], CONFIG)
+        out3 = run_batch(plan2, store, evaluator=FakeEvaluator())
+        assert out3.finished == 2 and out3.superseded == 2
+        assert "level1/2_B" not in store.exclusions()
+        assert store.progress().total == 5 == store.progress().done
+        assert len(list(store.verdicts())) == 5
+
+
+def test_interrupt_releases_the_job_in_flight(tree, tmp_path):
+    problems, runs = tree
+    plan = plan_batch(problems, [runs], CONFIG)
+    ev = FakeEvaluator({"level_1_problem_2_sample_0_kernel.py": KeyboardInterrupt()})
+    with Store(tmp_path / "s.db") as store:
+        out = run_batch(plan, store, evaluator=ev)
+        assert out.interrupted and ev.closed
+        assert out.finished == 3  # the static rejection and problem 1's two samples
+        p = store.progress()
+        assert p.running == 0 and p.pending == 2 and p.done == 3
+
+
+def test_cli_run_static_rejections_rerun_and_config_mismatch(tree, tmp_path):
+    problems, runs = tree
+    db = tmp_path / "s.db"
+    # only the broken sample is selected: a COMPILE_ERROR verdict, no worker started
+    args = ["run", str(problems), str(runs), "--store", str(db), "--device", "cpu", "--problem-ids", "3",
+            "--trials", "6"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert "COMPILE_ERROR" in r.output and "1/1 jobs have a verdict" in r.output
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0 and "0 verdict(s) written now, 1 were done before" in r.output
+    r = runner.invoke(app, args[:-1] + ["7"])
+    assert r.exit_code == 2 and "another configuration" in r.output and "trials 6 -> 7" in r.output
+    r = runner.invoke(app, ["run", str(problems), str(runs), "--store", str(db), "--device", "cpu",
+                            "--runs", "nobody"])
+    assert r.exit_code == 2 and "nothing to run" in r.output
+    r = runner.invoke(app, ["run", str(problems), str(tmp_path / "nowhere"), "--store", str(db), "--device", "cpu"])
+    assert r.exit_code == 2 and "not a folder of candidates" in r.output
+    r = runner.invoke(app, ["run", str(problems), str(runs), "--store", str(db), "--problem-ids", "x"])
+    assert r.exit_code == 2 and "--problem-ids" in r.output
+
+
+def test_cli_report_lists_a_broken_problem_file(tree, tmp_path):
+    problems, runs = tree
+    write(problems / "level1" / "4_Broken.py", "def get_inputs(:\n")
+    write(runs / "m" / "level_1_problem_4_sample_0_kernel.py", GOOD)
+    db = tmp_path / "s.db"
+    r = runner.invoke(app, ["run", str(problems), str(runs), "--store", str(db), "--device", "cpu",
+                            "--problem-ids", "3,4"])
+    assert r.exit_code == 0, r.output
+    assert "broken problem file level1/4_Broken" in r.output
+    r = runner.invoke(app, ["report", "--store", str(db), "--out", str(tmp_path / "rep")])
+    assert r.exit_code == 0, r.output
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "level1/4_Broken" in md and "syntax error" in md
+    assert (tmp_path / "rep" / "report.html").is_file()
+    r = runner.invoke(app, ["report", "--store", str(tmp_path / "none.db"), "--out", str(tmp_path / "x")])
+    assert r.exit_code == 2 and "no such store" in r.output
+
+
+def test_kernelbench_baseline_json_round_trip(tree, tmp_path):
+    problems, _ = tree
+    src = tmp_path / "results" / "timing" / "H100"
+    doc = {"level1": {"1_A.py": {"mean": 1.25, "std": 0.01, "min": 1.2, "max": 1.3, "num_trials": 100,
+                                 "hardware": "NVIDIA H100 80GB HBM3", "device": "cuda:0"},
+                      "99_Missing.py": {"mean": 1.0}}}
+    write(src / "baseline_time_torch.json", json.dumps(doc))
+    write(src / "baseline_time_torch_compile_inductor_default.json", json.dumps({"level1": {"2_B.py": {
+        "mean": 0.5, "std": 0.0, "min": 0.5, "max": 0.5, "num_trials": 10, "hardware": "NVIDIA H100 80GB HBM3",
+        "device": "cuda:0"}}}))
+    db, out = tmp_path / "s.db", tmp_path / "export"
+    r = runner.invoke(app, ["baselines", str(problems), "--store", str(db), "--no-measure",
+                            "--import-json", str(tmp_path / "results" / "timing"), "--export-json", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "imported 2 baseline summaries" in r.output and "1 entries match no problem file" in r.output
+    back = json.loads((out / "NVIDIA_H100_80GB_HBM3" / "baseline_time_torch.json").read_text())
+    assert back == {"level1": {"1_A.py": doc["level1"]["1_A.py"]}}
+    comp = json.loads((out / "NVIDIA_H100_80GB_HBM3" / "baseline_time_torch_compile_inductor_default.json").read_text())
+    assert comp["level1"]["2_B.py"]["mean"] == 0.5
+    # a measured baseline exports its statistics computed from the raw samples
+    from kbv.problems import load_problem
+
+    p = load_problem(problems / "level1" / "3_C.py")
+    with Store(db) as store:
+        m = Measurement("eager-fp32", "cuda", (1.0, 2.0, 3.0), warmup=5)
+        store.put_baseline(baseline_key(p.sha256, ENV, "fp32", "eager-fp32"), m)
+        files = export_kernelbench_json(store, [p], tmp_path / "export2")
+    (f,) = files
+    assert f.parent.name == "NVIDIA_H200" and f.name == "baseline_time_torch.json"
+    e = json.loads(f.read_text())["level1"]["3_C.py"]
+    assert e == {"mean": 2.0, "std": m.std_ms, "min": 1.0, "max": 3.0, "num_trials": 3, "hardware": "NVIDIA H200",
+                 "device": "cuda:0"}
+    r = runner.invoke(app, ["baselines", str(problems), "--store", str(db), "--labels", "eager-fp64"])
+    assert r.exit_code == 2 and "unknown eager-fp64" in r.output
+
+
+def test_cached_compile_baseline_adds_a_speedup_only_where_it_matches(tmp_path):
+    v = make_verdict("PASS", speedup=2.0, candidate_ms=1.0)
+    hacked = make_verdict("INCORRECT", hidden_fail=["D4"], unverified_speedup=3.0, candidate_ms=1.0)
+    with Store(tmp_path / "s.db") as store:
+        assert attach_compile_speedup(v, store) is v  # nothing cached
+        m = Measurement("compile", "cuda", (0.5, 0.5, 0.5), warmup=5)
+        store.put_baseline(baseline_key(v.problem.sha256, ENV, "fp32", "compile"), m)
+        got = attach_compile_speedup(v, store)
+        assert got.speedup["compile"] == pytest.approx(0.5 / v.timing["candidate"].median_ms)
+        assert got.evidence["compile_baseline"]["median_ms"] == 0.5
+        assert "not side by side" in got.evidence["compile_baseline"]["source"]
+        h = attach_compile_speedup(hacked, store)  # same problem: credited only as unverified
+        assert "compile" not in h.speedup and "compile" in h.unverified_speedup
+        other = dataclasses.replace(v, environment=dataclasses.replace(ENV, driver="999.0"))
+        assert attach_compile_speedup(other, store) is other  # another driver: no match
+
+
+@pytest.mark.slow
+def test_kbv_baselines_measures_eager_and_compile_on_cpu_then_uses_the_cache(tree, tmp_path):
+    problems, _ = tree
+    db = tmp_path / "s.db"
+    args = ["baselines", str(problems), "--store", str(db), "--device", "cpu", "--problem-ids", "1",
+            "--trials", "6", "--warmup", "1"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    assert "measured" in r.output
+    with Store(db) as store:
+        cached = {k.label: m for k, m in store.baselines()}
+    assert set(cached) == {"eager-fp32", "eager-tf32", "compile"}
+    assert all(m.trials == 6 and m.clock == "perf_counter" for m in cached.values())
+    r = runner.invoke(app, args + ["--export-json", str(tmp_path / "out")])
+    assert r.exit_code == 0 and "cached" in r.output
+    assert len(list((tmp_path / "out").rglob("*.json"))) == 3
+
+
+# The HTML report in a real browser ----------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def screenshot(html: Path, png: Path, width: int = 1400, height: int = 7000) -> Path:
+    """Headless Chromium screenshot of a local file, with no network and no GPU."""
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--hide-scrollbars", "--no-first-run", f"--window-size={width},{height}",
+           f"--screenshot={png}", html.as_uri()]
+    subprocess.run(cmd, check=True, timeout=120, capture_output=True)
+    return png
+
+
+def _longest_run(row) -> int:
+    best = cur = 0
+    for v in row:
+        cur = cur + 1 if v else 0
+        best = max(best, cur)
+    return best
+
+
+def axes_frames(img) -> int:
+    """Count the horizontal axis lines of matplotlib figures in a screenshot: rows holding an unbroken
+    run of >= 250 near-black pixels (the page itself draws only light-grey rules), grouped into bands."""
+    import numpy as np
+
+    dark = np.all(img < 0.15, axis=-1)
+    rows = [y for y in np.nonzero(dark.sum(axis=1) >= 250)[0] if _longest_run(dark[y]) >= 250]
+    bands, last = 0, None
+    for y in rows:
+        if last is None or y - last > 20:
+            bands += 1
+        last = y
+    return bands
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (apt-get install chromium)")
+def test_html_report_renders_every_plot_in_headless_chromium(tmp_path):
+    import numpy as np
+    from matplotlib.image import imread
+
+    from kbv.report import write_html
+
+    with Store(tmp_path / "s.db") as store:
+        for v in make_batch(seed=1):
+            store.put_verdict(job_for(v), v)
+        html = write_html(store, tmp_path / "report.html", title="kbv report (synthetic batch)")
+    png = screenshot(html, tmp_path / "shot.png")
+    img = imread(png)[..., :3]
+    assert img.shape[1] == 1400 and img.shape[0] >= 5000
+    # six figures: decomposition (two axes side by side), failures, three memory-speedup scatters
+    # (levels 1-3) and the speedup CDF; every axes box has a top and a bottom spine
+    assert axes_frames(img) == 12
+    # and they are drawn in colour: matplotlib's first series colour (tab:blue, #1f77b4) is there
+    blue = np.all(np.abs(img - np.array([31, 119, 180]) / 255) < 0.02, axis=-1)
+    assert blue.sum() > 5000
