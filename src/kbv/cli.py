@@ -49,12 +49,22 @@ def resolve_device(device: Device) -> str:
     return device.value
 
 
-def make_config(device: str, precision: str, seeds: int, trials: int, warmup: int, timeout: float | None):
+class Policy(str, Enum):
+    kbv = "kbv"
+    kbv_compat = "kbv-compat"
+
+
+def make_config(device: str, precision: str, seeds: int, trials: int, warmup: int, timeout: float | None,
+                policy: str = "kbv"):
+    """The resolved config. ``kbv-compat`` is the KernelBench-Verified protocol: nominal + D1–D4
+    judged by allclose, without kbv's randomised distributions."""
     from kbv.records import EvalConfig
 
     tol = EvalConfig.default_tolerance(precision)
     kw = dict(device=device, precision=precision, nominal_seeds=seeds, trials=trials, warmup=warmup,
-              atol=tol, rtol=tol)
+              atol=tol, rtol=tol, policy=policy)
+    if policy == "kbv-compat":
+        kw["distributions"] = ()
     if timeout is not None:
         kw.update(call_timeout_s=timeout, timing_timeout_s=max(timeout, 60.0))
     try:
@@ -74,9 +84,13 @@ def eval_cmd(
     trials: int = typer.Option(30, min=1, help="Timed calls per subject."),
     warmup: int = typer.Option(5, min=0, help="Untimed calls before each timing round."),
     timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
+    policy: Policy = typer.Option(Policy.kbv, help="Correctness policy: kbv (fp64 oracle, budget from the "
+                                  "baselines' own errors, randomised distributions) or kbv-compat "
+                                  "(KernelBench-Verified: allclose 1e-3 on nominal + D1-D4)."),
 ) -> None:
-    """Verify one candidate against one problem: correctness (nominal + D1–D4), speed vs eager-fp32
-    and eager-tf32, and peak memory."""
+    """Verify one candidate against one problem: correctness (nominal, D1–D4 and kbv's secret
+    randomised distributions, against a float64 oracle), speed vs eager-fp32 and eager-tf32, and
+    peak memory. Warns when the problem is flagged by vetting."""
     from kbv.candidates import CandidateError, load_candidate
     from kbv.console import print_verdict
     from kbv.orchestrator import EvaluationError, Evaluator
@@ -89,7 +103,7 @@ def eval_cmd(
     except (ProblemError, CandidateError) as exc:
         fail(str(exc))
     dev = resolve_device(device)
-    config = make_config(dev, precision.value, seeds, trials, warmup, timeout)
+    config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value)
     with console.status(f"verifying {candidate.name} against {problem.name} on {dev}..."):
         try:
             with Evaluator(dev) as ev:
@@ -99,10 +113,87 @@ def eval_cmd(
         except EvaluationError as exc:
             fail(f"internal error: {exc}", code=3)
     print_verdict(verdict, console)
+    _warn_if_flagged(pref, verdict)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(to_json(verdict) + "\n")
         console.print(f"verdict record written to {json_out}")
+
+
+def _warn_if_flagged(pref, verdict) -> None:
+    """Warn (stderr) about vetting findings: this evaluation's own and a cached ``kbv vet`` report's."""
+    from kbv.vetting import cached_report
+
+    lines = list(verdict.problem_flags)
+    cached = cached_report(pref, verdict.config.precision)
+    if cached is not None:
+        lines += [f"{r} (kbv vet)" for r in cached.reasons if r not in lines]
+    if lines:
+        err_console.print(f"kbv: warning: {pref.path} is flagged by vetting and is left out of aggregate "
+                          "metrics by default:", highlight=False, soft_wrap=True, markup=False)
+        for line in lines:
+            err_console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
+
+
+@app.command("vet")
+def vet_cmd(
+    target: Path = typer.Argument(..., help="A problem file, or a folder of them (levelN/ or a KernelBench checkout)."),
+    device: Device = typer.Option(Device.auto, help="Where to run: cpu, cuda, or auto (cuda when available)."),
+    precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
+    seeds: int = typer.Option(2, min=1, help="Rounds of fresh secret seeds (each: nominal, D1-D4, randomised)."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write every vetting report (a JSON list) here."),
+    store: Optional[Path] = typer.Option(None, help="Record flagged problems as exclusions in this batch store."),
+    timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
+) -> None:
+    """Vet problems: flag stochastic references (dropout in training mode), outputs constant across
+    all distributions and seeds, outputs inside the tolerance (all-zeros would pass), and references
+    that fail; list per distribution where the reference raises or is non-finite. Flagged problems
+    are excluded from aggregate metrics by default (--store records the reasons)."""
+    import json as _json
+
+    from kbv.console import print_vetting
+    from kbv.orchestrator import EvaluationError, Evaluator
+    from kbv.problems import ProblemError, discover_problems
+    from kbv.records import to_dict
+    from kbv.vetting import save_report
+
+    try:
+        problems = discover_problems(target)
+    except ProblemError as exc:
+        fail(str(exc))
+    if not problems:
+        fail(f"{target}: no problem files (<id>_<Name>.py) found")
+    dev = resolve_device(device)
+    config = make_config(dev, precision.value, 1, 1, 0, timeout)
+    reports, broken = [], []
+    with Evaluator(dev) as ev:
+        for p in problems:
+            with console.status(f"vetting {p.path} on {dev}..."):
+                try:
+                    rep = ev.vet(p, config, seeds=seeds)
+                except ProblemError as exc:
+                    broken.append(str(exc))
+                    err_console.print(f"kbv: error: {exc}", highlight=False, soft_wrap=True, markup=False)
+                    continue
+                except EvaluationError as exc:
+                    fail(f"internal error: {exc}", code=3)
+            save_report(rep)
+            reports.append(rep)
+            print_vetting(rep, console)
+    flagged = [r for r in reports if r.flagged]
+    console.print(f"{len(reports)} problem(s) vetted: {len(flagged)} flagged, {len(broken)} broken")
+    if store is not None:
+        from kbv.store import open_store
+
+        with open_store(store) as st:
+            for r in flagged:
+                for reason in r.reasons:
+                    st.exclude_problem(r.problem, f"kbv vet: {reason}")
+        console.print(f"exclusions recorded in {store}")
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(_json.dumps([to_dict(r) for r in reports], indent=2, allow_nan=False) + "\n")
+        console.print(f"vetting reports written to {json_out}")
 
 
 @app.command("demo")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from kbv.records import Status, Verdict
+from kbv.records import Status, Verdict, VettingReport
 
 STATUS_STYLE = {
     Status.PASS: "bold green",
@@ -45,8 +45,10 @@ def print_verdict(v: Verdict, console: Console | None = None) -> None:
             f"device {v.environment.device_name or v.config.device}  precision {v.config.precision}",
             highlight=False, soft_wrap=True)
     if v.input_sets:
-        t = Table(title="Correctness", title_justify="left")
-        for col in ("input set", "kind", "transform", "result", "max abs err", "max rel err"):
+        t = Table(title=f"Correctness (policy {v.config.policy}; err = normalised error vs the fp64 oracle)",
+                  title_justify="left")
+        for col in ("input set", "kind", "transform", "result", "err", "budget", "baseline err", "allclose t",
+                    "compat"):
             t.add_column(col, no_wrap=True)
         notes = []
         for r in v.input_sets:
@@ -54,10 +56,22 @@ def print_verdict(v: Verdict, console: Console | None = None) -> None:
             note = r.drop_reason if r.dropped else r.fault
             if note:
                 notes.append(f"{r.name}: {note}")
-            t.add_row(r.name, r.kind.value, r.transform, res, fmt_err(r.max_abs_error), fmt_err(r.max_rel_error))
+            base = max(r.baseline_errors.values()) if r.baseline_errors else None
+            compat = r.policy_passed.get("kbv-compat")
+            compat_text = "-" if compat is None else ("pass" if compat else "[red]fail[/]")
+            t.add_row(r.name, r.kind.value, r.transform, res, fmt_err(r.oracle_error), fmt_err(r.error_budget),
+                      fmt_err(base), fmt_err(r.allclose_tolerance), compat_text)
         c.print(t)
         for n in notes:
             c.print(f"  {n}", highlight=False, markup=False, soft_wrap=True)
+        pv = v.policy_verdicts
+        if any(x is not None for x in pv.values()):
+            def yn(x):
+                return "-" if x is None else ("[green]pass[/]" if x else "[red]fail[/]")
+            sweep = "  ".join(f"{k} {yn(x)}" for k, x in v.tolerance_sweep.items())
+            c.print(f"kbv policy (k={v.config.kbv_k:g}, floor {v.config.kbv_floor_eps:g} eps): {yn(pv.get('kbv'))}   "
+                    f"kbv-compat (allclose atol=rtol={v.config.atol:g}, nominal + D1-D4): {yn(pv.get('kbv-compat'))}   "
+                    f"allclose sweep: {sweep}", highlight=False, soft_wrap=True)
     if v.timing:
         t = Table(title=f"Timing ({next(iter(v.timing.values())).clock}, ms)", title_justify="left")
         for col in ("subject", "median", "IQR", "min", "trials", "speedup of candidate"):
@@ -92,3 +106,28 @@ def print_verdict(v: Verdict, console: Console | None = None) -> None:
     if v.flag_changes:
         c.print(f"[yellow]candidate changed global numeric flags (reset after every call):[/] "
                 f"{'; '.join(v.flag_changes)}")
+
+
+def print_vetting(rep: VettingReport, console: Console | None = None) -> None:
+    """One problem's vetting: verdict line, findings, and the reference on each input set."""
+    c = console or Console()
+    head = "[bold red]FLAGGED[/]" if rep.flagged else "[bold green]OK[/]"
+    c.print(f"{head}  {rep.problem.path}", highlight=False, soft_wrap=True)
+    for f in rep.findings:
+        c.print(f"  [red]{f.flag.value}[/]: {f.reason}", highlight=False, soft_wrap=True)
+    t = Table(title_justify="left", show_edge=False)
+    for col in ("input set", "kind", "seed", "reference", "output rms", "fp32 err vs fp64", "zeros pass"):
+        t.add_column(col, no_wrap=True)
+    for r in rep.sets:
+        ref = r.status if r.status == "ok" else f"[yellow]{r.status}[/]"
+        zp = "-" if r.zeros_pass is None else ("[yellow]yes[/]" if r.zeros_pass else "no")
+        rms = "-" if r.output_rms is None else f"{r.output_rms:.3g}"
+        t.add_row(r.name, r.kind.value, str(r.seed), ref, rms, fmt_err(r.baseline_error), zp)
+    c.print(t)
+    for r in rep.sets:
+        if r.detail and r.status != "ok":
+            c.print(f"  {r.name}: {r.detail}", highlight=False, markup=False, soft_wrap=True)
+        if r.oracle_note:
+            c.print(f"  {r.name}: {r.oracle_note}", highlight=False, markup=False, soft_wrap=True)
+    for n in rep.notes:
+        c.print(f"  note: {n}", highlight=False, markup=False, soft_wrap=True)

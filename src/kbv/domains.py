@@ -141,20 +141,24 @@ def parse(spec: str) -> Domain:
     kind, args = parts[0], parts[1:]
     if kind not in KINDS:
         raise DomainError(f"unknown input domain {spec!r}; known: {', '.join(KINDS)}")
-    try:
-        if kind == "probability":
-            if len(args) > 1:
-                raise ValueError
+    malformed = DomainError(f"malformed input domain {spec!r} (probability[:DIM], index:LOW:HIGH)")
+    if kind == "probability":
+        if len(args) > 1:
+            raise malformed
+        try:
             return Domain(kind, dim=int(args[0]) if args else -1)
-        if kind == "index":
-            if len(args) != 2:
-                raise ValueError
-            low, high = int(args[0]), int(args[1])
-            if high <= low:
-                raise DomainError(f"input domain {spec!r}: empty index range")
-            return Domain(kind, low=low, high=high)
-    except ValueError:
-        raise DomainError(f"malformed input domain {spec!r} (probability[:DIM], index:LOW:HIGH)") from None
+        except ValueError:
+            raise malformed from None
+    if kind == "index":
+        try:
+            low, high = (int(a) for a in args) if len(args) == 2 else (None, None)
+        except ValueError:
+            raise malformed from None
+        if low is None:
+            raise malformed
+        if high <= low:
+            raise DomainError(f"input domain {spec!r}: empty index range")
+        return Domain(kind, low=low, high=high)
     if args:
         raise DomainError(f"input domain {kind!r} takes no arguments (got {spec!r})")
     return Domain(kind)

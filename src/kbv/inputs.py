@@ -179,6 +179,7 @@ class Distribution:
     name: str
     description: str
     values: Callable[[torch.Tensor, torch.Generator], torch.Tensor] | None
+    transform: str = ""  #: short form stored as the set's ``transform``.
 
 
 DISTRIBUTIONS: dict[str, Distribution] = {}
@@ -197,14 +198,14 @@ def register_distribution(d: Distribution) -> Distribution:
 
 
 for _d in (
-    Distribution("fresh", "the problem's own get_inputs() under a secret seed", None),
-    Distribution("normal", "standard normal N(0, 1)", _normal),
-    Distribution("sign-flip", "the problem's own values with random signs", _sign_flip),
-    Distribution("heavy-tail", "Student-t, 2 degrees of freedom", _heavy_tail),
-    Distribution("wide-range", "random sign x 10^U(-3, 3)", _wide_range),
-    Distribution("outliers", "N(0, 1) with 0.1 % of elements set to +-1000", _outliers),
-    Distribution("near-zero", "N(0, 1) x 1e-6", _near_zero),
-    Distribution("offset", "1000 + N(0, 1)", _offset),
+    Distribution("fresh", "the problem's own get_inputs() under a secret seed", None, "get_inputs()"),
+    Distribution("normal", "standard normal N(0, 1)", _normal, "N(0,1)"),
+    Distribution("sign-flip", "the problem's own values with random signs", _sign_flip, "+-get_inputs()"),
+    Distribution("heavy-tail", "Student-t, 2 degrees of freedom", _heavy_tail, "t(2)"),
+    Distribution("wide-range", "random sign x 10^U(-3, 3)", _wide_range, "+-10^U(-3,3)"),
+    Distribution("outliers", "N(0, 1) with 0.1 % of elements set to +-1000", _outliers, "N(0,1)+0.1% +-1e3"),
+    Distribution("near-zero", "N(0, 1) x 1e-6", _near_zero, "1e-6 N(0,1)"),
+    Distribution("offset", "1000 + N(0, 1)", _offset, "1e3+N(0,1)"),
 ):
     register_distribution(_d)
 
@@ -303,7 +304,7 @@ def build_set(get_inputs: Callable[[], Sequence[Any]], name: str, seed: int,
     check_names((), (name,))
     dist = DISTRIBUTIONS[name]
     base = draw(get_inputs, seed)
-    return InputSet(name, InputKind.RANDOM, dist.description, seed, randomised(base, dist, seed, domains))
+    return InputSet(name, InputKind.RANDOM, dist.transform or dist.name, seed, randomised(base, dist, seed, domains))
 
 
 def randomised_sets(get_inputs: Callable[[], Sequence[Any]], names: Sequence[str],

@@ -51,6 +51,11 @@ DEFAULT_K = 16.0
 #: error floor of the ``kbv`` policy, in machine epsilons of the output dtype (fp32: 8 × 1.19e-7).
 DEFAULT_FLOOR_EPS = 8.0
 
+#: a baseline error above this (the eager-fp32 reference more than 1 % away from its own float64
+#: version) makes the kbv budget vacuous: a stochastic or fp32-ill-conditioned reference. Such
+#: sets are named in the verdict's evidence (``vacuous_budget``); vetting flags the stochastic case.
+VACUOUS_BASELINE_ERROR = 1e-2
+
 #: tolerances of the allclose sweep stored with every result (atol = rtol = t).
 SWEEP_TOLERANCES: tuple[float, ...] = (1e-2, 1e-3, 1e-4)
 

@@ -309,6 +309,9 @@ class Verification:
         if oracle is not None:
             k = orc.kbv_check(outs, ref, oracle, baselines, k=cfg.kbv_k, floor_eps=cfg.kbv_floor_eps)
             kbv_passed, kbv_fault = k.passed, k.fault
+            worst_base = max(k.baseline_errors.values(), default=0.0)
+            if worst_base > orc.VACUOUS_BASELINE_ERROR:
+                self.state.evidence.setdefault("vacuous_budget", {})[s.name] = worst_base
             figures = dict(oracle_error=k.error, error_budget=k.budget, baseline_errors=k.baseline_errors,
                            oracle_device=self.oracle.device.type)
         else:

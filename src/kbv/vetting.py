@@ -37,7 +37,7 @@ import torch
 from kbv import baselines as bl
 from kbv import inputs as inp
 from kbv.candidates import cache_root
-from kbv.oracle import Oracle, OracleUnavailable, normalised_error
+from kbv.oracle import VACUOUS_BASELINE_ERROR, Oracle, OracleUnavailable, normalised_error
 from kbv.records import (
     EvalConfig,
     Environment,
@@ -263,6 +263,10 @@ def vet_problem(rp: Any, config: EvalConfig, env: Environment | None, seeds: int
                                    nominal_failures=nominal_failures, nominal_total=len(nominal_names),
                                    atol=config.atol)
     notes += more
+    vacuous = [r.name for r in results if r.baseline_error is not None and r.baseline_error > VACUOUS_BASELINE_ERROR]
+    if vacuous:
+        notes.append(f"eager-fp32 reference more than {VACUOUS_BASELINE_ERROR:g} (normalised) from its float64 "
+                     f"version on {', '.join(vacuous)}: the kbv budget is vacuous there")
     dropped = [r.name for r in results if r.status != "ok"]
     if dropped:
         notes.append(f"dropped in evaluations: {', '.join(dropped)}")
