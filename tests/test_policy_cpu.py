@@ -1,0 +1,173 @@
+"""End-to-end on CPU: correctness that cannot be anticipated (secret randomised distributions, the
+fp64 oracle and the kbv policy), and problem vetting, through the real worker processes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import DATA, candidate, demo_candidate, problem
+from kbv.problems import load_problem
+from kbv.records import InputKind, Status, VetFlag
+
+
+def by_name(v):
+    return {r.name: r for r in v.input_sets}
+
+
+def classic(v):
+    """The nominal and D1-D4 sets: what KernelBench-Verified judges."""
+    return [r for r in v.input_sets if r.kind is not InputKind.RANDOM and not r.dropped]
+
+
+def vet_problem(name: str):
+    return load_problem(DATA / "vetting" / name)
+
+
+def test_fp16_matmul_fails_the_kbv_policy_yet_passes_allclose_1e2(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(problem("level1/10_Large_K_matmul.py"), candidate("matmul_fp16.py"), fast_config)
+    assert v.status is Status.INCORRECT, v.message
+    assert v.tolerance_sweep["1e-02"] is True  # every nominal and D1-D4 set passes allclose(1e-2)
+    assert all(r.tolerance_sweep["1e-02"] for r in classic(v))
+    assert v.policy_verdicts["kbv"] is False
+    nominal = by_name(v)["nominal-0"]
+    assert nominal.passed is False and "exceeds the budget" in nominal.fault
+    assert nominal.oracle_error > 100 * nominal.baseline_errors["eager-fp32"]
+    assert set(nominal.baseline_errors) == {"eager-fp32"}  # cpu: no TF32 baseline error
+    assert nominal.oracle_device == "cpu"
+    assert v.speedup == {}
+
+
+def test_honest_reordered_fp32_matmul_passes_the_kbv_policy(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(problem("level1/10_Large_K_matmul.py"), candidate("matmul_chunked_honest.py"),
+                               fast_config)
+    assert v.status is Status.PASS, v.message
+    assert v.policy_verdicts == {"kbv": True, "kbv-compat": True}
+    judged = [r for r in v.input_sets if not r.dropped]
+    assert len(judged) >= 12
+    assert all(r.oracle_error <= r.error_budget for r in judged)
+
+
+def test_softmax_without_max_subtraction_fails_on_a_large_magnitude_distribution(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(problem("level1/11_Softmax_rows.py"), candidate("softmax_nomax.py"), fast_config)
+    assert v.status is Status.INCORRECT
+    assert all(r.passed for r in classic(v))  # nominal and D1-D4 cannot see it
+    assert v.policy_verdicts == {"kbv": False, "kbv-compat": True}
+    failed = {r.name for r in v.input_sets if r.passed is False}
+    assert failed and failed <= {"wide-range", "outliers", "heavy-tail", "offset"}
+    assert "offset" in failed and "wide-range" in failed
+    assert "NaN/Inf" in by_name(v)["offset"].fault
+
+
+def test_kernel_exact_on_d1_d4_but_wrong_on_mixed_signs_fails(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_same_sign.py"), fast_config)
+    assert v.status is Status.INCORRECT
+    assert all(r.passed for r in classic(v))
+    sets = by_name(v)
+    for name in ("normal", "sign-flip", "wide-range", "outliers"):
+        assert sets[name].passed is False, name
+        assert sets[name].kind is InputKind.RANDOM and sets[name].seed >= 0
+    assert sets["offset"].passed and sets["fresh"].passed  # all positive: it happens to be right there
+    assert "wrong on" in v.message and "normal" in v.message
+
+
+def test_honest_triton_layernorm_over_a_large_row_passes_the_kbv_policy(monkeypatch, fast_config):
+    pytest.importorskip("triton")
+    from kbv.orchestrator import Evaluator
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # inherited by the reference and candidate workers
+    with Evaluator("cpu") as ev:
+        v = ev.evaluate(problem("level1/12_LayerNorm_large_row.py"), demo_candidate("layernorm_triton.py"),
+                        fast_config)
+    assert v.status is Status.PASS, v.message
+    judged = [r for r in v.input_sets if not r.dropped]
+    assert {r.name for r in judged} >= {"normal", "wide-range", "outliers", "offset", "heavy-tail"}
+    worst = max(r.oracle_error / r.error_budget for r in judged)
+    assert worst < 0.5, worst  # comfortably inside the budget, not at its edge
+
+
+def test_declared_positive_domain_keeps_randomised_sets_judged(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(problem("level1/13_Log_positive.py"), candidate("log_plain.py"), fast_config)
+    assert v.status is Status.PASS, v.message
+    sets = by_name(v)
+    assert sets["D4"].dropped and "declared domain 'positive'" in sets["D4"].drop_reason
+    assert all(not r.dropped for r in v.sets(InputKind.RANDOM))  # values projected to x > 0
+
+
+def test_kbv_compat_policy_is_the_kernelbench_verified_protocol(cpu_evaluator, fast_config):
+    cfg = dataclasses.replace(fast_config, policy="kbv-compat", distributions=())
+    v = cpu_evaluator.evaluate(problem("level1/10_Large_K_matmul.py"), candidate("matmul_fp16.py"), cfg)
+    assert v.status is Status.PASS, v.message  # allclose(1e-3) cannot see the fp16 GEMM
+    assert v.policy_verdicts == {"kbv": False, "kbv-compat": True}  # both are recorded
+    assert not v.sets(InputKind.RANDOM)
+
+
+def test_eval_records_vetting_flags_of_a_stochastic_problem(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(vet_problem("2_Dropout_train.py"), candidate("dropout_honest.py"),
+                               dataclasses.replace(fast_config, distributions=("normal",)))
+    assert [f.split(":")[0] for f in v.problem_flags] == ["stochastic"], v.problem_flags
+    # the eager-fp32 reference is O(1) away from its own float64 run (other dropout masks), so the
+    # kbv budget says nothing here: the verdict names those sets (and vetting excludes the problem)
+    assert v.evidence["vacuous_budget"]["nominal-0"] > 0.1
+    assert v.policy_verdicts["kbv-compat"] is False
+
+
+@pytest.mark.parametrize("name, flags", [
+    ("1_Constant_output.py", {VetFlag.CONSTANT}),
+    ("2_Dropout_train.py", {VetFlag.STOCHASTIC}),
+    ("3_Tiny_output.py", {VetFlag.UNDER_TOLERANCE}),
+    ("4_Clean_gelu.py", set()),
+])
+def test_vet_flags_degenerate_stochastic_and_under_tolerance_problems(cpu_evaluator, fast_config, name, flags):
+    rep = cpu_evaluator.vet(vet_problem(name), fast_config, seeds=2)
+    assert {f.flag for f in rep.findings} == flags, rep.findings
+    assert rep.flagged == bool(flags)
+    names = {r.name for r in rep.sets}
+    assert {"nominal-0", "nominal-1", "D4/0", "wide-range/1"} <= names
+    ok = [r for r in rep.sets if r.status == "ok"]
+    assert ok and all(r.baseline_error is not None for r in ok)
+
+
+def test_vet_reports_per_distribution_failures_and_domains(cpu_evaluator, fast_config):
+    rep = cpu_evaluator.vet(problem("level1/3_Small_Log.py"), fast_config, seeds=1)
+    status = {r.name: r.status for r in rep.sets}
+    assert status["D4"] == "non-finite" and status["normal"] == "non-finite" and status["nominal-0"] == "ok"
+    assert not rep.flagged  # the nominal sets are fine: only distributions are dropped
+    assert any("dropped in evaluations" in n for n in rep.notes)
+    rep = cpu_evaluator.vet(problem("level1/13_Log_positive.py"), fast_config, seeds=1)
+    status = {r.name: r.status for r in rep.sets}
+    assert status["D4"] == "outside-domain" and status["normal"] == "ok" and status["wide-range"] == "ok"
+
+
+def kbv(*args, env=None, timeout=600):
+    return subprocess.run([sys.executable, "-m", "kbv", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def test_kbv_vet_command_and_eval_warning(tmp_path):
+    import os
+
+    env = dict(os.environ, KBV_CACHE_DIR=str(tmp_path / "cache"))
+    out = tmp_path / "vet.json"
+    store = tmp_path / "batch.sqlite"
+    r = kbv("vet", DATA / "vetting", "--device", "cpu", "--seeds", "1", "--json", out, "--store", store, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "4 problem(s) vetted: 3 flagged" in r.stdout
+    reports = {rep["problem"]["name"]: rep for rep in json.loads(out.read_text())}
+    assert [f["flag"] for f in reports["Dropout_train"]["findings"]] == ["stochastic"]
+    assert reports["Clean_gelu"]["findings"] == []
+    from kbv.store import open_store
+
+    with open_store(store) as st:
+        excl = st.exclusions()
+    assert set(excl) == {"1_Constant_output", "2_Dropout_train", "3_Tiny_output"}
+    assert excl["3_Tiny_output"][0].startswith("kbv vet: under-tolerance:")
+    # kbv eval on a problem vetted before warns, naming the finding
+    r = kbv("eval", DATA / "vetting" / "3_Tiny_output.py", DATA / "candidates" / "relu_torch.py", "--device", "cpu",
+            "--trials", "2", "--policy", "kbv-compat", env=env)
+    assert r.returncode == 0, r.stderr
+    assert "flagged by vetting" in r.stderr and "under-tolerance" in r.stderr
