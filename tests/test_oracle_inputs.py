@@ -191,6 +191,22 @@ def test_kbv_check_budget_is_k_times_the_worse_baseline_plus_floor():
     assert not c.passed and c.budget < 2 * floor
 
 
+def test_tf32_floor_applies_only_where_tf32_is_in_play():
+    eps8 = orc.floor_for(torch.float32, 8)
+    on = {"eager-fp32": 1e-7, "eager-tf32": 1e-5}  # a matmul on cuda: TF32 changes the answer
+    assert orc.tf32_in_play(on)
+    assert orc.budget(on, torch.float32, 16, 8, 2 ** -10) == pytest.approx(16e-5 + eps8 + 2 ** -10)
+    off = {"eager-fp32": 1e-7, "eager-tf32": 1e-7}  # softmax: the same kernels either way
+    assert orc.budget(off, torch.float32, 16, 8, 2 ** -10) == pytest.approx(16e-7 + eps8)
+    assert orc.budget({"eager-fp32": 1e-7}, torch.float32, 16, 8, 2 ** -10) == pytest.approx(16e-7 + eps8)  # cpu
+    # a truncating TF32 kernel on same-sign data: ~2^-11 relative error, 100x cuBLAS's rounding
+    o = [torch.full((64,), 512.0, dtype=torch.float64)]
+    trunc = [(o[0] * (1 - 2 ** -11)).float()]
+    base = {"eager-fp32": [o[0].float()], "eager-tf32": [(o[0] * (1 + 1e-5)).float()]}
+    assert orc.kbv_check(trunc, base["eager-fp32"], o, base, k=16, floor_eps=8, tf32_floor=2 ** -10).passed
+    assert not orc.kbv_check(trunc, base["eager-fp32"], o, base, k=16, floor_eps=8, tf32_floor=0).passed
+
+
 def test_kbv_check_integer_outputs_compare_exactly():
     ref = [torch.tensor([1, 2, 3])]
     o = [ref[0].clone()]
@@ -266,7 +282,7 @@ def test_old_records_without_the_new_fields_still_load():
         for key in ("oracle_error", "error_budget", "baseline_errors", "policy_passed", "allclose_tolerance",
                     "tolerance_sweep", "oracle_device"):
             r.pop(key)
-    for key in ("policy", "distributions", "kbv_k", "kbv_floor_eps"):
+    for key in ("policy", "distributions", "kbv_k", "kbv_floor_eps", "kbv_tf32_floor"):
         d["config"].pop(key)
     d.pop("problem_flags")
     back = verdict_from_dict(d)

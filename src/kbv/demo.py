@@ -1,7 +1,8 @@
 """``kbv demo``: the built-in problems and example candidates, nominal vs verified side by side.
 
 *nominal* is the original KernelBench protocol: eager-fp32 baseline, nominal inputs only.
-*verified* is kbv's: eager-tf32 baseline, nominal inputs and the hidden distributions D1–D4.
+*verified* is kbv's: eager-tf32 baseline, nominal inputs, the hidden distributions D1–D4 and kbv's
+secret randomised distributions, judged by the ``kbv`` policy (fp64 oracle, docs/correctness.md).
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def demo_table(rows: list[tuple[DemoCase, Verdict | str]], device: str) -> Table
     """Nominal vs verified status and speedup per case, with geomeans over the passing cases."""
     t = Table(title=f"kbv demo on {device}", title_justify="left",
               caption="nominal = KernelBench protocol (eager-fp32 baseline, nominal inputs only); "
-                      "verified = kbv (eager-tf32 baseline, nominal + hidden D1-D4). "
+                      "verified = kbv (eager-tf32 baseline, nominal + D1-D4 + randomised distributions, fp64-oracle policy). "
                       "x = baseline median / candidate median, timed side by side in one run.",
               caption_justify="left")
     for col in ("problem", "candidate", "nominal", "x fp32", "verified", "x tf32", "mem", "expected"):

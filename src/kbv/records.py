@@ -275,15 +275,18 @@ class EvalConfig:
     policy: str = "kbv"
     #: kbv's secret randomised distributions to run (``kbv.inputs.DISTRIBUTIONS``); ``()`` for none.
     distributions: tuple[str, ...] = DEFAULT_DISTRIBUTIONS
-    #: ``kbv`` policy: candidate error <= kbv_k * max(baseline errors) + kbv_floor_eps * eps(dtype).
+    #: ``kbv`` policy: candidate error <= kbv_k * max(baseline errors) + kbv_floor_eps * eps(dtype)
+    #: (+ kbv_tf32_floor where the eager-tf32 baseline shows TF32 in play); docs/correctness.md.
     kbv_k: float = 16.0
     kbv_floor_eps: float = 8.0
+    kbv_tf32_floor: float = 2.0 ** -10
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {self.policy!r}")
-        if not (self.kbv_k >= 1 and math.isfinite(self.kbv_k)) or not (0 <= self.kbv_floor_eps < math.inf):
-            raise ValueError("kbv_k must be finite and >= 1, kbv_floor_eps finite and >= 0")
+        if not (self.kbv_k >= 1 and math.isfinite(self.kbv_k)) or not (0 <= self.kbv_floor_eps < math.inf) \
+                or not (0 <= self.kbv_tf32_floor < math.inf):
+            raise ValueError("kbv_k must be finite and >= 1, kbv_floor_eps and kbv_tf32_floor finite and >= 0")
         if self.device not in ("cpu", "cuda"):
             raise ValueError(f"device must be cpu or cuda, not {self.device!r}")
         if self.precision not in ("fp32", "bf16", "fp16"):

@@ -307,7 +307,8 @@ class Verification:
             (orc.min_allclose_tolerance(o, r) for o, r in zip(outs, ref)), default=0.0)
         sweep = {orc.sweep_key(t): t_min <= t for t in orc.SWEEP_TOLERANCES}
         if oracle is not None:
-            k = orc.kbv_check(outs, ref, oracle, baselines, k=cfg.kbv_k, floor_eps=cfg.kbv_floor_eps)
+            k = orc.kbv_check(outs, ref, oracle, baselines, k=cfg.kbv_k, floor_eps=cfg.kbv_floor_eps,
+                              tf32_floor=cfg.kbv_tf32_floor)
             kbv_passed, kbv_fault = k.passed, k.fault
             worst_base = max(k.baseline_errors.values(), default=0.0)
             if worst_base > orc.VACUOUS_BASELINE_ERROR:
