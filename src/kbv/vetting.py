@@ -173,7 +173,8 @@ def findings_from(summaries: dict[str, OutputSummary], nominal: Sequence[str], *
         worst = max(summaries[n].rms for n in nom)
         findings.append(VetFinding(VetFlag.UNDER_TOLERANCE,
                                    f"an all-zeros output passes allclose(atol={atol:g}) on every nominal set "
-                                   f"(reference rms up to {worst:.3g})"))
+                                   f"(reference rms up to {worst:.3g}; the kbv policy's normalised error "
+                                   "still rejects zeros)"))
     zeros_elsewhere = [n for n in names if n not in nom and summaries[n].zeros_pass]
     if zeros_elsewhere:
         notes.append(f"an all-zeros output passes allclose on {', '.join(zeros_elsewhere)}")
