@@ -275,7 +275,7 @@ class EvalConfig:
     policy: str = "kbv"
     #: kbv's secret randomised distributions to run (``kbv.inputs.DISTRIBUTIONS``); ``()`` for none.
     distributions: tuple[str, ...] = DEFAULT_DISTRIBUTIONS
-    #: ``kbv`` policy: candidate error <= kbv_k * max(baseline errors) + kbv_floor_eps * eps(dtype)
+    #: ``kbv`` policy: candidate error <= kbv_k * max(baseline errors) + kbv_floor_eps * eps(float32)
     #: (+ kbv_tf32_floor where the eager-tf32 baseline shows TF32 in play); docs/correctness.md.
     kbv_k: float = 16.0
     kbv_floor_eps: float = 8.0
