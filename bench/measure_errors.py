@@ -295,7 +295,10 @@ def make_cases(device: str, small: bool) -> list[Case]:
     cases = []
 
     # large-K matmul (a precision downgrade hides worst here) and a square one
-    for (m, k, n) in ((64, 8192 // s, 64), (512 // s, 512 // s, 512 // s)):
+    shapes = [(64, 8192 // s, 64), (512 // s, 512 // s, 512 // s)]
+    if device == "cuda":
+        shapes.append((2048, 4096, 2048))  # KernelBench-sized, where TF32 and split-K kernels matter
+    for (m, k, n) in shapes:
         alts = {
             "chunked-K": (mm_chunked, HONEST),
             "reversed-chunks": (mm_reversed_chunks, HONEST),
