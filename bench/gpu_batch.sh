@@ -15,5 +15,5 @@ cp -r tests/data/runs/broken $W/runs/broken
 } 2>&1 | tee "$OUT/batch.log"
 tar czf "$OUT/batch-report.tgz" -C $W report store.db
 if [ -f bench/measure_errors.py ]; then
-  python3 bench/measure_errors.py --device cuda --out "$OUT/errors-cuda.json" 2>&1 | tee "$OUT/measure-errors.log"
+  timeout 300 python3 bench/measure_errors.py --device cuda --seeds ${SEEDS:-1} --out "$OUT/errors-cuda.json" 2>&1 | tee "$OUT/measure-errors.log"
 fi
