@@ -58,7 +58,7 @@ class FakeEvaluator:
         self.calls: list[str] = []
         self.closed = False
 
-    def evaluate(self, problem, candidate, config):
+    def evaluate(self, problem, candidate, config, *, hidden_tests=None):
         self.calls.append(candidate.path)
         exc = self.fail.get(Path(candidate.path).name) or self.fail.get(problem.name)
         if exc is not None:
@@ -283,3 +283,29 @@ def test_html_report_renders_every_plot_in_headless_chromium(tmp_path):
     # and they are drawn in colour: matplotlib's first series colour (tab:blue, #1f77b4) is there
     blue = np.all(np.abs(img - np.array([31, 119, 180]) / 255) < 0.02, axis=-1)
     assert blue.sum() > 5000
+
+
+def test_hidden_test_files_reach_the_evaluator(tmp_path):
+    """A hidden_tests/level1/1_hidden.py beside the problems is handed to the evaluator for problem 1."""
+    from conftest import DATA
+    from kbv import batch
+    from kbv.records import EvalConfig
+
+    runs = tmp_path / "runs" / "m"
+    runs.mkdir(parents=True)
+    (runs / "level_1_problem_1_sample_0_kernel.py").write_text((DATA / "candidates" / "relu_torch.py").read_text())
+    config = EvalConfig(device="cpu")
+    plan = batch.plan_batch(DATA / "problems", [tmp_path / "runs"], config,
+                            hidden_tests_root=DATA / "hidden_tests")
+    assert (1, 1) in plan.hidden_tests
+    seen = {}
+
+    class Recorder:
+        def evaluate(self, problem, candidate, config, *, hidden_tests=None):
+            seen[problem.problem_id] = hidden_tests
+            raise RuntimeError("stop here")
+
+    pj = next(pj for pj in plan.jobs if pj.problem.problem_id == 1)
+    with pytest.raises(RuntimeError, match="stop here"):
+        batch._verdict(pj, Recorder(), config, store=None, hidden_tests=plan.hidden_tests)
+    assert seen[1] == str(DATA / "hidden_tests" / "level1" / "1_hidden.py")

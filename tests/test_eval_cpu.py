@@ -111,3 +111,17 @@ def test_flag_tampering_does_not_leak_into_the_next_candidate(cpu_evaluator, fas
     cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_sets_tf32.py"), fast_config)
     v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_torch.py"), fast_config)
     assert v.flag_changes == ()
+
+
+def test_hidden_test_file_adds_input_sets(cpu_evaluator, fast_config):
+    from conftest import DATA
+
+    ht = DATA / "hidden_tests" / "level1" / "1_hidden.py"
+    p = problem("level1/1_Small_ReLU.py")
+    good = cpu_evaluator.evaluate(p, candidate("relu_torch.py"), fast_config, hidden_tests=str(ht))
+    names = [r.name for r in good.input_sets]
+    assert ["HT1", "HT2", "HT3", "HT4"] == [n for n in names if n.startswith("HT")]
+    assert good.status is Status.PASS, good.message
+    hack = cpu_evaluator.evaluate(p, candidate("relu_same_sign_shape.py"), fast_config, hidden_tests=str(ht))
+    failed = {r.name for r in hack.input_sets if r.passed is False}
+    assert "HT4" in failed  # the x-1 hidden test catches it

@@ -31,10 +31,11 @@ What happens to each kind of failure:
 * **SIGINT / SIGTERM**: the job in flight is released, the workers are closed, and the outcome
   says ``interrupted`` (``kbv run`` exits 130).
 
-Hidden test files (KernelBench-Verified ``hidden_tests/``) are discovered and reported, but not
-read: their four input sets are the problem's own ``get_inputs()`` scaled ×1, ×3, ×0.01, ×−1,
-which kbv already checks as D1–D4 under fresh secret seeds (:mod:`kbv.inputs`). Feeding the files'
-fixed tensors as extra input sets needs a hook in the verification pipeline (not there yet).
+Hidden test files (KernelBench-Verified ``hidden_tests/level<L>/<pid>_hidden.py``) found for a
+problem are passed to the reference worker, which adds each list that ``get_hidden_inputs()``
+returns (drawn under a secret seed) as a hidden input set ``HT1``, ``HT2``, ... beside D1–D4. A
+broken hidden test file is recorded in the verdict's evidence (``hidden_tests_error``), not fatal.
+The file's content is not part of a job's identity: edit one and rerun with a fresh store.
 """
 
 from __future__ import annotations
@@ -361,7 +362,7 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
                     continue
                 current = pj
                 try:
-                    verdict = _verdict(pj, ev, plan.config, store)
+                    verdict = _verdict(pj, ev, plan.config, store, plan.hidden_tests)
                 except ProblemError as exc:
                     store.release(pj.job)
                     current = None
@@ -402,10 +403,12 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
     return out
 
 
-def _verdict(pj: PlannedJob, ev: Evaluator, config: EvalConfig, store: Store) -> Verdict:
+def _verdict(pj: PlannedJob, ev: Evaluator, config: EvalConfig, store: Store,
+             hidden_tests: dict | None = None) -> Verdict:
     if pj.rejection is not None:
         return rejection_verdict(pj.problem, pj.candidate, config, pj.rejection)
-    verdict = ev.evaluate(pj.problem, pj.candidate, config)
+    ht = (hidden_tests or {}).get((pj.problem.level, pj.problem.problem_id))
+    verdict = ev.evaluate(pj.problem, pj.candidate, config, hidden_tests=str(ht) if ht else None)
     return attach_compile_speedup(verdict, store)
 
 

@@ -245,7 +245,7 @@ def run_cmd(
     problem_ids: Optional[str] = typer.Option(None, "--problem-ids", help="Only these problem ids, e.g. 1,2,5-8."),
     runs: Optional[List[str]] = typer.Option(None, "--runs", help="Only these runs (comma-separated or repeated)."),
     layout: LayoutOpt = typer.Option(LayoutOpt.auto, help="Candidate layout: kernelbench (runs/<run>/level_L_problem_P_sample_S_kernel.py), plain (<run>/<level>/<id>/<sample>.py) or auto."),
-    hidden_tests: Optional[Path] = typer.Option(None, "--hidden-tests", help="KernelBench-Verified hidden_tests folder (default: looked for beside the problems); found files are reported, not read yet: kbv runs the same x1/x3/x0.01/x-1 transforms as D1-D4."),
+    hidden_tests: Optional[Path] = typer.Option(None, "--hidden-tests", help="KernelBench-Verified hidden_tests folder (default: looked for beside the problems); each <pid>_hidden.py adds its get_hidden_inputs() sets as HT1, HT2, ..."),
     retry_excluded: bool = typer.Option(False, "--retry-excluded", help="Run again the jobs of problems excluded as broken."),
     seeds: int = typer.Option(3, min=1, help="Nominal input sets (fresh secret seeds)."),
     trials: int = typer.Option(30, min=1, help="Timed calls per subject."),
@@ -277,8 +277,8 @@ def run_cmd(
         console.print(f"[yellow]{len(plan.ignored)} .py file(s) in run folders fit no layout[/] (e.g. "
                       f"{plan.ignored[0]}); ignored", highlight=False)
     if plan.hidden_tests:
-        console.print(f"{len(plan.hidden_tests)} hidden test file(s) found: not read; kbv checks the same "
-                      "transforms (x1, x3, x0.01, x-1) as D1-D4 on fresh secret draws", highlight=False)
+        console.print(f"{len(plan.hidden_tests)} hidden test file(s) found: their input sets are checked "
+                      "as HT1, HT2, ... beside D1-D4", highlight=False)
     if not plan.jobs:
         fail("nothing to run: no candidate matches a selected problem")
     with Store(store) as st:

@@ -90,8 +90,12 @@ class Evaluator:
             self._ref = ReferenceProcess(self.device)
         return self._ref
 
-    def evaluate(self, problem: ProblemRef, candidate: CandidateRef, config: EvalConfig) -> Verdict:
+    def evaluate(self, problem: ProblemRef, candidate: CandidateRef, config: EvalConfig, *,
+                 hidden_tests: str | None = None) -> Verdict:
         """Run the full verification of ``candidate`` against ``problem``.
+
+        ``hidden_tests`` is an optional KernelBench-Verified ``<pid>_hidden.py`` file whose
+        ``get_hidden_inputs()`` lists become extra hidden input sets ``HT1``, ``HT2``, ...
 
         Raises:
             ProblemError: the problem file is broken (import, constructor, inputs, reference forward).
@@ -100,7 +104,7 @@ class Evaluator:
         if config.device != self.device:
             raise ValueError(f"evaluator is for {self.device}, config asks for {config.device}")
         job = {"problem": dataclasses.asdict(problem), "candidate": dataclasses.asdict(candidate),
-               "config": to_dict(config)}
+               "config": to_dict(config), "hidden_tests": str(hidden_tests) if hidden_tests else None}
         reply = self._worker().evaluate(job, job_timeout_s(config))
         if reply.problem_error:
             raise ProblemError(problem.path, reply.problem_error.split(": ", 1)[-1])

@@ -71,7 +71,7 @@ def reference_main(conn: Connection, device: str) -> None:
                     if device == "cuda":
                         torch.cuda.empty_cache()
                     cache[key] = verify.build_reference(problem, config)
-                verdict = verify.verify(cache[key], candidate, config, env)
+                verdict = verify.verify(cache[key], candidate, config, env, hidden_tests=job.get("hidden_tests"))
                 reply = {"verdict": to_dict(verdict)}
         except ProblemError as exc:
             cache.clear()

@@ -191,7 +191,9 @@ class _State:
 class Verification:
     """One (problem, candidate, config) verification. Call :meth:`run` once."""
 
-    def __init__(self, rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, env: Environment):
+    def __init__(self, rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, env: Environment,
+                 hidden_tests: str | None = None):
+        self.hidden_tests = hidden_tests
         self.rp = rp
         self.candidate = candidate
         self.config = config
@@ -333,6 +335,11 @@ class Verification:
             sets += inp.hidden_sets(get_inputs, self.config.hidden, self.rp.domains)
         if self.config.distributions:
             sets += inp.randomised_sets(get_inputs, self.config.distributions, self.rp.domains)
+        if self.hidden_tests:
+            try:
+                sets += hidden_test_sets(self.hidden_tests)
+            except ProblemError as exc:
+                self.state.evidence["hidden_tests_error"] = str(exc)
         for s in sets:
             self.state.input_sets.append(self._check_set(worker, s))
         self.oracle.release()
@@ -471,10 +478,39 @@ class Verification:
         )
 
 
-def verify(rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, env: Environment) -> Verdict:
-    """Verify ``candidate`` against the built reference problem ``rp``.
+def hidden_test_sets(path: str) -> list:
+    """Input sets from a KernelBench-Verified hidden test file (``get_hidden_inputs()`` → list of
+    input lists), drawn under one secret seed: ``HT1``, ``HT2``, ... (kind hidden).
+
+    Raises:
+        ProblemError: the file fails to import, or ``get_hidden_inputs`` is missing or raises.
+    """
+    import hashlib
+
+    raw = Path(path).read_bytes()
+    name = f"kbv_hidden_{hashlib.sha256(raw).hexdigest()[:16]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ProblemError(path, "cannot be imported as a module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+        fn = getattr(module, "get_hidden_inputs")
+        seed = inp.secret_seed()
+        inp.seed_everything(seed)
+        lists = list(fn())
+    except BaseException as exc:  # noqa: BLE001 - a broken hidden test file is the problem's fault
+        raise ProblemError(path, f"get_hidden_inputs() failed: {type(exc).__name__}: {_first_line(exc)}") from None
+    return [inp.InputSet(f"HT{k + 1}", InputKind.HIDDEN, f"hidden_tests[{k}]", seed, list(args))
+            for k, args in enumerate(lists)]
+
+
+def verify(rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, env: Environment, *,
+           hidden_tests: str | None = None) -> Verdict:
+    """Verify ``candidate`` against the built reference problem ``rp`` (``hidden_tests``: see
+    :meth:`kbv.orchestrator.Evaluator.evaluate`).
 
     Raises:
         ProblemError: the reference itself fails on nominal inputs (the problem is broken).
     """
-    return Verification(rp, candidate, config, env).run()
+    return Verification(rp, candidate, config, env, hidden_tests).run()
