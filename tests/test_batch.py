@@ -145,6 +145,11 @@ def _expected(db: Path) -> dict[tuple[str, str], dict]:
     for r in job_rows:
         problems[r["level"]].add(f"level{r['level']}/{r['problem_id']}_{r['problem_name']}")
     verdicts = [json.loads(r["verdict_json"]) for r in _rows(db, "SELECT verdict_json FROM verdicts")]
+    # problems flagged by vetting in any verdict are left out of every metric
+    flagged = {f"level{v['problem']['level']}/{v['problem']['problem_id']}_{v['problem']['name']}"
+               for v in verdicts if v.get("problem_flags")}
+    for lv in problems:
+        problems[lv] -= flagged
     runs = sorted({v["candidate"]["run"] for v in verdicts})
     out = {}
     scopes = [("all", None)] + [(f"level {lv}", lv) for lv in sorted(problems)]

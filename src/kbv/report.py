@@ -41,9 +41,22 @@ def load_metrics(store: Store, *, baseline: str = DEFAULT_BASELINE,
     Every problem with a registered job counts in its level's denominator, with or without a
     verdict: a batch interrupted before a problem's jobs ran shows that problem as unsolved (and
     the report says the metrics are partial) instead of silently shrinking the level.
+
+    Problems flagged by vetting during evaluation (``Verdict.problem_flags``: stochastic,
+    degenerate, under-tolerance, reference failures; issue 3) are excluded like those ``kbv vet
+    --store`` recorded, with the flags as reasons.
     """
-    return compute_metrics(store.verdicts(), exclusions=store.exclusions(), baseline=baseline,
-                           include_excluded=include_excluded, problems=store.problems())
+    from kbv.store import problem_key
+
+    verdicts = list(store.verdicts())
+    exclusions = {k: list(v) for k, v in store.exclusions().items()}
+    for v in verdicts:
+        for flag in v.problem_flags:
+            reasons = exclusions.setdefault(problem_key(v.problem), [])
+            if flag not in reasons:
+                reasons.append(flag)
+    return compute_metrics(verdicts, exclusions={k: tuple(r) for k, r in exclusions.items()},
+                           baseline=baseline, include_excluded=include_excluded, problems=store.problems())
 
 
 def _env() -> jinja2.Environment:
