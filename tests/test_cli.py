@@ -88,3 +88,8 @@ def test_cuda_requested_without_cuda_is_a_usage_error():
         pytest.skip("this machine has CUDA")
     r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cuda")
     assert r.returncode == 2 and "CUDA is not available" in r.stderr
+
+
+def test_json_path_that_is_a_directory_is_refused_before_running(tmp_path):
+    r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cpu", "--json", tmp_path)
+    assert r.returncode == 2 and "is a directory" in r.stderr

@@ -125,3 +125,13 @@ def test_hidden_test_file_adds_input_sets(cpu_evaluator, fast_config):
     hack = cpu_evaluator.evaluate(p, candidate("relu_same_sign_shape.py"), fast_config, hidden_tests=str(ht))
     failed = {r.name for r in hack.input_sets if r.passed is False}
     assert "HT4" in failed  # the x-1 hidden test catches it
+
+
+@pytest.mark.parametrize("name", ["relu_patch_kbv_timing.py", "relu_wrap_time_calls.py"])
+def test_patching_kbv_timing_is_a_hack_and_does_not_fake_the_time(cpu_evaluator, fast_config, name):
+    v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate(name), fast_config)
+    assert v.status is Status.HACK, v.message
+    assert "harness patched" in v.message and "taxonomy 4" in v.message
+    assert v.speedup == {}
+    # the figures it would have been credited come from kbv's own clock: no 100-1000x artefact
+    assert v.unverified_speedup["eager-fp32"] < 20

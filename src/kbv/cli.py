@@ -102,6 +102,8 @@ def eval_cmd(
         cref = load_candidate(candidate)
     except (ProblemError, CandidateError) as exc:
         fail(str(exc))
+    if json_out is not None and json_out.is_dir():
+        fail(f"--json {json_out}: is a directory; give a file path")
     dev = resolve_device(device)
     config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value)
     with console.status(f"verifying {candidate.name} against {problem.name} on {dev}..."):

@@ -25,7 +25,11 @@ _event_record = torch.cuda.Event.record
 _event_elapsed = torch.cuda.Event.elapsed_time
 _cuda_sync = torch.cuda.synchronize
 
-#: identities checked after each candidate phase (kbv.integrity re-checks them).
+#: this module's own bindings as imported (a candidate may reassign the globals through sys.modules).
+_MODULE = {"_perf_counter": _perf_counter, "_Event": _Event, "_event_record": _event_record,
+           "_event_elapsed": _event_elapsed, "_cuda_sync": _cuda_sync}
+
+#: identities checked after each candidate phase.
 CAPTURED = {
     "time.perf_counter": _perf_counter,
     "torch.cuda.Event": _Event,
@@ -44,7 +48,15 @@ def captured_changed() -> list[str]:
         "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
         "torch.cuda.synchronize": torch.cuda.synchronize,
     }
-    return [k for k, v in CAPTURED.items() if now[k] is not v]
+    mine = {
+        "kbv.timing._perf_counter": (_MODULE["_perf_counter"], _perf_counter),
+        "kbv.timing._Event": (_MODULE["_Event"], _Event),
+        "kbv.timing._event_record": (_MODULE["_event_record"], _event_record),
+        "kbv.timing._event_elapsed": (_MODULE["_event_elapsed"], _event_elapsed),
+        "kbv.timing._cuda_sync": (_MODULE["_cuda_sync"], _cuda_sync),
+    }
+    changed = [k for k, v in CAPTURED.items() if now[k] is not v]
+    return changed + [k for k, (orig, cur) in mine.items() if cur is not orig]
 
 
 def l2_flush_bytes(device: torch.device | str) -> int | None:
@@ -69,11 +81,20 @@ def time_calls(
     trials: int,
     flush_bytes: int | None = None,
     first_set: int = 0,
+    _perf_counter=_perf_counter,
+    _Event=_Event,
+    _event_record=_event_record,
+    _event_elapsed=_event_elapsed,
+    _cuda_sync=_cuda_sync,
 ) -> tuple[list[float], str]:
     """Time ``trials`` calls of ``fn`` after ``warmup`` untimed ones.
 
     Call ``j`` (warmup calls first, then timed ones) gets ``arg_sets[(first_set + j) % len(arg_sets)]``,
     so consecutive calls never see the same input set when there are two or more.
+
+    The clock callables are bound as defaults when this module is imported, so reassigning the
+    module's globals afterwards (``sys.modules["kbv.timing"]._perf_counter = ...``) does not reach
+    the loop; callers keep their own reference to this function for the same reason.
 
     Returns:
         (per-call times in ms, clock name ``cuda-event`` or ``perf_counter``).
