@@ -93,3 +93,12 @@ def test_cuda_requested_without_cuda_is_a_usage_error():
 def test_json_path_that_is_a_directory_is_refused_before_running(tmp_path):
     r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cpu", "--json", tmp_path)
     assert r.returncode == 2 and "is a directory" in r.stderr
+
+
+def test_trials_is_exactly_the_number_of_timed_calls(tmp_path):
+    out = tmp_path / "v.json"
+    r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cpu", "--trials", "5",
+            "--json", out)
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(out.read_text())
+    assert all(len(t["times_ms"]) == 5 for t in rec["timing"].values())

@@ -380,15 +380,18 @@ class Verification:
         self._call(worker, protocol.SetTimingInputs(tuple(tuple(inp.clone_args(s)) for s in sets)), "time",
                    cfg.call_timeout_s)
         flush = l2_flush_bytes(self.rp.device)
-        per_round = max(1, math.ceil(cfg.trials / cfg.timing_rounds))
+        # exactly cfg.trials timed calls per subject, split as evenly as possible over the rounds
+        rounds = min(cfg.timing_rounds, cfg.trials)
+        split = [cfg.trials // rounds + (1 if r < cfg.trials % rounds else 0) for r in range(rounds)]
         subjects = ["candidate", *cfg.baselines]
         samples: dict[str, list] = {s: [] for s in subjects}
         clock = "cuda-event" if self.rp.device.type == "cuda" else "perf_counter"
         model = self.rp.model
-        for r in range(cfg.timing_rounds):
+        for r in range(rounds):
+            per_round = split[r]
             order = subjects[r % len(subjects):] + subjects[: r % len(subjects)]  # rotate: no fixed position
             for subject in order:
-                first = (r * per_round) % len(sets)
+                first = sum(split[:r]) % len(sets)
                 if subject == "candidate":
                     reply = self._call(worker, protocol.Time(cfg.warmup, per_round, flush, first), "time",
                                        cfg.timing_timeout_s)
