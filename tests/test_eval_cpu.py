@@ -82,6 +82,7 @@ def test_oracle_search_in_gc_finds_nothing(cpu_evaluator, fast_config):
     ("relu_raises.py", Status.RUNTIME_ERROR, "invalid configuration argument"),
     ("relu_wrong_shape.py", Status.INCORRECT, "shape (64, 511) != reference shape (64, 512)"),
     ("relu_tensor_subclass.py", Status.RUNTIME_ERROR, "does not allow"),
+    ("relu_tuple.py", Status.INCORRECT, "forward returns a tuple/list of tensors, the reference returns a tensor"),
 ])
 def test_failures_become_verdicts_with_the_cause(cpu_evaluator, fast_config, name, status, text):
     v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate(name), fast_config)

@@ -14,6 +14,7 @@ leave this process; only inputs go to the candidate, as fresh copies.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import math
 import sys
@@ -70,6 +71,7 @@ class ReferenceProblem:
     device: torch.device
     precision: str
     domains: dict = field(default_factory=dict)  #: declared input domains by position (kbv.domains).
+    structure: str | None = None  #: what forward returns: ``tensor`` or ``tuple`` (set on first run).
 
     def get_inputs(self) -> list:
         return list(self.module.get_inputs())
@@ -150,7 +152,9 @@ def build_reference(ref: ProblemRef, config: EvalConfig) -> ReferenceProblem:
 def run_reference(rp: ReferenceProblem, args: list, flags: dict) -> list:
     bl.apply_flags(flags)
     with torch.no_grad():
-        out = _flatten(rp.model(*args))
+        raw = rp.model(*args)
+    rp.structure = "tensor" if isinstance(raw, torch.Tensor) else "tuple"
+    out = _flatten(raw)
     if rp.device.type == "cuda":
         torch.cuda.synchronize(rp.device)
     return out
@@ -236,6 +240,7 @@ class Verification:
                 raise _Stop(Status.RUNTIME_ERROR,
                             f"{self.name}: forward returned {type(t).__name__} as output {k}, not a torch.Tensor")
             outs.append(t.clone())  # own copy: the candidate keeps no handle on what is judged
+        self._last_structure = reply.structure
         del reply
         return outs
 
@@ -299,6 +304,12 @@ class Verification:
             bl.apply_flags(self.fp32_flags)
         outs = self._candidate_outputs(worker, args)
         c: Comparison = compare(outs, ref, atol=cfg.atol, rtol=cfg.rtol)
+        ref_structure = getattr(self.rp, "structure", None)
+        if ref_structure and self._last_structure != ref_structure and c.max_abs_error is not None:
+            what = {"tensor": "a tensor", "tuple": "a tuple/list of tensors"}
+            c = dataclasses.replace(c, passed=False, max_abs_error=None, fault=(
+                f"forward returns {what.get(self._last_structure, self._last_structure)}, "
+                f"the reference returns {what[ref_structure]}"))
         common = dict(max_abs_error=c.max_abs_error, max_rel_error=c.max_rel_error,
                       mismatched_elements=c.mismatched_elements, total_elements=c.total_elements)
         if c.max_abs_error is None:  # count / shape / dtype mismatch: wrong under every policy
