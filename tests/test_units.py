@@ -121,3 +121,19 @@ def test_nominal_seeds_are_fresh_and_reproduce_the_draw():
     a, b = inputs.nominal_sets(get_inputs, 2)
     assert a.seed != b.seed
     assert torch.equal(inputs.draw(get_inputs, a.seed)[0], a.args[0])
+
+
+def test_demo_table_marks_noisy_speedups():
+    from rich.console import Console
+
+    from kbv.demo import CASES, demo_table
+
+    noisy = _verdict(timing={"candidate": Measurement("candidate", "cpu", (1.0, 2.0, 3.0, 4.0), 1)},
+                     speedup={"eager-fp32": 2.0, "eager-tf32": 1.5})
+    quiet = _verdict(timing={"candidate": Measurement("candidate", "cpu", (1.0, 1.0, 1.0), 1)},
+                     speedup={"eager-fp32": 3.0, "eager-tf32": 1.25})
+    console = Console(width=160, record=True)
+    console.print(demo_table([(CASES[0], noisy), (CASES[5], quiet)], "cpu"))
+    text = console.export_text()
+    assert "2.00x ~" in text and "1.50x ~" in text
+    assert "3.00x ~" not in text and "3.00x" in text

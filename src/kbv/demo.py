@@ -65,7 +65,7 @@ def demo_table(rows: list[tuple[DemoCase, Verdict | str]], device: str) -> Table
     t = Table(title=f"kbv demo on {device}", title_justify="left",
               caption="nominal = KernelBench protocol (eager-fp32 baseline, nominal inputs only); "
                       "verified = kbv (eager-tf32 baseline, nominal + D1-D4 + randomised distributions, fp64-oracle policy). "
-                      "x = baseline median / candidate median, timed side by side in one run.",
+                      "x = baseline median / candidate median, timed side by side in one run; ~ = noisy (IQR over 10 % of a median), do not rank on it.",
               caption_justify="left")
     for col in ("problem", "candidate", "nominal", "x fp32", "verified", "x tf32", "mem", "expected"):
         t.add_column(col, no_wrap=True)
@@ -85,7 +85,10 @@ def demo_table(rows: list[tuple[DemoCase, Verdict | str]], device: str) -> Table
             verified_sp.append(sp_tf)
         ver_style = "green" if v.status is Status.PASS else "red"
         ok = "[green]yes[/]" if v.status is case.expected else f"[red]NO: {case.expected.value}[/]"
-        t.add_row(pname, case.candidate, nom, _fmt(sp32), f"[{ver_style}]{v.status.value}[/]", _fmt(sp_tf),
+        noisy = any(m.noisy for m in v.timing.values())  # IQR > 10 % of the median somewhere
+        mark = " ~" if noisy else ""
+        t.add_row(pname, case.candidate, nom, _fmt(sp32) + (mark if sp32 else ""),
+                  f"[{ver_style}]{v.status.value}[/]", _fmt(sp_tf) + (mark if sp_tf else ""),
                   _fmt(v.memory_efficiency), ok)
     n = len(rows)
     t.add_section()
