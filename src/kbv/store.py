@@ -583,21 +583,21 @@ class Store:
 
     def get_baseline(self, key: BaselineKey) -> Measurement | None:
         """The cached timing for exactly this key, or None."""
-        row = self._db.execute(
-            "SELECT measurement_json FROM baselines WHERE problem_sha256=? AND device_name=? AND "
-            "driver=? AND torch_version=? AND precision=? AND label=?",
-            (key.problem_sha256, key.device_name, key.driver, key.torch_version, key.precision,
-             key.label)).fetchone()
+        row = self._baseline_row(key, "measurement_json")
         return measurement_from_json(row[0]) if row else None
 
     def baseline_measured_at(self, key: BaselineKey) -> float | None:
         """Unix time the cached baseline of ``key`` was stored, or None."""
-        row = self._db.execute(
-            "SELECT measured_at FROM baselines WHERE problem_sha256=? AND device_name=? AND driver=? AND "
+        row = self._baseline_row(key, "measured_at")
+        return float(row[0]) if row else None
+
+    def _baseline_row(self, key: BaselineKey, column: str) -> tuple | None:
+        """``column`` of the cached baseline row with exactly this key (a fixed column name)."""
+        return self._db.execute(
+            f"SELECT {column} FROM baselines WHERE problem_sha256=? AND device_name=? AND driver=? AND "
             "torch_version=? AND precision=? AND label=?",
             (key.problem_sha256, key.device_name, key.driver, key.torch_version, key.precision,
              key.label)).fetchone()
-        return float(row[0]) if row else None
 
     def put_baseline_summary(self, key: BaselineKey, summary: BaselineSummary) -> None:
         """Store an imported baseline summary (replacing one with the same key)."""
