@@ -33,6 +33,15 @@ def cpu_evaluator():
         yield ev
 
 
+@pytest.fixture(scope="module")
+def gpu_evaluator():
+    """One CUDA evaluator per GPU test module (tests/test_gpu*.py)."""
+    from kbv.orchestrator import Evaluator
+
+    with Evaluator("cuda") as ev:
+        yield ev
+
+
 @pytest.fixture
 def fast_config():
     """A CPU config with few trials: correctness is what these tests look at."""

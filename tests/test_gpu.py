@@ -12,14 +12,6 @@ from kbv.records import EvalConfig, Status
 pytestmark = pytest.mark.cuda
 
 
-@pytest.fixture(scope="module")
-def gpu_evaluator():
-    from kbv.orchestrator import Evaluator
-
-    with Evaluator("cuda") as ev:
-        yield ev
-
-
 @pytest.fixture
 def gpu_config():
     return EvalConfig(device="cuda", trials=30)
