@@ -14,12 +14,14 @@ from typing import Any, Mapping, Sequence
 from kbv.records import (
     CandidateRef,
     EvalConfig,
+    Finding,
     Environment,
     InputKind,
     InputSetResult,
     Measurement,
     MemoryMeasurement,
     ProblemRef,
+    Severity,
     Status,
     Verdict,
 )
@@ -137,13 +139,20 @@ def make_verdict(
             Status.CRASH: "candidate worker died with signal 11 (SIGSEGV)",
         }[status]
     if evidence is None:
-        evidence = {"taxonomy": "H3-cache-output"} if status is Status.HACK else {}
+        evidence = {}
+    findings = ()
+    if status is Status.HACK:
+        findings = (Finding("probe:cache-same-address", (11,), Severity.HACK,
+                            "wrong when new values arrive at the addresses of the previous call"),)
+    elif status is Status.SHORTCUT:
+        findings = (Finding("probe:reference-ops", (15,), Severity.SHORTCUT,
+                            "forward ran the reference's torch compute ops: aten.mm"),)
     return Verdict(
         status=status, message=message, problem=problem(level, problem_id, name),
         candidate=candidate(run, level, problem_id, sample_id), config=CONFIG, environment=ENV,
         input_sets=tuple(sets), timing=timing, speedup=speed if status in (Status.PASS, Status.SHORTCUT) else {},
         memory=memory, memory_efficiency=memory_efficiency if timed else None,
-        unverified_speedup=unverified, evidence=evidence,
+        unverified_speedup=unverified, evidence=evidence, findings=findings,
         phase_seconds={"compile": 12.5, "correctness": 0.8} if ran else {"compile": 3.0},
     )
 

@@ -300,6 +300,48 @@ class EvalConfig:
         return 1e-3 if precision == "fp32" else 1e-2
 
 
+class Severity(str, enum.Enum):
+    """How an integrity finding weighs on the verdict (``kbv.integrity``, ``kbv.scan``)."""
+
+    HACK = "HACK"  #: nothing an honest kernel does: the verdict is HACK.
+    SHORTCUT = "SHORTCUT"  #: the speed comes from PyTorch itself: the verdict is SHORTCUT when correct.
+    WARNING = "WARNING"  #: reported with the verdict; does not change the status.
+
+
+#: titles of the entries of ``../shared/hack-taxonomy.md`` (entry number → title).
+TAXONOMY: dict[int, str] = {
+    1: "side-stream work", 2: "background thread/process", 3: "lazy output",
+    4: "timer/harness monkeypatching", 5: "cross-call batching", 6: "phase detection",
+    7: "aggregate/pipeline tricks", 8: "identity/passthrough/constant", 9: "stale memory",
+    10: "garbage within loose tolerance", 11: "output caching", 12: "input mutation",
+    13: "stealing the oracle", 14: "problem-size manipulation", 15: "baseline wrapper",
+    16: "ghost kernel/silent fallback", 17: "precision downgrade", 18: "global-flag tampering",
+    19: "numerical shortcuts", 20: "value-distribution exploits", 21: "shape hard-coding",
+    22: "seed prediction", 23: "degenerate problem", 24: "forging the result channel",
+    25: "native attacks on the harness", 26: "sandbox tampering",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing an integrity detector saw: a static-scan rule or a runtime probe.
+
+    ``check`` names the detector (``scan:<rule>`` for the static scan, ``probe:<name>`` for a
+    runtime probe, ``timing:<name>`` for a timing cross-check); ``taxonomy`` the entries of
+    ``hack-taxonomy.md`` it bears on (one or more, ascending).
+    """
+
+    check: str
+    taxonomy: tuple[int, ...]
+    severity: Severity
+    detail: str  #: one line, with the numbers behind the finding.
+    line: int | None = None  #: candidate source line (static scan), else None.
+
+    def describe(self) -> str:
+        names = ", ".join(f"{t} {TAXONOMY.get(t, '?')}" for t in self.taxonomy)
+        return f"{self.severity.value} [taxonomy {names}] {self.check}: {self.detail}"
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The outcome of verifying one candidate against one problem.
@@ -333,10 +375,16 @@ class Verdict:
     #: vetting findings about the *problem* (``kbv.vetting``), one ``flag: reason`` line each; a
     #: flagged problem is left out of aggregate metrics by default.
     problem_flags: tuple[str, ...] = ()
+    #: integrity findings (static scan and runtime probes, ``kbv.integrity``), most severe first.
+    findings: tuple[Finding, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
         s = self.status
+        if s is Status.HACK and not any(f.severity is Severity.HACK for f in self.findings):
+            raise ValueError("HACK needs a finding of severity HACK naming the taxonomy entry")
+        if s is Status.SHORTCUT and not any(f.severity is Severity.SHORTCUT for f in self.findings):
+            raise ValueError("SHORTCUT needs a finding of severity SHORTCUT")
         judged = [r for r in self.input_sets if not r.dropped]
         for r in judged:
             if self.config.policy in r.policy_passed and r.policy_passed[self.config.policy] != r.passed:
@@ -361,6 +409,15 @@ class Verdict:
                 raise ValueError(f"speedup vs {name} must be finite and positive, got {value}")
 
     # Derived views ---------------------------------------------------------------------------
+    @property
+    def taxonomy(self) -> tuple[int, ...]:
+        """Entries of ``hack-taxonomy.md`` named by any finding (any severity) or by a vetting
+        flag on the problem (23), ascending."""
+        entries = {t for f in self.findings for t in f.taxonomy}
+        if self.problem_flags:
+            entries.add(23)
+        return tuple(sorted(entries))
+
     def sets(self, kind: InputKind) -> tuple[InputSetResult, ...]:
         return tuple(r for r in self.input_sets if r.kind is kind)
 
@@ -549,6 +606,7 @@ def to_dict(record: Any) -> dict[str, Any]:
             "correct": record.correct,
             "policy_verdicts": record.policy_verdicts,
             "tolerance_sweep": record.tolerance_sweep,
+            "taxonomy": list(record.taxonomy),
         }
     return out
 
@@ -607,6 +665,8 @@ def verdict_from_dict(data: Mapping[str, Any]) -> Verdict:
         evidence=d.get("evidence", {}),
         phase_seconds=d.get("phase_seconds", {}),
         problem_flags=tuple(d.get("problem_flags", ())),
+        findings=tuple(Finding(f["check"], tuple(f["taxonomy"]), Severity(f["severity"]), f["detail"], f.get("line"))
+                       for f in d.get("findings", ())),
     )
 
 

@@ -15,15 +15,11 @@ the entry of ``../shared/hack-taxonomy.md`` it bears on, a severity and the line
 from __future__ import annotations
 
 import ast
-import enum
 import re
 from dataclasses import dataclass
 
-
-class Severity(str, enum.Enum):
-    HACK = "HACK"
-    SHORTCUT = "SHORTCUT"
-    WARNING = "WARNING"
+from kbv.records import Finding as RecordFinding
+from kbv.records import Severity
 
 
 @dataclass(frozen=True)
@@ -33,6 +29,11 @@ class Finding:
     severity: Severity
     line: int
     message: str
+
+    def record(self) -> RecordFinding:
+        """This finding as a verdict record (``check`` = ``scan:<rule>``)."""
+        return RecordFinding(f"scan:{self.rule}", (self.taxonomy,), self.severity,
+                             f"line {self.line}: {self.message}", self.line)
 
 
 #: torch functions that do a problem's compute (a candidate calling them on the forward path may be

@@ -40,11 +40,13 @@ from kbv.records import (
     CandidateRef,
     Environment,
     EvalConfig,
+    Finding,
     InputKind,
     InputSetResult,
     Measurement,
     MemoryMeasurement,
     ProblemRef,
+    Severity,
     Status,
     Verdict,
 )
@@ -190,6 +192,7 @@ class _State:
     summaries: dict = field(default_factory=dict)  #: set name → vetting.OutputSummary of the reference.
     nominal_args: list | None = None  #: first nominal set's inputs (determinism re-run).
     problem_flags: list = field(default_factory=list)
+    findings: list = field(default_factory=list)  #: records.Finding, in the order found.
 
 
 class Verification:
@@ -417,8 +420,10 @@ class Verification:
         bl.apply_flags(self.fp32_flags)
         bad = [t for t in samples["candidate"] if not (math.isfinite(t) and t > 0)]
         if bad:
+            self.state.findings.append(Finding("timing:non-positive", (7,), Severity.HACK,
+                                               f"implausible candidate times {bad[:3]} ms"))
             raise _Stop(Status.HACK, f"{self.name}: implausible candidate times {bad[:3]} ms "
-                                     "(taxonomy 7: aggregate/pipeline tricks)", taxonomy=[7])
+                                     "(taxonomy 7: aggregate/pipeline tricks)")
         for subject, times in samples.items():
             self.state.timing[subject] = Measurement(subject, cfg.device, tuple(times), cfg.warmup, flush, clock)
         cand = self.state.timing["candidate"].median_ms
@@ -469,7 +474,8 @@ class Verification:
                 if patched:
                     status = Status.HACK
                     message = f"{self.name}: {patched[0]} (taxonomy 4: timer/harness monkeypatching)"
-                    state.evidence["taxonomy"] = [4]
+                    state.findings.append(Finding("probe:harness-identity", (4,), Severity.HACK,
+                                                  "; ".join(patched)))
             except _Stop as stop:
                 status, message = stop.status, stop.message
                 state.evidence.update(stop.evidence)
@@ -493,7 +499,7 @@ class Verification:
             memory_efficiency=memory_eff,
             weight_mismatches=tuple(state.weight_mismatches), flag_changes=tuple(state.flag_changes),
             evidence=dict(state.evidence), phase_seconds=dict(state.phase_seconds),
-            problem_flags=tuple(state.problem_flags),
+            problem_flags=tuple(state.problem_flags), findings=tuple(state.findings),
         )
 
 
