@@ -1,0 +1,16 @@
+"""Inclusive prefix sums along dim 1 of a 16 x 256 float32 matrix."""
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, dim=1)
+
+
+def get_inputs():
+    return [torch.rand(16, 256)]
+
+
+def get_init_inputs():
+    return []
