@@ -16,13 +16,15 @@ def by_name(v):
 
 def test_relu_hack_passes_nominal_fails_d4(cpu_evaluator, fast_config):
     v = cpu_evaluator.evaluate(demo_problem("level1/1_ReLU.py"), demo_candidate("relu_hack.py"), fast_config)
-    assert v.status is Status.INCORRECT
+    # returns its input: HACK (taxonomy 8, output aliases the input), wrong on D4 (taxonomy 20 named)
+    assert v.status is Status.HACK
+    assert {8, 20} <= set(v.taxonomy), [f.describe() for f in v.findings]
     sets = by_name(v)
     assert v.nominal_passed
     assert all(sets[f"nominal-{i}"].passed for i in range(fast_config.nominal_seeds))
     assert sets["D1"].passed and sets["D2"].passed and sets["D3"].passed
     assert sets["D4"].passed is False
-    assert "D4" in v.message
+    assert "D4" in v.evidence["failed_sets"]
     # timed (it passed nominal) but never credited: speedup only in unverified_speedup
     assert v.speedup == {}
     assert v.unverified_speedup["eager-fp32"] > 1
@@ -47,7 +49,9 @@ def test_integer_inputs_keep_their_dtype(cpu_evaluator, fast_config):
 
 def test_non_finite_reference_distribution_is_dropped(cpu_evaluator, fast_config):
     v = cpu_evaluator.evaluate(problem("level1/3_Small_Log.py"), candidate("log_honest.py"), fast_config)
-    assert v.status is Status.PASS, v.message
+    # log_honest re-runs the reference's own torch ops: correct, but a SHORTCUT (taxonomy 15)
+    assert v.status is Status.SHORTCUT, v.message
+    assert v.taxonomy == (15,), [f.describe() for f in v.findings]
     d4 = by_name(v)["D4"]
     assert d4.dropped and d4.passed is None and "NaN/Inf" in d4.drop_reason
 
@@ -65,15 +69,17 @@ def test_hang_is_timeout_segfault_is_crash_and_the_next_job_runs(cpu_evaluator, 
     assert after.status is Status.PASS
 
 
-def test_early_exit_with_code_zero_is_a_crash(cpu_evaluator, fast_config):
+def test_early_exit_with_code_zero_is_a_hack(cpu_evaluator, fast_config):
     v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_exit0.py"), fast_config)
-    assert v.status is Status.CRASH
+    assert v.status is Status.HACK  # taxonomy 24: forging the result channel with a clean exit
+    assert 24 in v.taxonomy
     assert "code 0" in v.message
 
 
 def test_oracle_search_in_gc_finds_nothing(cpu_evaluator, fast_config):
     v = cpu_evaluator.evaluate(problem("level1/3_Small_Log.py"), candidate("log_gc_oracle.py"), fast_config)
-    assert v.status is Status.INCORRECT
+    assert v.status is Status.HACK  # the static scan names the gc walk (taxonomy 13)
+    assert 13 in v.taxonomy
     assert not any(r.passed for r in v.input_sets if not r.dropped)
 
 
@@ -81,7 +87,7 @@ def test_oracle_search_in_gc_finds_nothing(cpu_evaluator, fast_config):
     ("relu_import_error.py", Status.COMPILE_ERROR, "Error building extension"),
     ("relu_raises.py", Status.RUNTIME_ERROR, "invalid configuration argument"),
     ("relu_wrong_shape.py", Status.INCORRECT, "shape (64, 511) != reference shape (64, 512)"),
-    ("relu_tensor_subclass.py", Status.RUNTIME_ERROR, "does not allow"),
+    ("relu_tensor_subclass.py", Status.HACK, "taxonomy 3 lazy output"),
     ("relu_tuple.py", Status.INCORRECT, "forward returns a tuple/list of tensors, the reference returns a tensor"),
 ])
 def test_failures_become_verdicts_with_the_cause(cpu_evaluator, fast_config, name, status, text):
@@ -97,13 +103,14 @@ def test_same_weights_check_names_differing_parameters(cpu_evaluator, fast_confi
     assert bad.status is Status.INCORRECT
     assert bad.weight_mismatches == ("linear.weight",)
     good = cpu_evaluator.evaluate(p, candidate("linear_honest.py"), fast_config)
-    assert good.status is Status.PASS, good.message
+    assert good.status is Status.SHORTCUT, good.message  # torch.addmm: the reference's own op
     assert good.weight_mismatches == ()
 
 
 def test_global_flag_changes_are_recorded_and_reset(cpu_evaluator, fast_config):
     v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_sets_tf32.py"), fast_config)
-    assert v.status is Status.PASS  # the answer is right; the tampering is recorded
+    assert v.status is Status.HACK  # the answer is right, but flipping global flags fails (taxonomy 18)
+    assert 18 in v.taxonomy
     joined = " ".join(v.flag_changes)
     assert "cuda.matmul.allow_tf32" in joined and "cudnn.allow_tf32" in joined
 

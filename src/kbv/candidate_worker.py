@@ -24,6 +24,11 @@ from typing import Any
 
 from kbv.sandbox import WorkerSetup, apply_sandbox
 
+#: seconds the worker waits for threads a call left running before it reports (they may still
+#: be writing the outputs: the trusted side compares the outputs with the snapshot taken at return).
+THREAD_GRACE_S = 0.2
+
+
 def _flatten(out: Any) -> tuple[tuple, str]:
     if isinstance(out, (tuple, list)):
         return tuple(out), "tuple"
@@ -35,9 +40,10 @@ class _Server:
         import torch
 
         # harness modules are imported before any candidate code: timing captures its callables now
-        from kbv import baselines, inputs, memory, protocol, timing  # noqa: F401
+        from kbv import baselines, inputs, integrity, memory, protocol, timing  # noqa: F401
 
         self.torch = torch
+        self.integrity = integrity
         self.baselines = baselines
         self.protocol = protocol
         self.timing = timing
@@ -54,6 +60,18 @@ class _Server:
         self.flags: dict = {}
         self.timing_sets: list = []
         self.notes = tuple(notes)
+        self.last_args: list | None = None  #: the previous forward's inputs (``reuse`` buffers).
+        self.last_sizes: list[int] = []  #: bytes of the previous call's tensors (cpu poisoning).
+        self._warm_runtime()
+
+    def _warm_runtime(self) -> None:
+        """Start torch's own threads (intra-op pool, CUDA driver) before the thread baseline."""
+        torch = self.torch
+        torch.ones(1 << 16).sum()
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+            torch.ones(1 << 16, device=self.device).sum()
+            self._sync()
 
     # helpers ---------------------------------------------------------------------------------
     def _sync(self) -> None:
@@ -109,16 +127,56 @@ class _Server:
                                     load_seconds=time.perf_counter() - t0, flag_changes=changes,
                                     sandbox=self.notes)
 
+    def _forward_args(self, req: Any) -> list:
+        torch = self.torch
+        prev = self.last_args
+        if req.buffers == "reuse" and prev is not None and len(prev) == len(req.inputs) and all(
+                (type(a) is torch.Tensor) == (type(b) is torch.Tensor)
+                and (type(a) is not torch.Tensor or (a.shape == b.shape and a.dtype == b.dtype))
+                for a, b in zip(prev, req.inputs)):
+            for k, a in enumerate(req.inputs):
+                if type(a) is torch.Tensor:
+                    prev[k].copy_(a)
+                else:
+                    prev[k] = a
+            return prev
+        spacer = None
+        if req.buffers == "moved":  # new copies away from the previous addresses
+            spacer = [torch.empty(max(1, a.numel()) * a.element_size() + 4096, dtype=torch.uint8, device=a.device)
+                      for a in req.inputs if type(a) is torch.Tensor]
+        args = self._own(req.inputs)
+        del spacer
+        return args
+
     def forward(self, req: Any) -> Any:
         torch = self.torch
-        args = self._own(req.inputs)
+        ig = self.integrity
+        args = self._forward_args(req)
+        if req.poison:
+            ig.poison_free_memory(self.device, self.last_sizes)
         self._sync()
+        before = ig.live_threads()
         with torch.no_grad():
             out = self.model(*args)
-        self._sync()
         tensors, structure = _flatten(out)
+        # right after return, before any sync: on cuda the copy is ordered on the current stream
+        snapshot = tuple(t.detach().clone() if type(t) is torch.Tensor else None for t in tensors)
+        self._sync()
+        new = ig.live_threads() - before
+        if new:
+            deadline = time.monotonic() + THREAD_GRACE_S
+            while new and time.monotonic() < deadline:
+                time.sleep(0.01)
+                new &= ig.live_threads()
+        self._sync()
+        aliases = ig.overlaps(tensors, args)
+        self.last_args = args
+        self.last_sizes = [t.numel() * t.element_size() for t in (*tensors, *args) if type(t) is torch.Tensor]
         changes = self._check_flags()
-        return self.protocol.Outputs(tensors=tensors, structure=structure, flag_changes=changes)
+        return self.protocol.Outputs(tensors=tensors, structure=structure, flag_changes=changes,
+                                     snapshot=snapshot,
+                                     inputs_after=tuple(a for a in args if type(a) is torch.Tensor),
+                                     aliases=aliases, new_threads=len(new))
 
     def set_timing_inputs(self, req: Any) -> Any:
         self.timing_sets = [self._own(s) for s in req.input_sets]
@@ -140,12 +198,34 @@ class _Server:
 
     def time(self, req: Any) -> Any:
         tampered = self._tampering()
+        kept: dict = {}
         times, clock = self._time_calls(
             self.model, self.timing_sets, device=self.device, warmup=req.warmup, trials=req.trials,
-            flush_bytes=req.l2_flush_bytes, first_set=req.first_set,
+            flush_bytes=req.l2_flush_bytes, first_set=req.first_set, refresh=req.refresh,
+            keep=req.keep, kept=kept, sync_inside=req.sync_inside,
         )
+        self._sync()
         changes = self._check_flags() + tampered + self._tampering()
-        return self.protocol.Times(times_ms=tuple(times), clock=clock, flag_changes=changes)
+        return self.protocol.Times(times_ms=tuple(times), clock=clock, flag_changes=changes,
+                                   kept=tuple((i, k, tuple(outs)) for i, (k, outs) in sorted(kept.items())))
+
+    def ping(self, req: Any) -> Any:
+        return self.protocol.Pong()
+
+    def count_ops(self, req: Any) -> Any:
+        from kbv import profiling
+
+        args = self.timing_sets[req.set_index]
+        ops = profiling.compute_ops(self.model, args)
+        kernels, share, error = (), None, ops.error
+        if self.device.type == "cuda":
+            prof = profiling.kernel_profile(self.model, args, self.device)
+            kernels = tuple(prof.kernels)
+            share = prof.own_share
+            error = error or prof.error
+        changes = self._check_flags()
+        return self.protocol.OpCounts(ops=dict(ops.ops), kernels=kernels, own_share=share, error=error,
+                                      flag_changes=changes)
 
     def memory(self, req: Any) -> Any:
         from kbv.inputs import nbytes
@@ -165,6 +245,8 @@ class _Server:
             p.SetTimingInputs: ("time", self.set_timing_inputs),
             p.Time: ("time", self.time),
             p.MeasureMemory: ("memory", self.memory),
+            p.Ping: ("ping", self.ping),
+            p.CountOps: ("profile", self.count_ops),
         }
         while True:
             try:

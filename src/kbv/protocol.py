@@ -44,9 +44,18 @@ class Load:
 
 @dataclass(frozen=True)
 class Forward:
-    """Run one forward call on ``inputs`` (the worker copies them into its own memory first)."""
+    """Run one forward call on ``inputs`` (the worker copies them into its own memory first).
+
+    ``buffers``: ``fresh`` (new copies), ``reuse`` (the values are copied into the previous
+    call's input tensors: same addresses, new values) or ``moved`` (new copies placed away from
+    the previous call's addresses). ``poison``: fill the allocator's free memory with a NaN
+    pattern first (``kbv.integrity.POISON_INT32``), so memory the candidate reads without
+    writing shows up.
+    """
 
     inputs: tuple
+    buffers: str = "fresh"
+    poison: bool = True
 
 
 @dataclass(frozen=True)
@@ -58,12 +67,29 @@ class SetTimingInputs:
 
 @dataclass(frozen=True)
 class Time:
-    """Time ``trials`` calls after ``warmup`` untimed ones, rotating through the timing inputs."""
+    """Time ``trials`` calls after ``warmup`` untimed ones, rotating through the timing inputs
+    (see :func:`kbv.timing.time_calls` for ``refresh``, ``keep`` and ``sync_inside``)."""
 
     warmup: int
     trials: int
     l2_flush_bytes: int | None
     first_set: int = 0
+    refresh: bool = True
+    keep: tuple = ()  #: timed-call indices whose outputs come back for a correctness re-check.
+    sync_inside: bool = False
+
+
+@dataclass(frozen=True)
+class Ping:
+    """Reply at once: the round trip measures the channel's own overhead."""
+
+
+@dataclass(frozen=True)
+class CountOps:
+    """Run one forward on timing input set ``set_index`` under the op counter (and, on cuda,
+    the kernel profiler) of :mod:`kbv.profiling`."""
+
+    set_index: int = 0
 
 
 @dataclass(frozen=True)
@@ -94,6 +120,24 @@ class Outputs:
     tensors: tuple  #: the forward result flattened: one tensor, or the members of a tuple/list.
     structure: str  #: ``tensor`` or ``tuple``.
     flag_changes: tuple = ()
+    snapshot: tuple = ()  #: copies of ``tensors`` taken right after forward returned (before a sync).
+    inputs_after: tuple = ()  #: the worker's input tensors after the call (mutation check).
+    aliases: tuple = ()  #: (output index, input index) pairs whose storages overlap.
+    new_threads: int = 0  #: threads alive after the call that were not before it.
+
+
+@dataclass(frozen=True)
+class Pong:
+    pass
+
+
+@dataclass(frozen=True)
+class OpCounts:
+    ops: dict  #: aten compute op → calls during one forward.
+    kernels: tuple = ()  #: (name, device µs, own) per GPU kernel (cuda only).
+    own_share: float | None = None
+    error: str | None = None
+    flag_changes: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -101,6 +145,7 @@ class Times:
     times_ms: tuple
     clock: str
     flag_changes: tuple = ()
+    kept: tuple = ()  #: (timed-call index, timing set index, output tensors) per kept call.
 
 
 @dataclass(frozen=True)
@@ -120,7 +165,7 @@ class Failed:
     traceback: str = ""
 
 
-REPLY_TYPES = (Loaded, Outputs, Times, MemoryFigures, Failed)
+REPLY_TYPES = (Loaded, Outputs, Times, MemoryFigures, Failed, Pong, OpCounts)
 
 
 def encode(msg: Any) -> bytes:

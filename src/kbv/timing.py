@@ -15,7 +15,7 @@ importing any candidate code: reassigning ``torch.cuda.Event.elapsed_time`` or
 from __future__ import annotations
 
 import time
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 import torch
 
@@ -72,6 +72,14 @@ def l2_flush_bytes(device: torch.device | str) -> int | None:
     return 2 * int(l2)
 
 
+def _flat(out: object) -> list:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [o for o in out if isinstance(o, torch.Tensor)]
+    return []
+
+
 def time_calls(
     fn: Callable[..., object],
     arg_sets: Sequence[Sequence[object]],
@@ -81,6 +89,10 @@ def time_calls(
     trials: int,
     flush_bytes: int | None = None,
     first_set: int = 0,
+    refresh: bool = False,
+    keep: Collection[int] = (),
+    kept: dict | None = None,
+    sync_inside: bool = False,
     _perf_counter=_perf_counter,
     _Event=_Event,
     _event_record=_event_record,
@@ -89,15 +101,27 @@ def time_calls(
 ) -> tuple[list[float], str]:
     """Time ``trials`` calls of ``fn`` after ``warmup`` untimed ones.
 
-    Call ``j`` (warmup calls first, then timed ones) gets ``arg_sets[(first_set + j) % len(arg_sets)]``,
-    so consecutive calls never see the same input set when there are two or more.
+    Call ``j`` (warmup calls first, then timed ones) gets the values of
+    ``arg_sets[(first_set + j) % len(arg_sets)]``, so consecutive calls never see the same values
+    when there are two or more sets. With ``refresh`` the values are copied (outside the timed
+    region, before the L2 flush) into one of two working buffers that alternate, so every call
+    gets new values at an address the previous call did not use, and a cache keyed by address
+    or by the identity of the argument objects returns stale results (taxonomy 5, 6, 11).
+
+    ``keep``: indices of timed calls whose outputs are copied (after the end event, so outside
+    the timed region) into ``kept[index] = (set_index, [tensors])``: the trusted side re-checks
+    them against the reference of ``arg_sets[set_index]`` (taxonomy 5, 6).
+
+    ``sync_inside``: time each call on the host clock around ``fn`` plus a device-wide
+    synchronize (no L2 flush): work left running on other streams or threads after ``fn``
+    returns is then inside the figure. Compared with the event-only pass (taxonomy 1).
 
     The clock callables are bound as defaults when this module is imported, so reassigning the
     module's globals afterwards (``sys.modules["kbv.timing"]._perf_counter = ...``) does not reach
     the loop; callers keep their own reference to this function for the same reason.
 
     Returns:
-        (per-call times in ms, clock name ``cuda-event`` or ``perf_counter``).
+        (per-call times in ms, clock name ``cuda-event``, ``perf_counter`` or ``wall-sync``).
     Raises:
         ValueError: no input sets, or ``trials < 1``.
         Whatever ``fn`` raises.
@@ -105,32 +129,130 @@ def time_calls(
     if not arg_sets or trials < 1:
         raise ValueError("time_calls needs at least one input set and one trial")
     device = torch.device(device)
+    cuda = device.type == "cuda"
     n = len(arg_sets)
+    keep = frozenset(keep)
+    if refresh:
+        buffers = [[a.clone() if isinstance(a, torch.Tensor) else a for a in arg_sets[(first_set + b) % n]]
+                   for b in range(2)]
+
+    def args_for(j: int) -> Sequence[object]:
+        src = arg_sets[(first_set + j) % n]
+        if not refresh:
+            return src
+        buf = buffers[j % 2]
+        for k, a in enumerate(src):
+            if isinstance(a, torch.Tensor):
+                buf[k].copy_(a)
+            else:
+                buf[k] = a
+        return buf
+
+    def keep_output(i: int, out: object) -> None:
+        if i in keep and kept is not None:
+            kept[i] = ((first_set + warmup + i) % n, [o.detach().clone() for o in _flat(out)])
+
     with torch.inference_mode(False), torch.no_grad():
-        if device.type == "cuda":
+        for i in range(warmup):
+            fn(*args_for(i))
+        if sync_inside:
+            if cuda:
+                _cuda_sync(device)
+            times = []
+            for i in range(trials):
+                args = args_for(warmup + i)
+                if cuda:
+                    _cuda_sync(device)
+                t0 = _perf_counter()
+                out = fn(*args)
+                if cuda:
+                    _cuda_sync(device)
+                times.append((_perf_counter() - t0) * 1e3)
+                keep_output(i, out)
+                del out
+            return times, "wall-sync"
+        if cuda:
             flush = torch.empty(int(flush_bytes or 0) // 4, dtype=torch.int32, device=device) if flush_bytes else None
-            for i in range(warmup):
-                fn(*arg_sets[(first_set + i) % n])
             _cuda_sync(device)
             starts = [_Event(enable_timing=True) for _ in range(trials)]
             ends = [_Event(enable_timing=True) for _ in range(trials)]
             for i in range(trials):
+                args = args_for(warmup + i)
                 if flush is not None:
                     flush.zero_()
-                args = arg_sets[(first_set + warmup + i) % n]
                 _event_record(starts[i])
-                fn(*args)
+                out = fn(*args)
                 _event_record(ends[i])
+                keep_output(i, out)
+                del out
             _cuda_sync(device)
             times = [float(_event_elapsed(s, e)) for s, e in zip(starts, ends)]
             del flush
             return times, "cuda-event"
-        for i in range(warmup):
-            fn(*arg_sets[(first_set + i) % n])
         times = []
         for i in range(trials):
-            args = arg_sets[(first_set + warmup + i) % n]
+            args = args_for(warmup + i)
             t0 = _perf_counter()
-            fn(*args)
+            out = fn(*args)
             times.append((_perf_counter() - t0) * 1e3)
+            keep_output(i, out)
+            del out
         return times, "perf_counter"
+
+
+#: bytes copied per bandwidth trial: large against any L2 (the H200's is 60 MiB).
+COPY_BYTES = 1 << 30
+_BANDWIDTH: dict = {}
+
+
+def copy_bandwidth(device: torch.device | str) -> float:
+    """Device-to-device copy bandwidth of ``device`` in bytes/s (bytes read + bytes written per
+    second, median of 10 copies of 1 GiB timed with CUDA events).
+
+    Measured once per device name, driver and torch version and cached in
+    ``<kbv cache>/bandwidth.json`` (``$KBV_CACHE_DIR``, see :func:`kbv.candidates.cache_root`),
+    so the roofline floor of taxonomy entry 7 costs nothing after the first verification.
+
+    Raises:
+        ValueError: ``device`` is not a cuda device.
+    """
+    import json
+
+    from kbv.candidates import cache_root
+    from kbv.environment import _driver_version
+
+    device = torch.device(device)
+    if device.type != "cuda":
+        raise ValueError("copy_bandwidth needs a cuda device")
+    key = f"{torch.cuda.get_device_name(device)}|{_driver_version()}|{torch.__version__}"
+    if key in _BANDWIDTH:
+        return _BANDWIDTH[key]
+    path = cache_root() / "bandwidth.json"
+    try:
+        cached = json.loads(path.read_text())
+    except (OSError, ValueError):
+        cached = {}
+    if key not in cached:
+        n = min(COPY_BYTES, torch.cuda.mem_get_info(device)[0] // 8) // 4
+        src = torch.ones(n, dtype=torch.float32, device=device)
+        dst = torch.empty_like(src)
+        times = []
+        for i in range(12):
+            s, e = _Event(enable_timing=True), _Event(enable_timing=True)
+            _event_record(s)
+            dst.copy_(src)
+            _event_record(e)
+            _cuda_sync(device)
+            if i >= 2:
+                times.append(float(_event_elapsed(s, e)))
+        times.sort()
+        median_ms = times[len(times) // 2]
+        cached[key] = 2 * n * 4 / (median_ms / 1e3)
+        del src, dst
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(cached, indent=1))
+        except OSError:
+            pass
+    _BANDWIDTH[key] = float(cached[key])
+    return _BANDWIDTH[key]

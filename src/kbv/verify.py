@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import math
+import secrets
 import sys
 import time
 import types
@@ -24,16 +25,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import torch
 
 from kbv import baselines as bl
+from kbv import timing
 from kbv import inputs as inp
 from kbv import memory as mem
 from kbv import protocol
 from kbv.candidates import build_dir
 from kbv import domains as dom
 from kbv import oracle as orc
+from kbv import integrity as ig
 from kbv import vetting
+from kbv.scan import scan_source
 from kbv.correctness import Comparison, compare, reference_is_finite
 from kbv.problems import ProblemError
 from kbv.records import (
@@ -51,7 +56,24 @@ from kbv.records import (
     Verdict,
 )
 from kbv.timing import l2_flush_bytes, time_calls
+from kbv.candidate_worker import THREAD_GRACE_S
 from kbv.workers import CandidateProcess, WorkerDied, WorkerTimeout
+
+#: timed calls per round whose outputs are re-checked (chosen at random, secretly).
+RECHECKS_PER_ROUND = 2
+#: calls in the synchronised timing pass (taxonomy 1, 4).
+SYNC_PASS_TRIALS = 10
+#: taxonomy 1: a candidate hides work when its sync-inside time exceeds its event time by more
+#: than the reference's own sync overhead plus max(its event time, this) — i.e. more than half of
+#: the real work was invisible to the events. 50 µs is above the host sync + launch latency
+#: measured on the H200 (docs/anti-cheat.md).
+SYNC_GAP_MIN_MS = 0.05
+#: taxonomy 4/25: the parent's wall clock per call may exceed the worker's own figure by this
+#: factor plus slack (launch, loop and pipe overhead) before the worker's clock is called a lie.
+WALL_FACTOR = 2.0
+WALL_SLACK_MS = 0.5
+#: taxonomy 7: a median under this fraction of the input-read floor is physically implausible.
+ROOFLINE_MARGIN = 0.5
 
 #: device memory (fraction of free) the rotating timing input sets may take together.
 TIMING_INPUT_MEMORY_FRACTION = 0.25
@@ -74,6 +96,10 @@ class ReferenceProblem:
     precision: str
     domains: dict = field(default_factory=dict)  #: declared input domains by position (kbv.domains).
     structure: str | None = None  #: what forward returns: ``tensor`` or ``tuple`` (set on first run).
+    aliases_inputs: bool = False  #: the reference returns (views of) its inputs.
+    zero_strides: bool = False  #: the reference returns expanded (zero-stride) outputs.
+    mutates_inputs: bool = False  #: the reference changes its inputs in place.
+    mutation_checked: bool = False
 
     def get_inputs(self) -> list:
         return list(self.module.get_inputs())
@@ -152,11 +178,23 @@ def build_reference(ref: ProblemRef, config: EvalConfig) -> ReferenceProblem:
 
 
 def run_reference(rp: ReferenceProblem, args: list, flags: dict) -> list:
+    """Run the reference on ``args`` under ``flags``; returns its flattened outputs. Records on
+    ``rp`` whether the reference itself returns views of its inputs, zero-stride outputs or
+    changes its inputs (then the matching candidate probes stay quiet)."""
     bl.apply_flags(flags)
+    before = inp.clone_args(args) if not rp.mutation_checked else None
     with torch.no_grad():
         raw = rp.model(*args)
     rp.structure = "tensor" if isinstance(raw, torch.Tensor) else "tuple"
     out = _flatten(raw)
+    if ig.overlaps(out, args):
+        rp.aliases_inputs = True
+    if any(ig.has_zero_stride(o) for o in out):
+        rp.zero_strides = True
+    if before is not None:
+        rp.mutation_checked = True
+        rp.mutates_inputs = any(isinstance(a, torch.Tensor) and not ig.bitwise_equal(a, b)
+                                for a, b in zip(args, before))
     if rp.device.type == "cuda":
         torch.cuda.synchronize(rp.device)
     return out
@@ -210,16 +248,29 @@ class Verification:
         self.tf32_flags = bl.flags_for("eager-tf32")
         self.name = Path(candidate.path).name
         self.oracle = orc.Oracle(rp.model, rp.device)
+        self._seen: list = []  #: (set name, output fingerprint, reference fingerprint, passed) per call.
+        self._kept_outputs: list | None = None
+        self._last_structure: str | None = None
 
     # candidate calls ---------------------------------------------------------------------
+    def _found(self, check: str, taxonomy: Any, severity: Severity, detail: str) -> None:
+        self.state.findings.append(ig.finding(check, taxonomy, severity, detail))
+
     def _call(self, worker: CandidateProcess, request: Any, phase: str, timeout: float) -> Any:
         try:
             reply = worker.call(request, phase=phase, timeout=timeout)
         except WorkerTimeout as exc:
             raise _Stop(Status.TIMEOUT, f"{self.name}: {exc}", log_tail=exc.log_tail) from None
         except WorkerDied as exc:
+            if exc.exitcode == 0:
+                self._found("probe:early-exit", (24,), Severity.HACK,
+                            f"the worker exited with code 0 during {phase}, before replying")
+            elif exc.exitcode is not None and exc.exitcode > 0:
+                self._found("probe:early-exit", (24,), Severity.WARNING,
+                            f"the worker exited with code {exc.exitcode} during {phase}, before replying")
             raise _Stop(Status.CRASH, f"{self.name}: {exc}", exitcode=exc.exitcode, log_tail=exc.log_tail) from None
         except protocol.ProtocolError as exc:
+            self._found("probe:reply-channel", (3, 24), Severity.HACK, f"{phase}: {_first_line(exc)}")
             raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: {phase}: {exc}") from None
         if isinstance(reply, protocol.Failed):
             status = Status.COMPILE_ERROR if phase == "load" else Status.RUNTIME_ERROR
@@ -232,20 +283,63 @@ class Verification:
                 self.state.flag_changes.append(c)
         return reply
 
-    def _candidate_outputs(self, worker: CandidateProcess, args: list) -> list:
-        reply = self._call(worker, protocol.Forward(tuple(inp.clone_args(args))), "forward",
+    def _candidate_outputs(self, worker: CandidateProcess, args: list, *, buffers: str = "fresh",
+                           ref: list | None = None, label: str = "") -> list:
+        """One forward call of the candidate on a copy of ``args``; runs the per-call probes
+        (stale-memory pattern, zero strides, aliasing, input mutation, writes after return,
+        threads). Returns the trusted copies of the outputs."""
+        reply = self._call(worker, protocol.Forward(tuple(inp.clone_args(args)), buffers=buffers), "forward",
                            self.config.call_timeout_s)
         if not isinstance(reply, protocol.Outputs):
             raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: forward: unexpected reply {type(reply).__name__}")
         outs = []
         for k, t in enumerate(reply.tensors):
             if type(t) is not torch.Tensor:
+                if isinstance(t, torch.Tensor):
+                    self._found("probe:output-type", (3,), Severity.HACK,
+                                f"output {k} is a {type(t).__name__}, a Tensor subclass (lazy output?)")
                 raise _Stop(Status.RUNTIME_ERROR,
                             f"{self.name}: forward returned {type(t).__name__} as output {k}, not a torch.Tensor")
             outs.append(t.clone())  # own copy: the candidate keeps no handle on what is judged
         self._last_structure = reply.structure
+        self._probe_call(reply, outs, args, ref, label)
         del reply
         return outs
+
+    def _probe_call(self, reply: Any, outs: list, args: list, ref: list | None, label: str) -> None:
+        rp = self.rp
+        where = f" ({label})" if label else ""
+        for k, o in enumerate(outs):
+            n = ig.poisoned_elements(o)
+            if n:
+                self._found("probe:stale-memory", (9, 10), Severity.HACK,
+                            f"output {k}{where}: {n} of {o.numel()} element(s) hold the NaN pattern kbv wrote "
+                            "into free memory before the call (returned memory it never wrote)")
+            if ig.has_zero_stride(o) and not rp.zero_strides:
+                self._found("probe:zero-stride", (8,), Severity.HACK,
+                            f"output {k}{where} has a zero stride {tuple(o.stride())}: one value expanded over shape "
+                            f"{tuple(o.shape)}")
+        if reply.aliases and not rp.aliases_inputs:
+            pairs = ", ".join(f"output {i} ↔ input {j}" for i, j in reply.aliases[:4])
+            self._found("probe:output-alias", (8,), Severity.HACK,
+                        f"outputs share storage with inputs{where}: {pairs}")
+        sent = [a for a in args if isinstance(a, torch.Tensor)]
+        if len(reply.inputs_after) == len(sent) and not rp.mutates_inputs:
+            changed = [j for j, (a, b) in enumerate(zip(sent, reply.inputs_after)) if not ig.bitwise_equal(a, b)]
+            if changed:
+                self._found("probe:input-mutation", (12,), Severity.HACK,
+                            f"forward changed its input tensor(s) {changed}{where}")
+        if len(reply.snapshot) == len(outs):
+            late = [k for k, (snap, o) in enumerate(zip(reply.snapshot, outs))
+                    if snap is not None and not ig.bitwise_equal(snap, o)]
+            if late:
+                self._found("probe:writes-after-return", (1, 2, 5), Severity.HACK,
+                            f"output(s) {late}{where} changed after forward returned: work still running on another "
+                            "stream or thread when the call ended")
+        if reply.new_threads:
+            self._found("probe:threads", (2,), Severity.WARNING,
+                        f"{reply.new_threads} thread(s) started during forward{where} were still alive "
+                        f"{THREAD_GRACE_S:g} s after it returned")
 
     # phases -------------------------------------------------------------------------------
     def _load(self, worker: CandidateProcess) -> None:
@@ -281,11 +375,8 @@ class Verification:
         except orc.OracleUnavailable as exc:
             return None, f"fp64 oracle unavailable ({exc}); the kbv policy fell back to allclose"
 
-    def _check_set(self, worker: CandidateProcess, s: inp.InputSet) -> InputSetResult:
-        cfg = self.config
-        if s.drop_reason:
-            return self._dropped(s, s.drop_reason)
-        args = inp.to_device(s.args, self.rp.device, cfg.precision)
+    def _reference_side(self, s: inp.InputSet, args: list) -> tuple | InputSetResult:
+        """Reference, oracle and baselines on ``args`` (already on the device), or a dropped result."""
         try:
             ref = run_reference(self.rp, inp.clone_args(args), self.fp32_flags)
         except BaseException as exc:  # noqa: BLE001 - reference raised on this distribution
@@ -298,21 +389,58 @@ class Verification:
         oracle, oracle_note = self._oracle(args)
         if oracle is not None and not reference_is_finite(oracle):
             return self._dropped(s, "fp64 oracle output has NaN/Inf")
-        self.state.summaries[s.name] = vetting.summarise(ref, cfg.atol, cfg.rtol)
-        if s.kind is InputKind.NOMINAL and self.state.nominal_args is None:
-            self.state.nominal_args = s.args
         baselines = {"eager-fp32": ref}
         if self.rp.device.type == "cuda" and oracle is not None:
             baselines["eager-tf32"] = run_reference(self.rp, inp.clone_args(args), self.tf32_flags)
             bl.apply_flags(self.fp32_flags)
-        outs = self._candidate_outputs(worker, args)
+        return ref, oracle, oracle_note, baselines
+
+    def _check_set(self, worker: CandidateProcess, s: inp.InputSet, *, buffers: str = "fresh",
+                   keep_outputs: bool = False) -> InputSetResult:
+        cfg = self.config
+        if s.drop_reason:
+            return self._dropped(s, s.drop_reason)
+        args = inp.to_device(s.args, self.rp.device, cfg.precision)
+        side = self._reference_side(s, args)
+        if isinstance(side, InputSetResult):
+            return side
+        ref, oracle, oracle_note, baselines = side
+        self.state.summaries[s.name] = vetting.summarise(ref, cfg.atol, cfg.rtol)
+        if s.kind is InputKind.NOMINAL and self.state.nominal_args is None:
+            self.state.nominal_args = s.args
+        outs = self._candidate_outputs(worker, args, buffers=buffers, ref=ref, label=s.name)
+        result = self._judge(s, outs, self._last_structure, ref, oracle, oracle_note, baselines)
+        self._remember(s.name, outs, ref, result.passed)
+        if keep_outputs:
+            self._kept_outputs = outs
+        return result
+
+    def _remember(self, name: str, outs: list, ref: list, passed: bool | None) -> None:
+        """Outputs repeated bit for bit across sets whose references differ (taxonomy 8/11)."""
+        fp_out, fp_ref = ig.fingerprint(outs), ig.fingerprint(ref)
+        for other, o_out, o_ref, o_passed in self._seen:
+            if fp_out == o_out and fp_ref != o_ref and not (passed and o_passed):
+                self._found("probe:repeated-output", (8, 11), Severity.HACK,
+                            f"bit-identical outputs on {other} and {name}, whose references differ "
+                            "(a constant, or a result cached across calls)")
+                break
+        self._seen.append((name, fp_out, fp_ref, passed))
+
+    def _judge(self, s: inp.InputSet, outs: list, structure: str | None, ref: list, oracle: list | None,
+               oracle_note: str | None, baselines: dict) -> InputSetResult:
+        cfg = self.config
         c: Comparison = compare(outs, ref, atol=cfg.atol, rtol=cfg.rtol)
         ref_structure = getattr(self.rp, "structure", None)
-        if ref_structure and self._last_structure != ref_structure and c.max_abs_error is not None:
+        if ref_structure and structure != ref_structure and c.max_abs_error is not None:
             what = {"tensor": "a tensor", "tuple": "a tuple/list of tensors"}
             c = dataclasses.replace(c, passed=False, max_abs_error=None, fault=(
-                f"forward returns {what.get(self._last_structure, self._last_structure)}, "
+                f"forward returns {what.get(structure, structure)}, "
                 f"the reference returns {what[ref_structure]}"))
+        shapes = [(tuple(o.shape), tuple(r.shape)) for o, r in zip(outs, ref) if tuple(o.shape) != tuple(r.shape)]
+        if shapes:
+            self._found("probe:output-shape", (14,), Severity.WARNING,
+                        f"{s.name}: output shape {shapes[0][0]}, the reference's {shapes[0][1]} "
+                        "(a smaller problem computed?)")
         common = dict(max_abs_error=c.max_abs_error, max_rel_error=c.max_rel_error,
                       mismatched_elements=c.mismatched_elements, total_elements=c.total_elements)
         if c.max_abs_error is None:  # count / shape / dtype mismatch: wrong under every policy
@@ -331,6 +459,11 @@ class Verification:
                 self.state.evidence.setdefault("vacuous_budget", {})[s.name] = worst_base
             figures = dict(oracle_error=k.error, error_budget=k.budget, baseline_errors=k.baseline_errors,
                            oracle_device=self.oracle.device.type)
+            if c.passed and not kbv_passed:
+                self._found("oracle:within-allclose", (10, 17, 19), Severity.WARNING,
+                            f"{s.name}: passes allclose(atol={cfg.atol:g}, rtol={cfg.rtol:g}) but its error vs "
+                            f"the fp64 oracle is {k.error:.3g}, over the budget {k.budget:.3g} "
+                            "(precision downgrade, garbage within tolerance or a numerical shortcut)")
         else:
             kbv_passed, kbv_fault, figures = c.passed, c.fault, {}
             self.state.evidence.setdefault("oracle_notes", {})[s.name] = oracle_note
@@ -340,11 +473,37 @@ class Verification:
                               policy_passed=verdicts, allclose_tolerance=t_min, tolerance_sweep=sweep,
                               **common, **figures)
 
+    def _cache_probes(self, worker: CandidateProcess, last: inp.InputSet) -> None:
+        """Same addresses with new values, then new addresses with the values of ``last`` (the
+        last nominal set): both must be right, and the second bit-identical to ``last`` (taxonomy
+        9, 10, 11). Run only when every nominal set passed."""
+        get_inputs = self.rp.module.get_inputs
+        seed = inp.secret_seed()
+        fresh = inp.InputSet("probe-same-address", InputKind.NOMINAL, "new values in the previous call's buffers",
+                             seed, inp.draw(get_inputs, seed))
+        first_outs = self._kept_outputs
+        r = self._check_set(worker, fresh, buffers="reuse")
+        if r.passed is False:
+            self._found("probe:cache-same-address", (11,), Severity.HACK,
+                        f"wrong when new values arrive in the previous call's input buffers: {r.fault}")
+        again = inp.InputSet("probe-new-address", InputKind.NOMINAL, f"values of {last.name} at new addresses",
+                             last.seed, last.args)
+        r = self._check_set(worker, again, buffers="moved", keep_outputs=True)
+        if r.passed is False:
+            self._found("probe:cache-new-address", (9, 11), Severity.HACK,
+                        f"wrong on the values of {last.name} placed at new addresses: {r.fault}")
+        elif first_outs is not None and not all(ig.bitwise_equal(a, b) for a, b in zip(first_outs, self._kept_outputs)):
+            self._found("probe:repeatability", (10,), Severity.WARNING,
+                        f"the same inputs ({last.name}) gave bitwise different outputs at new addresses "
+                        "(non-deterministic reductions, or uninitialised reads)")
+        self.state.evidence["cache_probes"] = ["probe-same-address", "probe-new-address"]
+
     def _correctness(self, worker: CandidateProcess) -> None:
         t0 = time.perf_counter()
         get_inputs = self.rp.module.get_inputs
         # seeds are drawn only now, after the candidate is loaded (taxonomy entry 22)
-        sets = inp.nominal_sets(get_inputs, self.config.nominal_seeds)
+        nominal = inp.nominal_sets(get_inputs, self.config.nominal_seeds)
+        sets = []
         if self.config.hidden:
             sets += inp.hidden_sets(get_inputs, self.config.hidden, self.rp.domains)
         if self.config.distributions:
@@ -354,10 +513,22 @@ class Verification:
                 sets += hidden_test_sets(self.hidden_tests)
             except ProblemError as exc:
                 self.state.evidence["hidden_tests_error"] = str(exc)
+        for k, s in enumerate(nominal):
+            self.state.input_sets.append(self._check_set(worker, s, keep_outputs=k == len(nominal) - 1))
+        if nominal and all(r.passed for r in self.state.input_sets):
+            self._cache_probes(worker, nominal[-1])
         for s in sets:
             self.state.input_sets.append(self._check_set(worker, s))
+        judged = [r for r in self.state.input_sets if not r.dropped]
+        off = [r.name for r in judged if r.kind is not InputKind.NOMINAL and r.passed is False]
+        if off and all(r.passed for r in judged if r.kind is InputKind.NOMINAL):
+            self._found("inputs:off-nominal", (19, 20), Severity.WARNING,
+                        f"right on every nominal set, wrong on {', '.join(off[:6])}: a shortcut that holds only "
+                        "for get_inputs()'s value range (numerical shortcut or value-distribution exploit)")
+        self._kept_outputs = None
         self.oracle.release()
         self.state.phase_seconds["correctness"] = time.perf_counter() - t0
+
 
     def _vet(self) -> None:
         """Vetting rules over this evaluation's sets (plus one determinism re-run): taxonomy 23."""
@@ -401,39 +572,167 @@ class Verification:
         samples: dict[str, list] = {s: [] for s in subjects}
         clock = "cuda-event" if self.rp.device.type == "cuda" else "perf_counter"
         model = self.rp.model
+        kept: list = []
         for r in range(rounds):
             per_round = split[r]
             order = subjects[r % len(subjects):] + subjects[: r % len(subjects)]  # rotate: no fixed position
+            # a secret number of extra warmup calls, and secret timed calls whose outputs are re-checked:
+            # the candidate cannot tell a checked call from a timed one (taxonomy 5, 6)
+            warmup = cfg.warmup + secrets.randbelow(cfg.warmup + 1)
+            keep = tuple(sorted({secrets.randbelow(per_round) for _ in range(RECHECKS_PER_ROUND)}))
             for subject in order:
                 first = sum(split[:r]) % len(sets)
                 if subject == "candidate":
-                    reply = self._call(worker, protocol.Time(cfg.warmup, per_round, flush, first), "time",
-                                       cfg.timing_timeout_s)
+                    reply = self._call(worker, protocol.Time(warmup, per_round, flush, first, refresh=True, keep=keep),
+                                       "time", cfg.timing_timeout_s)
                     if not isinstance(reply, protocol.Times) or len(reply.times_ms) != per_round:
                         raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
                     times = [float(t) for t in reply.times_ms]
+                    kept += [(sum(split[:r]) + i, k, outs) for i, k, outs in reply.kept]
+                    del reply
                 else:
                     bl.apply_flags(bl.flags_for(subject))
-                    times, clock = time_calls(model, sets, device=self.rp.device, warmup=cfg.warmup,
-                                              trials=per_round, flush_bytes=flush, first_set=first)
+                    times, clock = time_calls(model, sets, device=self.rp.device, warmup=warmup,
+                                              trials=per_round, flush_bytes=flush, first_set=first, refresh=True)
                 samples[subject].extend(times)
         bl.apply_flags(self.fp32_flags)
         bad = [t for t in samples["candidate"] if not (math.isfinite(t) and t > 0)]
         if bad:
-            self.state.findings.append(Finding("timing:non-positive", (7,), Severity.HACK,
-                                               f"implausible candidate times {bad[:3]} ms"))
-            raise _Stop(Status.HACK, f"{self.name}: implausible candidate times {bad[:3]} ms "
-                                     "(taxonomy 7: aggregate/pipeline tricks)")
+            self._found("timing:non-positive", (7,), Severity.HACK, f"implausible candidate times {bad[:3]} ms")
+            raise _Stop(Status.HACK, f"{self.name}: implausible candidate times {bad[:3]} ms")
         for subject, times in samples.items():
             self.state.timing[subject] = Measurement(subject, cfg.device, tuple(times), cfg.warmup, flush, clock)
         cand = self.state.timing["candidate"].median_ms
         for b in cfg.baselines:
             self.state.speedup[b] = self.state.timing[b].median_ms / cand
         self.state.evidence["timing_input_sets"] = len(sets)
+        self._recheck(kept, sets)
+        del kept
+        self._sync_pass(worker, sets)
+        self._roofline(sets)
+        self._reference_ops(worker, sets)
         if self.rp.device.type == "cuda":
             self._memory(worker, sets[0])
         del sets
         self.state.phase_seconds["timing"] = time.perf_counter() - t0
+
+    def _recheck(self, kept: list, sets: list) -> None:
+        """Judge the outputs of the secretly chosen timed calls against the reference of the
+        values they got (taxonomy 5, 6): a candidate right when checked and wrong while timed."""
+        refs: dict = {}
+        checked = []
+        for call, k, outs in kept:
+            s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL, f"timing set {k}", 0, sets[k])
+            if k not in refs:
+                refs[k] = self._reference_side(s, sets[k])
+            side = refs[k]
+            if isinstance(side, InputSetResult):
+                continue
+            ref, oracle, note, baselines = side
+            outs = [o.clone() for o in outs]
+            r = self._judge(s, outs, self.rp.structure, ref, oracle, note, baselines)
+            checked.append(call)
+            if r.passed is False:
+                self._found("probe:timed-recheck", (5, 6), Severity.HACK,
+                            f"timed call {call} (timing set {k}) is wrong: {r.fault}; the same candidate passed "
+                            "every correctness set (phase detection or cross-call batching)")
+                break
+        self.state.evidence["timed_rechecks"] = checked
+        self.oracle.release()
+
+    def _sync_pass(self, worker: CandidateProcess, sets: list) -> None:
+        """A short second pass timed on the host around forward plus a device-wide synchronize,
+        for the candidate and eager-fp32 (taxonomy 1), wrapped in a parent-side wall clock
+        (taxonomy 4/25)."""
+        cfg = self.config
+        n = max(2, min(SYNC_PASS_TRIALS, cfg.trials))
+
+        def synced(trials: int) -> tuple[list, float]:
+            t0 = time.perf_counter()
+            reply = self._call(worker, protocol.Time(1, trials, None, 0, refresh=False, sync_inside=True), "time",
+                               cfg.timing_timeout_s)
+            wall = (time.perf_counter() - t0) * 1e3
+            if not isinstance(reply, protocol.Times) or len(reply.times_ms) != trials:
+                raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+            return [float(t) for t in reply.times_ms], wall
+
+        # two requests of different lengths: the difference of their wall times cancels the
+        # fixed cost of a request (pipe, pickling, warmup call), leaving n - 1 calls
+        _, wall_short = synced(1)
+        times, wall_long = synced(n)
+        parent_per_call = max(0.0, wall_long - wall_short) / (n - 1)
+        cand_sync = float(np.median(times))
+        bl.apply_flags(self.fp32_flags)
+        ref_times, _ = time_calls(self.rp.model, sets, device=self.rp.device, warmup=1, trials=n, sync_inside=True)
+        ref_sync = float(np.median(ref_times))
+        cand_event = self.state.timing["candidate"].median_ms
+        ref_event = self.state.timing["eager-fp32"].median_ms if "eager-fp32" in self.state.timing else None
+        self.state.evidence["sync_pass"] = {
+            "trials": n, "candidate_sync_ms": cand_sync, "reference_sync_ms": ref_sync,
+            "parent_wall_per_call_ms": parent_per_call}
+        if parent_per_call > WALL_FACTOR * cand_sync + WALL_SLACK_MS:
+            self._found("timing:parent-wall", (4, 25), Severity.HACK,
+                        f"the worker's clock reported {cand_sync:.4g} ms per synchronised call; the parent's wall "
+                        f"clock saw at least {parent_per_call:.4g} ms per call")
+        if self.rp.device.type == "cuda" and ref_event is not None:
+            gap = cand_sync - cand_event - max(ref_sync - ref_event, 0.0)
+            if gap > max(cand_event, SYNC_GAP_MIN_MS):
+                self._found("timing:sync-gap", (1,), Severity.HACK,
+                            f"with a device-wide sync inside the timed region a call takes {cand_sync:.4g} ms, the "
+                            f"event-only timing says {cand_event:.4g} ms (eager-fp32: {ref_sync:.4g} vs "
+                            f"{ref_event:.4g} ms): work outside the timed stream")
+
+    def _roofline(self, sets: list) -> None:
+        """No call can be faster than reading its inputs once from DRAM (taxonomy 7)."""
+        if self.rp.device.type != "cuda":
+            return
+        bw = timing.copy_bandwidth(self.rp.device)
+        l2 = (l2_flush_bytes(self.rp.device) or 0) // 2
+        in_bytes = inp.nbytes(sets[0])
+        floor_ms = in_bytes / bw * 1e3
+        cand = self.state.timing["candidate"].median_ms
+        ref = self.state.timing.get("eager-fp32")
+        self.state.evidence["roofline"] = {"copy_bandwidth_bytes_per_s": bw, "input_bytes": in_bytes,
+                                           "floor_ms": floor_ms, "l2_bytes": l2}
+        # only where the floor is meaningful: inputs larger than L2 and the reference respects it
+        if in_bytes > l2 and ref is not None and ref.median_ms >= floor_ms and cand < ROOFLINE_MARGIN * floor_ms:
+            self._found("timing:roofline", (7,), Severity.HACK,
+                        f"median {cand:.4g} ms is under {ROOFLINE_MARGIN:g} × the {floor_ms:.4g} ms it takes to read "
+                        f"the {in_bytes} input bytes once at the measured copy bandwidth {bw / 1e9:.0f} GB/s")
+
+    def _reference_ops(self, worker: CandidateProcess, sets: list) -> None:
+        """The candidate re-running the reference's own torch compute ops is a wrapper (taxonomy 15/16)."""
+        try:
+            from kbv import profiling
+        except ImportError:
+            return
+        reply = self._call(worker, protocol.CountOps(0), "profile", self.config.call_timeout_s)
+        if not isinstance(reply, protocol.OpCounts):
+            raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: profile: malformed reply")
+        bl.apply_flags(self.fp32_flags)
+        ref_ops = profiling.compute_ops(self.rp.model, inp.clone_args(sets[0]))
+        evidence = {"candidate_ops": dict(reply.ops), "reference_ops": dict(ref_ops.ops),
+                    "own_share": reply.own_share, "error": reply.error or ref_ops.error}
+        if reply.kernels:
+            evidence["kernels"] = [list(k) for k in reply.kernels[:20]]
+        self.state.evidence["profile"] = evidence
+        if reply.error or ref_ops.error:
+            return
+        covered = profiling.reference_covered(ref_ops.ops, dict(reply.ops))
+        fallback = any(f.check in ("scan:try-fallback",) for f in self.state.findings)
+        if covered:
+            self._found("probe:reference-ops", (15, 16) if fallback else (15,), Severity.SHORTCUT,
+                        f"forward ran the reference's own torch compute ops: {', '.join(covered)}")
+        elif reply.own_share is not None and reply.kernels:
+            kernels = tuple((str(n), float(us), bool(own)) for n, us, own in reply.kernels)
+            own_us = sum(us for _, us, own in kernels if own)
+            total_us = sum(us for _, us, _ in kernels)
+            reason = profiling.shortcut_reason(profiling.KernelProfile(
+                kernels=kernels, own_us=own_us, total_us=total_us,
+                own_share=own_us / total_us if total_us > 0 else None, repeats=1))
+            if reason:
+                self._found("profile:own-share", (15, 16), Severity.SHORTCUT, reason)
+
 
     def _memory(self, worker: CandidateProcess, args: list) -> None:
         reply = self._call(worker, protocol.MeasureMemory(0), "memory", self.config.call_timeout_s)
@@ -447,10 +746,19 @@ class Verification:
                                  model_bytes=int(self.cand_model_bytes or 0), input_bytes=int(reply.input_bytes))
         self.state.memory = {"reference": ref_m, "candidate": cand_m}
 
+    def _scan(self) -> None:
+        """The static scan of the candidate file (kbv.scan): every finding goes on the verdict."""
+        try:
+            text = Path(self.candidate.path).read_text(encoding="utf-8", errors="replace")
+            self.state.findings += [f.record() for f in scan_source(text)]
+        except (OSError, SyntaxError, ValueError) as exc:
+            self.state.evidence["scan_error"] = _first_line(exc)
+
     # the whole pipeline --------------------------------------------------------------------
     def run(self) -> Verdict:
         state = self.state
         status, message = Status.PASS, ""
+        self._scan()
         bd = build_dir(self.candidate, self.config.device)
         with CandidateProcess(device=self.config.device, build_dir=bd) as worker:
             try:
@@ -470,19 +778,28 @@ class Verification:
                     state.evidence["failed_sets"] = [r.name for r in failed]
                 else:
                     message = f"{self.name}: correct on {len(judged)} input set(s)"
-                patched = [c for c in state.flag_changes if c.startswith("harness patched")]
-                if patched:
-                    status = Status.HACK
-                    message = f"{self.name}: {patched[0]} (taxonomy 4: timer/harness monkeypatching)"
-                    state.findings.append(Finding("probe:harness-identity", (4,), Severity.HACK,
-                                                  "; ".join(patched)))
             except _Stop as stop:
                 status, message = stop.status, stop.message
                 state.evidence.update(stop.evidence)
             finally:
                 bl.apply_flags(self.fp32_flags)
+        patched = [c for c in state.flag_changes if c.startswith("harness patched")]
+        if patched:
+            self._found("probe:harness-identity", (4,), Severity.HACK, "; ".join(patched))
+        flags = [c for c in state.flag_changes if not c.startswith("harness patched")]
+        if flags:
+            self._found("probe:global-flags", (18,), Severity.HACK,
+                        f"changed global numeric flags (reset to eager-fp32 after every call): {'; '.join(flags[:4])}")
+        state.findings = list(ig.ordered(state.findings))
+        worst = ig.worst(state.findings)
+        if worst is Severity.HACK:
+            status = Status.HACK
+            message = f"{self.name}: {state.findings[0].describe()}"
+        elif worst is Severity.SHORTCUT and status is Status.PASS:
+            status = Status.SHORTCUT
+            message = f"{self.name}: correct, but {state.findings[0].describe()}"
         unverified = {}
-        if status is not Status.PASS:
+        if status not in (Status.PASS, Status.SHORTCUT):
             # timed but not correct: the original protocol would have credited this speed
             unverified = dict(state.speedup) if status in (Status.INCORRECT, Status.HACK) else {}
             state.speedup.clear()
