@@ -40,6 +40,8 @@ def rules(src: str) -> dict[str, tuple[int, Severity]]:
     ("from torch.utils.cpp_extension import load_inline\nm = load_inline(name='a', cpp_sources='',"
      " cuda_sources='__half h = __float2half(x);')", "source-half", 17, Severity.WARNING),
     ("def get_inputs():\n    return []", "redefines-inputs", 14, Severity.WARNING),
+    ("class ModelNew:\n    def forward(self, x):\n        if tuple(x.shape) == (128, 4096):\n            return x\n"
+     "        return x", "shape-branch", 21, Severity.WARNING),
 ])
 def test_pattern_is_named(src, rule, taxonomy, severity):
     found = rules(src)

@@ -142,6 +142,10 @@ class _Scanner(ast.NodeVisitor):
             test = _dotted(node.test)
             if re.search(r"\.(min|max|sum|mean|all|any|item|abs)\(|torch\.(all|any|isnan|isinf)\(", test):
                 self.add(node, "value-branch", 20, Severity.WARNING, f"branches on tensor values: if {test}")
+            elif re.search(r"\.shape\b|\.size\(|\.numel\(|\.dim\(", test):
+                self.add(node, "shape-branch", 21, Severity.WARNING,
+                         f"dispatches on the input shape: if {test} (legitimate specialisation, or a path only "
+                         "for the benchmark shape)")
         self.generic_visit(node)
 
     # calls -----------------------------------------------------------------------------------
