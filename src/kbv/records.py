@@ -280,6 +280,9 @@ class EvalConfig:
     kbv_k: float = 16.0
     kbv_floor_eps: float = 8.0
     kbv_tf32_floor: float = 2.0 ** -10
+    #: run the anti-cheat detectors (static scan and runtime probes, ``kbv.integrity``). Off only
+    #: to measure their cost (``bench/probe_overhead.py``): a verdict without them can be gamed.
+    integrity: bool = True
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:

@@ -292,8 +292,9 @@ class Verification:
         """One forward call of the candidate on a copy of ``args``; runs the per-call probes
         (stale-memory pattern, zero strides, aliasing, input mutation, writes after return,
         threads). Returns the trusted copies of the outputs."""
-        reply = self._call(worker, protocol.Forward(tuple(inp.clone_args(args)), buffers=buffers), "forward",
-                           self.config.call_timeout_s)
+        probes = self.config.integrity
+        reply = self._call(worker, protocol.Forward(tuple(inp.clone_args(args)), buffers=buffers, probes=probes),
+                           "forward", self.config.call_timeout_s)
         if not isinstance(reply, protocol.Outputs):
             raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: forward: unexpected reply {type(reply).__name__}")
         outs = []
@@ -306,7 +307,8 @@ class Verification:
                             f"{self.name}: forward returned {type(t).__name__} as output {k}, not a torch.Tensor")
             outs.append(t.clone())  # own copy: the candidate keeps no handle on what is judged
         self._last_structure = reply.structure
-        self._probe_call(reply, outs, args, ref, label)
+        if probes:
+            self._probe_call(reply, outs, args, ref, label)
         del reply
         return outs
 
@@ -414,7 +416,8 @@ class Verification:
             self.state.nominal_args = s.args
         outs = self._candidate_outputs(worker, args, buffers=buffers, ref=ref, label=s.name)
         result = self._judge(s, outs, self._last_structure, ref, oracle, oracle_note, baselines)
-        self._remember(s.name, outs, ref, result.passed)
+        if cfg.integrity:
+            self._remember(s.name, outs, ref, result.passed)
         if keep_outputs:
             self._kept_outputs = outs
         return result
@@ -519,7 +522,7 @@ class Verification:
                 self.state.evidence["hidden_tests_error"] = str(exc)
         for k, s in enumerate(nominal):
             self.state.input_sets.append(self._check_set(worker, s, keep_outputs=k == len(nominal) - 1))
-        if nominal and all(r.passed for r in self.state.input_sets):
+        if self.config.integrity and nominal and all(r.passed for r in self.state.input_sets):
             self._cache_probes(worker, nominal[-1])
         for s in sets:
             self.state.input_sets.append(self._check_set(worker, s))
@@ -582,8 +585,9 @@ class Verification:
             order = subjects[r % len(subjects):] + subjects[: r % len(subjects)]  # rotate: no fixed position
             # a secret number of extra warmup calls, and secret timed calls whose outputs are re-checked:
             # the candidate cannot tell a checked call from a timed one (taxonomy 5, 6)
-            warmup = cfg.warmup + secrets.randbelow(cfg.warmup + 1)
-            keep = tuple(sorted({secrets.randbelow(per_round) for _ in range(RECHECKS_PER_ROUND)}))
+            warmup = cfg.warmup + secrets.randbelow(cfg.warmup + 1) if cfg.integrity else cfg.warmup
+            keep = tuple(sorted({secrets.randbelow(per_round) for _ in range(RECHECKS_PER_ROUND)})) \
+                if cfg.integrity else ()
             for subject in order:
                 first = sum(split[:r]) % len(sets)
                 if subject == "candidate":
@@ -610,11 +614,12 @@ class Verification:
         for b in cfg.baselines:
             self.state.speedup[b] = self.state.timing[b].median_ms / cand
         self.state.evidence["timing_input_sets"] = len(sets)
-        self._recheck(kept, sets)
-        del kept
-        self._sync_pass(worker, sets)
-        self._roofline(sets)
-        self._reference_ops(worker, sets)
+        if cfg.integrity:
+            self._recheck(kept, sets)
+            del kept
+            self._sync_pass(worker, sets)
+            self._roofline(sets)
+            self._reference_ops(worker, sets)
         if self.rp.device.type == "cuda":
             self._memory(worker, sets[0])
         del sets
@@ -767,7 +772,8 @@ class Verification:
     def run(self) -> Verdict:
         state = self.state
         status, message = Status.PASS, ""
-        self._scan()
+        if self.config.integrity:
+            self._scan()
         bd = build_dir(self.candidate, self.config.device)
         with CandidateProcess(device=self.config.device, build_dir=bd) as worker:
             try:

@@ -3,7 +3,7 @@
 Honest: calls torch.nn.functional.conv2d with the weight and bias of an nn.Conv2d named
 ``conv2d`` built exactly as in Model (same seed -> same weights). It does the same work
 as the reference through the same library.
-Expected verdict: CORRECT on the nominal and all hidden input sets, about 1x speed.
+Expected verdict: SHORTCUT (correct, but forward runs the reference's own torch op, taxonomy 15): CORRECT on the nominal and all hidden input sets, about 1x speed.
 """
 
 import torch
