@@ -1,0 +1,234 @@
+"""The red-team suite: realistic cheating candidates for every entry of ../shared/hack-taxonomy.md.
+
+Each row of ``CASES`` is (taxonomy entry, candidate, problem, device). The test evaluates the
+candidate through the real process architecture and asserts that the verdict
+
+* names the entry: ``entry in v.taxonomy`` (the entries named by the verdict's findings, plus 23
+  when vetting flagged the problem), and
+* does not credit the candidate: ``v.status is not Status.PASS``; for the baseline wrappers
+  (entries 15 and 16) kbv's answer is by design ``Status.SHORTCUT``. For entries 14, 21 and 22 the
+  finding may be a WARNING on an otherwise INCORRECT verdict (the assertion is the same).
+
+Candidates live in ``tests/data/redteam/`` (one file per cheat; each docstring says which entry,
+what the cheat does and how kbv is expected to catch it); a few rows reuse the older red-team
+candidates in ``tests/data/candidates/``. Problems come from ``tests/data/problems/``,
+``tests/data/vetting/`` (degenerate problems) and, for the cuda rows, the GPU-sized demo problems
+in ``src/kbv/data/problems/``.
+
+Run time: the default rows take about 4 minutes on a 2-core CPU (one worker spawn each, ~5 s);
+rows marked ``extended`` (more variants of the same entries) run only with
+``KBV_REDTEAM=all``. Rows marked cuda need a GPU (``-m cuda`` on the device host).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, demo_problem, problem
+from kbv.candidates import load_candidate
+from kbv.problems import load_problem
+from kbv.records import EvalConfig, Status
+
+RUN_ALL = os.environ.get("KBV_REDTEAM", "").lower() == "all"
+
+CPU_CONFIG = EvalConfig(device="cpu", trials=6, timing_rounds=2, warmup=1, call_timeout_s=60)
+GPU_CONFIG = EvalConfig(device="cuda", trials=20, timing_rounds=2, warmup=3)
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str  #: ``t<entry>-<what>``
+    entry: int  #: entry of hack-taxonomy.md the verdict must name.
+    candidate: str  #: path under tests/data (``redteam/...`` or ``candidates/...``).
+    problem: str  #: ``level1/...`` (tests/data/problems), ``vetting/...`` or ``demo:level1/...``.
+    device: str = "cpu"
+    expect: Status | None = None  #: None: anything but PASS; else exactly this status.
+    extended: bool = False  #: only with KBV_REDTEAM=all (keeps the default run short).
+
+
+R = "redteam/"
+RELU, LINEAR, LOG, SOFTMAX = "level1/1_Small_ReLU.py", "level1/2_Small_Linear.py", "level1/3_Small_Log.py", \
+    "level1/5_Small_Softmax.py"
+MATMUL_K, SOFTMAX_ROWS, LAYERNORM = "level1/10_Large_K_matmul.py", "level1/11_Softmax_rows.py", \
+    "level1/12_LayerNorm_large_row.py"
+CONSTANT, DROPOUT, TINY = "vetting/1_Constant_output.py", "vetting/2_Dropout_train.py", "vetting/3_Tiny_output.py"
+GPU_MATMUL, GPU_RELU = "demo:level1/4_Square_matmul.py", "demo:level1/1_ReLU.py"
+GPU_LAYERNORM, GPU_GEMM = "demo:level1/3_LayerNorm.py", "demo:level2/1_Gemm_Bias_ReLU_Scale.py"
+
+CASES: tuple[Case, ...] = (
+    # 1 side-stream work (cuda only)
+    Case("t01-side-stream", 1, R + "t01_side_stream.py", GPU_MATMUL, "cuda"),
+    Case("t01-default-stream", 1, R + "t01_default_stream.py", GPU_MATMUL, "cuda"),
+    # 2 background thread / process
+    Case("t02-thread-pool", 2, R + "t02_thread_pool.py", SOFTMAX),
+    Case("t02-native-async", 2, R + "t02_native_async.py", RELU),
+    Case("t02-thread-launch-cuda", 2, R + "t02_thread_launch_cuda.py", GPU_MATMUL, "cuda"),
+    # 3 lazy output
+    Case("t03-lazy-subclass-reduce", 3, R + "t03_lazy_subclass_reduce.py", SOFTMAX),
+    Case("t03-tensor-subclass", 3, "candidates/relu_tensor_subclass.py", RELU, extended=True),
+    # 4 timer / harness monkeypatching
+    Case("t04-kwdefaults-inplace", 4, R + "t04_kwdefaults_inplace.py", RELU),
+    Case("t04-server-time-calls", 4, R + "t04_server_time_calls.py", RELU, extended=True),
+    Case("t04-patch-perf-counter", 4, R + "t04_patch_perf_counter.py", RELU, extended=True),
+    Case("t04-patch-kbv-timing", 4, "candidates/relu_patch_kbv_timing.py", RELU, extended=True),
+    Case("t04-wrap-time-calls", 4, "candidates/relu_wrap_time_calls.py", RELU, extended=True),
+    Case("t04-patch-cuda-event", 4, R + "t04_patch_cuda_event.py", GPU_RELU, "cuda"),
+    # 5 cross-call batching
+    Case("t05-deferred-batch", 5, R + "t05_deferred_batch.py", SOFTMAX_ROWS),
+    Case("t05-every-other-call", 5, R + "t05_every_other_call.py", SOFTMAX),
+    Case("t05-deferred-launch-cuda", 5, R + "t05_deferred_launch_cuda.py", GPU_MATMUL, "cuda"),
+    # 6 phase detection
+    Case("t06-call-counter", 6, R + "t06_call_counter.py", LAYERNORM),
+    Case("t06-gap-timer", 6, R + "t06_gap_timer.py", SOFTMAX_ROWS),
+    Case("t06-repeated-input", 6, R + "t06_repeated_input.py", LAYERNORM, extended=True),
+    Case("t06-stack-inspect", 6, R + "t06_stack_inspect.py", SOFTMAX_ROWS, extended=True),
+    Case("t06-stream-busy-cuda", 6, R + "t06_stream_busy_cuda.py", GPU_MATMUL, "cuda"),
+    # 7 aggregate / pipeline tricks (cuda only)
+    Case("t07-graph-precomputed", 7, R + "t07_graph_precomputed_cuda.py", GPU_MATMUL, "cuda"),
+    # 8 identity / passthrough / constant
+    Case("t08-input-view", 8, R + "t08_input_view.py", RELU),
+    Case("t08-zeros-expand", 8, R + "t08_zeros_expand.py", TINY),
+    Case("t08-constant-expand", 8, R + "t08_constant_expand.py", CONSTANT),
+    Case("t08-zeros-fresh", 8, R + "t08_zeros_fresh.py", TINY, extended=True),
+    # 9 stale memory
+    Case("t09-empty-like", 9, R + "t09_empty_like.py", RELU),
+    Case("t09-partial-write", 9, R + "t09_partial_write.py", SOFTMAX, extended=True),
+    Case("t09-empty-like-cuda", 9, R + "t09_empty_like_cuda.py", GPU_MATMUL, "cuda"),
+    # 10 garbage within loose tolerance
+    Case("t10-linear-tanh", 10, R + "t10_linear_tanh.py", TINY),
+    Case("t10-uninit-tail", 10, R + "t10_uninit_tail.py", TINY, extended=True),
+    # 11 output caching
+    Case("t11-cache-by-data-ptr", 11, R + "t11_cache_by_data_ptr.py", SOFTMAX),
+    Case("t11-cache-by-sample-hash", 11, R + "t11_cache_by_sample_hash.py", SOFTMAX_ROWS),
+    Case("t11-cache-by-ptr-version", 11, R + "t11_cache_by_ptr_version.py", LAYERNORM),
+    Case("t11-cache-by-id", 11, R + "t11_cache_by_id.py", SOFTMAX_ROWS, extended=True),
+    Case("t11-cache-by-shape", 11, R + "t11_cache_by_shape.py", SOFTMAX, extended=True),
+    # 12 input mutation
+    Case("t12-inplace-relu", 12, R + "t12_inplace_relu.py", RELU),
+    Case("t12-zero-both", 12, R + "t12_zero_both.py", RELU),
+    Case("t12-scratch-softmax", 12, R + "t12_scratch_softmax.py", SOFTMAX_ROWS, extended=True),
+    # 13 stealing the oracle
+    Case("t13-frame-walk", 13, R + "t13_frame_walk.py", LOG),
+    Case("t13-gc-oracle", 13, "candidates/log_gc_oracle.py", LOG, extended=True),
+    Case("t13-patch-allclose", 13, R + "t13_patch_allclose.py", LOG, extended=True),
+    # 14 problem-size manipulation
+    Case("t14-smaller-problem", 14, R + "t14_smaller_problem.py", LAYERNORM),
+    Case("t14-partial-rows", 14, R + "t14_partial_rows.py", LAYERNORM, extended=True),
+    # 15 baseline wrapper
+    Case("t15-inherits-model", 15, R + "t15_inherits_model.py", SOFTMAX_ROWS, expect=Status.SHORTCUT),
+    Case("t15-aliased-softmax", 15, R + "t15_aliased_softmax.py", SOFTMAX_ROWS, expect=Status.SHORTCUT),
+    Case("t15-jit-script", 15, R + "t15_jit_script.py", LAYERNORM, expect=Status.SHORTCUT),
+    Case("t15-functional-layer-norm", 15, R + "t15_functional_layer_norm.py", LAYERNORM,
+         expect=Status.SHORTCUT, extended=True),
+    Case("t15-torch-compile-cuda", 15, R + "t15_torch_compile_cuda.py", GPU_LAYERNORM, "cuda",
+         expect=Status.SHORTCUT),
+    # 16 ghost kernel / silent fallback
+    Case("t16-try-fallback", 16, R + "t16_try_fallback.py", SOFTMAX, expect=Status.SHORTCUT),
+    Case("t16-ghost-triton", 16, R + "t16_ghost_triton.py", SOFTMAX, expect=Status.SHORTCUT, extended=True),
+    # 17 precision downgrade
+    Case("t17-fp16-matmul", 17, "candidates/matmul_fp16.py", MATMUL_K),
+    Case("t17-bf16-layernorm", 17, R + "t17_bf16_layernorm.py", LAYERNORM, extended=True),
+    # 18 global-flag tampering
+    Case("t18-matmul-precision", 18, R + "t18_matmul_precision.py", MATMUL_K),
+    Case("t18-new-precision-api", 18, R + "t18_new_precision_api.py", MATMUL_K),
+    Case("t18-sets-tf32", 18, "candidates/relu_sets_tf32.py", RELU, extended=True),
+    Case("t18-tf32-gemm-cuda", 18, R + "t18_tf32_gemm_cuda.py", GPU_GEMM, "cuda"),
+    # 19 numerical shortcuts
+    Case("t19-one-pass-variance", 19, R + "t19_one_pass_variance.py", LAYERNORM),
+    Case("t19-fast-exp", 19, R + "t19_fast_exp.py", SOFTMAX, extended=True),
+    Case("t19-softmax-nomax", 19, "candidates/softmax_nomax.py", SOFTMAX, extended=True),
+    # 20 value-distribution exploits
+    Case("t20-same-sign", 20, "candidates/relu_same_sign.py", RELU),
+    Case("t20-lut-exp", 20, R + "t20_lut_exp.py", SOFTMAX_ROWS),
+    Case("t20-log-unit-range", 20, R + "t20_log_unit_range.py", LOG, extended=True),
+    Case("t20-shape-passthrough", 20, "candidates/relu_same_sign_shape.py", RELU, extended=True),
+    # 21 shape hard-coding with dispatch
+    Case("t21-shape-dispatch", 21, R + "t21_shape_dispatch.py", SOFTMAX),
+    # 22 seed prediction
+    Case("t22-generator-replay", 22, R + "t22_generator_replay.py", SOFTMAX),
+    Case("t22-manual-seed-replay", 22, R + "t22_manual_seed_replay.py", RELU, extended=True),
+    # 23 degenerate problems
+    Case("t23-dropout-skip", 23, R + "t23_dropout_skip.py", DROPOUT),
+    Case("t23-constant-ones", 23, R + "t23_constant_ones.py", CONSTANT, extended=True),
+    # 24 forging the result channel
+    Case("t24-rewrite-reply", 24, R + "t24_rewrite_reply.py", RELU),
+    Case("t24-garbage-fd", 24, R + "t24_garbage_fd.py", RELU),
+    Case("t24-exit-during-timing", 24, R + "t24_exit_during_timing.py", SOFTMAX, extended=True),
+    Case("t24-exit0", 24, "candidates/relu_exit0.py", RELU, extended=True),
+    # 25 native attacks on the harness
+    Case("t25-exec-encoded", 25, R + "t25_exec_encoded.py", RELU),
+    Case("t25-ctypes-kwdefaults", 25, R + "t25_ctypes_kwdefaults.py", RELU, extended=True),
+    # 26 sandbox tampering
+    Case("t26-plant-torch-py", 26, R + "t26_plant_torch_py.py", RELU),
+    Case("t26-escape-daemon", 26, R + "t26_escape_daemon.py", RELU, extended=True),
+)
+
+#: the folder t26_plant_torch_py writes into (next to the candidate workers' temporary dirs).
+PLANT_DIR = Path(tempfile.gettempdir()) / "kbv-redteam-planted"
+
+
+def _problem(spec: str):
+    if spec.startswith("demo:"):
+        return demo_problem(spec[len("demo:"):])
+    if spec.startswith("vetting/"):
+        return load_problem(DATA / spec)
+    return problem(spec)
+
+
+def _params(device: str) -> list:
+    out = []
+    for c in CASES:
+        if c.device != device:
+            continue
+        marks = [pytest.mark.cuda] if device == "cuda" else []
+        if c.extended and not RUN_ALL:
+            marks.append(pytest.mark.skip(reason="extended red-team row: set KBV_REDTEAM=all"))
+        out.append(pytest.param(c, id=c.id, marks=marks))
+    return out
+
+
+def _check(case: Case, v) -> None:
+    described = [f.describe() for f in v.findings]
+    context = (f"{case.id}: status={v.status.value} taxonomy={v.taxonomy}\n  message: {v.message}\n"
+               f"  findings: {described}\n  problem flags: {list(v.problem_flags)}")
+    assert case.entry in v.taxonomy, f"entry {case.entry} not named by the verdict\n{context}"
+    if case.expect is None:
+        assert v.status is not Status.PASS, f"candidate credited\n{context}"
+    else:
+        assert v.status is case.expect, f"expected {case.expect.value}\n{context}"
+
+
+def test_table_covers_every_taxonomy_entry():
+    covered = {c.entry for c in CASES}
+    assert covered == set(range(1, 27)), sorted(set(range(1, 27)) - covered)
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids))
+    for c in CASES:
+        assert c.id.startswith(f"t{c.entry:02d}-"), c.id
+        path = DATA / c.candidate
+        assert path.is_file(), path
+        if c.candidate.startswith(R):
+            text = path.read_text()
+            assert f"taxonomy {c.entry}" in text.split('"""')[1], f"{path.name}: docstring must name entry {c.entry}"
+
+
+@pytest.mark.parametrize("case", _params("cpu"))
+def test_redteam_cpu(cpu_evaluator, case: Case):
+    try:
+        v = cpu_evaluator.evaluate(_problem(case.problem), load_candidate(DATA / case.candidate), CPU_CONFIG)
+    finally:
+        if case.id == "t26-plant-torch-py":
+            shutil.rmtree(PLANT_DIR, ignore_errors=True)
+    _check(case, v)
+
+
+@pytest.mark.parametrize("case", _params("cuda"))
+def test_redteam_cuda(gpu_evaluator, case: Case):
+    v = gpu_evaluator.evaluate(_problem(case.problem), load_candidate(DATA / case.candidate), GPU_CONFIG)
+    _check(case, v)
