@@ -48,14 +48,14 @@ class Forward:
 
     ``buffers``: ``fresh`` (new copies), ``reuse`` (the values are copied into the previous
     call's input tensors: same addresses, new values) or ``moved`` (new copies placed away from
-    the previous call's addresses). ``poison``: fill the allocator's free memory with a NaN
+    the previous call's addresses). ``probes``: fill the allocator's free memory with a NaN
     pattern first (``kbv.integrity.POISON_INT32``), so memory the candidate reads without
-    writing shows up.
+    writing shows up, and return the snapshot, the inputs after the call, aliasing and threads.
     """
 
     inputs: tuple
     buffers: str = "fresh"
-    poison: bool = True
+    probes: bool = True
 
 
 @dataclass(frozen=True)
