@@ -1,16 +1,29 @@
-"""The candidate worker's sandbox: no network (as root on Linux), a fresh working directory."""
+"""The candidate worker's sandbox (taxonomy 26, sandbox tampering): no network, a read-only
+filesystem but for its workdir and build dir, no process outliving it, no secret in its
+environment, and a candidate that kills the reference worker ends as a verdict.
+
+Each probe computes a right ReLU only when the attack failed, so right outputs prove the
+isolation (the static scan may still flag the probe's ``os``/``ctypes`` calls: only the outputs
+are judged here)."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
 import sys
+import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
-from conftest import problem
-from kbv.candidates import load_candidate
+from conftest import ROOT, problem
+from kbv.candidates import build_dir, load_candidate
 from kbv.records import Status
+
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="Linux isolation")
 
 NET_PROBE = '''
 """Returns the right answer only if it can NOT reach a listener on 127.0.0.1:{port}."""
@@ -24,23 +37,144 @@ class ModelNew(nn.Module):
             socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
             return torch.zeros_like(x)  # network reachable: wrong on purpose
         except OSError:
-            return torch.relu(x)
+            return x.clamp(min=0)
 '''
 
-CWD_PROBE = '''
-"""Returns the right answer only if its working directory is a fresh, empty kbv temp dir."""
-import os
+ENV_PROBE = '''
+"""Right only in a fresh, empty kbv temp dir, with no secret in os.environ, /proc/self/environ
+(the environment the process was started with) or any ancestor's /proc/<pid>/environ."""
+import os, sys
 import torch
 import torch.nn as nn
+
+def _ancestors():
+    pid = os.getppid()
+    while pid > 1:
+        yield pid
+        with open(f"/proc/{{pid}}/stat", "rb") as f:
+            pid = int(f.read().rsplit(b")", 1)[1].split()[1])
+
+def _leaks():
+    seen = [" ".join(os.environ.values()).encode()]
+    for pid in ("self", *_ancestors()):
+        try:
+            with open(f"/proc/{{pid}}/environ", "rb") as f:
+                seen.append(f.read())
+        except OSError:
+            pass
+    return any({secret!r}.encode() in s or b"KBV_CACHE_DIR" in s for s in seen)
 
 class ModelNew(nn.Module):
     def forward(self, x):
         here = os.getcwd()
-        # a fresh temp dir (torch may create its own cache folders there, nothing of the caller's)
         ok = os.path.basename(here).startswith("kbv-cand-") and "pyproject.toml" not in os.listdir(here)
-        ok = ok and "" not in __import__("sys").path and "KBV_CACHE_DIR" not in os.environ
-        return torch.relu(x) if ok else torch.zeros_like(x)
+        ok = ok and "" not in sys.path and os.environ["HOME"] == here and not _leaks()
+        return x.clamp(min=0) if ok else torch.zeros_like(x)
 '''
+
+WRITE_PROBE = '''
+"""Right only if it can write its workdir and build dir but nothing else: not kbv's own package,
+not a store file found elsewhere (directly or through /proc/1/root), not $HOME, and it cannot
+remount / read-write."""
+import ctypes, os
+import kbv
+import torch
+import torch.nn as nn
+
+OUTSIDE = {outside!r} + [os.path.join(os.path.dirname(kbv.__file__), "planted_by_candidate.py")]
+
+def _writes(path):
+    try:
+        with open(path, "ab") as f:
+            f.write(b"pwned")
+        return True
+    except OSError:
+        return False
+
+def _escaped():
+    wrote = [p for p in OUTSIDE + ["/proc/1/root" + p for p in OUTSIDE] if _writes(p)]
+    libc = ctypes.CDLL(None, use_errno=True)
+    remounted = libc.mount(None, b"/", None, 0x20 | 0x1000, None) == 0  # MS_REMOUNT | MS_BIND, read-write
+    build = os.path.dirname(os.environ["TORCH_EXTENSIONS_DIR"])
+    inside = _writes(os.path.join(os.getcwd(), "ok")) and _writes(os.path.join(build, "ok"))
+    return bool(wrote) or remounted or not inside
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.zeros_like(x) if _escaped() else x.clamp(min=0)
+'''
+
+ESCAPE_PROBE = '''
+"""Leaves a sleeper that left the worker's session (setsid + double fork, SIGTERM/SIGHUP ignored)
+and writes its pid into the build dir. Right outputs: only its survival is under test."""
+import os, signal, time
+import torch.nn as nn
+
+def _leave_a_sleeper(pidfile):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+            with open(pidfile + ".tmp", "w") as f:
+                f.write(str(os.getpid()))
+            os.rename(pidfile + ".tmp", pidfile)
+            time.sleep(600)
+        os._exit(0)
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        _leave_a_sleeper(os.path.join(os.path.dirname(os.environ["TORCH_EXTENSIONS_DIR"]), "sleeper.pid"))
+
+    def forward(self, x):
+        return x.clamp(min=0)
+'''
+
+KILL_PARENT = '''
+import os, signal
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        os.kill(os.getppid(), signal.SIGKILL)  # the reference worker
+        return x.clamp(min=0)
+'''
+
+RELU = '''
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.clamp(min=0)
+'''
+
+
+def _evaluate(evaluator, config, path: Path, source: str):
+    path.write_text(source)
+    return evaluator.evaluate(problem("level1/1_Small_ReLU.py"), load_candidate(path), config)
+
+
+def _assert_right(v) -> None:
+    """Every judged input set passed: the probe's attack failed (PASS unless a scan flags it)."""
+    judged = [r for r in v.input_sets if not r.dropped]
+    assert judged and all(r.passed for r in judged) and v.status in (Status.PASS, Status.SHORTCUT, Status.HACK), \
+        v.message
+
+
+def _gone(pid: int, timeout: float = 5.0) -> bool:
+    """True once ``pid`` no longer runs (gone or a zombie) within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 @pytest.mark.skipif(sys.platform != "linux" or os.geteuid() != 0, reason="network isolation needs root on Linux")
@@ -50,19 +184,167 @@ def test_candidate_has_no_network(tmp_path, cpu_evaluator, fast_config):
     listener.listen(8)
     port = listener.getsockname()[1]
     try:
-        # reachable from here...
-        socket.create_connection(("127.0.0.1", port), timeout=2).close()
-        cand = tmp_path / "net_probe.py"
-        cand.write_text(NET_PROBE.format(port=port))
-        v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), load_candidate(cand), fast_config)
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()  # reachable from here...
+        v = _evaluate(cpu_evaluator, fast_config, tmp_path / "net_probe.py", NET_PROBE.format(port=port))
     finally:
         listener.close()
-    assert v.status is Status.PASS, v.message  # ...but not from the candidate worker
+    _assert_right(v)  # ...but not from the candidate worker
     assert any("network: isolated" in n for n in v.evidence["sandbox"])
 
 
-def test_candidate_runs_in_a_fresh_directory_with_a_scrubbed_environment(tmp_path, cpu_evaluator, fast_config):
-    cand = tmp_path / "cwd_probe.py"
-    cand.write_text(CWD_PROBE.format())
-    v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), load_candidate(cand), fast_config)
-    assert v.status is Status.PASS, v.message
+@linux_only
+def test_candidate_runs_in_a_fresh_directory_and_sees_no_secret(tmp_path, monkeypatch, fast_config):
+    from kbv.orchestrator import Evaluator
+
+    secret = "sk-kbv-sandbox-test-0123456789"
+    monkeypatch.setenv("KBV_FAKE_API_KEY", secret)  # inherited by the reference worker
+    with Evaluator("cpu") as ev:
+        v = _evaluate(ev, fast_config, tmp_path / "env_probe.py", ENV_PROBE.format(secret=secret))
+    _assert_right(v)
+
+
+@linux_only
+def test_candidate_cannot_write_outside_its_workdir_and_build_dir(tmp_path, cpu_evaluator, fast_config):
+    store = tmp_path / "batch.db"  # a `kbv run` store it could find through /proc/*/cmdline
+    store.write_bytes(b"SQLite format 3\0 verdicts")
+    home = Path.home() / ".kbv-sandbox-probe"
+    planted = ROOT / "src" / "kbv" / "planted_by_candidate.py"
+    try:
+        v = _evaluate(cpu_evaluator, fast_config, tmp_path / "write_probe.py",
+                      WRITE_PROBE.format(outside=[str(store), str(home), str(tmp_path / "new_file")]))
+        assert store.read_bytes() == b"SQLite format 3\0 verdicts"
+        assert not planted.exists() and not home.exists() and not (tmp_path / "new_file").exists()
+    finally:
+        planted.unlink(missing_ok=True)
+        home.unlink(missing_ok=True)
+    _assert_right(v)
+    assert any(n.startswith("filesystem: read-only") for n in v.evidence["sandbox"]), v.evidence["sandbox"]
+
+
+@linux_only
+def test_processes_that_leave_the_session_die_with_the_worker(tmp_path, cpu_evaluator, fast_config):
+    cand = tmp_path / "escape_probe.py"
+    cand.write_text(ESCAPE_PROBE)
+    pidfile = build_dir(load_candidate(cand), "cpu") / "sleeper.pid"
+    pidfile.unlink(missing_ok=True)
+    v = _evaluate(cpu_evaluator, fast_config, cand, ESCAPE_PROBE)
+    pid = int(pidfile.read_text())
+    try:
+        assert _gone(pid), f"sleeper {pid} outlived the evaluation ({v.evidence.get('sandbox')})"
+    finally:
+        if not _gone(pid, 0):
+            os.kill(pid, signal.SIGKILL)
+    _assert_right(v)
+
+
+_SLEEPER = """
+import os, sys, time
+if sys.argv[2] != "None":  # a worker joins its cgroup first thing (kbv.sandbox.apply_sandbox)
+    open(os.path.join(sys.argv[2], "cgroup.procs"), "w").write(str(os.getpid()))
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        open(sys.argv[1] + ".tmp", "w").write(str(os.getpid()))
+        os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+        time.sleep(600)
+    os._exit(0)
+time.sleep(600)
+"""
+
+#: a worker owner: starts a "worker" that leaves a setsid, double-forked sleeper behind
+_OWNER = """
+import os, subprocess, sys, time
+from kbv.sandbox import ProcessJail
+jail = ProcessJail(cgroup=sys.argv[2] == "cgroup")
+worker = subprocess.Popen([sys.executable, "-c", {sleeper!r}, sys.argv[1], str(jail.cgroup)], start_new_session=True,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+jail.watch()
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+print(jail.cgroup, flush=True)
+if jail.cgroup:
+    time.sleep(600)  # the test kills this owner, then sweeps its cgroups from outside
+worker.kill()
+worker.wait()
+print(jail.kill(), flush=True)
+""".format(sleeper=_SLEEPER)
+
+
+def _owner(tmp_path: Path, mode: str) -> tuple[subprocess.Popen, Path]:
+    pidfile = tmp_path / "sleeper.pid"
+    return subprocess.Popen([sys.executable, "-c", _OWNER, str(pidfile), mode], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT / "src")}), pidfile
+
+
+@linux_only
+def test_subreaper_kills_what_left_the_session(tmp_path):
+    """:class:`kbv.sandbox.ProcessJail` without a cgroup (in its own process: it becomes a subreaper)."""
+    owner, pidfile = _owner(tmp_path, "subreaper")
+    out, _ = owner.communicate(timeout=60)
+    pid = int(pidfile.read_text())
+    try:
+        assert out.split() == ["None", "True"] and _gone(pid), f"sleeper {pid} survived: {out}"
+    finally:
+        if not _gone(pid, 0):
+            os.kill(pid, signal.SIGKILL)
+
+
+@linux_only
+def test_cgroup_of_a_dead_owner_is_swept(tmp_path):
+    """A worker owner killed before it could close its workers (a candidate can kill the reference
+    worker): :func:`kbv.sandbox.kill_cgroups` from its parent kills what its workers left."""
+    from kbv.sandbox import kill_cgroups
+
+    owner, pidfile = _owner(tmp_path, "cgroup")
+    cgroup = owner.stdout.readline().strip()
+    pid = int(pidfile.read_text())
+    try:
+        if cgroup == "None":
+            pytest.skip("no writable cgroup v2 hierarchy")
+        owner.kill()
+        owner.wait()
+        assert not _gone(pid, 0.2)  # re-parented away: neither killed nor reaped by the dead owner
+        kill_cgroups(owner.pid)
+        assert _gone(pid) and not os.path.exists(cgroup)
+    finally:
+        owner.kill()
+        owner.communicate()
+        if not _gone(pid, 0):
+            os.kill(pid, signal.SIGKILL)
+
+
+@linux_only
+def test_landlock_leaves_only_the_given_directories_writable(tmp_path):
+    """The non-root fallback of the filesystem isolation, in a separate process."""
+    script = textwrap.dedent(f'''
+        import os
+        from kbv import sandbox
+        if sandbox._libc().syscall(sandbox._LANDLOCK_CREATE_RULESET, None, 0, 1) < 1:
+            raise SystemExit(77)
+        sandbox._prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1)
+        assert sandbox._landlock([{str(tmp_path / "rw")!r}]) is None
+        open({str(tmp_path / "rw" / "ok")!r}, "w").write("ok")
+        open("/dev/null", "w").write("ok")
+        for path in ({str(tmp_path / "ro")!r}, {str(tmp_path / "new")!r}):
+            try:
+                open(path, "w").write("pwned")
+            except PermissionError:
+                continue
+            raise SystemExit(f"wrote {{path}}")
+    ''')
+    (tmp_path / "rw").mkdir()
+    (tmp_path / "ro").write_text("keep")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    if out.returncode == 77:
+        pytest.skip("no Landlock in this kernel")
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "ro").read_text() == "keep" and not (tmp_path / "new").exists()
+    assert (tmp_path / "rw" / "ok").read_text() == "ok"
+
+
+@linux_only
+def test_candidate_that_kills_the_reference_worker_ends_as_a_verdict(tmp_path, cpu_evaluator, fast_config):
+    v = _evaluate(cpu_evaluator, fast_config, tmp_path / "kill_parent.py", KILL_PARENT)
+    assert v.status is Status.CRASH and "SIGKILL" in v.message, v.message
+    _assert_right(_evaluate(cpu_evaluator, fast_config, tmp_path / "relu.py", RELU))  # the evaluator recovered

@@ -3,7 +3,10 @@
 Every call has a timeout. A worker that misses it is killed with its whole process group and the
 call raises :class:`WorkerTimeout`; a worker that dies (signal, early exit, even exit code 0)
 raises :class:`WorkerDied` with the exit code, the signal name and the tail of its log. The
-caller turns both into verdicts (TIMEOUT, CRASH); a batch never dies with a worker.
+caller turns both into verdicts (TIMEOUT, CRASH); a batch never dies with a worker. A candidate
+worker is spawned with the scrubbed environment of :func:`kbv.sandbox.worker_environment`, and
+closing it kills every process it started (:class:`kbv.sandbox.ProcessJail`). A reference worker
+killed by a signal during a verification (a candidate can signal it) answers a CRASH verdict.
 """
 
 from __future__ import annotations
@@ -13,14 +16,17 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from kbv import protocol
-from kbv.candidate_worker import WorkerSetup, candidate_main
+from kbv.candidate_worker import candidate_main
+from kbv.sandbox import ProcessJail, WorkerSetup, kill_cgroups, worker_environment
 
 POLL_S = 0.05
 LOG_TAIL_CHARS = 4000
@@ -80,6 +86,23 @@ def _kill_group(proc: Any) -> None:
     proc.join(timeout=10)
 
 
+_ENVIRON_LOCK = threading.Lock()
+
+
+@contextmanager
+def _environment(env: dict[str, str]):
+    """``os.environ`` is ``env`` inside (a spawned process inherits it at ``start()``)."""
+    with _ENVIRON_LOCK:
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(env)
+        try:
+            yield
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
 def _wait_readable(conn: Connection, proc: Any, timeout: float) -> bool:
     """True when ``conn`` has data (or EOF); False on timeout or when ``proc`` died silently."""
     deadline = time.monotonic() + timeout
@@ -94,18 +117,27 @@ def _wait_readable(conn: Connection, proc: Any, timeout: float) -> bool:
 
 
 class CandidateProcess:
-    """A fresh spawned candidate worker. Use as a context manager; it is always killed on exit."""
+    """A fresh spawned candidate worker. Use as a context manager; on exit it is killed with every
+    process it started, even ones that left its session (:class:`kbv.sandbox.ProcessJail`: this
+    process becomes a child subreaper)."""
 
     def __init__(self, *, device: str, build_dir: Path):
         self.workdir = Path(tempfile.mkdtemp(prefix="kbv-cand-"))
         self.log_path = self.workdir / "worker.log"
+        self.jail = ProcessJail()
         self.setup = WorkerSetup(workdir=str(self.workdir), build_dir=str(build_dir),
-                                 log_path=str(self.log_path), device=device)
+                                 log_path=str(self.log_path), device=device, cgroup=self.jail.cgroup)
         ctx = _ctx()
         self.conn, child = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(target=candidate_main, args=(child, self.setup), daemon=False,
                                 name="kbv-candidate")
-        self.proc.start()
+        try:
+            with _environment(worker_environment(self.setup)):  # /proc/<worker>/environ: no secrets
+                self.proc.start()
+        except BaseException:
+            self.jail.kill()
+            raise
+        self.jail.watch()
         child.close()
 
     def log_tail(self) -> str:
@@ -149,6 +181,7 @@ class CandidateProcess:
                 pass
             self.proc.join(timeout=5)
         _kill_group(self.proc)
+        self.jail.kill()
         self.conn.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -188,21 +221,49 @@ class ReferenceProcess:
         child.close()
 
     def evaluate(self, job: dict, timeout: float) -> ReferenceReply:
-        """Run one verification job (see :func:`kbv.reference_worker.reference_main`)."""
+        """Run one verification job (see :func:`kbv.reference_worker.reference_main`).
+
+        A worker that dies answers an error, except one killed by a signal during a verification:
+        that is a CRASH verdict for the candidate (it can signal its parent). Either way the
+        processes its candidate workers started are killed (:func:`kbv.sandbox.kill_cgroups`).
+        """
         if not self.proc.is_alive():
             return ReferenceReply(error=f"reference worker is not running (exit code {self.proc.exitcode})")
         self.conn.send_bytes(json.dumps(job).encode())
         if not _wait_readable(self.conn, self.proc, timeout):
-            alive = self.proc.is_alive()
-            _kill_group(self.proc)
-            what = f"did not answer within {timeout:g} s" if alive else f"died (exit code {self.proc.exitcode})"
-            return ReferenceReply(error=f"reference worker {what}")
+            if self.proc.is_alive():
+                _kill_group(self.proc)
+                kill_cgroups(self.proc.pid)
+                return ReferenceReply(error=f"reference worker did not answer within {timeout:g} s")
+            return self._died(job)
         try:
             data = json.loads(self.conn.recv_bytes())
         except (EOFError, OSError):
-            self.proc.join(timeout=5)
-            return ReferenceReply(error=f"reference worker died (exit code {self.proc.exitcode})")
+            return self._died(job)
         return ReferenceReply(**data)
+
+    def _died(self, job: dict) -> ReferenceReply:
+        """The worker died during ``job``: a CRASH verdict when a signal killed it while it verified
+        a candidate (which may have sent it), else an error. What the candidate started is killed."""
+        self.proc.join(timeout=5)
+        kill_cgroups(self.proc.pid)
+        code = self.proc.exitcode
+        if job.get("kind") is not None or "candidate" not in job or code is None or code >= 0:
+            return ReferenceReply(error=f"reference worker died (exit code {code})")
+        from kbv.orchestrator import minimal_environment
+        from kbv.records import to_dict
+
+        try:
+            how = signal.Signals(-code).name
+        except ValueError:
+            how = f"signal {-code}"
+        name = Path(job["candidate"]["path"]).name
+        return ReferenceReply(verdict={
+            "status": "CRASH", "problem": job["problem"], "candidate": job["candidate"], "config": job["config"],
+            "message": f"{name}: the reference worker was killed by {how} while it verified this candidate "
+                       "(taxonomy 26: a candidate can signal it)",
+            "environment": to_dict(minimal_environment(self.device)),
+            "evidence": {"phase": "reference worker", "reference_exitcode": code}})
 
     def close(self) -> None:
         if self.proc.is_alive():
@@ -214,6 +275,7 @@ class ReferenceProcess:
         if self.proc.is_alive():
             self.proc.kill()
             self.proc.join(timeout=5)
+        kill_cgroups(self.proc.pid)
         self.conn.close()
 
     def __enter__(self) -> "ReferenceProcess":
