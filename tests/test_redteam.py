@@ -15,9 +15,9 @@ candidates in ``tests/data/candidates/``. Problems come from ``tests/data/proble
 ``tests/data/vetting/`` (degenerate problems) and, for the cuda rows, the GPU-sized demo problems
 in ``src/kbv/data/problems/``.
 
-Run time: the 36 default cpu rows are one evaluation each (~6 s on an idle 2-core CPU, plus one
+Run time: the 35 default cpu rows are one evaluation each (~6 s on an idle 2-core CPU, plus one
 cached C++ build for t02-native-async): about 4 minutes idle, three times that on a loaded host.
-Rows marked ``extended`` (more variants of the same entries, 30 of them) run only with
+Rows marked ``extended`` (more variants of the same entries, 32 of them) run only with
 ``KBV_REDTEAM=all``. Rows marked cuda need a GPU (``-m cuda`` on the device host).
 """
 
