@@ -292,7 +292,7 @@ def test_subreaper_kills_what_left_the_session(tmp_path):
 @linux_only
 def test_cgroup_of_a_dead_owner_is_swept(tmp_path):
     """A worker owner killed before it could close its workers (a candidate can kill the reference
-    worker): :func:`kbv.sandbox.kill_cgroups` from its parent kills what its workers left."""
+    worker, or the orchestrator): :func:`kbv.sandbox.kill_cgroups` kills what its workers left."""
     from kbv.sandbox import kill_cgroups
 
     owner, pidfile = _owner(tmp_path, "cgroup")
@@ -304,7 +304,7 @@ def test_cgroup_of_a_dead_owner_is_swept(tmp_path):
         owner.kill()
         owner.wait()
         assert not _gone(pid, 0.2)  # re-parented away: neither killed nor reaped by the dead owner
-        kill_cgroups(owner.pid)
+        kill_cgroups()  # every dead owner's (ReferenceProcess names its worker's pid)
         assert _gone(pid) and not os.path.exists(cgroup)
     finally:
         owner.kill()

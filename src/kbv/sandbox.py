@@ -366,16 +366,20 @@ def _kill_cgroup(path: str, timeout: float = 10.0) -> bool:
             time.sleep(0.02)
 
 
-def kill_cgroups(owner_pid: int) -> None:
-    """Kill and remove the cgroups a :class:`ProcessJail` made in process ``owner_pid`` (a worker
-    owner that died before it could close them), looked up next to this process's own cgroup."""
+def kill_cgroups(owner_pid: int | None = None) -> None:
+    """Kill and remove the cgroups :class:`ProcessJail` made in process ``owner_pid`` (a worker
+    owner that died before it could close them), or by default in every process that no longer
+    exists; looked up next to this process's own cgroup."""
     base = _own_cgroup()
     try:
-        names = [n for n in os.listdir(base) if n.startswith(f"kbv-{owner_pid}-")] if base else []
+        names = os.listdir(base) if base else []
     except OSError:
         return
     for name in names:
-        _kill_cgroup(os.path.join(base, name))
+        owner = re.fullmatch(r"kbv-(\d+)-\d+", name)
+        if owner and (int(owner[1]) == owner_pid if owner_pid is not None
+                      else not os.path.exists(f"/proc/{owner[1]}")):
+            _kill_cgroup(os.path.join(base, name))
 
 
 class ProcessJail:
@@ -383,7 +387,8 @@ class ProcessJail:
 
     On Linux it makes a cgroup v2 ``kbv-<pid>-<n>`` next to this process's own cgroup when the
     hierarchy is writable (the worker joins it in :func:`apply_sandbox`; ``cgroup.kill`` reaches
-    processes that left the session and were re-parented anywhere). In every case this process
+    processes that left the session and were re-parented anywhere), after killing those of owners
+    that no longer exist. In every case this process
     becomes a child subreaper (``PR_SET_CHILD_SUBREAPER``): orphans of its descendants are
     re-parented to it, and :meth:`kill` SIGKILLs and reaps each child it did not have when the
     worker started (:meth:`watch`). Both do nothing elsewhere.
@@ -400,6 +405,7 @@ class ProcessJail:
         _prctl(PR_SET_CHILD_SUBREAPER, 1)
         base = _own_cgroup() if cgroup else None
         if base is not None:
+            kill_cgroups()  # left by owners that died with their orchestrator
             path = os.path.join(base, f"kbv-{os.getpid()}-{next(self._serial)}")
             try:
                 os.mkdir(path)
