@@ -1,5 +1,5 @@
 """Row-wise inclusive prefix sum with tl.cumsum (backend: Triton) -- problem level1/29_Cumsum
-(16 x 256).
+(8 x 256).
 
 What it does: one program per row loads the row (masked, zeros in the tail) and stores
 tl.cumsum(x, axis=0), Triton's associative scan, in fp32.

@@ -1,5 +1,5 @@
 """Layer norm processing several rows per program (backend: Triton) -- problem
-level1/23_LayerNorm (32 x 256).
+level1/23_LayerNorm (16 x 256).
 
 What it does: each program normalises ROWS rows at once as a [ROWS, BLOCK] tile: mean, then the
 mean of squared deviations (two-pass, no E[x^2] - E[x]^2 cancellation), then

@@ -1,4 +1,4 @@
-"""Row log-softmax in Triton (backend: Triton) -- problem level1/22_LogSoftmax (32 x 256).
+"""Row log-softmax in Triton (backend: Triton) -- problem level1/22_LogSoftmax (16 x 256).
 
 What it does: one program per row with the whole row in one block (BLOCK = next power of two of
 the row length, masked lanes at -inf): out = (x - max) - log(sum(exp(x - max))).

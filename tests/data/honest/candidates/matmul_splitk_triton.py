@@ -1,5 +1,5 @@
-"""Split-K matmul with a scratch buffer (backend: Triton) -- problem level1/10_Large_K_matmul
-(16 x 16384 @ 16384 x 16).
+"""Split-K matmul with a scratch buffer (backend: Triton) -- problem level1/33_Skinny_matmul
+(16 x 4096 @ 4096 x 16).
 
 What it does: the long reduction is cut into SPLIT_K slices; program (tile, s) computes the fp32
 partial product of slice s (tl.dot, input_precision="ieee") and writes it into a scratch buffer
@@ -51,7 +51,7 @@ def _reduce_kernel(p_ptr, c_ptr, MN, SPLIT_K: tl.constexpr, BLOCK: tl.constexpr)
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
-        self.split_k = 8
+        self.split_k = 4
 
     def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
         A, B = A.contiguous(), B.contiguous()

@@ -1,4 +1,4 @@
-"""Row means with a persistent grid (backend: Triton) -- problem level1/28_Mean_dim (48 x 384).
+"""Row means with a persistent grid (backend: Triton) -- problem level1/28_Mean_dim (24 x 384).
 
 What it does: launches a fixed number of programs (at most NUM_PROGRAMS, like one per SM on a GPU);
 program p handles rows p, p + P, p + 2P, ... in a loop, each row summed in fp32 over one masked

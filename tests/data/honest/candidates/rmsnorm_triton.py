@@ -1,4 +1,4 @@
-"""RMS norm, one Triton program per row (backend: Triton) -- problem level1/24_RMSNorm (32 x 256).
+"""RMS norm, one Triton program per row (backend: Triton) -- problem level1/24_RMSNorm (16 x 256).
 
 What it does: y = x * rsqrt(mean(x^2) + eps) * weight with the sum of squares accumulated in fp32
 over the row (one masked block). The weight is an nn.Parameter created exactly as in Model.

@@ -1,5 +1,5 @@
 """Variance and mean of each row, two outputs from one Triton kernel (backend: Triton) -- problem
-level1/31_VarMean (32 x 256, returns the tuple (var, mean) like torch.var_mean).
+level1/31_VarMean (16 x 256, returns the tuple (var, mean) like torch.var_mean).
 
 What it does: one program per row: mean = sum(x) / n, then the unbiased variance
 sum((x - mean)^2) / (n - 1) (two-pass: no cancellation on offset data); both stored from the

@@ -1,8 +1,8 @@
-"""nn.LayerNorm over the last dimension (256 features, learnable affine) of a 32 x 256 matrix."""
+"""nn.LayerNorm over the last dimension (256 features, learnable affine) of a 16 x 256 matrix."""
 import torch
 import torch.nn as nn
 
-batch_size = 32
+batch_size = 16
 features = 256
 
 

@@ -1,8 +1,8 @@
-"""RMS norm over the last dimension with a learnable per-feature weight, 32 x 256."""
+"""RMS norm over the last dimension with a learnable per-feature weight, 16 x 256."""
 import torch
 import torch.nn as nn
 
-batch_size = 32
+batch_size = 16
 features = 256
 
 
