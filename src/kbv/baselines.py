@@ -21,25 +21,56 @@ import torch
 BASELINES = ("eager-fp32", "eager-tf32")
 
 
+#: the per-backend ``fp32_precision`` switches of PyTorch's newer TF32 API (under ``torch.backends``).
+#: Once a candidate sets one, PyTorch refuses to read the legacy switches ("mix of the legacy and
+#: new APIs"), so both are snapshotted and :func:`apply_flags` resets the new ones first.
+NEW_API = ("fp32_precision", "cuda.matmul.fp32_precision", "cudnn.fp32_precision", "cudnn.conv.fp32_precision",
+           "cudnn.rnn.fp32_precision", "mkldnn.fp32_precision", "mkldnn.matmul.fp32_precision",
+           "mkldnn.conv.fp32_precision", "mkldnn.rnn.fp32_precision")
+UNREADABLE = "<unreadable: legacy and new TF32 APIs mixed>"
+
+
+def _new_api(name: str) -> tuple[Any, str] | None:
+    obj = torch.backends
+    *path, last = name.split(".")
+    for part in path:
+        obj = getattr(obj, part, None)
+    if obj is None or not hasattr(obj, last):
+        return None
+    return obj, last
+
+
+def _read(fn: Any) -> Any:
+    try:
+        return fn()
+    except RuntimeError:
+        return UNREADABLE
+
+
 def numeric_flags() -> dict[str, Any]:
-    """Snapshot of every global switch that changes float results or kernel choice."""
-    return {
-        "cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-        "cuda.matmul.allow_fp16_reduced_precision_reduction":
-            torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-        "cuda.matmul.allow_bf16_reduced_precision_reduction":
-            torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+    """Snapshot of every global switch that changes float results or kernel choice (legacy
+    switches that cannot be read any more read as :data:`UNREADABLE`)."""
+    m = torch.backends.cuda.matmul
+    flags = {
+        "cuda.matmul.allow_tf32": _read(lambda: m.allow_tf32),
+        "cuda.matmul.allow_fp16_reduced_precision_reduction": _read(lambda: m.allow_fp16_reduced_precision_reduction),
+        "cuda.matmul.allow_bf16_reduced_precision_reduction": _read(lambda: m.allow_bf16_reduced_precision_reduction),
+        "cudnn.allow_tf32": _read(lambda: torch.backends.cudnn.allow_tf32),
         "cudnn.enabled": torch.backends.cudnn.enabled,
         "cudnn.benchmark": torch.backends.cudnn.benchmark,
         "cudnn.deterministic": torch.backends.cudnn.deterministic,
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "float32_matmul_precision": _read(torch.get_float32_matmul_precision),
         "default_dtype": str(torch.get_default_dtype()),
         "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
         "autocast.cpu": torch.is_autocast_enabled("cpu"),
         "autocast.cuda": torch.is_autocast_enabled("cuda"),
         "grad_enabled": torch.is_grad_enabled(),
     }
+    for name in NEW_API:
+        where = _new_api(name)
+        if where is not None:
+            flags[f"backends.{name}"] = _read(lambda: getattr(*where))
+    return flags
 
 
 def flags_for(baseline: str) -> dict[str, Any]:
@@ -69,7 +100,16 @@ def flags_for(baseline: str) -> dict[str, Any]:
 
 
 def apply_flags(flags: dict[str, Any]) -> None:
-    """Set every switch in ``flags`` (a dict as returned by :func:`numeric_flags`)."""
+    """Set every switch in ``flags`` (a dict as returned by :func:`flags_for`): the new-API
+    ``fp32_precision`` switches are first reset to ``none`` (defer to the legacy ones), then the
+    legacy switches are set."""
+    for name in NEW_API:
+        where = _new_api(name)
+        if where is not None:
+            try:
+                setattr(*where, "none")
+            except (RuntimeError, ValueError, AttributeError):
+                pass
     # set_float32_matmul_precision also drives cuda.matmul.allow_tf32: set it first.
     torch.set_float32_matmul_precision(flags["float32_matmul_precision"])
     torch.backends.cuda.matmul.allow_tf32 = flags["cuda.matmul.allow_tf32"]
@@ -89,6 +129,7 @@ def apply_flags(flags: dict[str, Any]) -> None:
 
 
 def flag_changes(expected: dict[str, Any]) -> list[str]:
-    """Human-readable ``name: expected -> now`` for each switch that differs from ``expected``."""
+    """Human-readable ``name: expected -> now`` for each switch in ``expected`` that differs now
+    (pass a :func:`numeric_flags` snapshot taken after :func:`apply_flags` to cover every switch)."""
     now = numeric_flags()
     return [f"{k}: {expected[k]!r} -> {now[k]!r}" for k in expected if now.get(k) != expected[k]]

@@ -14,6 +14,7 @@ outputs, times and allocator figures.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import sys
@@ -40,7 +41,9 @@ class _Server:
         import torch
 
         # harness modules are imported before any candidate code: timing captures its callables now
-        from kbv import baselines, inputs, integrity, memory, protocol, timing  # noqa: F401
+        from kbv import baselines, inputs, integrity, memory, profiling, protocol, timing  # noqa: F401
+        import multiprocessing.connection as mpc
+        import multiprocessing.reduction as mpr
 
         self.torch = torch
         self.integrity = integrity
@@ -63,6 +66,21 @@ class _Server:
         self.last_args: list | None = None  #: the previous forward's inputs (``reuse`` buffers).
         self.last_sizes: list[int] = []  #: bytes of the previous call's tensors (cpu poisoning).
         self._warm_runtime()
+        # every harness callable, the clocks and the reply path, as they are before the candidate
+        # loads: checked (and put back) before every reply, taxonomy 4/24/25
+        self.guard = integrity.HarnessGuard(
+            [baselines, inputs, integrity, memory, profiling, protocol, timing, sys.modules[__name__]],
+            [(time, "perf_counter", "time.perf_counter"), (time, "monotonic", "time.monotonic"),
+             (torch.cuda, "synchronize", "torch.cuda.synchronize"), (torch.cuda, "Event", "torch.cuda.Event"),
+             (torch.cuda.Event, "record", "torch.cuda.Event.record"),
+             (torch.cuda.Event, "elapsed_time", "torch.cuda.Event.elapsed_time"),
+             (torch.Tensor, "clone", "torch.Tensor.clone"),
+             (mpc.Connection, "send_bytes", "Connection.send_bytes"),
+             (mpc.Connection, "_send_bytes", "Connection._send_bytes"), (mpc.Connection, "_send", "Connection._send"),
+             (mpr.ForkingPickler, "dumps", "ForkingPickler.dumps"), (mpr.ForkingPickler, "__init__", "ForkingPickler.__init__")])
+        self.writes: list[str] = []  #: writes outside the sandbox seen by the audit hook (taxonomy 26).
+        integrity.watch_writes([setup.workdir, setup.build_dir, "/dev/shm", "/dev/null"], self.writes)
+        self._reported_writes = 0
 
     def _warm_runtime(self) -> None:
         """Start torch's own threads (intra-op pool, CUDA driver) before the thread baseline."""
@@ -86,14 +104,15 @@ class _Server:
     def _check_flags(self) -> tuple:
         changes = tuple(self.baselines.flag_changes(self.flags))
         if changes:
-            self.baselines.apply_flags(self.flags)
+            self.baselines.apply_flags(self.base_flags)
         return changes
 
     # requests --------------------------------------------------------------------------------
     def load(self, req: Any) -> Any:
         torch = self.torch
-        self.flags = dict(req.flags)
-        self.baselines.apply_flags(self.flags)
+        self.base_flags = dict(req.flags)
+        self.baselines.apply_flags(self.base_flags)
+        self.flags = self.baselines.numeric_flags()  # every switch, new TF32 API included
         t0 = time.perf_counter()
         spec = importlib.util.spec_from_file_location(req.module_name, req.candidate_path)
         if spec is None or spec.loader is None:
@@ -181,7 +200,7 @@ class _Server:
         self.last_sizes = [t.numel() * t.element_size() for t in (*tensors, *args) if type(t) is torch.Tensor]
         changes = self._check_flags()
         return self.protocol.Outputs(tensors=tensors, structure=structure, flag_changes=changes,
-                                     snapshot=snapshot,
+                                     snapshot=snapshot, exact=tuple(type(t) is torch.Tensor for t in tensors),
                                      inputs_after=tuple(a for a in args if type(a) is torch.Tensor),
                                      aliases=aliases, new_threads=len(new))
 
@@ -191,17 +210,14 @@ class _Server:
         return self.protocol.Times(times_ms=(), clock="none")
 
     def _tampering(self) -> tuple:
-        """Harness objects the candidate replaced since load (taxonomy 4): reported as flag changes."""
-        t = self.timing
-        found = [f"harness patched: {name}" for name in t.captured_changed()]
-        if t.time_calls is not self._time_calls:
-            found.append("harness patched: kbv.timing.time_calls")
-        if (self._time_calls.__code__ is not self._time_calls_code
-                or self._time_calls.__kwdefaults__ != self._kw_defaults):
-            found.append("harness patched: kbv.timing.time_calls internals")
-            self._time_calls.__code__ = self._time_calls_code
-            self._time_calls.__kwdefaults__ = self._kw_defaults
-        return tuple(found)
+        """Harness objects the candidate replaced since load (taxonomy 4), each put back, and new
+        writes outside the sandbox (taxonomy 26): reported as flag changes."""
+        found = [f"harness patched: {name}" for name in self.timing.captured_changed()]
+        found += [f"harness patched: {name}" for name in self.guard.check()]
+        new = self.writes[self._reported_writes:]
+        self._reported_writes = len(self.writes)
+        found += [f"sandbox: {w}" for w in new]
+        return tuple(dict.fromkeys(found))
 
     def time(self, req: Any) -> Any:
         tampered = self._tampering()
@@ -269,6 +285,15 @@ class _Server:
                 reply = p.Failed(phase=phase, error_type=type(exc).__name__, message=str(exc)[:4000],
                                  traceback="".join(traceback.format_exception(exc))[-8000:])
                 traceback.print_exc()
+            tampered = self._tampering()  # also restores the reply path before it is used
+            if tampered:
+                if hasattr(reply, "flag_changes"):
+                    reply = dataclasses.replace(reply, flag_changes=tuple(reply.flag_changes) + tampered)
+                else:
+                    self._held = getattr(self, "_held", ()) + tampered
+            elif getattr(self, "_held", ()) and hasattr(reply, "flag_changes"):
+                reply = dataclasses.replace(reply, flag_changes=tuple(reply.flag_changes) + self._held)
+                self._held = ()
             p.send(self.conn, reply)
             del reply
 

@@ -192,3 +192,122 @@ def ordered(findings: Iterable[Finding]) -> tuple[Finding, ...]:
             seen.add(key)
             out.append(f)
     return tuple(sorted(out, key=lambda f: rank[f.severity]))
+
+
+# Harness identity (worker side) ------------------------------------------------------------------
+
+def _lookup(owner: Any, attr: str) -> Any:
+    """``owner.attr`` without binding: a class's own namespace (then its bases), else getattr."""
+    if isinstance(owner, type):
+        for klass in owner.__mro__:
+            if attr in vars(klass):
+                return vars(klass)[attr]
+        return None
+    return getattr(owner, attr, None)
+
+
+class HarnessGuard:
+    """Identities of the harness's callables, taken before any candidate code runs.
+
+    Covers every function and class (and the functions in each class's namespace) defined in
+    the given modules, plus named attributes of other objects (``time.perf_counter``, CUDA
+    events, the pipe's ``send_bytes``...). For a function the object, its ``__code__`` and
+    copies of its ``__defaults__`` / ``__kwdefaults__`` are kept, so an in-place edit of a
+    defaults dict is seen too. :meth:`check` lists what changed and puts the originals back
+    (taxonomy 4/24/25): the worker calls it before every reply, so the reply itself goes out
+    through unpatched code.
+    """
+
+    def __init__(self, modules: Iterable[Any], attributes: Iterable[tuple[Any, str, str]] = ()):
+        self._entries: list[tuple[str, Any, str, Any, tuple]] = []
+        for m in modules:
+            prefix = m.__name__
+            for name, obj in list(vars(m).items()):
+                if getattr(obj, "__module__", None) != m.__name__:
+                    continue
+                if isinstance(obj, type):
+                    self._add(f"{prefix}.{name}", m, name, obj)
+                    for attr, member in list(vars(obj).items()):
+                        if callable(member) and hasattr(member, "__code__"):
+                            self._add(f"{prefix}.{name}.{attr}", obj, attr, member)
+                elif callable(obj):
+                    self._add(f"{prefix}.{name}", m, name, obj)
+        for owner, attr, label in attributes:
+            obj = _lookup(owner, attr)
+            if obj is not None:
+                self._add(label, owner, attr, obj)
+
+    def _add(self, label: str, owner: Any, attr: str, obj: Any) -> None:
+        code = getattr(obj, "__code__", None)
+        state = (code, getattr(obj, "__defaults__", None), dict(getattr(obj, "__kwdefaults__", None) or {}))
+        self._entries.append((label, owner, attr, obj, state))
+
+    def check(self) -> list[str]:
+        """Labels of the entries that changed since construction; each is restored."""
+        changed = []
+        for label, owner, attr, obj, (code, defaults, kwdefaults) in self._entries:
+            if _lookup(owner, attr) is not obj:
+                changed.append(label)
+                try:
+                    setattr(owner, attr, obj)
+                except (AttributeError, TypeError):
+                    pass
+            if code is not None:
+                kw = getattr(obj, "__kwdefaults__", None) or {}
+                if (obj.__code__ is not code or obj.__defaults__ is not defaults and obj.__defaults__ != defaults
+                        or kw.keys() != kwdefaults.keys() or any(kw[k] is not v for k, v in kwdefaults.items())):
+                    changed.append(f"{label} internals")
+                    try:
+                        obj.__code__ = code
+                        obj.__defaults__ = defaults
+                        obj.__kwdefaults__ = dict(kwdefaults) or None
+                    except (AttributeError, TypeError, ValueError):
+                        pass
+        return changed
+
+
+# Writes outside the sandbox (worker side) --------------------------------------------------------
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+_WRITE_EVENTS = {"os.mkdir", "os.remove", "os.rename", "os.rmdir", "os.symlink", "os.link", "os.truncate",
+                 "os.chmod", "os.chown", "shutil.rmtree", "shutil.move", "shutil.copyfile"}
+
+
+def watch_writes(allowed: Sequence[str], log: list) -> None:
+    """Install an audit hook (``sys.addaudithook``; it cannot be removed) that appends to ``log``
+    every Python-level write outside the ``allowed`` directories: opening a file for writing,
+    mkdir, remove, rename, symlink, chmod... (taxonomy 26). The worker reports the log; the trusted
+    side turns any entry into a HACK finding. Writes from native code are not seen; the read-only
+    filesystem view of :mod:`kbv.sandbox` stops those.
+    """
+    import sys
+
+    roots = tuple(os.path.realpath(a) for a in allowed)
+
+    def outside(path: Any) -> str | None:
+        if isinstance(path, int) or path is None:
+            return None
+        try:
+            p = os.path.realpath(os.fsdecode(path))
+        except (TypeError, ValueError):
+            return None
+        if any(p == r or p.startswith(r + os.sep) for r in roots):
+            return None
+        return p
+
+    def hook(event: str, args: tuple) -> None:
+        if len(log) >= 50:
+            return
+        if event == "open" and len(args) >= 3:
+            path, mode, flags = args[0], args[1], args[2]
+            writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                mode is None and isinstance(flags, int) and flags & _WRITE_FLAGS)
+            where = outside(path) if writes else None
+            if where:
+                log.append(f"open for writing: {where}")
+        elif event in _WRITE_EVENTS and args:
+            where = outside(args[0])
+            if where:
+                log.append(f"{event}: {where}")
+
+    sys.addaudithook(hook)

@@ -124,6 +124,7 @@ class Outputs:
     inputs_after: tuple = ()  #: the worker's input tensors after the call (mutation check).
     aliases: tuple = ()  #: (output index, input index) pairs whose storages overlap.
     new_threads: int = 0  #: threads alive after the call that were not before it.
+    exact: tuple = ()  #: per output: ``type(out) is torch.Tensor`` as forward returned it (before pickling).
 
 
 @dataclass(frozen=True)

@@ -163,7 +163,7 @@ class _Scanner(ast.NodeVisitor):
             self.add(node, "gc-walk", 13, Severity.HACK, f"calls {name}(): searches live objects")
         if name in ("torch.compile", "torch.jit.script", "torch.jit.trace") or last == "compile" and root == "torch":
             self.add(node, "torch-compile", 15, Severity.SHORTCUT, f"calls {name}(): the compiler, not a kernel")
-        if last in ("Stream", "ExternalStream") and root in ("torch", "cuda"):
+        if last in ("Stream", "ExternalStream", "default_stream", "stream", "set_stream") and root in ("torch", "cuda"):
             self.add(node, "side-stream", 1, Severity.WARNING, f"creates a stream: {name}()")
         if last in _FLAG_CALLS or name.startswith("torch.autocast") or name.startswith("torch.cuda.amp.autocast"):
             self.add(node, "global-flag", 18, Severity.WARNING, f"changes a global numeric setting: {name}()")
@@ -178,11 +178,15 @@ class _Scanner(ast.NodeVisitor):
             self.add(node, "early-exit", 24, Severity.HACK, f"calls {name}(): ends the worker itself")
         if name in ("os.putenv", "os.environ.update", "os.environ.setdefault"):
             self.add(node, "env-edit", 26, Severity.WARNING, f"edits the environment: {name}()")
-        if name in ("torch.manual_seed", "torch.seed", "random.seed", "np.random.seed", "numpy.random.seed"):
+        if name in ("torch.manual_seed", "torch.seed", "random.seed", "np.random.seed", "numpy.random.seed") or \
+                last in ("manual_seed", "set_rng_state", "set_state") and isinstance(node.func, ast.Attribute):
             self.add(node, "seeding", 22, Severity.WARNING, f"calls {name}(): reseeding the RNG")
         if last in ("load_inline", "load", "compile_inline"):
             for kw in node.keywords:
                 self._scan_source(kw.value)
+        if self.in_forward and (last == "data_ptr" and isinstance(node.func, ast.Attribute) or name == "id"):
+            self.add(node, "identity-key", 11, Severity.WARNING,
+                     f"forward reads {name}(): keys on tensor identity (output caching?)")
         if self.in_forward and root in _TORCH_ROOTS and last in TORCH_COMPUTE:
             self.add(node, "torch-compute", 15, Severity.WARNING, f"forward calls {name}()")
         if self.in_forward and isinstance(node.func, ast.Attribute) and last in TORCH_COMPUTE and \
@@ -225,6 +229,8 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr == "_version" and self.in_forward:
+            self.add(node, "identity-key", 11, Severity.WARNING, "forward reads ._version: keys on tensor identity")
         if node.attr in ("f_back", "f_globals", "f_locals", "tb_frame"):
             self.add(node, "frame-walk", 13, Severity.HACK, f"reads .{node.attr}: walks frames")
         self.generic_visit(node)

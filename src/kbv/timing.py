@@ -205,26 +205,13 @@ COPY_BYTES = 1 << 30
 _BANDWIDTH: dict = {}
 
 
-def copy_bandwidth(device: torch.device | str) -> float:
-    """Device-to-device copy bandwidth of ``device`` in bytes/s (bytes read + bytes written per
-    second, median of 10 copies of 1 GiB timed with CUDA events).
-
-    Measured once per device name, driver and torch version and cached in
-    ``<kbv cache>/bandwidth.json`` (``$KBV_CACHE_DIR``, see :func:`kbv.candidates.cache_root`),
-    so the roofline floor of taxonomy entry 7 costs nothing after the first verification.
-
-    Raises:
-        ValueError: ``device`` is not a cuda device.
-    """
+def _cached_rate(device: torch.device, what: str, measure: Callable[[], float]) -> float:
     import json
 
     from kbv.candidates import cache_root
     from kbv.environment import _driver_version
 
-    device = torch.device(device)
-    if device.type != "cuda":
-        raise ValueError("copy_bandwidth needs a cuda device")
-    key = f"{torch.cuda.get_device_name(device)}|{_driver_version()}|{torch.__version__}"
+    key = f"{what}|{torch.cuda.get_device_name(device)}|{_driver_version()}|{torch.__version__}"
     if key in _BANDWIDTH:
         return _BANDWIDTH[key]
     path = cache_root() / "bandwidth.json"
@@ -233,22 +220,7 @@ def copy_bandwidth(device: torch.device | str) -> float:
     except (OSError, ValueError):
         cached = {}
     if key not in cached:
-        n = min(COPY_BYTES, torch.cuda.mem_get_info(device)[0] // 8) // 4
-        src = torch.ones(n, dtype=torch.float32, device=device)
-        dst = torch.empty_like(src)
-        times = []
-        for i in range(12):
-            s, e = _Event(enable_timing=True), _Event(enable_timing=True)
-            _event_record(s)
-            dst.copy_(src)
-            _event_record(e)
-            _cuda_sync(device)
-            if i >= 2:
-                times.append(float(_event_elapsed(s, e)))
-        times.sort()
-        median_ms = times[len(times) // 2]
-        cached[key] = 2 * n * 4 / (median_ms / 1e3)
-        del src, dst
+        cached[key] = measure()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(cached, indent=1))
@@ -256,3 +228,69 @@ def copy_bandwidth(device: torch.device | str) -> float:
             pass
     _BANDWIDTH[key] = float(cached[key])
     return _BANDWIDTH[key]
+
+
+def _median_event_ms(device: torch.device, fn: Callable[[], object], reps: int = 12) -> float:
+    times = []
+    for i in range(reps):
+        s, e = _Event(enable_timing=True), _Event(enable_timing=True)
+        _event_record(s)
+        fn()
+        _event_record(e)
+        _cuda_sync(device)
+        if i >= 2:
+            times.append(float(_event_elapsed(s, e)))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def copy_bandwidth(device: torch.device | str) -> float:
+    """Device-to-device copy bandwidth of ``device`` in bytes/s (bytes read + bytes written per
+    second, median of 10 copies of up to 1 GiB timed with CUDA events).
+
+    Measured once per device name, driver and torch version and cached in
+    ``<kbv cache>/bandwidth.json`` (``$KBV_CACHE_DIR``, see :func:`kbv.candidates.cache_root`),
+    so the roofline floor of taxonomy entry 7 costs nothing after the first verification.
+
+    Raises:
+        ValueError: ``device`` is not a cuda device.
+    """
+    device = torch.device(device)
+    if device.type != "cuda":
+        raise ValueError("copy_bandwidth needs a cuda device")
+
+    def measure() -> float:
+        n = min(COPY_BYTES, torch.cuda.mem_get_info(device)[0] // 8) // 4
+        src = torch.ones(n, dtype=torch.float32, device=device)
+        dst = torch.empty_like(src)
+        ms = _median_event_ms(device, lambda: dst.copy_(src))
+        return 2 * n * 4 / (ms / 1e3)
+
+    return _cached_rate(device, "copy", measure)
+
+
+def matmul_rate(device: torch.device | str) -> float:
+    """Float32 matmul throughput of ``device`` with TF32 tensor cores on, in flop/s (an
+    8192³ ``torch.mm``, median of 10, 2·n³ flops each); cached like :func:`copy_bandwidth`.
+    The fastest a correct fp32 candidate can run under the kbv policy, which admits TF32.
+
+    Raises:
+        ValueError: ``device`` is not a cuda device.
+    """
+    device = torch.device(device)
+    if device.type != "cuda":
+        raise ValueError("matmul_rate needs a cuda device")
+
+    def measure() -> float:
+        n = 8192
+        a = torch.rand(n, n, device=device)
+        b = torch.rand(n, n, device=device)
+        saved = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            ms = _median_event_ms(device, lambda: torch.mm(a, b))
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = saved
+        return 2 * n ** 3 / (ms / 1e3)
+
+    return _cached_rate(device, "tf32-mm", measure)

@@ -308,6 +308,11 @@ class Verification:
             outs.append(t.clone())  # own copy: the candidate keeps no handle on what is judged
         self._last_structure = reply.structure
         if probes:
+            lazy = [k for k, exact in enumerate(reply.exact) if not exact]
+            if lazy:
+                self._found("probe:output-type", (3,), Severity.HACK,
+                            f"forward returned output(s) {lazy} as a Tensor subclass or proxy, not a torch.Tensor "
+                            "(serialised into a plain tensor on the way out: a lazy output)")
             self._probe_call(reply, outs, args, ref, label)
         del reply
         return outs
@@ -321,10 +326,11 @@ class Verification:
                 self._found("probe:stale-memory", (9, 10), Severity.HACK,
                             f"output {k}{where}: {n} of {o.numel()} element(s) hold the NaN pattern kbv wrote "
                             "into free memory before the call (returned memory it never wrote)")
-            if ig.has_zero_stride(o) and not rp.zero_strides:
+            sent = reply.tensors[k]  # as the worker returned it: the trusted copy is contiguous
+            if ig.has_zero_stride(sent) and not rp.zero_strides:
                 self._found("probe:zero-stride", (8,), Severity.HACK,
-                            f"output {k}{where} has a zero stride {tuple(o.stride())}: one value expanded over shape "
-                            f"{tuple(o.shape)}")
+                            f"output {k}{where} has a zero stride {tuple(sent.stride())}: one value expanded over "
+                            f"shape {tuple(sent.shape)}")
         if reply.aliases and not rp.aliases_inputs:
             pairs = ", ".join(f"output {i} ↔ input {j}" for i, j in reply.aliases[:4])
             self._found("probe:output-alias", (8,), Severity.HACK,
@@ -503,7 +509,18 @@ class Verification:
             self._found("probe:repeatability", (10,), Severity.WARNING,
                         f"the same inputs ({last.name}) gave bitwise different outputs at new addresses "
                         "(non-deterministic reductions, or uninitialised reads)")
-        self.state.evidence["cache_probes"] = ["probe-same-address", "probe-new-address"]
+        # a few elements replaced in place (values from another draw, so inside the problem's
+        # domain): a cache keyed by a sample or a cheap hash of the inputs returns a stale answer
+        seed = inp.secret_seed()
+        other = inp.draw(get_inputs, seed)
+        mixed = inp.InputSet("probe-perturbed", InputKind.NOMINAL, f"values of {last.name} with ~1% of elements "
+                             "replaced, in the previous call's buffers", seed, _perturbed(last.args, other, seed))
+        r = self._check_set(worker, mixed, buffers="reuse")
+        if r.passed is False:
+            self._found("probe:cache-perturbed", (11,), Severity.HACK,
+                        f"wrong when ~1% of the input elements change in place: {r.fault} (a cache keyed by a "
+                        "sample or hash of the inputs)")
+        self.state.evidence["cache_probes"] = ["probe-same-address", "probe-new-address", "probe-perturbed"]
 
     def _correctness(self, worker: CandidateProcess) -> None:
         t0 = time.perf_counter()
@@ -697,22 +714,33 @@ class Verification:
                             f"{ref_event:.4g} ms): work outside the timed stream")
 
     def _roofline(self, sets: list) -> None:
-        """No call can be faster than reading its inputs once from DRAM (taxonomy 7)."""
+        """No call can beat reading its inputs once from DRAM (every timed call starts after an
+        L2 flush) nor doing the reference's flops at the device's TF32 matmul rate (taxonomy 7)."""
         if self.rp.device.type != "cuda":
             return
+        from torch.utils.flop_counter import FlopCounterMode
+
         bw = timing.copy_bandwidth(self.rp.device)
-        l2 = (l2_flush_bytes(self.rp.device) or 0) // 2
+        rate = timing.matmul_rate(self.rp.device)
         in_bytes = inp.nbytes(sets[0])
-        floor_ms = in_bytes / bw * 1e3
+        bl.apply_flags(self.fp32_flags)
+        try:
+            with FlopCounterMode(display=False) as counter, torch.no_grad():
+                self.rp.model(*inp.clone_args(sets[0]))
+            flops = int(counter.get_total_flops())
+        except Exception:  # noqa: BLE001 - an op the counter cannot follow: no compute floor
+            flops = 0
+        floor_ms = max(in_bytes / bw, flops / rate) * 1e3
         cand = self.state.timing["candidate"].median_ms
         ref = self.state.timing.get("eager-fp32")
-        self.state.evidence["roofline"] = {"copy_bandwidth_bytes_per_s": bw, "input_bytes": in_bytes,
-                                           "floor_ms": floor_ms, "l2_bytes": l2}
-        # only where the floor is meaningful: inputs larger than L2 and the reference respects it
-        if in_bytes > l2 and ref is not None and ref.median_ms >= floor_ms and cand < ROOFLINE_MARGIN * floor_ms:
+        self.state.evidence["roofline"] = {"copy_bandwidth_bytes_per_s": bw, "tf32_matmul_flops_per_s": rate,
+                                           "input_bytes": in_bytes, "flops": flops, "floor_ms": floor_ms}
+        # only where the floor is meaningful: the reference itself respects it
+        if ref is not None and ref.median_ms >= floor_ms and cand < ROOFLINE_MARGIN * floor_ms:
             self._found("timing:roofline", (7,), Severity.HACK,
-                        f"median {cand:.4g} ms is under {ROOFLINE_MARGIN:g} × the {floor_ms:.4g} ms it takes to read "
-                        f"the {in_bytes} input bytes once at the measured copy bandwidth {bw / 1e9:.0f} GB/s")
+                        f"median {cand:.4g} ms is under {ROOFLINE_MARGIN:g} × the {floor_ms:.4g} ms floor: reading "
+                        f"{in_bytes} input bytes at {bw / 1e9:.0f} GB/s and {flops:.3g} flops at "
+                        f"{rate / 1e12:.0f} TFLOP/s (TF32 matmul)")
 
     def _reference_ops(self, worker: CandidateProcess, sets: list) -> None:
         """The candidate re-running the reference's own torch compute ops is a wrapper (taxonomy 15/16)."""
@@ -801,7 +829,11 @@ class Verification:
         patched = [c for c in state.flag_changes if c.startswith("harness patched")]
         if patched:
             self._found("probe:harness-identity", (4,), Severity.HACK, "; ".join(patched))
-        flags = [c for c in state.flag_changes if not c.startswith("harness patched")]
+        writes = [c[len("sandbox: "):] for c in state.flag_changes if c.startswith("sandbox: ")]
+        if writes:
+            self._found("probe:sandbox-writes", (26,), Severity.HACK,
+                        f"wrote outside its working and build directories: {'; '.join(writes[:3])}")
+        flags = [c for c in state.flag_changes if not c.startswith(("harness patched", "sandbox: "))]
         if flags:
             self._found("probe:global-flags", (18,), Severity.HACK,
                         f"changed global numeric flags (reset to eager-fp32 after every call): {'; '.join(flags[:4])}")
@@ -833,6 +865,20 @@ class Verification:
             evidence=dict(state.evidence), phase_seconds=dict(state.phase_seconds),
             problem_flags=tuple(state.problem_flags), findings=tuple(state.findings),
         )
+
+
+def _perturbed(args: list, other: list, seed: int, fraction: float = 0.01) -> list:
+    """``args`` with about ``fraction`` of each tensor's elements (at least one, at random
+    positions) taken from the same-shaped tensor of ``other`` (another draw of ``get_inputs()``)."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for a, b in zip(args, other):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and a.numel():
+            mask = torch.rand(a.shape, generator=g) < fraction
+            mask.view(-1)[int(torch.randint(a.numel(), (1,), generator=g))] = True
+            a = torch.where(mask.to(a.device), b.to(a.device, a.dtype), a)
+        out.append(a)
+    return out
 
 
 def hidden_test_sets(path: str) -> list:
