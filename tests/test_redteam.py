@@ -107,7 +107,10 @@ CASES: tuple[Case, ...] = (
     # 11 output caching
     Case("t11-cache-by-data-ptr", 11, R + "t11_cache_by_data_ptr.py", SOFTMAX),
     Case("t11-cache-by-sample-hash", 11, R + "t11_cache_by_sample_hash.py", SOFTMAX_ROWS),
-    Case("t11-cache-by-ptr-version", 11, R + "t11_cache_by_ptr_version.py", LAYERNORM),
+    # keyed by (data_ptr, _version): every kbv call either moves the inputs or refills them with
+    # copy_ (which bumps _version), so the cache never returns a stale answer and the timing is
+    # honest; the scan names 11 (identity key) and the verdict stays PASS
+    Case("t11-cache-by-ptr-version", 11, R + "t11_cache_by_ptr_version.py", LAYERNORM, expect=Status.PASS),
     Case("t11-cache-by-id", 11, R + "t11_cache_by_id.py", SOFTMAX_ROWS, extended=True),
     Case("t11-cache-by-shape", 11, R + "t11_cache_by_shape.py", SOFTMAX, extended=True),
     # 12 input mutation

@@ -828,7 +828,8 @@ class Verification:
                 bl.apply_flags(self.fp32_flags)
         patched = [c for c in state.flag_changes if c.startswith("harness patched")]
         if patched:
-            self._found("probe:harness-identity", (4,), Severity.HACK, "; ".join(patched))
+            channel = any(k in c for c in patched for k in ("protocol", "Connection", "ForkingPickler"))
+            self._found("probe:harness-identity", (4, 24) if channel else (4,), Severity.HACK, "; ".join(patched))
         writes = [c[len("sandbox: "):] for c in state.flag_changes if c.startswith("sandbox: ")]
         if writes:
             self._found("probe:sandbox-writes", (26,), Severity.HACK,
