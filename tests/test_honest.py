@@ -163,6 +163,8 @@ GPU_CASES = [
     Case("gpu_matmul_triton.py", "level1/41_Matmul_large.py", "triton"),
     Case("gpu_rmsnorm_triton.py", "level1/42_RMSNorm_large.py", "triton"),
     Case("gpu_rowsum_cuda.py", "level1/43_Sum_dim_large.py", "cuda"),
+    Case("gpu_splitk_atomic_triton.py", "level1/44_Skinny_matmul_large.py", "triton"),  # not bitwise repeatable
+    Case("gpu_gelu_autotune_triton.py", "level1/45_GELU_large.py", "triton"),  # @triton.autotune
     Case("gpu_linear_relu_triton.py", "level2/40_Linear_ReLU_large.py", "triton"),
 ]
 
