@@ -137,3 +137,17 @@ def test_demo_table_marks_noisy_speedups():
     text = console.export_text()
     assert "2.00x ~" in text and "1.50x ~" in text
     assert "3.00x ~" not in text and "3.00x" in text
+
+
+def test_fingerprint_indices_stay_in_range_for_large_outputs():
+    """Regression (H200, 2026-11-30): a float32 linspace of sample positions rounded past the last
+    element of a 2**25-element output and tripped a device-side index assert."""
+    import torch
+
+    from kbv import integrity
+
+    n = (1 << 25) + 3
+    t = torch.arange(n, dtype=torch.float64)
+    fp = integrity.fingerprint([t], samples=4096)
+    values = torch.frombuffer(bytearray(fp[0][2]), dtype=torch.float64)
+    assert values[-1].item() == n - 1 and values[0].item() == 0

@@ -163,7 +163,8 @@ def fingerprint(tensors: Sequence[Any], samples: int = 4096) -> tuple:
         flat = t.detach().reshape(-1)
         n = flat.numel()
         if n > samples:
-            idx = torch.linspace(0, n - 1, samples, device=flat.device).long()
+            # integer arithmetic: a float linspace rounds past n - 1 once n exceeds 2**24
+            idx = torch.arange(samples, dtype=torch.int64, device=flat.device) * (n - 1) // (samples - 1)
             flat = flat[idx]
         out.append((tuple(t.shape), str(t.dtype), bytes(flat.contiguous().view(torch.uint8).cpu().numpy())))
     return tuple(out)
