@@ -106,6 +106,15 @@ def print_verdict(v: Verdict, console: Console | None = None) -> None:
     if v.flag_changes:
         c.print(f"[yellow]candidate changed global numeric flags (reset after every call):[/] "
                 f"{'; '.join(v.flag_changes)}")
+    if v.findings:
+        t = Table(title="Integrity findings (docs/anti-cheat.md)", title_justify="left")
+        for col in ("severity", "taxonomy", "detector", "detail"):
+            t.add_column(col, overflow="fold")
+        style = {"HACK": "bold magenta", "SHORTCUT": "yellow", "WARNING": "dim"}
+        for f in v.findings:
+            t.add_row(f"[{style[f.severity.value]}]{f.severity.value}[/]", ", ".join(map(str, f.taxonomy)), f.check,
+                      f.detail)
+        c.print(t)
 
 
 def print_vetting(rep: VettingReport, console: Console | None = None) -> None:

@@ -184,14 +184,21 @@ def worst(findings: Iterable[Finding]) -> Severity | None:
 
 
 def ordered(findings: Iterable[Finding]) -> tuple[Finding, ...]:
-    """Findings without duplicates, most severe first (stable within a level)."""
+    """One finding per (detector, entries): the first, with ``(+N more)`` when the same detector
+    fired again (on other input sets); most severe first, stable within a level."""
+    import dataclasses
+
     rank = {Severity.HACK: 0, Severity.SHORTCUT: 1, Severity.WARNING: 2}
-    seen, out = set(), []
+    first: dict = {}
+    extra: dict = {}
     for f in findings:
-        key = (f.check, f.taxonomy, f.detail)
-        if key not in seen:
-            seen.add(key)
-            out.append(f)
+        key = (f.check, f.taxonomy, f.line)
+        if key in first:
+            extra[key] = extra.get(key, 0) + (f.detail != first[key].detail)
+        else:
+            first[key] = f
+    out = [dataclasses.replace(f, detail=f"{f.detail} (+{extra[k]} more)") if extra.get(k) else f
+           for k, f in first.items()]
     return tuple(sorted(out, key=lambda f: rank[f.severity]))
 
 
