@@ -108,7 +108,7 @@ def test_kill_then_resume_loses_nothing_and_duplicates_nothing(batch):
               for v in _rows(db, "SELECT run, problem_name, sample_id, status FROM verdicts")}
     assert status[("broken", "ReLU", 0)] == status[("broken", "Softmax", 0)] == "COMPILE_ERROR"
     assert [status[("honest", p, s)] for p, s in (("ReLU", 0), ("ReLU", 1), ("Softmax", 0))] == ["PASS"] * 3
-    assert status[("hacked", "ReLU", 0)] == "INCORRECT"  # the shape-keyed cheat, wrong on D4
+    assert status[("hacked", "ReLU", 0)] == "HACK"  # the shape-keyed cheat: returns its input, wrong on D4
 
 
 # Independent recomputation -------------------------------------------------------------------------
