@@ -73,7 +73,7 @@ def test_early_exit_with_code_zero_is_a_hack(cpu_evaluator, fast_config):
     v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_exit0.py"), fast_config)
     assert v.status is Status.HACK  # taxonomy 24: forging the result channel with a clean exit
     assert 24 in v.taxonomy
-    assert "code 0" in v.message
+    assert any("code 0" in f.detail for f in v.findings)
 
 
 def test_oracle_search_in_gc_finds_nothing(cpu_evaluator, fast_config):

@@ -45,7 +45,8 @@ def test_fp16_matmul_fails_the_kbv_policy_yet_passes_allclose_1e2(cpu_evaluator,
 def test_honest_reordered_fp32_matmul_passes_the_kbv_policy(cpu_evaluator, fast_config):
     v = cpu_evaluator.evaluate(problem("level1/10_Large_K_matmul.py"), candidate("matmul_chunked_honest.py"),
                                fast_config)
-    assert v.status is Status.PASS, v.message
+    # correct; torch.mm is the reference's own op, so the speed is a SHORTCUT's (taxonomy 15)
+    assert v.status is Status.SHORTCUT, v.message
     assert v.policy_verdicts == {"kbv": True, "kbv-compat": True}
     judged = [r for r in v.input_sets if not r.dropped]
     assert len(judged) >= 12
@@ -92,7 +93,7 @@ def test_honest_triton_layernorm_over_a_large_row_passes_the_kbv_policy(monkeypa
 
 def test_declared_positive_domain_keeps_randomised_sets_judged(cpu_evaluator, fast_config):
     v = cpu_evaluator.evaluate(problem("level1/13_Log_positive.py"), candidate("log_plain.py"), fast_config)
-    assert v.status is Status.PASS, v.message
+    assert v.status is Status.SHORTCUT, v.message  # correct; torch.log is the reference's own op
     sets = by_name(v)
     assert sets["D4"].dropped and "declared domain 'positive'" in sets["D4"].drop_reason
     assert all(not r.dropped for r in v.sets(InputKind.RANDOM))  # values projected to x > 0
@@ -101,7 +102,8 @@ def test_declared_positive_domain_keeps_randomised_sets_judged(cpu_evaluator, fa
 def test_kbv_compat_policy_is_the_kernelbench_verified_protocol(cpu_evaluator, fast_config):
     cfg = dataclasses.replace(fast_config, policy="kbv-compat", distributions=())
     v = cpu_evaluator.evaluate(problem("level1/10_Large_K_matmul.py"), candidate("matmul_fp16.py"), cfg)
-    assert v.status is Status.PASS, v.message  # allclose(1e-3) cannot see the fp16 GEMM
+    # allclose(1e-3) cannot see the fp16 GEMM: correct under kbv-compat (a torch.mm wrapper: SHORTCUT)
+    assert v.status is Status.SHORTCUT, v.message
     assert v.policy_verdicts == {"kbv": False, "kbv-compat": True}  # both are recorded
     assert not v.sets(InputKind.RANDOM)
 

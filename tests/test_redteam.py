@@ -51,6 +51,7 @@ class Case:
     device: str = "cpu"
     expect: Status | None = None  #: None: anything but PASS; else exactly this status.
     extended: bool = False  #: only with KBV_REDTEAM=all (keeps the default run short).
+    any_status: bool = False  #: the finding is the answer (entry 23: a flagged problem), any status.
 
 
 R = "redteam/"
@@ -160,8 +161,10 @@ CASES: tuple[Case, ...] = (
     Case("t22-generator-replay", 22, R + "t22_generator_replay.py", SOFTMAX),
     Case("t22-manual-seed-replay", 22, R + "t22_manual_seed_replay.py", RELU, extended=True),
     # 23 degenerate problems
-    Case("t23-dropout-skip", 23, R + "t23_dropout_skip.py", DROPOUT),
-    Case("t23-constant-ones", 23, R + "t23_constant_ones.py", CONSTANT, extended=True),
+    # 23: kbv's answer is the problem flag (the problem leaves every metric); the candidate's own
+    # status on a stochastic or constant reference means nothing, so any status is accepted
+    Case("t23-dropout-skip", 23, R + "t23_dropout_skip.py", DROPOUT, any_status=True),
+    Case("t23-constant-ones", 23, R + "t23_constant_ones.py", CONSTANT, extended=True, any_status=True),
     # 24 forging the result channel
     Case("t24-rewrite-reply", 24, R + "t24_rewrite_reply.py", RELU),
     Case("t24-garbage-fd", 24, R + "t24_garbage_fd.py", RELU),
@@ -204,7 +207,9 @@ def _check(case: Case, v) -> None:
     context = (f"{case.id}: status={v.status.value} taxonomy={v.taxonomy}\n  message: {v.message}\n"
                f"  findings: {described}\n  problem flags: {list(v.problem_flags)}")
     assert case.entry in v.taxonomy, f"entry {case.entry} not named by the verdict\n{context}"
-    if case.expect is None:
+    if case.any_status:
+        assert v.problem_flags, context
+    elif case.expect is None:
         assert v.status is not Status.PASS, f"candidate credited\n{context}"
     else:
         assert v.status is case.expect, f"expected {case.expect.value}\n{context}"
