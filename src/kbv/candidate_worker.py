@@ -77,7 +77,9 @@ class _Server:
              (torch.Tensor, "clone", "torch.Tensor.clone"),
              (mpc.Connection, "send_bytes", "Connection.send_bytes"),
              (mpc.Connection, "_send_bytes", "Connection._send_bytes"), (mpc.Connection, "_send", "Connection._send"),
-             (mpr.ForkingPickler, "dumps", "ForkingPickler.dumps"), (mpr.ForkingPickler, "__init__", "ForkingPickler.__init__")])
+             (mpr.ForkingPickler, "dumps", "ForkingPickler.dumps"), (mpr.ForkingPickler, "__init__", "ForkingPickler.__init__"),
+             *((self, name, f"worker.{name}") for name in ("_time_calls", "torch", "timing", "protocol", "baselines",
+                                                            "integrity", "conn"))])
         self.writes: list[str] = []  #: writes outside the sandbox seen by the audit hook (taxonomy 26).
         integrity.watch_writes([setup.workdir, setup.build_dir, "/dev/shm", "/dev/null"], self.writes)
         self._reported_writes = 0

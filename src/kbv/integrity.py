@@ -35,6 +35,10 @@ POISON_INT16 = 0x7FC0
 POISON_INT64 = (POISON_INT32 << 32) | POISON_INT32
 #: at most this many free allocator blocks are poisoned before a call (bounds the probe's cost).
 MAX_POISON_BLOCKS = 512
+#: cpu: blocks of each previous size poisoned (a forward typically allocates a few same-size
+#: temporaries before its output), and the most bytes poisoned per call.
+CPU_POISON_COPIES = 4
+CPU_POISON_BYTES = 256 << 20
 
 
 # Worker side -----------------------------------------------------------------------------------
@@ -54,8 +58,8 @@ def poison_free_memory(device: Any, cpu_sizes: Iterable[int] = ()) -> int:
     cuda: every inactive block of the caching allocator (``torch.cuda.memory_snapshot``), up to
     :data:`MAX_POISON_BLOCKS`, is allocated at its exact size, filled and released again, so a
     later ``torch.empty`` that lands on it holds the pattern. cpu: the allocator is malloc, so
-    blocks of each size in ``cpu_sizes`` (bytes; the previous call's inputs and outputs) are
-    allocated, filled and freed, which is where malloc hands the next same-size request.
+    :data:`CPU_POISON_COPIES` blocks of each size in ``cpu_sizes`` (bytes; the previous call's inputs
+    and outputs) are allocated, filled and freed, which is where malloc hands the next same-size request.
     """
     import torch
 
@@ -77,8 +81,12 @@ def poison_free_memory(device: Any, cpu_sizes: Iterable[int] = ()) -> int:
             held.append(t)
             written += t.numel() * 4
     else:
+        budget = CPU_POISON_BYTES
         for size in cpu_sizes:
-            for _ in range(2):
+            for _ in range(CPU_POISON_COPIES):
+                budget -= int(size)
+                if budget < 0:
+                    break
                 t = torch.empty(max(1, int(size) // 4), dtype=torch.int32)
                 t.fill_(POISON_INT32)
                 held.append(t)

@@ -171,6 +171,9 @@ class _Scanner(ast.NodeVisitor):
             self.add(node, "half-cast", 17, Severity.WARNING, f"casts to {last}")
         if last == "to" and any(re.search(r"float16|bfloat16|half", _dotted(a)) for a in node.args):
             self.add(node, "half-cast", 17, Severity.WARNING, f"casts with {_dotted(node)}")
+        if name in ("os.fork", "os.forkpty", "os.setsid", "os.setpgid", "os.killpg", "os.posix_spawn",
+                    "os.posix_spawnp") or name.startswith(("os.spawn", "os.exec")):
+            self.add(node, "process-escape", 26, Severity.HACK, f"calls {name}(): starts or detaches processes")
         if name in ("open", "os.remove", "os.unlink", "shutil.rmtree", "os.system", "os.popen", "os.kill"):
             self.add(node, "file-or-process", 26, Severity.WARNING if name == "open" else Severity.HACK,
                      f"calls {name}()")
@@ -209,7 +212,10 @@ class _Scanner(ast.NodeVisitor):
             if dotted.startswith("torch.backends.") or dotted.startswith("torch.cuda.matmul"):
                 self.add(target, "global-flag", 18, Severity.WARNING, f"assigns {dotted}")
             elif root in _HARNESS_ROOTS and root != "self":
-                self.add(target, "patches-module", 4, Severity.HACK, f"assigns {dotted}: patches a module")
+                compare = dotted.split(".")[-1] in ("allclose", "equal", "isclose", "assert_close", "eq", "ne")
+                self.add(target, "patches-module", 13 if compare else 4, Severity.HACK,
+                         f"assigns {dotted}: patches a module" + (" (the comparison: stealing the oracle)"
+                                                                  if compare else ""))
         elif isinstance(target, ast.Subscript) and _dotted(target.value) == "os.environ":
             self.add(target, "env-edit", 26, Severity.WARNING, f"edits the environment: {_dotted(target)}")
 
