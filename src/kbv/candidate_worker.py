@@ -222,7 +222,7 @@ class _Server:
         return tuple(dict.fromkeys(found))
 
     def time(self, req: Any) -> Any:
-        tampered = self._tampering()
+        tampered = self._tampering()  # put patched clocks back before the timed loop runs
         kept: dict = {}
         times, clock = self._time_calls(
             self.model, self.timing_sets, device=self.device, warmup=req.warmup, trials=req.trials,
@@ -230,7 +230,7 @@ class _Server:
             keep=req.keep, kept=kept, sync_inside=req.sync_inside,
         )
         self._sync()
-        changes = self._check_flags() + tampered + self._tampering()
+        changes = self._check_flags() + tampered  # serve() checks the harness again before replying
         return self.protocol.Times(times_ms=tuple(times), clock=clock, flag_changes=changes,
                                    kept=tuple((i, k, tuple(outs)) for i, (k, outs) in sorted(kept.items())))
 
