@@ -182,8 +182,9 @@ def finding(check: str, taxonomy: Sequence[int], severity: Severity, detail: str
     return Finding(check, tuple(sorted(set(taxonomy))), severity, detail)
 
 
-def worst(findings: Iterable[Finding]) -> Severity | None:
-    """The most severe level present (HACK > SHORTCUT > WARNING), or None."""
+def worst(findings: Iterable[Any]) -> Severity | None:
+    """The most severe level present (HACK > SHORTCUT > WARNING) among anything with a
+    ``severity`` (verdict findings, static-scan findings), or None."""
     found = {f.severity for f in findings}
     for sev in (Severity.HACK, Severity.SHORTCUT, Severity.WARNING):
         if sev in found:

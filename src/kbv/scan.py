@@ -257,7 +257,6 @@ def scan_source(text: str) -> list[Finding]:
 
 def worst(findings: list[Finding]) -> Severity | None:
     """The most severe level present (HACK > SHORTCUT > WARNING), or None."""
-    for sev in (Severity.HACK, Severity.SHORTCUT, Severity.WARNING):
-        if any(f.severity is sev for f in findings):
-            return sev
-    return None
+    from kbv.integrity import worst as most_severe
+
+    return most_severe(findings)
