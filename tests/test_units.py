@@ -151,3 +151,21 @@ def test_fingerprint_indices_stay_in_range_for_large_outputs():
     fp = integrity.fingerprint([t], samples=4096)
     values = torch.frombuffer(bytearray(fp[0][2]), dtype=torch.float64)
     assert values[-1].item() == n - 1 and values[0].item() == 0
+
+
+def test_recheck_plan_checks_every_timed_call_while_outputs_fit():
+    """Regression (CI, 2026-11-30): with 2 secret re-checks out of 3 timed calls per round, a
+    candidate that skips every other timed call escaped taxonomy 5 about once in 36 verifies."""
+    from kbv.verify import RECHECK_BYTES_PER_ROUND, RECHECKS_PER_ROUND, recheck_plan
+
+    assert recheck_plan(3, 4096) == (0, 1, 2)
+    assert recheck_plan(10, 4096) == tuple(range(10))
+    assert recheck_plan(0, 4096) == ()
+    # large outputs: as many as fit, at least RECHECKS_PER_ROUND, distinct, sorted, in range
+    big = RECHECK_BYTES_PER_ROUND // 4
+    plans = {recheck_plan(10, big) for _ in range(50)}
+    assert all(len(p) == 4 and list(p) == sorted(set(p)) and 0 <= p[0] and p[-1] < 10 for p in plans)
+    assert len(plans) > 1  # secret and random, not a fixed pattern
+    huge = RECHECK_BYTES_PER_ROUND * 8
+    assert all(len(recheck_plan(10, huge)) == RECHECKS_PER_ROUND for _ in range(20))
+    assert recheck_plan(1, huge) == (0,)

@@ -59,8 +59,15 @@ from kbv.timing import l2_flush_bytes, time_calls
 from kbv.candidate_worker import THREAD_GRACE_S
 from kbv.workers import CandidateProcess, WorkerDied, WorkerTimeout
 
-#: timed calls per round whose outputs are re-checked (chosen at random, secretly).
+#: timed calls per round whose outputs are re-checked at least (chosen at random, secretly).
 RECHECKS_PER_ROUND = 2
+#: bytes of candidate outputs kept per timing round for the re-check (taxonomy 5, 6). Every timed
+#: call is re-checked while a round's outputs fit; beyond that a secret random subset of at least
+#: RECHECKS_PER_ROUND calls that fits. With only 2 of 3 calls re-checked, a candidate that skips
+#: every other timed call escaped in about 1 of 36 verifies (CI, 2026-11-30); checking all calls
+#: makes that deterministic, and a subset of m of n calls misses it with chance C(n/2, m)/C(n, m)
+#: per round.
+RECHECK_BYTES_PER_ROUND = 1 << 30
 #: calls in the synchronised timing pass (taxonomy 1, 4).
 SYNC_PASS_TRIALS = 10
 #: taxonomy 1: a candidate hides work when its sync-inside time exceeds its event time by more
@@ -104,6 +111,7 @@ class ReferenceProblem:
     zero_strides: bool = False  #: the reference returns expanded (zero-stride) outputs.
     mutates_inputs: bool = False  #: the reference changes its inputs in place.
     mutation_checked: bool = False
+    output_bytes: int = 0  #: bytes of one call's outputs (set on every run; sizes the timed re-checks).
 
     def get_inputs(self) -> list:
         return list(self.module.get_inputs())
@@ -191,6 +199,7 @@ def run_reference(rp: ReferenceProblem, args: list, flags: dict) -> list:
         raw = rp.model(*args)
     rp.structure = "tensor" if isinstance(raw, torch.Tensor) else "tuple"
     out = _flatten(raw)
+    rp.output_bytes = max(rp.output_bytes, sum(o.numel() * o.element_size() for o in out))
     if ig.overlaps(out, args):
         rp.aliases_inputs = True
     if any(ig.has_zero_stride(o) for o in out):
@@ -205,6 +214,23 @@ def run_reference(rp: ReferenceProblem, args: list, flags: dict) -> list:
 
 
 # Verdict construction helpers -----------------------------------------------------------------
+
+def recheck_plan(per_round: int, output_bytes: int) -> tuple[int, ...]:
+    """Indices (0-based, sorted) of the timed calls of one round whose outputs are kept and
+    re-checked against the reference (taxonomy 5, 6).
+
+    All ``per_round`` calls while ``per_round * output_bytes`` fits in RECHECK_BYTES_PER_ROUND,
+    else a random subset (from ``secrets``, so not predictable by the candidate) of as many calls
+    as fit, never fewer than RECHECKS_PER_ROUND (or ``per_round`` if smaller).
+    """
+    if per_round < 1:
+        return ()
+    fit = RECHECK_BYTES_PER_ROUND // max(1, output_bytes)
+    m = min(per_round, max(RECHECKS_PER_ROUND, fit))
+    if m >= per_round:
+        return tuple(range(per_round))
+    return tuple(sorted(secrets.SystemRandom().sample(range(per_round), m)))
+
 
 def _first_line(exc: BaseException | str) -> str:
     text = str(exc).strip() or (type(exc).__name__ if isinstance(exc, BaseException) else "")
@@ -612,11 +638,10 @@ class Verification:
         for r in range(rounds):
             per_round = split[r]
             order = subjects[r % len(subjects):] + subjects[: r % len(subjects)]  # rotate: no fixed position
-            # a secret number of extra warmup calls, and secret timed calls whose outputs are re-checked:
-            # the candidate cannot tell a checked call from a timed one (taxonomy 5, 6)
+            # a secret number of extra warmup calls, and timed calls whose outputs are re-checked (all, or a
+            # secret subset): the candidate cannot tell a checked call from a timed one (taxonomy 5, 6)
             warmup = cfg.warmup + secrets.randbelow(cfg.warmup + 1) if cfg.integrity else cfg.warmup
-            keep = tuple(sorted({secrets.randbelow(per_round) for _ in range(RECHECKS_PER_ROUND)})) \
-                if cfg.integrity else ()
+            keep = recheck_plan(per_round, self.rp.output_bytes) if cfg.integrity else ()
             for subject in order:
                 first = sum(split[:r]) % len(sets)
                 if subject == "candidate":
@@ -655,7 +680,7 @@ class Verification:
         self.state.phase_seconds["timing"] = time.perf_counter() - t0
 
     def _recheck(self, kept: list, sets: list) -> None:
-        """Judge the outputs of the secretly chosen timed calls against the reference of the
+        """Judge the outputs of the kept timed calls (:func:`recheck_plan`) against the reference of the
         values they got (taxonomy 5, 6): a candidate right when checked and wrong while timed."""
         refs: dict = {}
         checked = []
