@@ -73,10 +73,12 @@ CPU_CASES = [
     Case("relu_where_out_torch.py", "level1/1_Small_ReLU.py", "torch"),
     Case("cross_entropy_lse_torch.py", "level1/4_Small_NLL.py", "torch"),
     Case("softmax_exp_torch.py", "level1/5_Small_Softmax.py", "torch"),
+    Case("softmax_row_pool_torch.py", "level1/5_Small_Softmax.py", "torch"),  # thread pool, waited for
     Case("gelu_erf_torch.py", "level1/20_GELU.py", "torch"),
     Case("gelu_tanh_inplace_torch.py", "level1/21_GELU_tanh.py", "torch"),
     Case("logsoftmax_lse_torch.py", "level1/22_LogSoftmax.py", "torch"),
     Case("layernorm_meanvar_torch.py", "level1/23_LayerNorm.py", "torch"),
+    Case("layernorm_thread_join_torch.py", "level1/23_LayerNorm.py", "torch"),  # a thread, joined
     Case("rmsnorm_vector_norm_torch.py", "level1/24_RMSNorm.py", "torch"),
     Case("conv2d_unfold_torch.py", "level1/26_Conv2d.py", "torch"),
     Case("rowsum_cpp.py", "level1/27_Sum_dim.py", "cpp"),

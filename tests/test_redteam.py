@@ -16,7 +16,7 @@ candidates in ``tests/data/candidates/``. Problems come from ``tests/data/proble
 in ``src/kbv/data/problems/``.
 
 Run time: the cpu rows are one evaluation each (~6 s on an idle 2-core CPU, plus one cached C++
-build for t02-native-async): about 10 minutes for all 67 idle. Every row runs by default (CI
+build for t02-native-async): about 10 minutes for all 69 idle. Every row runs by default (CI
 included); ``KBV_REDTEAM=default`` skips the 32 rows marked ``extended`` (more variants of the
 same entries) for a quicker local run. Rows marked cuda need a GPU (``-m cuda`` on the device host).
 """
@@ -91,6 +91,7 @@ CASES: tuple[Case, ...] = (
     Case("t05-deferred-launch-cuda", 5, R + "t05_deferred_launch_cuda.py", GPU_MATMUL, "cuda"),
     # 6 phase detection
     Case("t06-call-counter", 6, R + "t06_call_counter.py", LAYERNORM),
+    Case("t06-mode-sniff", 6, R + "t06_mode_sniff.py", SOFTMAX),
     Case("t06-gap-timer", 6, R + "t06_gap_timer.py", SOFTMAX_ROWS),
     Case("t06-repeated-input", 6, R + "t06_repeated_input.py", LAYERNORM, extended=True),
     Case("t06-stack-inspect", 6, R + "t06_stack_inspect.py", SOFTMAX_ROWS, extended=True),
@@ -132,6 +133,7 @@ CASES: tuple[Case, ...] = (
     # 15 baseline wrapper
     Case("t15-inherits-model", 15, R + "t15_inherits_model.py", SOFTMAX_ROWS, expect=Status.SHORTCUT),
     Case("t15-aliased-softmax", 15, R + "t15_aliased_softmax.py", SOFTMAX_ROWS, expect=Status.SHORTCUT),
+    Case("t15-thread-wrapper", 15, R + "t15_thread_wrapper.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-jit-script", 15, R + "t15_jit_script.py", LAYERNORM, expect=Status.SHORTCUT, extended=True),
     Case("t15-functional-layer-norm", 15, R + "t15_functional_layer_norm.py", LAYERNORM,
          expect=Status.SHORTCUT, extended=True),

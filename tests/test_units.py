@@ -169,3 +169,57 @@ def test_recheck_plan_checks_every_timed_call_while_outputs_fit():
     huge = RECHECK_BYTES_PER_ROUND * 8
     assert all(len(recheck_plan(10, huge)) == RECHECKS_PER_ROUND for _ in range(20))
     assert recheck_plan(1, huge) == (0,)
+
+
+def test_thread_work_tells_waited_pools_from_work_after_return():
+    """kbv.integrity.ThreadWork: threads whose work forward waited for stay quiet (the false
+    positive of the old import rule, 2026-11-30); work queued or running after the return, a
+    torch function handed straight to a pool, and the torch ops threads ran while counting are
+    all seen."""
+    import concurrent.futures
+    import threading
+    import time
+
+    from kbv.integrity import ThreadWork
+
+    def rows(x):
+        return torch.exp(x - x.amax(dim=1, keepdim=True)).sum()
+
+    x = torch.randn(256, 256)
+    tw = ThreadWork()
+    tw.install()
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            for _ in range(3):  # waited for: quiet
+                [f.result() for f in [pool.submit(rows, x) for _ in range(4)]]
+                busy, mark = tw.busy_now(), tw.mark()
+                time.sleep(0.02)
+                assert (busy, tw.since(mark)) == ("", "")
+            list(pool.map(rows, [x] * 4))
+            busy, mark = tw.busy_now(), tw.mark()
+            time.sleep(0.02)
+            assert (busy, tw.since(mark)) == ("", "")
+            helper = threading.Thread(target=rows, args=(x,))
+            helper.start()
+            helper.join()
+            busy, mark = tw.busy_now(), tw.mark()
+            time.sleep(0.02)
+            assert (busy, tw.since(mark)) == ("", "")
+            assert tw.threads >= 3
+            # not waited for: the candidate's function (or a torch function) runs after the mark
+            futures = [pool.submit(rows, x) for _ in range(4)]
+            busy, mark = tw.busy_now(), tw.mark()
+            concurrent.futures.wait(futures)
+            assert busy.startswith("rows") or tw.since(mark).startswith("rows"), (busy, tw.since(mark))
+            futures = [pool.submit(torch.exp, x) for _ in range(2)]
+            busy, mark = tw.busy_now(), tw.mark()
+            concurrent.futures.wait(futures)
+            assert "exp" in busy + tw.since(mark)
+            # counting: the torch functions watched threads call, by name
+            tw.count_start()
+            pool.submit(lambda: torch.softmax(x, dim=1)).result()
+            counts = tw.count_stop()
+            assert counts.get("softmax") == 1, counts
+            assert tw.count_stop() == {}
+    finally:
+        threading.setprofile(None)

@@ -18,6 +18,7 @@ import dataclasses
 import importlib.util
 import os
 import sys
+import threading
 import time
 import traceback
 from multiprocessing.connection import Connection
@@ -28,6 +29,10 @@ from kbv.sandbox import WorkerSetup, apply_sandbox
 #: seconds the worker waits for threads a call left running before it reports (they may still
 #: be writing the outputs: the trusted side compares the outputs with the snapshot taken at return).
 THREAD_GRACE_S = 0.2
+#: seconds the worker waits after a probed forward returns, when the candidate has threads of its
+#: own, before asking whether they worked after the return (kbv.integrity.ThreadWork): work queued
+#: before the return is picked up by an idle pool thread well within this (kbv choice).
+THREAD_SETTLE_S = 0.02
 
 
 def _flatten(out: Any) -> tuple[tuple, str]:
@@ -80,6 +85,10 @@ class _Server:
              (mpr.ForkingPickler, "dumps", "ForkingPickler.dumps"), (mpr.ForkingPickler, "__init__", "ForkingPickler.__init__"),
              *((self, name, f"worker.{name}") for name in ("_time_calls", "torch", "timing", "protocol", "baselines",
                                                             "integrity", "conn"))])
+        # the candidate's own Python threads, watched for work after forward returns (taxonomy 2)
+        self.threadwork = integrity.ThreadWork()
+        self.threadwork.install()
+        self.guard.watch(threading, "_profile_hook", "threading.setprofile hook")
         self.writes: list[str] = []  #: writes outside the sandbox seen by the audit hook (taxonomy 26).
         integrity.watch_writes([setup.workdir, setup.build_dir, "/dev/shm", "/dev/null"], self.writes)
         self._reported_writes = 0
@@ -186,6 +195,8 @@ class _Server:
         before = ig.live_threads()
         with torch.no_grad():
             out = self.model(*args)
+        busy = self.threadwork.busy_now()
+        mark = self.threadwork.mark()
         tensors, structure = _flatten(out)
         # right after return, before any sync: on cuda the copy is ordered on the current stream
         snapshot = tuple(t.detach().clone() if type(t) is torch.Tensor else None for t in tensors)
@@ -196,6 +207,10 @@ class _Server:
             while new and time.monotonic() < deadline:
                 time.sleep(0.01)
                 new &= ig.live_threads()
+        if self.threadwork.threads:  # pool work queued before return starts within a few ms
+            time.sleep(THREAD_SETTLE_S)
+        late = self.threadwork.since(mark)
+        late_work = (f"was still running {busy}" if busy else f"called {late}" if late else "")
         self._sync()
         aliases = ig.overlaps(tensors, args)
         self.last_args = args
@@ -204,7 +219,7 @@ class _Server:
         return self.protocol.Outputs(tensors=tensors, structure=structure, flag_changes=changes,
                                      snapshot=snapshot, exact=tuple(type(t) is torch.Tensor for t in tensors),
                                      inputs_after=tuple(a for a in args if type(a) is torch.Tensor),
-                                     aliases=aliases, new_threads=len(new))
+                                     aliases=aliases, new_threads=len(new), late_work=late_work)
 
     def set_timing_inputs(self, req: Any) -> Any:
         self.timing_sets = [self._own(s) for s in req.input_sets]
@@ -241,7 +256,15 @@ class _Server:
         from kbv import profiling
 
         args = self.timing_sets[req.set_index]
-        ops = profiling.compute_ops(self.model, args)
+        self.threadwork.count_start()
+        try:
+            ops = profiling.compute_ops(self.model, args)
+        finally:
+            threaded = self.threadwork.count_stop()
+        counts = dict(ops.ops)
+        for name, n in threaded.items():  # torch ops the candidate's own threads ran meanwhile
+            if name not in profiling.NO_MATH_OPS:
+                counts[f"aten.{name}"] = counts.get(f"aten.{name}", 0) + n
         kernels, share, error = (), None, ops.error
         if self.device.type == "cuda":
             prof = profiling.kernel_profile(self.model, args, self.device)
@@ -249,7 +272,7 @@ class _Server:
             share = prof.own_share
             error = error or prof.error
         changes = self._check_flags()
-        return self.protocol.OpCounts(ops=dict(ops.ops), kernels=kernels, own_share=share, error=error,
+        return self.protocol.OpCounts(ops=counts, kernels=kernels, own_share=share, error=error,
                                       flag_changes=changes)
 
     def memory(self, req: Any) -> Any:

@@ -21,7 +21,12 @@ where there is one (``docs/anti-cheat.md``).
 
 from __future__ import annotations
 
+import importlib.util
+import itertools
 import os
+import sys
+import sysconfig
+import threading
 from typing import Any, Iterable, Sequence
 
 from kbv.records import Finding, Severity
@@ -50,6 +55,129 @@ def live_threads() -> set[str]:
         return set(os.listdir("/proc/self/task"))
     except OSError:
         return set()
+
+
+_TORCH_LABELS = ("torch.", "Tensor.", "Parameter.")
+
+
+class ThreadWork:
+    """Watches the Python threads started after :meth:`install` (the candidate's own threads and
+    pools) for *work*: a call into Python code outside the standard library, torch and triton
+    (the candidate's own functions) or into a C function of torch or of an extension module.
+
+    Thread-pool plumbing (``concurrent.futures``, ``queue``, ``threading``, all standard
+    library) is not work, so an idle pool, or a pool whose results forward waited for
+    (``.result()``, ``join()``, ``map``), stays quiet; a thread still inside work when forward
+    returned, or starting work afterwards, is work outside the timed call (taxonomy 2).
+
+    The hook is ``threading.setprofile``: it costs the candidate's own threads a Python call per
+    function call, nothing in the main thread. Threads started through ``_thread`` directly,
+    or a thread that removes its hook (``sys.setprofile``), are not seen; the static scan flags
+    both (``scan:thread-or-process``, ``scan:trace-hook``), and native threads are left to the
+    scan (``scan:source-thread``) and the writes-after-return probe.
+    """
+
+    def __init__(self) -> None:
+        self._seq = itertools.count(1)
+        self._local = threading.local()
+        self._code: dict = {}  #: code object → label, or "" when not work
+        # Python code here is plumbing, not work: the standard library (pool and queue machinery)
+        # and the Python layers of torch and triton (their background threads, e.g. inductor's
+        # compile-worker reader, block in torch code forever); the C functions that layer calls
+        # still count (see _label_c)
+        roots = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")}
+        for pkg in ("torch", "triton"):
+            try:
+                spec = importlib.util.find_spec(pkg)
+            except (ImportError, ValueError):
+                spec = None
+            if spec is not None and spec.submodule_search_locations:
+                roots.update(spec.submodule_search_locations)
+        self._plumbing = tuple(os.path.realpath(r) + os.sep for r in roots)
+        self._busy: dict = {}  #: thread ident → (depth of nested work calls, label of the outermost)
+        self.last = 0  #: sequence number of the latest work call in any watched thread
+        self.what = ""  #: label of that call
+        self.last_py = 0  #: the same for calls into Python code only
+        self.what_py = ""
+        self.threads = 0  #: watched threads started so far
+        self._counts: dict | None = None  #: torch functions called by watched threads while counting
+
+    def install(self) -> None:
+        threading.setprofile(self._hook)
+
+    def _label_code(self, code: Any) -> str:
+        label = self._code.get(code)
+        if label is None:
+            path = os.path.realpath(code.co_filename) if code.co_filename[:1] not in ("<", "") else code.co_filename
+            label = "" if path.startswith(self._plumbing) else f"{code.co_name} ({os.path.basename(path)})"
+            self._code[code] = label
+        return label
+
+    @staticmethod
+    def _label_c(fn: Any) -> str:
+        owner = getattr(fn, "__self__", None)
+        if owner is not None and type(owner).__module__.split(".")[0] == "torch":
+            return f"{type(owner).__name__}.{getattr(fn, '__name__', '?')}"
+        module = getattr(fn, "__module__", None) or ""
+        if not module and isinstance(owner, type(sys)):
+            module = owner.__name__
+        top = module.split(".")[0]
+        if top and top not in sys.stdlib_module_names and top != "builtins":
+            return f"{module}.{getattr(fn, '__name__', '?')}"
+        return ""
+
+    def _hook(self, frame: Any, event: str, arg: Any) -> None:
+        local = self._local
+        depth = getattr(local, "depth", None)
+        if depth is None:
+            local.depth = depth = 0
+            self.threads += 1
+        if event == "call" or event == "c_call":
+            label = self._label_code(frame.f_code) if event == "call" else self._label_c(arg)
+            if label:
+                self.last = next(self._seq)
+                self.what = label
+                counts = self._counts
+                if counts is not None and event == "c_call" and label.startswith(_TORCH_LABELS):
+                    name = label.rsplit(".", 1)[-1]
+                    counts[name] = counts.get(name, 0) + 1
+                if event == "call":  # the candidate's own function names the work best
+                    self.last_py, self.what_py = self.last, label
+                local.depth = depth + 1
+                if depth == 0:
+                    self._busy[threading.get_ident()] = label
+        elif depth and (event == "return" and self._label_code(frame.f_code)
+                        or event in ("c_return", "c_exception") and self._label_c(arg)):
+            local.depth = depth - 1
+            if depth == 1:
+                self._busy.pop(threading.get_ident(), None)
+
+    def count_start(self) -> None:
+        """Start counting the torch functions (by name: ``exp``, ``softmax``, ``linear``...) that
+        watched threads call; the dispatch-mode op counter of :mod:`kbv.profiling` sees only the
+        calling thread, so a wrapper that hands its torch ops to a thread would otherwise look
+        like a custom kernel (taxonomy 15)."""
+        self._counts = {}
+
+    def count_stop(self) -> dict[str, int]:
+        """The counts since :meth:`count_start` (function name → calls), and stop counting."""
+        counts, self._counts = self._counts or {}, None
+        return dict(counts)
+
+    def mark(self) -> int:
+        """A point in the sequence of work calls (take it right after forward returns)."""
+        return next(self._seq)
+
+    def since(self, mark: int) -> str:
+        """The latest work call a watched thread made after ``mark`` (``""`` when none)."""
+        if self.last_py > mark:
+            return self.what_py
+        return self.what if self.last > mark else ""
+
+    def busy_now(self) -> str:
+        """Work running in a watched thread at this moment (``""`` when none)."""
+        busy = list(self._busy.values())
+        return busy[0] if busy else ""
 
 
 def poison_free_memory(device: Any, cpu_sizes: Iterable[int] = ()) -> int:
@@ -253,6 +381,12 @@ class HarnessGuard:
             obj = _lookup(owner, attr)
             if obj is not None:
                 self._add(label, owner, attr, obj)
+
+    def watch(self, owner: Any, attr: str, label: str) -> None:
+        """Add ``owner.attr`` as it is now (e.g. a hook installed after construction)."""
+        obj = _lookup(owner, attr)
+        if obj is not None:
+            self._add(label, owner, attr, obj)
 
     def _add(self, label: str, owner: Any, attr: str, obj: Any) -> None:
         code = getattr(obj, "__code__", None)

@@ -125,6 +125,7 @@ class Outputs:
     aliases: tuple = ()  #: (output index, input index) pairs whose storages overlap.
     new_threads: int = 0  #: threads alive after the call that were not before it.
     exact: tuple = ()  #: per output: ``type(out) is torch.Tensor`` as forward returned it (before pickling).
+    late_work: str = ""  #: work a candidate thread did after forward returned (kbv.integrity.ThreadWork).
 
 
 @dataclass(frozen=True)

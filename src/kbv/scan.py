@@ -49,7 +49,18 @@ _TORCH_ROOTS = {"torch", "F", "nn", "functional"}
 _HARNESS_ROOTS = {"torch", "time", "kbv", "triton", "builtins", "gc", "sys", "os", "numpy", "np"}
 _FLAG_CALLS = {"set_float32_matmul_precision", "set_default_dtype", "use_deterministic_algorithms",
                "set_autocast_enabled", "set_flush_denormal"}
-_THREAD_MODULES = {"threading", "_thread", "concurrent", "multiprocessing", "subprocess", "asyncio"}
+#: thread pools: legitimate when forward waits for them, so only a WARNING here; the runtime
+#: probes (probe:thread-work, probe:writes-after-return) decide. Processes and raw ``_thread``
+#: threads (which the thread probe cannot watch) stay HACK.
+_THREAD_MODULES = {"threading", "concurrent", "asyncio"}
+_PROCESS_MODULES = {"_thread", "multiprocessing", "subprocess"}
+#: what a candidate would read to learn whether kbv's op counter (a dispatch mode) or profiler
+#: is watching it, so as to behave differently only then (taxonomy 6); no kernel needs them.
+_OBSERVER_PROBES = {
+    "_get_current_dispatch_mode", "_get_current_dispatch_mode_stack", "_len_torch_dispatch_stack",
+    "_get_dispatch_stack_at", "_is_any_torch_dispatch_mode_on", "is_in_torch_dispatch_mode", "_python_dispatch",
+    "_peek_mode", "_is_profiler_enabled", "_profiler_enabled", "_get_profiler_state", "getprofile", "gettrace",
+}
 _NATIVE_MODULES = {"ctypes", "cffi", "mmap"}
 _NETWORK_MODULES = {"socket", "urllib", "http", "requests", "httpx", "ftplib"}
 _SOURCE_PATTERNS = [
@@ -96,6 +107,9 @@ class _Scanner(ast.NodeVisitor):
     def _check_module(self, node: ast.AST, name: str) -> None:
         top = name.split(".")[0]
         if top in _THREAD_MODULES:
+            self.add(node, "thread-import", 2, Severity.WARNING,
+                     f"imports {name}: threads (honest only if forward waits for them)")
+        elif top in _PROCESS_MODULES:
             self.add(node, "thread-or-process", 2, Severity.HACK, f"imports {name}: work outside the timed call")
         elif top in _NATIVE_MODULES:
             self.add(node, "native-access", 25, Severity.HACK, f"imports {name}: raw memory / symbol access")
@@ -112,6 +126,10 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         self._check_module(node, node.module or "")
+        probes = [p for p in [*(node.module or "").split("."), *(a.name for a in node.names)] if p in _OBSERVER_PROBES]
+        if probes:
+            self.add(node, "observer-probe", 6, Severity.HACK,
+                     f"imports {probes[0]}: checks whether it is being profiled or counted")
         self.generic_visit(node)
 
     # classes and forward -------------------------------------------------------------------
@@ -239,6 +257,15 @@ class _Scanner(ast.NodeVisitor):
             self.add(node, "identity-key", 11, Severity.WARNING, "forward reads ._version: keys on tensor identity")
         if node.attr in ("f_back", "f_globals", "f_locals", "tb_frame"):
             self.add(node, "frame-walk", 13, Severity.HACK, f"reads .{node.attr}: walks frames")
+        if node.attr in ("setprofile", "settrace", "setprofile_all_threads", "settrace_all_threads", "_profile_hook",
+                         "_trace_hook", "monitoring"):
+            self.add(node, "trace-hook", 4, Severity.HACK, f"touches .{node.attr}: the harness's thread watch")
+        if node.attr in _OBSERVER_PROBES:
+            self.add(node, "observer-probe", 6, Severity.HACK,
+                     f"reads .{node.attr}: checks whether it is being profiled or counted")
+        if node.attr in ("start_new_thread", "_start_new_thread", "start_new", "_start_joinable_thread",
+                         "start_joinable_thread"):
+            self.add(node, "thread-or-process", 2, Severity.HACK, f"uses .{node.attr}: a raw thread")
         self.generic_visit(node)
 
 

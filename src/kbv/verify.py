@@ -374,6 +374,10 @@ class Verification:
                 self._found("probe:writes-after-return", (1, 2, 5), Severity.HACK,
                             f"output(s) {late}{where} changed after forward returned: work still running on another "
                             "stream or thread when the call ended")
+        if reply.late_work:
+            self._found("probe:thread-work", (2,), Severity.HACK,
+                        f"a thread the candidate started {reply.late_work} after forward returned{where}: "
+                        "work outside the timed call")
         if reply.new_threads:
             self._found("probe:threads", (2,), Severity.WARNING,
                         f"{reply.new_threads} thread(s) started during forward{where} were still alive "
