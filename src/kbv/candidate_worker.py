@@ -195,7 +195,6 @@ class _Server:
         before = ig.live_threads()
         with torch.no_grad():
             out = self.model(*args)
-        busy = self.threadwork.busy_now()
         mark = self.threadwork.mark()
         tensors, structure = _flatten(out)
         # right after return, before any sync: on cuda the copy is ordered on the current stream
@@ -210,7 +209,7 @@ class _Server:
         if self.threadwork.threads:  # pool work queued before return starts within a few ms
             time.sleep(THREAD_SETTLE_S)
         late = self.threadwork.since(mark)
-        late_work = (f"was still running {busy}" if busy else f"called {late}" if late else "")
+        late_work = f"ran {late}" if late else ""
         self._sync()
         aliases = ig.overlaps(tensors, args)
         self.last_args = args

@@ -67,8 +67,10 @@ class ThreadWork:
 
     Thread-pool plumbing (``concurrent.futures``, ``queue``, ``threading``, all standard
     library) is not work, so an idle pool, or a pool whose results forward waited for
-    (``.result()``, ``join()``, ``map``), stays quiet; a thread still inside work when forward
-    returned, or starting work afterwards, is work outside the timed call (taxonomy 2).
+    (``.result()``, ``join()``, ``map``), stays quiet, and so does a persistent worker loop
+    blocked in a queue between jobs. A work call that starts *or returns* after forward returned
+    (a torch op still running at the return ends later) is work outside the timed call
+    (taxonomy 2).
 
     The hook is ``threading.setprofile``: it costs the candidate's own threads a Python call per
     function call, nothing in the main thread. Threads started through ``_thread`` directly,
@@ -94,7 +96,6 @@ class ThreadWork:
             if spec is not None and spec.submodule_search_locations:
                 roots.update(spec.submodule_search_locations)
         self._plumbing = tuple(os.path.realpath(r) + os.sep for r in roots)
-        self._busy: dict = {}  #: thread ident → (depth of nested work calls, label of the outermost)
         self.last = 0  #: sequence number of the latest work call in any watched thread
         self.what = ""  #: label of that call
         self.last_py = 0  #: the same for calls into Python code only
@@ -128,29 +129,25 @@ class ThreadWork:
 
     def _hook(self, frame: Any, event: str, arg: Any) -> None:
         local = self._local
-        depth = getattr(local, "depth", None)
-        if depth is None:
-            local.depth = depth = 0
+        if not getattr(local, "seen", False):
+            local.seen = True
             self.threads += 1
-        if event == "call" or event == "c_call":
-            label = self._label_code(frame.f_code) if event == "call" else self._label_c(arg)
-            if label:
-                self.last = next(self._seq)
-                self.what = label
-                counts = self._counts
-                if counts is not None and event == "c_call" and label.startswith(_TORCH_LABELS):
-                    name = label.rsplit(".", 1)[-1]
-                    counts[name] = counts.get(name, 0) + 1
-                if event == "call":  # the candidate's own function names the work best
-                    self.last_py, self.what_py = self.last, label
-                local.depth = depth + 1
-                if depth == 0:
-                    self._busy[threading.get_ident()] = label
-        elif depth and (event == "return" and self._label_code(frame.f_code)
-                        or event in ("c_return", "c_exception") and self._label_c(arg)):
-            local.depth = depth - 1
-            if depth == 1:
-                self._busy.pop(threading.get_ident(), None)
+        if event == "call" or event == "return":
+            label = self._label_code(frame.f_code)
+        elif event in ("c_call", "c_return", "c_exception"):
+            label = self._label_c(arg)
+        else:
+            return
+        if not label:
+            return
+        self.last = next(self._seq)
+        self.what = label if event.endswith("call") else f"{label} (returning)"
+        if event == "call":  # the candidate's own function names the work best
+            self.last_py, self.what_py = self.last, label
+        counts = self._counts
+        if counts is not None and event == "c_call" and label.startswith(_TORCH_LABELS):
+            name = label.rsplit(".", 1)[-1]
+            counts[name] = counts.get(name, 0) + 1
 
     def count_start(self) -> None:
         """Start counting the torch functions (by name: ``exp``, ``softmax``, ``linear``...) that
@@ -173,11 +170,6 @@ class ThreadWork:
         if self.last_py > mark:
             return self.what_py
         return self.what if self.last > mark else ""
-
-    def busy_now(self) -> str:
-        """Work running in a watched thread at this moment (``""`` when none)."""
-        busy = list(self._busy.values())
-        return busy[0] if busy else ""
 
 
 def poison_free_memory(device: Any, cpu_sizes: Iterable[int] = ()) -> int:
