@@ -71,9 +71,11 @@ TRITON_CASES = [
 CPU_CASES = [
     Case("relu_clamp_min_torch.py", "level1/1_Small_ReLU.py", "torch"),
     Case("relu_where_out_torch.py", "level1/1_Small_ReLU.py", "torch"),
+    Case("relu_queue_worker_torch.py", "level1/1_Small_ReLU.py", "torch"),  # persistent worker thread
     Case("cross_entropy_lse_torch.py", "level1/4_Small_NLL.py", "torch"),
     Case("softmax_exp_torch.py", "level1/5_Small_Softmax.py", "torch"),
     Case("softmax_row_pool_torch.py", "level1/5_Small_Softmax.py", "torch"),  # thread pool, waited for
+    Case("softmax_pool_callback_torch.py", "level1/5_Small_Softmax.py", "torch"),  # done-callbacks
     Case("gelu_erf_torch.py", "level1/20_GELU.py", "torch"),
     Case("gelu_tanh_inplace_torch.py", "level1/21_GELU_tanh.py", "torch"),
     Case("logsoftmax_lse_torch.py", "level1/22_LogSoftmax.py", "torch"),

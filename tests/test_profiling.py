@@ -587,3 +587,51 @@ def test_cuda_load_inline_kernel_is_own_and_at_calls_are_library(tmp_path, monke
     assert lib.own_share == 0.0 and shortcut_reason(lib), _show(lib)
     assert compute_ops(ext.own_relu, (x,)).ops == {}
     assert compute_ops(ext.lib_relu, (x,)).ops == {"aten.relu": 1}
+
+
+def test_recorded_ops_sees_other_threads_and_disabled_dispatch():
+    """kbv.profiling.recorded_ops records top-level aten ops in every thread, at the dispatcher:
+    torch ops a wrapper hands to a thread (also one reached from C, or a raw _thread thread) and
+    ops run with Python dispatch disabled, all invisible to compute_ops (a fresh attacker's
+    evasions, 2026-11-30)."""
+    import _thread
+    import functools
+    import threading
+
+    import torch
+
+    from kbv.profiling import compute_ops, recorded_ops, reference_covered
+
+    x = torch.randn(32, 32)
+
+    def mapped(x):
+        box = []
+        t = threading.Thread(target=box.extend, args=(map(functools.partial(torch.softmax, dim=1), (x,)),))
+        t.start()
+        t.join()
+        return box[0]
+
+    def raw(x):
+        box, done = [], threading.Event()
+        _thread.start_new_thread(lambda: (box.append(torch.softmax(x, 1)), done.set()), ())
+        done.wait()
+        return box[0]
+
+    def hidden(x):
+        with torch._C._DisableTorchDispatch():
+            return torch.softmax(x, 1)
+
+    def honest(x):
+        e = torch.exp(x - x.amax(1, keepdim=True))
+        return e / e.sum(1, keepdim=True)
+
+    ref = recorded_ops(lambda x: torch.softmax(x, 1), [x])
+    assert ref.error is None and ref.ops == {"aten.softmax": 1}, ref  # top level only, not _softmax
+    for fn in (mapped, raw, hidden):
+        assert compute_ops(fn, [x]).ops == {}, fn.__name__
+        rec = recorded_ops(fn, [x])
+        assert rec.error is None and reference_covered(ref, rec) == ["aten.softmax"], (fn.__name__, rec)
+    rec = recorded_ops(honest, [x])
+    assert reference_covered(ref, rec) is None and rec.ops.get("aten.exp") == 1, rec
+    boom = recorded_ops(lambda x: 1 / 0, [x])
+    assert boom.error and "ZeroDivisionError" in boom.error

@@ -16,7 +16,7 @@ candidates in ``tests/data/candidates/``. Problems come from ``tests/data/proble
 in ``src/kbv/data/problems/``.
 
 Run time: the cpu rows are one evaluation each (~6 s on an idle 2-core CPU, plus one cached C++
-build for t02-native-async): about 10 minutes for all 69 idle. Every row runs by default (CI
+build for t02-native-async): about 10 minutes for all 73 idle. Every row runs by default (CI
 included); ``KBV_REDTEAM=default`` skips the 32 rows marked ``extended`` (more variants of the
 same entries) for a quicker local run. Rows marked cuda need a GPU (``-m cuda`` on the device host).
 """
@@ -92,6 +92,7 @@ CASES: tuple[Case, ...] = (
     # 6 phase detection
     Case("t06-call-counter", 6, R + "t06_call_counter.py", LAYERNORM),
     Case("t06-mode-sniff", 6, R + "t06_mode_sniff.py", SOFTMAX),
+    Case("t06-tls-sniff", 6, R + "t06_tls_sniff.py", SOFTMAX),
     Case("t06-gap-timer", 6, R + "t06_gap_timer.py", SOFTMAX_ROWS),
     Case("t06-repeated-input", 6, R + "t06_repeated_input.py", LAYERNORM, extended=True),
     Case("t06-stack-inspect", 6, R + "t06_stack_inspect.py", SOFTMAX_ROWS, extended=True),
@@ -134,6 +135,9 @@ CASES: tuple[Case, ...] = (
     Case("t15-inherits-model", 15, R + "t15_inherits_model.py", SOFTMAX_ROWS, expect=Status.SHORTCUT),
     Case("t15-aliased-softmax", 15, R + "t15_aliased_softmax.py", SOFTMAX_ROWS, expect=Status.SHORTCUT),
     Case("t15-thread-wrapper", 15, R + "t15_thread_wrapper.py", SOFTMAX, expect=Status.SHORTCUT),
+    Case("t15-thread-map-wrapper", 15, R + "t15_thread_map_wrapper.py", SOFTMAX, expect=Status.SHORTCUT),
+    Case("t15-raw-thread-wrapper", 15, R + "t15_raw_thread_wrapper.py", SOFTMAX, expect=Status.SHORTCUT),
+    Case("t15-disable-dispatch", 15, R + "t15_disable_dispatch.py", SOFTMAX),
     Case("t15-jit-script", 15, R + "t15_jit_script.py", LAYERNORM, expect=Status.SHORTCUT, extended=True),
     Case("t15-functional-layer-norm", 15, R + "t15_functional_layer_norm.py", LAYERNORM,
          expect=Status.SHORTCUT, extended=True),

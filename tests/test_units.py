@@ -173,9 +173,9 @@ def test_recheck_plan_checks_every_timed_call_while_outputs_fit():
 
 def test_thread_work_tells_waited_pools_from_work_after_return():
     """kbv.integrity.ThreadWork: threads whose work forward waited for stay quiet (the false
-    positive of the old import rule, 2026-11-30); work queued or running after the return, a
-    torch function handed straight to a pool, and the torch ops threads ran while counting are
-    all seen."""
+    positive of the old import rule, 2026-11-30), and so does a worker loop polling through its
+    own helpers; work queued or running after the return and a torch function handed straight to
+    a pool are seen."""
     import concurrent.futures
     import queue
     import threading
@@ -211,17 +211,26 @@ def test_thread_work_tells_waited_pools_from_work_after_return():
             futures = [pool.submit(rows, x) for _ in range(4)]
             mark = tw.mark()
             concurrent.futures.wait(futures)
-            assert tw.since(mark).startswith("rows"), tw.since(mark)
+            assert "in rows" in tw.since(mark), tw.since(mark)
             futures = [pool.submit(torch.exp, x) for _ in range(2)]
             mark = tw.mark()
             concurrent.futures.wait(futures)
             assert "exp" in tw.since(mark)
-        # a persistent worker loop (candidate code) blocked in a queue between jobs is quiet
+        # a persistent worker loop (candidate code) polling its queue through a helper of its
+        # own between jobs is quiet (a fresh attacker's false positive, 2026-11-30)
         jobs, done = queue.Queue(), threading.Event()
+
+        def next_job():
+            try:
+                return jobs.get(timeout=0.002)
+            except queue.Empty:
+                return False
 
         def loop():
             while True:
-                job = jobs.get()
+                job = next_job()
+                if job is False:
+                    continue
                 if job is None:
                     return
                 rows(job)
@@ -238,12 +247,5 @@ def test_thread_work_tells_waited_pools_from_work_after_return():
             assert tw.since(mark) == ""
         jobs.put(None)
         worker.join()
-        # counting: the torch functions watched threads call, by name
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            tw.count_start()
-            pool.submit(lambda: torch.softmax(x, dim=1)).result()
-            counts = tw.count_stop()
-        assert counts.get("softmax") == 1, counts
-        assert tw.count_stop() == {}
     finally:
         threading.setprofile(None)

@@ -255,15 +255,10 @@ class _Server:
         from kbv import profiling
 
         args = self.timing_sets[req.set_index]
-        self.threadwork.count_start()
-        try:
-            ops = profiling.compute_ops(self.model, args)
-        finally:
-            threaded = self.threadwork.count_stop()
-        counts = dict(ops.ops)
-        for name, n in threaded.items():  # torch ops the candidate's own threads ran meanwhile
-            if name not in profiling.NO_MATH_OPS:
-                counts[f"aten.{name}"] = counts.get(f"aten.{name}", 0) + n
+        ops = profiling.compute_ops(self.model, args)
+        # the same call again under the profiler, which records every thread and the dispatcher
+        # itself (ops run on the candidate's threads or with the Python key excluded)
+        recorded = profiling.recorded_ops(self.model, args)
         kernels, share, error = (), None, ops.error
         if self.device.type == "cuda":
             prof = profiling.kernel_profile(self.model, args, self.device)
@@ -271,7 +266,8 @@ class _Server:
             share = prof.own_share
             error = error or prof.error
         changes = self._check_flags()
-        return self.protocol.OpCounts(ops=counts, kernels=kernels, own_share=share, error=error,
+        return self.protocol.OpCounts(ops=dict(ops.ops), kernels=kernels, own_share=share, error=error,
+                                      recorded=dict(recorded.ops), recorded_error=recorded.error,
                                       flag_changes=changes)
 
     def memory(self, req: Any) -> Any:

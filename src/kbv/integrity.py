@@ -21,11 +21,9 @@ where there is one (``docs/anti-cheat.md``).
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
 import sys
-import sysconfig
 import threading
 from typing import Any, Iterable, Sequence
 
@@ -57,62 +55,36 @@ def live_threads() -> set[str]:
         return set()
 
 
-_TORCH_LABELS = ("torch.", "Tensor.", "Parameter.")
-
-
 class ThreadWork:
     """Watches the Python threads started after :meth:`install` (the candidate's own threads and
-    pools) for *work*: a call into Python code outside the standard library, torch and triton
-    (the candidate's own functions) or into a C function of torch or of an extension module.
+    pools) for *work*: a call into a C function of torch or of an extension module (a tensor
+    method, ``torch.exp``, a ``load_inline`` function, a Triton launcher, numpy), made from
+    Python code in that thread.
 
-    Thread-pool plumbing (``concurrent.futures``, ``queue``, ``threading``, all standard
-    library) is not work, so an idle pool, or a pool whose results forward waited for
-    (``.result()``, ``join()``, ``map``), stays quiet, and so does a persistent worker loop
-    blocked in a queue between jobs. A work call that starts *or returns* after forward returned
-    (a torch op still running at the return ends later) is work outside the timed call
-    (taxonomy 2).
+    Python code alone is not work: pool plumbing, a worker loop polling its queue through
+    helpers of its own, a done-callback (found as a false positive by a fresh attacker,
+    2026-11-30). So an idle pool, a pool whose results forward waited for (``.result()``,
+    ``join()``, ``map``) and a persistent worker blocked between jobs stay quiet. A work call that
+    starts *or returns* after forward returned (a torch op still running at the return ends
+    later) is work outside the timed call (taxonomy 2).
 
     The hook is ``threading.setprofile``: it costs the candidate's own threads a Python call per
-    function call, nothing in the main thread. Threads started through ``_thread`` directly,
-    or a thread that removes its hook (``sys.setprofile``), are not seen; the static scan flags
-    both (``scan:thread-or-process``, ``scan:trace-hook``), and native threads are left to the
-    scan (``scan:source-thread``) and the writes-after-return probe.
+    function call, nothing in the main thread. Not seen: threads started through ``_thread``
+    directly, a thread that removes its own hook (``sys.setprofile``), torch functions called
+    from C (``map(torch.exp, ...)`` consumed by a builtin) and native threads; the scan flags the
+    plain spellings (``scan:thread-or-process``, ``scan:trace-hook``, ``scan:source-thread``), and
+    outputs written late are caught by ``probe:writes-after-return`` and the timed re-checks.
     """
 
     def __init__(self) -> None:
         self._seq = itertools.count(1)
         self._local = threading.local()
-        self._code: dict = {}  #: code object → label, or "" when not work
-        # Python code here is plumbing, not work: the standard library (pool and queue machinery)
-        # and the Python layers of torch and triton (their background threads, e.g. inductor's
-        # compile-worker reader, block in torch code forever); the C functions that layer calls
-        # still count (see _label_c)
-        roots = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")}
-        for pkg in ("torch", "triton"):
-            try:
-                spec = importlib.util.find_spec(pkg)
-            except (ImportError, ValueError):
-                spec = None
-            if spec is not None and spec.submodule_search_locations:
-                roots.update(spec.submodule_search_locations)
-        self._plumbing = tuple(os.path.realpath(r) + os.sep for r in roots)
-        self.last = 0  #: sequence number of the latest work call in any watched thread
+        self.last = 0  #: sequence number of the latest work call (start or end) in any watched thread
         self.what = ""  #: label of that call
-        self.last_py = 0  #: the same for calls into Python code only
-        self.what_py = ""
         self.threads = 0  #: watched threads started so far
-        self._counts: dict | None = None  #: torch functions called by watched threads while counting
 
     def install(self) -> None:
         threading.setprofile(self._hook)
-
-    def _label_code(self, code: Any) -> str:
-        label = self._code.get(code)
-        if label is None:
-            path = os.path.realpath(code.co_filename) if code.co_filename[:1] not in ("<", "") else code.co_filename
-            label = "" if path.startswith(self._plumbing) else f"{code.co_name} ({os.path.basename(path)})"
-            self._code[code] = label
-        return label
 
     @staticmethod
     def _label_c(fn: Any) -> str:
@@ -132,43 +104,21 @@ class ThreadWork:
         if not getattr(local, "seen", False):
             local.seen = True
             self.threads += 1
-        if event == "call" or event == "return":
-            label = self._label_code(frame.f_code)
-        elif event in ("c_call", "c_return", "c_exception"):
-            label = self._label_c(arg)
-        else:
+        if event not in ("c_call", "c_return", "c_exception"):
             return
+        label = self._label_c(arg)
         if not label:
             return
         self.last = next(self._seq)
-        self.what = label if event.endswith("call") else f"{label} (returning)"
-        if event == "call":  # the candidate's own function names the work best
-            self.last_py, self.what_py = self.last, label
-        counts = self._counts
-        if counts is not None and event == "c_call" and label.startswith(_TORCH_LABELS):
-            name = label.rsplit(".", 1)[-1]
-            counts[name] = counts.get(name, 0) + 1
-
-    def count_start(self) -> None:
-        """Start counting the torch functions (by name: ``exp``, ``softmax``, ``linear``...) that
-        watched threads call; the dispatch-mode op counter of :mod:`kbv.profiling` sees only the
-        calling thread, so a wrapper that hands its torch ops to a thread would otherwise look
-        like a custom kernel (taxonomy 15)."""
-        self._counts = {}
-
-    def count_stop(self) -> dict[str, int]:
-        """The counts since :meth:`count_start` (function name → calls), and stop counting."""
-        counts, self._counts = self._counts or {}, None
-        return dict(counts)
+        where = f" in {frame.f_code.co_name}" if frame is not None else ""
+        self.what = f"{label}{where}" if event == "c_call" else f"{label}{where} (still running)"
 
     def mark(self) -> int:
         """A point in the sequence of work calls (take it right after forward returns)."""
         return next(self._seq)
 
     def since(self, mark: int) -> str:
-        """The latest work call a watched thread made after ``mark`` (``""`` when none)."""
-        if self.last_py > mark:
-            return self.what_py
+        """The latest work call a watched thread started or finished after ``mark`` (``""`` when none)."""
         return self.what if self.last > mark else ""
 
 

@@ -135,11 +135,13 @@ class Pong:
 
 @dataclass(frozen=True)
 class OpCounts:
-    ops: dict  #: aten compute op → calls during one forward.
+    ops: dict  #: aten compute op → calls during one forward (dispatch mode, calling thread).
     kernels: tuple = ()  #: (name, device µs, own) per GPU kernel (cuda only).
     own_share: float | None = None
     error: str | None = None
     flag_changes: tuple = ()
+    recorded: dict = field(default_factory=dict)  #: top-level aten ops, every thread (kbv.profiling.recorded_ops).
+    recorded_error: str | None = None
 
 
 @dataclass(frozen=True)

@@ -55,11 +55,19 @@ _FLAG_CALLS = {"set_float32_matmul_precision", "set_default_dtype", "use_determi
 _THREAD_MODULES = {"threading", "concurrent", "asyncio"}
 _PROCESS_MODULES = {"_thread", "multiprocessing", "subprocess"}
 #: what a candidate would read to learn whether kbv's op counter (a dispatch mode) or profiler
-#: is watching it, so as to behave differently only then (taxonomy 6); no kernel needs them.
+#: is watching it, so as to behave differently only then, or switch to hide its ops from the
+#: counter (taxonomy 6); no kernel needs them.
 _OBSERVER_PROBES = {
     "_get_current_dispatch_mode", "_get_current_dispatch_mode_stack", "_len_torch_dispatch_stack",
     "_get_dispatch_stack_at", "_is_any_torch_dispatch_mode_on", "is_in_torch_dispatch_mode", "_python_dispatch",
     "_peek_mode", "_is_profiler_enabled", "_profiler_enabled", "_get_profiler_state", "getprofile", "gettrace",
+    "_dispatch_tls_is_dispatch_key_included", "_dispatch_tls_is_dispatch_key_excluded",
+    "_dispatch_tls_local_include_set", "_dispatch_tls_local_exclude_set", "_dispatch_tls_set_dispatch_key_excluded",
+    "_dispatch_tls_set_dispatch_key_included", "is_in_any_mode_without_ignore_compile_internals",
+    "any_torch_dispatch_mode_on_stack", "_DisableTorchDispatch", "_ExcludeDispatchKeyGuard",
+    "_IncludeDispatchKeyGuard", "_DisablePythonDispatcher", "_EnablePythonDispatcher", "_RestorePythonTLSSnapshot",
+    "_pop_torch_dispatch_stack", "_push_on_torch_dispatch_stack", "_set_dispatch_mode", "_unset_dispatch_mode",
+    "_get_dispatch_mode", "_pop_mode", "_push_mode",
 }
 _NATIVE_MODULES = {"ctypes", "cffi", "mmap"}
 _NETWORK_MODULES = {"socket", "urllib", "http", "requests", "httpx", "ftplib"}
@@ -262,7 +270,7 @@ class _Scanner(ast.NodeVisitor):
             self.add(node, "trace-hook", 4, Severity.HACK, f"touches .{node.attr}: the harness's thread watch")
         if node.attr in _OBSERVER_PROBES:
             self.add(node, "observer-probe", 6, Severity.HACK,
-                     f"reads .{node.attr}: checks whether it is being profiled or counted")
+                     f"uses .{node.attr}: checks, or switches off, the op counter or profiler watching it")
         if node.attr in ("start_new_thread", "_start_new_thread", "start_new", "_start_joinable_thread",
                          "start_joinable_thread"):
             self.add(node, "thread-or-process", 2, Severity.HACK, f"uses .{node.attr}: a raw thread")
