@@ -76,6 +76,7 @@ CPU_CASES = [
     Case("softmax_exp_torch.py", "level1/5_Small_Softmax.py", "torch"),
     Case("softmax_row_pool_torch.py", "level1/5_Small_Softmax.py", "torch"),  # thread pool, waited for
     Case("softmax_pool_callback_torch.py", "level1/5_Small_Softmax.py", "torch"),  # done-callbacks
+    Case("softmax_pool_logging_torch.py", "level1/5_Small_Softmax.py", "torch"),  # callbacks read numel()
     Case("gelu_erf_torch.py", "level1/20_GELU.py", "torch"),
     Case("gelu_tanh_inplace_torch.py", "level1/21_GELU_tanh.py", "torch"),
     Case("logsoftmax_lse_torch.py", "level1/22_LogSoftmax.py", "torch"),

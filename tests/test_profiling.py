@@ -633,5 +633,14 @@ def test_recorded_ops_sees_other_threads_and_disabled_dispatch():
         assert rec.error is None and reference_covered(ref, rec) == ["aten.softmax"], (fn.__name__, rec)
     rec = recorded_ops(honest, [x])
     assert reference_covered(ref, rec) is None and rec.ops.get("aten.exp") == 1, rec
+    # a user annotation named like an op is not a parent, and nested ops are counted for the candidate
+    def annotated(x):
+        with torch.profiler.record_function("aten::empty"):
+            return torch.softmax(x, 1)
+
+    rec = recorded_ops(annotated, [x])
+    assert rec.ops == {"aten.softmax": 1}, rec
+    assert rec.nested == {"aten.softmax": 1, "aten._softmax": 1}, rec
+    assert reference_covered(ref.ops, rec.nested) == ["aten.softmax"]
     boom = recorded_ops(lambda x: 1 / 0, [x])
     assert boom.error and "ZeroDivisionError" in boom.error

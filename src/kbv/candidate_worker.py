@@ -267,7 +267,7 @@ class _Server:
             error = error or prof.error
         changes = self._check_flags()
         return self.protocol.OpCounts(ops=dict(ops.ops), kernels=kernels, own_share=share, error=error,
-                                      recorded=dict(recorded.ops), recorded_error=recorded.error,
+                                      recorded=dict(recorded.nested), recorded_error=recorded.error,
                                       flag_changes=changes)
 
     def memory(self, req: Any) -> Any:

@@ -55,11 +55,22 @@ def live_threads() -> set[str]:
         return set()
 
 
+#: tensor metadata and allocation calls: not work for :class:`ThreadWork`.
+_NOT_WORK = frozenset({
+    "numel", "nelement", "size", "dim", "ndimension", "stride", "storage_offset", "element_size", "data_ptr",
+    "is_contiguous", "is_floating_point", "is_complex", "is_signed", "get_device", "__len__", "__bool__", "__repr__",
+    "__format__", "__hash__", "__sizeof__", "untyped_storage", "_cdata", "_version", "shape", "dtype", "device",
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "record_stream", "detach", "view",
+    "as_strided", "no_grad", "inference_mode", "_InferenceMode", "_DisableFuncTorch",
+})
+
+
 class ThreadWork:
     """Watches the Python threads started after :meth:`install` (the candidate's own threads and
     pools) for *work*: a call into a C function of torch or of an extension module (a tensor
     method, ``torch.exp``, a ``load_inline`` function, a Triton launcher, numpy), made from
-    Python code in that thread.
+    Python code in that thread; metadata reads, allocation and state switches are not work
+    (:meth:`_plumbing`).
 
     Python code alone is not work: pool plumbing, a worker loop polling its queue through
     helpers of its own, a done-callback (found as a false positive by a fresh attacker,
@@ -99,6 +110,15 @@ class ThreadWork:
             return f"{module}.{getattr(fn, '__name__', '?')}"
         return ""
 
+    @staticmethod
+    def _plumbing(label: str) -> bool:
+        """Torch calls that compute nothing: metadata reads, allocation, grad-mode and other
+        state switches (``torch._C._set_grad_enabled`` when a ``no_grad`` block ends). A done-
+        callback reading ``numel()`` after forward returned is not work (a fresh attacker's false
+        positive, 2026-11-30); a copy or fill into an output is."""
+        name = label.rsplit(".", 1)[-1]
+        return name in _NOT_WORK or name.startswith(("_set_", "_get_", "is_", "_is_", "set_", "get_"))
+
     def _hook(self, frame: Any, event: str, arg: Any) -> None:
         local = self._local
         if not getattr(local, "seen", False):
@@ -107,7 +127,7 @@ class ThreadWork:
         if event not in ("c_call", "c_return", "c_exception"):
             return
         label = self._label_c(arg)
-        if not label:
+        if not label or self._plumbing(label):
             return
         self.last = next(self._seq)
         where = f" in {frame.f_code.co_name}" if frame is not None else ""

@@ -183,6 +183,7 @@ class OpCount:
 
     ops: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    nested: dict[str, int] = field(default_factory=dict)  #: :func:`recorded_ops` only: ops at any depth.
 
 
 def _describe(exc: BaseException) -> str:
@@ -296,29 +297,35 @@ def _experimental_all_threads() -> Any:
 
 
 def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
-    """Count the top-level aten compute ops of one ``fn(*args)`` call, as the autograd profiler
-    records them in **every thread** of the process (``profile_all_threads``).
+    """Count the aten compute ops of one ``fn(*args)`` call, as the autograd profiler records
+    them in **every thread** of the process (``profile_all_threads``), at the dispatcher.
 
     A second count next to :func:`compute_ops`, which sees only what a Python dispatch mode sees
     in the calling thread: ops run by the candidate's own threads (also ones started through
-    ``_thread``, or called from C such as ``map(torch.softmax, ...)``), and ops dispatched with
-    the Python dispatch key excluded (``torch._C._DisableTorchDispatch``) are recorded here, since
-    the profiler hooks the dispatcher itself (found by a fresh attacker, 2026-11-30).
+    ``_thread``, or called from C such as ``map(torch.softmax, ...)``), ops dispatched with the
+    Python dispatch key excluded (``torch._C._DisableTorchDispatch``) and ops run inside a Python
+    kernel registered for another aten op are all recorded here (evasions found by fresh
+    attackers, 2026-11-30).
 
-    *Top-level*: an ``aten::`` event with no ``aten::`` ancestor in its thread, so ``softmax``
-    counts once and not again as the ``_softmax`` it calls; composite ops are not decomposed
-    (``aten.linear``, ``aten.matmul``): :func:`reference_covered` compares them by family, and
-    the reference must be counted the same way.
+    Two counts come back: ``ops`` holds the *top-level* ops (no ``aten::`` op above them in
+    their thread: ``softmax`` once, not again as the ``_softmax`` it calls; composite ops such as
+    ``aten.linear`` not decomposed), the count to take of the **reference**; ``nested`` holds
+    every op at any depth, the count to take of the **candidate**, so an op hidden under another
+    (a re-registered ``aten::sinc`` kernel calling softmax) still counts.
+    :func:`reference_covered` then compares them by family. User annotations
+    (``record_function``, whatever their name) are neither counted nor treated as parents.
 
     Returns:
         :class:`OpCount` (``aten.<name>`` → calls, without :data:`NO_MATH_OPS`); ``error`` when
         ``fn`` raises or the profiler cannot start or be read (e.g. another profiler is active).
-        Never raises. Cost: the first profiler session of a process initialises Kineto (about 3 s
-        on the 2-core CI machine under load, 2026-11-30; 64 ms on the H200); later ones add a few
-        ms to the call.
+        Where this torch has no ``profile_all_threads`` switch only the calling thread is
+        recorded. Never raises. Cost: the first profiler session of a process initialises Kineto
+        (about 3 s on the 2-core CI machine under load, 2026-11-30; 64 ms on the H200); later ones
+        add a few ms to the call.
     """
     error = None
-    counts: dict[str, int] = {}
+    top: dict[str, int] = {}
+    nested: dict[str, int] = {}
     try:
         cfg = _experimental_all_threads()
         kwargs = {"experimental_config": cfg} if cfg is not None else {}
@@ -328,23 +335,26 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
                     fn(*args)
                 except BaseException as exc:  # noqa: BLE001 - untrusted code
                     error = _describe(exc)
+
+        def is_op(ev: Any) -> bool:
+            return str(ev.name).startswith("aten::") and not getattr(ev, "is_user_annotation", False)
+
         for ev in prof.events():
-            name = str(ev.name)
-            if not name.startswith("aten::"):
+            if not is_op(ev):
                 continue
-            parent, nested = ev.cpu_parent, False
-            while parent is not None:
-                if str(parent.name).startswith("aten::"):
-                    nested = True
-                    break
+            op = str(ev.name)[len("aten::"):]
+            if op in NO_MATH_OPS:
+                continue
+            key = f"aten.{op}"
+            nested[key] = nested.get(key, 0) + 1
+            parent = ev.cpu_parent
+            while parent is not None and not is_op(parent):
                 parent = parent.cpu_parent
-            op = name[len("aten::"):]
-            if nested or op in NO_MATH_OPS:
-                continue
-            counts[f"aten.{op}"] = counts.get(f"aten.{op}", 0) + 1
-        return OpCount(ops=counts, error=error)
+            if parent is None:
+                top[key] = top.get(key, 0) + 1
+        return OpCount(ops=top, error=error, nested=nested)
     except BaseException as exc:  # noqa: BLE001 - probe failure
-        return OpCount(ops=counts, error=f"recorded_ops failed: {_describe(exc)}")
+        return OpCount(ops=top, error=f"recorded_ops failed: {_describe(exc)}", nested=nested)
 
 
 def _current_mode() -> Any:

@@ -69,6 +69,9 @@ _OBSERVER_PROBES = {
     "_pop_torch_dispatch_stack", "_push_on_torch_dispatch_stack", "_set_dispatch_mode", "_unset_dispatch_mode",
     "_get_dispatch_mode", "_pop_mode", "_push_mode",
 }
+#: torch's own operator namespaces: a candidate may define ops in a namespace of its own
+#: (``torch.library.Library("mylib", "DEF")``), never (re)register kernels for these.
+_TORCH_NAMESPACES = {"aten", "prims", "prim", "_quantized", "quantized", "sparse"}
 _NATIVE_MODULES = {"ctypes", "cffi", "mmap"}
 _NETWORK_MODULES = {"socket", "urllib", "http", "requests", "httpx", "ftplib"}
 _SOURCE_PATTERNS = [
@@ -197,6 +200,12 @@ class _Scanner(ast.NodeVisitor):
             self.add(node, "half-cast", 17, Severity.WARNING, f"casts to {last}")
         if last == "to" and any(re.search(r"float16|bfloat16|half", _dotted(a)) for a in node.args):
             self.add(node, "half-cast", 17, Severity.WARNING, f"casts with {_dotted(node)}")
+        if last in ("Library", "impl", "register_kernel", "fallthrough_kernel", "_impl", "py_impl", "define") and any(
+                isinstance(a, ast.Constant) and isinstance(a.value, str)
+                and (a.value in _TORCH_NAMESPACES or a.value.split("::")[0] in _TORCH_NAMESPACES and "::" in a.value)
+                for a in [*node.args, *(k.value for k in node.keywords)]):
+            self.add(node, "overrides-torch-op", 4, Severity.HACK,
+                     f"{name}(): registers a kernel for one of torch's own ops (a wrapper hidden behind another op)")
         if name in ("os.fork", "os.forkpty", "os.setsid", "os.setpgid", "os.killpg", "os.posix_spawn",
                     "os.posix_spawnp") or name.startswith(("os.spawn", "os.exec")):
             self.add(node, "process-escape", 26, Severity.HACK, f"calls {name}(): starts or detaches processes")

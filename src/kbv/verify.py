@@ -83,6 +83,8 @@ SYNC_GAP_MIN_MS = 0.05
 WALL_FACTOR = 3.0
 WALL_SLACK_MS = 1.0
 WALL_REPEATS = 3
+#: a parent wall figure over the bound is re-measured with this many times more calls (kbv choice).
+WALL_CONFIRM = 4
 #: taxonomy 7: a median under this fraction of the input-read floor is physically implausible.
 ROOFLINE_MARGIN = 0.5
 
@@ -724,16 +726,27 @@ class Verification:
             return [float(t) for t in reply.times_ms], wall
 
         # two requests of different lengths: the difference of their wall times cancels the
-        # fixed cost of a request (pipe, pickling, warmup call), leaving n - 1 calls; host noise
-        # only ever inflates an estimate, so the least of WALL_REPEATS is the closest to the truth
+        # fixed cost of a request (pipe, pickling, warmup call), leaving calls - 1 calls; host
+        # noise only ever inflates an estimate, so the least of WALL_REPEATS is the closest to the
+        # truth. The long request has SYNC_PASS_TRIALS calls whatever cfg.trials is (with 4 calls
+        # a few ms of host noise on a loaded CI machine passed the bound: an honest softmax was
+        # HACK in 2 of 4 runs, fresh attacker, 2026-11-30); a figure over the bound is measured
+        # again with WALL_CONFIRM times more calls before it counts, since noise does not persist.
         estimates, times = [], []
-        for _ in range(WALL_REPEATS):
-            _, wall_short = synced(1)
-            t, wall_long = synced(n)
-            times += t
-            estimates.append(max(0.0, wall_long - wall_short) / (n - 1))
-        parent_per_call = min(estimates)
+
+        def estimate(calls: int) -> float:
+            for _ in range(WALL_REPEATS):
+                _, wall_short = synced(1)
+                t, wall_long = synced(calls)
+                times.extend(t)
+                estimates.append(max(0.0, wall_long - wall_short) / (calls - 1))
+            return min(estimates)
+
+        parent_per_call = estimate(SYNC_PASS_TRIALS)
         cand_sync = float(np.median(times))
+        if parent_per_call > WALL_FACTOR * cand_sync + WALL_SLACK_MS:
+            parent_per_call = estimate(SYNC_PASS_TRIALS * WALL_CONFIRM)
+            cand_sync = float(np.median(times))
         bl.apply_flags(self.fp32_flags)
         ref_times, _ = time_calls(self.rp.model, sets, device=self.rp.device, warmup=1, trials=n, sync_inside=True)
         ref_sync = float(np.median(ref_times))
@@ -741,7 +754,7 @@ class Verification:
         ref_event = self.state.timing["eager-fp32"].median_ms if "eager-fp32" in self.state.timing else None
         self.state.evidence["sync_pass"] = {
             "trials": n, "candidate_sync_ms": cand_sync, "reference_sync_ms": ref_sync,
-            "parent_wall_per_call_ms": parent_per_call}
+            "parent_wall_per_call_ms": parent_per_call, "parent_wall_estimates_ms": estimates}
         if parent_per_call > WALL_FACTOR * cand_sync + WALL_SLACK_MS:
             self._found("timing:parent-wall", (4, 25), Severity.HACK,
                         f"the worker's clock reported {cand_sync:.4g} ms per synchronised call; the parent's wall "
