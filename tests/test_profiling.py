@@ -633,14 +633,18 @@ def test_recorded_ops_sees_other_threads_and_disabled_dispatch():
         assert rec.error is None and reference_covered(ref, rec) == ["aten.softmax"], (fn.__name__, rec)
     rec = recorded_ops(honest, [x])
     assert reference_covered(ref, rec) is None and rec.ops.get("aten.exp") == 1, rec
-    # a user annotation named like an op is not a parent, and nested ops are counted for the candidate
+    # a user annotation named like an op is not a parent (a fresh attacker's evasion, 2026-11-30)
     def annotated(x):
         with torch.profiler.record_function("aten::empty"):
             return torch.softmax(x, 1)
 
     rec = recorded_ops(annotated, [x])
     assert rec.ops == {"aten.softmax": 1}, rec
-    assert rec.nested == {"aten.softmax": 1, "aten._softmax": 1}, rec
-    assert reference_covered(ref.ops, rec.nested) == ["aten.softmax"]
+    # top level only: one F.linear is one gemm op, and an honest mean() does not cover a sum
+    # reference through the sum it calls inside (a reviewer's finding, 2026-11-30)
+    w = torch.randn(32, 32)
+    assert recorded_ops(lambda x: torch.nn.functional.linear(x, w), [x]).ops == {"aten.linear": 1}
+    ref_sum = recorded_ops(lambda x: x.sum(1), [x])
+    assert reference_covered(ref_sum, recorded_ops(lambda x: x.mean(1) * 32, [x])) is None
     boom = recorded_ops(lambda x: 1 / 0, [x])
     assert boom.error and "ZeroDivisionError" in boom.error

@@ -156,7 +156,7 @@ def test_fingerprint_indices_stay_in_range_for_large_outputs():
 def test_recheck_plan_checks_every_timed_call_while_outputs_fit():
     """Regression (CI, 2026-11-30): with 2 secret re-checks out of 3 timed calls per round, a
     candidate that skips every other timed call escaped taxonomy 5 about once in 36 verifies."""
-    from kbv.verify import RECHECK_BYTES_PER_ROUND, RECHECKS_PER_ROUND, recheck_plan
+    from kbv.verify import RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU, RECHECKS_PER_ROUND, recheck_plan
 
     assert recheck_plan(3, 4096) == (0, 1, 2)
     assert recheck_plan(10, 4096) == tuple(range(10))
@@ -169,6 +169,9 @@ def test_recheck_plan_checks_every_timed_call_while_outputs_fit():
     huge = RECHECK_BYTES_PER_ROUND * 8
     assert all(len(recheck_plan(10, huge)) == RECHECKS_PER_ROUND for _ in range(20))
     assert recheck_plan(1, huge) == (0,)
+    # cpu: kept outputs pass through /dev/shm, so the budget is smaller
+    assert len(recheck_plan(10, RECHECK_BYTES_PER_ROUND_CPU // 5, "cpu")) == 5
+    assert recheck_plan(10, 4096, "cpu") == tuple(range(10))
 
 
 def test_thread_work_tells_waited_pools_from_work_after_return():

@@ -33,6 +33,10 @@ THREAD_GRACE_S = 0.2
 #: own, before asking whether they worked after the return (kbv.integrity.ThreadWork): work queued
 #: before the return is picked up by an idle pool thread well within this (kbv choice).
 THREAD_SETTLE_S = 0.02
+#: dispatch keys whose kernels compute (a Python registration for one of these on an aten op is a
+#: wrapper hidden behind that op).
+_COMPUTE_KEYS = frozenset({"CPU", "CUDA", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+                           "CompositeExplicitAutogradNonFunctional", "PrivateUse1", "Math", "DefaultBackend"})
 
 
 def _flatten(out: Any) -> tuple[tuple, str]:
@@ -89,6 +93,7 @@ class _Server:
         self.threadwork = integrity.ThreadWork()
         self.threadwork.install()
         self.guard.watch(threading, "_profile_hook", "threading.setprofile hook")
+        self._op_impls = set(getattr(torch.library, "_impls", ()))  #: torch.library registrations before load
         self.writes: list[str] = []  #: writes outside the sandbox seen by the audit hook (taxonomy 26).
         integrity.watch_writes([setup.workdir, setup.build_dir, "/dev/shm", "/dev/null"], self.writes)
         self._reported_writes = 0
@@ -230,10 +235,29 @@ class _Server:
         writes outside the sandbox (taxonomy 26): reported as flag changes."""
         found = [f"harness patched: {name}" for name in self.timing.captured_changed()]
         found += [f"harness patched: {name}" for name in self.guard.check()]
+        found += [f"harness patched: torch op kernel {op} registered from Python" for op in self._new_op_kernels()]
         new = self.writes[self._reported_writes:]
         self._reported_writes = len(self.writes)
         found += [f"sandbox: {w}" for w in new]
         return tuple(dict.fromkeys(found))
+
+    def _new_op_kernels(self) -> list[str]:
+        """Kernels for torch's own ops (``aten``/``prims``, compute dispatch keys) registered through
+        ``torch.library`` since the worker started: a wrapper hidden behind another op (a fresh
+        attacker's evasion, 2026-11-30: ``aten::sinc`` re-registered to call softmax). Meta and
+        other tracing keys are left out (torch registers those lazily itself)."""
+        try:
+            impls = set(self.torch.library._impls) - self._op_impls
+        except Exception:  # noqa: BLE001 - a torch without the registry, or a replaced one
+            return []
+        found = []
+        for entry in sorted(impls):
+            ns, _, rest = str(entry).partition("/")
+            key = rest.rsplit("/", 1)[-1]
+            if ns in ("aten", "prims") and (key in _COMPUTE_KEYS or key.startswith("Autograd")):
+                found.append(f"{ns}::{rest}")
+        self._op_impls |= impls
+        return found
 
     def time(self, req: Any) -> Any:
         tampered = self._tampering()  # put patched clocks back before the timed loop runs
@@ -267,7 +291,7 @@ class _Server:
             error = error or prof.error
         changes = self._check_flags()
         return self.protocol.OpCounts(ops=dict(ops.ops), kernels=kernels, own_share=share, error=error,
-                                      recorded=dict(recorded.nested), recorded_error=recorded.error,
+                                      recorded=dict(recorded.ops), recorded_error=recorded.error,
                                       flag_changes=changes)
 
     def memory(self, req: Any) -> Any:

@@ -90,48 +90,60 @@ class ThreadWork:
     def __init__(self) -> None:
         self._seq = itertools.count(1)
         self._local = threading.local()
-        self.last = 0  #: sequence number of the latest work call (start or end) in any watched thread
-        self.what = ""  #: label of that call
+        self._last: dict = {}  #: thread ident → (sequence number, label) of its latest work call
         self.threads = 0  #: watched threads started so far
 
     def install(self) -> None:
         threading.setprofile(self._hook)
 
     @staticmethod
-    def _label_c(fn: Any) -> str:
+    def _label_c(fn: Any) -> tuple[str, bool]:
+        """(label, owned by torch) of a C function; ``("", False)`` when it is not work."""
         owner = getattr(fn, "__self__", None)
-        if owner is not None and type(owner).__module__.split(".")[0] == "torch":
-            return f"{type(owner).__name__}.{getattr(fn, '__name__', '?')}"
-        module = getattr(fn, "__module__", None) or ""
+        owner_module = getattr(type(owner), "__module__", None) if owner is not None else None
+        name = getattr(fn, "__name__", "?")
+        name = name if isinstance(name, str) else "?"
+        if isinstance(owner_module, str) and owner_module.split(".")[0] == "torch":
+            return f"{type(owner).__name__}.{name}", True
+        module = getattr(fn, "__module__", None)
+        module = module if isinstance(module, str) else ""
         if not module and isinstance(owner, type(sys)):
-            module = owner.__name__
+            module = owner.__name__ if isinstance(owner.__name__, str) else ""
         top = module.split(".")[0]
         if top and top not in sys.stdlib_module_names and top != "builtins":
-            return f"{module}.{getattr(fn, '__name__', '?')}"
-        return ""
+            return f"{module}.{name}", top == "torch"
+        return "", False
 
     @staticmethod
     def _plumbing(label: str) -> bool:
-        """Torch calls that compute nothing: metadata reads, allocation, grad-mode and other
-        state switches (``torch._C._set_grad_enabled`` when a ``no_grad`` block ends). A done-
-        callback reading ``numel()`` after forward returned is not work (a fresh attacker's false
-        positive, 2026-11-30); a copy or fill into an output is."""
+        """Torch calls that compute nothing: metadata reads, allocation, grad-mode, stream and
+        device switches (``torch._C._set_grad_enabled`` when a ``no_grad`` block ends,
+        ``torch._C._cuda_setStream`` when a ``torch.cuda.stream`` block ends). A done-callback
+        reading ``numel()`` after forward returned is not work (a fresh attacker's false positive,
+        2026-11-30); a copy or fill into an output is. Applied to torch's own functions only: an
+        extension's ``set_out`` is work."""
         name = label.rsplit(".", 1)[-1]
-        return name in _NOT_WORK or name.startswith(("_set_", "_get_", "is_", "_is_", "set_", "get_"))
+        return (name in _NOT_WORK or name.startswith(("_set_", "_get_", "is_", "_is_"))
+                or name.startswith("_cuda_") and ("Stream" in name or "Device" in name))
 
     def _hook(self, frame: Any, event: str, arg: Any) -> None:
-        local = self._local
-        if not getattr(local, "seen", False):
-            local.seen = True
-            self.threads += 1
-        if event not in ("c_call", "c_return", "c_exception"):
-            return
-        label = self._label_c(arg)
-        if not label or self._plumbing(label):
-            return
-        self.last = next(self._seq)
-        where = f" in {frame.f_code.co_name}" if frame is not None else ""
-        self.what = f"{label}{where}" if event == "c_call" else f"{label}{where} (still running)"
+        # never raise: an exception here makes CPython drop the hook from the thread for good
+        try:
+            local = self._local
+            if not getattr(local, "seen", False):
+                local.seen = True
+                self.threads += 1
+            if event not in ("c_call", "c_return", "c_exception"):
+                return
+            label, torch_owned = self._label_c(arg)
+            if not label or torch_owned and self._plumbing(label):
+                return
+            where = f" in {frame.f_code.co_name}" if frame is not None else ""
+            what = f"{label}{where}" if event == "c_call" else f"{label}{where} (still running)"
+            # one slot per thread, written only by that thread: no lost update between threads
+            self._last[threading.get_ident()] = (next(self._seq), what)
+        except BaseException:  # noqa: BLE001
+            pass
 
     def mark(self) -> int:
         """A point in the sequence of work calls (take it right after forward returns)."""
@@ -139,7 +151,8 @@ class ThreadWork:
 
     def since(self, mark: int) -> str:
         """The latest work call a watched thread started or finished after ``mark`` (``""`` when none)."""
-        return self.what if self.last > mark else ""
+        latest = max(list(self._last.values()), default=(0, ""))
+        return latest[1] if latest[0] > mark else ""
 
 
 def poison_free_memory(device: Any, cpu_sizes: Iterable[int] = ()) -> int:

@@ -183,7 +183,6 @@ class OpCount:
 
     ops: dict[str, int] = field(default_factory=dict)
     error: str | None = None
-    nested: dict[str, int] = field(default_factory=dict)  #: :func:`recorded_ops` only: ops at any depth.
 
 
 def _describe(exc: BaseException) -> str:
@@ -304,16 +303,16 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
     in the calling thread: ops run by the candidate's own threads (also ones started through
     ``_thread``, or called from C such as ``map(torch.softmax, ...)``), ops dispatched with the
     Python dispatch key excluded (``torch._C._DisableTorchDispatch``) and ops run inside a Python
-    kernel registered for another aten op are all recorded here (evasions found by fresh
-    attackers, 2026-11-30).
+    (evasions found by fresh attackers, 2026-11-30).
 
-    Two counts come back: ``ops`` holds the *top-level* ops (no ``aten::`` op above them in
-    their thread: ``softmax`` once, not again as the ``_softmax`` it calls; composite ops such as
-    ``aten.linear`` not decomposed), the count to take of the **reference**; ``nested`` holds
-    every op at any depth, the count to take of the **candidate**, so an op hidden under another
-    (a re-registered ``aten::sinc`` kernel calling softmax) still counts.
-    :func:`reference_covered` then compares them by family. User annotations
-    (``record_function``, whatever their name) are neither counted nor treated as parents.
+    *Top-level* ops only (no ``aten::`` op above them in their thread): ``softmax`` once, not
+    again as the ``_softmax`` it calls; composite ops such as ``aten.linear`` are not decomposed.
+    Counting every depth was tried and dropped: one ``F.linear`` then counts three gemm ops and
+    an honest ``x.mean()`` covers a ``sum`` reference (a reviewer's finding, 2026-11-30). Count
+    the reference the same way; :func:`reference_covered` compares by family. User annotations
+    (``record_function``, whatever their name) are neither counted nor treated as parents. Ops
+    hidden inside a kernel the candidate registered for another aten op are left to the scan
+    (``scan:overrides-torch-op``) and the worker's registration check.
 
     Returns:
         :class:`OpCount` (``aten.<name>`` → calls, without :data:`NO_MATH_OPS`); ``error`` when
@@ -325,7 +324,6 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
     """
     error = None
     top: dict[str, int] = {}
-    nested: dict[str, int] = {}
     try:
         cfg = _experimental_all_threads()
         kwargs = {"experimental_config": cfg} if cfg is not None else {}
@@ -346,15 +344,14 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
             if op in NO_MATH_OPS:
                 continue
             key = f"aten.{op}"
-            nested[key] = nested.get(key, 0) + 1
             parent = ev.cpu_parent
             while parent is not None and not is_op(parent):
                 parent = parent.cpu_parent
             if parent is None:
                 top[key] = top.get(key, 0) + 1
-        return OpCount(ops=top, error=error, nested=nested)
+        return OpCount(ops=top, error=error)
     except BaseException as exc:  # noqa: BLE001 - probe failure
-        return OpCount(ops=top, error=f"recorded_ops failed: {_describe(exc)}", nested=nested)
+        return OpCount(ops=top, error=f"recorded_ops failed: {_describe(exc)}")
 
 
 def _current_mode() -> Any:

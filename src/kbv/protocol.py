@@ -140,7 +140,7 @@ class OpCounts:
     own_share: float | None = None
     error: str | None = None
     flag_changes: tuple = ()
-    recorded: dict = field(default_factory=dict)  #: aten ops at any depth, every thread (kbv.profiling.recorded_ops).
+    recorded: dict = field(default_factory=dict)  #: top-level aten ops, every thread (kbv.profiling.recorded_ops).
     recorded_error: str | None = None
 
 

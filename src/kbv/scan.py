@@ -54,6 +54,10 @@ _FLAG_CALLS = {"set_float32_matmul_precision", "set_default_dtype", "use_determi
 #: threads (which the thread probe cannot watch) stay HACK.
 _THREAD_MODULES = {"threading", "concurrent", "asyncio"}
 _PROCESS_MODULES = {"_thread", "multiprocessing", "subprocess"}
+#: process and sub-interpreter pools reachable from the thread modules (a reviewer's finding,
+#: 2026-11-30: concurrent.futures is only a WARNING now, its process pool must not be).
+_PROCESS_ATTRS = {"ProcessPoolExecutor", "InterpreterPoolExecutor", "create_subprocess_exec",
+                  "create_subprocess_shell", "_interpreters", "interpreters"}
 #: what a candidate would read to learn whether kbv's op counter (a dispatch mode) or profiler
 #: is watching it, so as to behave differently only then, or switch to hide its ops from the
 #: counter (taxonomy 6); no kernel needs them.
@@ -137,6 +141,10 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         self._check_module(node, node.module or "")
+        pools = [a.name for a in node.names if a.name in _PROCESS_ATTRS]
+        if pools:
+            self.add(node, "thread-or-process", 2, Severity.HACK,
+                     f"imports {pools[0]}: work in another process or interpreter, out of every probe's sight")
         probes = [p for p in [*(node.module or "").split("."), *(a.name for a in node.names)] if p in _OBSERVER_PROBES]
         if probes:
             self.add(node, "observer-probe", 6, Severity.HACK,
@@ -204,7 +212,7 @@ class _Scanner(ast.NodeVisitor):
                 isinstance(a, ast.Constant) and isinstance(a.value, str)
                 and (a.value in _TORCH_NAMESPACES or a.value.split("::")[0] in _TORCH_NAMESPACES and "::" in a.value)
                 for a in [*node.args, *(k.value for k in node.keywords)]):
-            self.add(node, "overrides-torch-op", 4, Severity.HACK,
+            self.add(node, "overrides-torch-op", 15, Severity.HACK,
                      f"{name}(): registers a kernel for one of torch's own ops (a wrapper hidden behind another op)")
         if name in ("os.fork", "os.forkpty", "os.setsid", "os.setpgid", "os.killpg", "os.posix_spawn",
                     "os.posix_spawnp") or name.startswith(("os.spawn", "os.exec")):
@@ -283,6 +291,12 @@ class _Scanner(ast.NodeVisitor):
         if node.attr in ("start_new_thread", "_start_new_thread", "start_new", "_start_joinable_thread",
                          "start_joinable_thread"):
             self.add(node, "thread-or-process", 2, Severity.HACK, f"uses .{node.attr}: a raw thread")
+        if node.attr in _PROCESS_ATTRS:
+            self.add(node, "thread-or-process", 2, Severity.HACK,
+                     f"uses .{node.attr}: work in another process or interpreter, out of every probe's sight")
+        if node.attr in ("_dispatch_library", "_dispatch_impl", "_dispatch_register_python_kernel"):
+            self.add(node, "overrides-torch-op", 15, Severity.HACK,
+                     f"uses .{node.attr}: registers kernels with the dispatcher directly")
         self.generic_visit(node)
 
 

@@ -68,6 +68,8 @@ RECHECKS_PER_ROUND = 2
 #: makes that deterministic, and a subset of m of n calls misses it with chance C(n/2, m)/C(n, m)
 #: per round.
 RECHECK_BYTES_PER_ROUND = 1 << 30
+#: the same on cpu, where kept outputs pass through /dev/shm (64 MiB by default in a container).
+RECHECK_BYTES_PER_ROUND_CPU = 32 << 20
 #: calls in the synchronised timing pass (taxonomy 1, 4).
 SYNC_PASS_TRIALS = 10
 #: taxonomy 1: a candidate hides work when its sync-inside time exceeds its event time by more
@@ -217,17 +219,29 @@ def run_reference(rp: ReferenceProblem, args: list, flags: dict) -> list:
 
 # Verdict construction helpers -----------------------------------------------------------------
 
-def recheck_plan(per_round: int, output_bytes: int) -> tuple[int, ...]:
+@dataclass
+class _Recheck:
+    """What the timed re-checks of one verification carry from round to round."""
+
+    refs: dict = field(default_factory=dict)  #: timing set index → reference side (or its failure)
+    checked: list = field(default_factory=list)  #: timed-call indices judged
+    failed: bool = False
+
+
+def recheck_plan(per_round: int, output_bytes: int, device_type: str = "cuda") -> tuple[int, ...]:
     """Indices (0-based, sorted) of the timed calls of one round whose outputs are kept and
     re-checked against the reference (taxonomy 5, 6).
 
-    All ``per_round`` calls while ``per_round * output_bytes`` fits in RECHECK_BYTES_PER_ROUND,
-    else a random subset (from ``secrets``, so not predictable by the candidate) of as many calls
-    as fit, never fewer than RECHECKS_PER_ROUND (or ``per_round`` if smaller).
+    All ``per_round`` calls while ``per_round * output_bytes`` fits in the round's budget
+    (RECHECK_BYTES_PER_ROUND on cuda, RECHECK_BYTES_PER_ROUND_CPU on cpu, where the kept outputs
+    travel through /dev/shm), else a random subset (from ``secrets``, so not predictable by the
+    candidate) of as many calls as fit, never fewer than RECHECKS_PER_ROUND (or ``per_round`` if
+    smaller). Each round's outputs are judged and dropped before the next round.
     """
     if per_round < 1:
         return ()
-    fit = RECHECK_BYTES_PER_ROUND // max(1, output_bytes)
+    budget = RECHECK_BYTES_PER_ROUND if device_type == "cuda" else RECHECK_BYTES_PER_ROUND_CPU
+    fit = budget // max(1, output_bytes)
     m = min(per_round, max(RECHECKS_PER_ROUND, fit))
     if m >= per_round:
         return tuple(range(per_round))
@@ -640,6 +654,7 @@ class Verification:
         samples: dict[str, list] = {s: [] for s in subjects}
         clock = "cuda-event" if self.rp.device.type == "cuda" else "perf_counter"
         model = self.rp.model
+        recheck = _Recheck()
         kept: list = []
         for r in range(rounds):
             per_round = split[r]
@@ -647,7 +662,7 @@ class Verification:
             # a secret number of extra warmup calls, and timed calls whose outputs are re-checked (all, or a
             # secret subset): the candidate cannot tell a checked call from a timed one (taxonomy 5, 6)
             warmup = cfg.warmup + secrets.randbelow(cfg.warmup + 1) if cfg.integrity else cfg.warmup
-            keep = recheck_plan(per_round, self.rp.output_bytes) if cfg.integrity else ()
+            keep = recheck_plan(per_round, self.rp.output_bytes, self.rp.device.type) if cfg.integrity else ()
             for subject in order:
                 first = sum(split[:r]) % len(sets)
                 if subject == "candidate":
@@ -656,14 +671,19 @@ class Verification:
                     if not isinstance(reply, protocol.Times) or len(reply.times_ms) != per_round:
                         raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
                     times = [float(t) for t in reply.times_ms]
-                    kept += [(sum(split[:r]) + i, k, outs) for i, k, outs in reply.kept]
+                    kept = [(sum(split[:r]) + i, k, outs) for i, k, outs in reply.kept]
                     del reply
                 else:
                     bl.apply_flags(bl.flags_for(subject))
                     times, clock = time_calls(model, sets, device=self.rp.device, warmup=warmup,
                                               trials=per_round, flush_bytes=flush, first_set=first, refresh=True)
                 samples[subject].extend(times)
+            if cfg.integrity:  # judged and dropped round by round: at most one round's outputs held
+                self._recheck(kept, sets, recheck)
+            kept = []
         bl.apply_flags(self.fp32_flags)
+        self.state.evidence["timed_rechecks"] = recheck.checked
+        self.oracle.release()
         bad = [t for t in samples["candidate"] if not (math.isfinite(t) and t > 0)]
         if bad:
             self._found("timing:non-positive", (7,), Severity.HACK, f"implausible candidate times {bad[:3]} ms")
@@ -675,8 +695,6 @@ class Verification:
             self.state.speedup[b] = self.state.timing[b].median_ms / cand
         self.state.evidence["timing_input_sets"] = len(sets)
         if cfg.integrity:
-            self._recheck(kept, sets)
-            del kept
             self._sync_pass(worker, sets)
             self._roofline(sets)
             self._reference_ops(worker, sets)
@@ -685,29 +703,28 @@ class Verification:
         del sets
         self.state.phase_seconds["timing"] = time.perf_counter() - t0
 
-    def _recheck(self, kept: list, sets: list) -> None:
-        """Judge the outputs of the kept timed calls (:func:`recheck_plan`) against the reference of the
-        values they got (taxonomy 5, 6): a candidate right when checked and wrong while timed."""
-        refs: dict = {}
-        checked = []
+    def _recheck(self, kept: list, sets: list, state: "_Recheck") -> None:
+        """Judge the outputs of one round's kept timed calls (:func:`recheck_plan`) against the
+        reference of the values they got (taxonomy 5, 6): a candidate right when checked and
+        wrong while timed. Stops at the first wrong call of the verification."""
         for call, k, outs in kept:
+            if state.failed:
+                return
             s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL, f"timing set {k}", 0, sets[k])
-            if k not in refs:
-                refs[k] = self._reference_side(s, sets[k])
-            side = refs[k]
+            if k not in state.refs:
+                state.refs[k] = self._reference_side(s, sets[k])
+            side = state.refs[k]
             if isinstance(side, InputSetResult):
                 continue
             ref, oracle, note, baselines = side
             outs = [o.clone() for o in outs]
             r = self._judge(s, outs, self.rp.structure, ref, oracle, note, baselines)
-            checked.append(call)
+            state.checked.append(call)
             if r.passed is False:
                 self._found("probe:timed-recheck", (5, 6), Severity.HACK,
                             f"timed call {call} (timing set {k}) is wrong: {r.fault}; the same candidate passed "
                             "every correctness set (phase detection or cross-call batching)")
-                break
-        self.state.evidence["timed_rechecks"] = checked
-        self.oracle.release()
+                state.failed = True
 
     def _sync_pass(self, worker: CandidateProcess, sets: list) -> None:
         """A short second pass timed on the host around forward plus a device-wide synchronize,
@@ -753,7 +770,9 @@ class Verification:
         cand_event = self.state.timing["candidate"].median_ms
         ref_event = self.state.timing["eager-fp32"].median_ms if "eager-fp32" in self.state.timing else None
         self.state.evidence["sync_pass"] = {
-            "trials": n, "candidate_sync_ms": cand_sync, "reference_sync_ms": ref_sync,
+            "trials": n, "wall_request_calls": sorted({SYNC_PASS_TRIALS, SYNC_PASS_TRIALS * WALL_CONFIRM}
+                                                     if len(estimates) > WALL_REPEATS else {SYNC_PASS_TRIALS}),
+            "candidate_sync_ms": cand_sync, "reference_sync_ms": ref_sync,
             "parent_wall_per_call_ms": parent_per_call, "parent_wall_estimates_ms": estimates}
         if parent_per_call > WALL_FACTOR * cand_sync + WALL_SLACK_MS:
             self._found("timing:parent-wall", (4, 25), Severity.HACK,
@@ -818,8 +837,8 @@ class Verification:
         covered = None
         if not (reply.error or ref_ops.error):
             covered = profiling.reference_covered(ref_ops.ops, dict(reply.ops))
-        # the profiler's count sees every thread and the dispatcher itself: torch ops handed to a
-        # thread or run with the Python dispatch key excluded (taxonomy 15)
+        # the profiler's count (top-level ops on both sides) sees every thread and the dispatcher
+        # itself: torch ops handed to a thread or run with the Python dispatch key excluded (taxonomy 15)
         if covered is None and not (reply.recorded_error or ref_recorded.error):
             covered = profiling.reference_covered(ref_recorded.ops, dict(reply.recorded))
         if covered is None and (reply.error or ref_ops.error):
