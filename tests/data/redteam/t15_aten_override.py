@@ -7,8 +7,9 @@ sees only ``aten::sinc`` with the softmax nested under it. Found by a fresh atta
 2026-11-30 (credited PASS with no finding then).
 
 How kbv should catch it: the static scan's overrides-torch-op rule (HACK: registering kernels
-for torch's own ops); the profiler count of the candidate includes nested ops, so the
-reference's softmax is seen re-run (SHORTCUT, probe:reference-ops).
+for torch's own ops), and at run time the worker's check of torch.library's registry before
+every reply (probe:harness-identity, HACK). Counting the candidate's nested ops instead was tried
+and dropped: it made honest candidates SHORTCUT (one F.linear counted as three gemm ops).
 """
 import torch
 import torch.nn as nn
