@@ -39,6 +39,8 @@ behave differently (taxonomy 6), see docs/architecture.md "Known gaps".
 from __future__ import annotations
 
 import bisect
+import contextlib
+import os
 import re
 import warnings as _warnings
 from dataclasses import dataclass, field
@@ -295,6 +297,31 @@ def _experimental_all_threads() -> Any:
         return None
 
 
+@contextlib.contextmanager
+def _quiet_stderr() -> Any:
+    """Send file descriptor 2 to /dev/null for the block: Kineto prints ``USDT: ...
+    profiler_start/stop`` lines there on every CPU profiler session, which cluttered every case
+    of ``kbv demo`` (a fresh user's report, 2026-11-30). Best effort: does nothing if the
+    descriptors cannot be duplicated."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 2)
+        finally:
+            os.close(null)
+        yield
+    finally:
+        try:
+            os.dup2(saved, 2)
+        finally:
+            os.close(saved)
+
+
 def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
     """Count the aten compute ops of one ``fn(*args)`` call, as the autograd profiler records
     them in **every thread** of the process (``profile_all_threads``), at the dispatcher.
@@ -327,7 +354,7 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
     try:
         cfg = _experimental_all_threads()
         kwargs = {"experimental_config": cfg} if cfg is not None else {}
-        with _no_grad():
+        with _no_grad(), _quiet_stderr():
             with _profile(activities=[_ProfilerActivity.CPU], **kwargs) as prof:
                 try:
                     fn(*args)
