@@ -59,9 +59,9 @@ def live_threads() -> set[str]:
 _NOT_WORK = frozenset({
     "numel", "nelement", "size", "dim", "ndimension", "stride", "storage_offset", "element_size", "data_ptr",
     "is_contiguous", "is_floating_point", "is_complex", "is_signed", "get_device", "__len__", "__bool__", "__repr__",
-    "__format__", "__hash__", "__sizeof__", "untyped_storage", "_cdata", "_version", "shape", "dtype", "device",
+    "__format__", "__hash__", "__sizeof__", "untyped_storage",
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "record_stream", "detach", "view",
-    "as_strided", "no_grad", "inference_mode", "_InferenceMode", "_DisableFuncTorch",
+    "as_strided",
 })
 
 
@@ -353,9 +353,7 @@ class HarnessGuard:
                 elif callable(obj):
                     self._add(f"{prefix}.{name}", m, name, obj)
         for owner, attr, label in attributes:
-            obj = _lookup(owner, attr)
-            if obj is not None:
-                self._add(label, owner, attr, obj)
+            self.watch(owner, attr, label)
 
     def watch(self, owner: Any, attr: str, label: str) -> None:
         """Add ``owner.attr`` as it is now (e.g. a hook installed after construction)."""

@@ -749,9 +749,10 @@ class Verification:
         # a few ms of host noise on a loaded CI machine passed the bound: an honest softmax was
         # HACK in 2 of 4 runs, fresh attacker, 2026-11-30); a figure over the bound is measured
         # again with WALL_CONFIRM times more calls before it counts, since noise does not persist.
-        estimates, times = [], []
+        estimates, times, requests = [], [], []
 
         def estimate(calls: int) -> float:
+            requests.append(calls)
             for _ in range(WALL_REPEATS):
                 _, wall_short = synced(1)
                 t, wall_long = synced(calls)
@@ -770,8 +771,7 @@ class Verification:
         cand_event = self.state.timing["candidate"].median_ms
         ref_event = self.state.timing["eager-fp32"].median_ms if "eager-fp32" in self.state.timing else None
         self.state.evidence["sync_pass"] = {
-            "trials": n, "wall_request_calls": sorted({SYNC_PASS_TRIALS, SYNC_PASS_TRIALS * WALL_CONFIRM}
-                                                     if len(estimates) > WALL_REPEATS else {SYNC_PASS_TRIALS}),
+            "trials": n, "wall_request_calls": requests,
             "candidate_sync_ms": cand_sync, "reference_sync_ms": ref_sync,
             "parent_wall_per_call_ms": parent_per_call, "parent_wall_estimates_ms": estimates}
         if parent_per_call > WALL_FACTOR * cand_sync + WALL_SLACK_MS:
