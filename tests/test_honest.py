@@ -77,6 +77,7 @@ CPU_CASES = [
     Case("softmax_row_pool_torch.py", "level1/5_Small_Softmax.py", "torch"),  # thread pool, waited for
     Case("softmax_pool_callback_torch.py", "level1/5_Small_Softmax.py", "torch"),  # done-callbacks
     Case("softmax_pool_logging_torch.py", "level1/5_Small_Softmax.py", "torch"),  # callbacks read numel()
+    Case("softmax_worker_annotated_torch.py", "level1/5_Small_Softmax.py", "torch"),  # record_function in workers
     Case("gelu_erf_torch.py", "level1/20_GELU.py", "torch"),
     Case("gelu_tanh_inplace_torch.py", "level1/21_GELU_tanh.py", "torch"),
     Case("logsoftmax_lse_torch.py", "level1/22_LogSoftmax.py", "torch"),

@@ -16,7 +16,7 @@ candidates in ``tests/data/candidates/``. Problems come from ``tests/data/proble
 in ``src/kbv/data/problems/``.
 
 Run time: the cpu rows are one evaluation each (~6 s on an idle 2-core CPU, plus one cached C++
-build for t02-native-async): about 10 minutes for all 75 idle. Every row runs by default (CI
+build for t02-native-async): about 10 minutes for all 76 idle. Every row runs by default (CI
 included); ``KBV_REDTEAM=default`` skips the 32 rows marked ``extended`` (more variants of the
 same entries) for a quicker local run. Rows marked cuda need a GPU (``-m cuda`` on the device host).
 """
@@ -139,6 +139,7 @@ CASES: tuple[Case, ...] = (
     Case("t15-raw-thread-wrapper", 15, R + "t15_raw_thread_wrapper.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-disable-dispatch", 15, R + "t15_disable_dispatch.py", SOFTMAX),
     Case("t15-aten-override", 15, R + "t15_aten_override.py", SOFTMAX),
+    Case("t15-subclass-dispatch", 15, R + "t15_subclass_dispatch.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-annotated-thread-wrapper", 15, R + "t15_annotated_thread_wrapper.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-jit-script", 15, R + "t15_jit_script.py", LAYERNORM, expect=Status.SHORTCUT, extended=True),
     Case("t15-functional-layer-norm", 15, R + "t15_functional_layer_norm.py", LAYERNORM,

@@ -123,7 +123,9 @@ class ThreadWork:
         2026-11-30); a copy or fill into an output is. Applied to torch's own functions only: an
         extension's ``set_out`` is work."""
         name = label.rsplit(".", 1)[-1]
-        return (name in _NOT_WORK or name.startswith(("_set_", "_get_", "is_", "_is_"))
+        return (name in _NOT_WORK or name.startswith(("_set_", "_get_", "is_", "_is_")) or "record_function" in name
+                or "._ops.profiler." in label  # torch.ops.profiler._record_function_enter/exit
+                or name in ("__enter__", "__exit__")  # torch context managers: profiler ranges, mode guards
                 or name.startswith("_cuda_") and ("Stream" in name or "Device" in name))
 
     def _hook(self, frame: Any, event: str, arg: Any) -> None:
