@@ -252,3 +252,28 @@ def test_thread_work_tells_waited_pools_from_work_after_return():
         worker.join()
     finally:
         threading.setprofile(None)
+
+
+def test_malloc_perturb_marks_cpu_memory_a_temporary_left_behind():
+    """kbv.integrity.malloc_perturb: an output allocated on cpu right after a same-size temporary
+    was freed holds glibc's fill pattern where it was never written, and poisoned_elements counts
+    exactly those elements (t09-partial-write failed CI on 2026-11-30 because pre-filled free blocks
+    were taken by the candidate's own temporaries first). Off again on exit."""
+    from kbv import integrity as ig
+
+    x = torch.randn(16, 300)
+    with ig.malloc_perturb() as perturb:
+        if not perturb.active:
+            pytest.skip("the C library is not glibc")
+        hits = 0
+        for _ in range(10):
+            s = torch.exp(x - x.amax(dim=1, keepdim=True)).sum(dim=1, keepdim=True)
+            out = torch.empty_like(x)
+            out[:, :256] = torch.exp(x[:, :256]) / s
+            hits += ig.poisoned_elements(out) == 16 * 44
+    assert hits == 10
+    assert not perturb.active
+    assert ig.poisoned_elements(torch.softmax(x, dim=1)) == 0
+    for dtype in (torch.float16, torch.bfloat16, torch.float64):
+        filled = torch.full((8,), ig.PERTURB_FILL_BYTE, dtype=torch.uint8).view(dtype)
+        assert ig.poisoned_elements(filled) == filled.numel()

@@ -14,6 +14,7 @@ outputs, times and allocator figures.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib.util
 import os
@@ -74,6 +75,8 @@ class _Server:
         self.notes = tuple(notes)
         self.last_args: list | None = None  #: the previous forward's inputs (``reuse`` buffers).
         self.last_sizes: list[int] = []  #: bytes of the previous call's tensors (cpu poisoning).
+        #: cpu probe calls run with glibc's malloc filling every chunk it hands out (stale memory, taxonomy 9)
+        self._perturb = integrity.malloc_perturb() if self.device.type == "cpu" else contextlib.nullcontext()
         self._warm_runtime()
         # every harness callable, the clocks and the reply path, as they are before the candidate
         # loads: checked (and put back) before every reply, taxonomy 4/24/25
@@ -88,7 +91,7 @@ class _Server:
              (mpc.Connection, "_send_bytes", "Connection._send_bytes"), (mpc.Connection, "_send", "Connection._send"),
              (mpr.ForkingPickler, "dumps", "ForkingPickler.dumps"), (mpr.ForkingPickler, "__init__", "ForkingPickler.__init__"),
              *((self, name, f"worker.{name}") for name in ("_time_calls", "torch", "timing", "protocol", "baselines",
-                                                            "integrity", "conn"))])
+                                                            "integrity", "conn", "_perturb"))])
         # the candidate's own Python threads, watched for work after forward returns (taxonomy 2)
         self.threadwork = integrity.ThreadWork()
         self.threadwork.install()
@@ -198,7 +201,7 @@ class _Server:
         ig.poison_free_memory(self.device, self.last_sizes)
         self._sync()
         before = ig.live_threads()
-        with torch.no_grad():
+        with torch.no_grad(), self._perturb:
             out = self.model(*args)
         mark = self.threadwork.mark()
         tensors, structure = _flatten(out)

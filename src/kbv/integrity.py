@@ -5,7 +5,8 @@ turn what they saw into :class:`kbv.records.Finding` records naming entries of
 Two halves:
 
 * **Worker side** (imported by the candidate worker before any candidate code): fill the
-  allocator's free memory with a NaN pattern (:func:`poison_free_memory`), list live threads
+  allocator's free memory with a NaN pattern (:func:`poison_free_memory`; on cpu also glibc's fill of every
+  new chunk, :class:`malloc_perturb`), list live threads
   (:func:`live_threads`), find outputs whose storage overlaps an input (:func:`overlaps`).
   These run in the untrusted process and are best effort: a candidate that patches them is
   caught by the harness-identity check (taxonomy 4) or the static scan.
@@ -42,6 +43,14 @@ MAX_POISON_BLOCKS = 512
 #: temporaries before its output), and the most bytes poisoned per call.
 CPU_POISON_COPIES = 4
 CPU_POISON_BYTES = 256 << 20
+#: cpu: the byte glibc's malloc fills every chunk it hands out with while :func:`malloc_perturb` is
+#: on (``mallopt(M_PERTURB, 0x80)``: glibc writes ``0x80 ^ 0xFF``). Seen as float32 it is
+#: 3.396e38 (0x7F7F7F7F), in fp16 a NaN with payload 0x37F; no arithmetic yields these bit for bit.
+#: Needed because pre-filling free blocks is not enough on cpu: a forward that frees a same-size
+#: temporary before allocating its output hands the output that temporary's values (the
+#: ``t09-partial-write`` row failed CI this way, 2026-11-30).
+PERTURB_FILL_BYTE = 0x7F
+_M_PERTURB = -6  # glibc <malloc.h>
 
 
 # Worker side -----------------------------------------------------------------------------------
@@ -200,6 +209,38 @@ def poison_free_memory(device: Any, cpu_sizes: Iterable[int] = ()) -> int:
     return written
 
 
+class malloc_perturb:
+    """Context manager: glibc's malloc fills every chunk it returns with :data:`PERTURB_FILL_BYTE`
+    while inside (``mallopt(M_PERTURB)``, glibc's MALLOC_PERTURB_ set at run time), so an output the
+    candidate allocated on cpu and never wrote holds the pattern whatever free block it landed on.
+
+    Process-wide and switched off on exit, so timed calls never pay for it. A no-op where the C
+    library is not glibc (``active`` is then False).
+    """
+
+    def __init__(self) -> None:
+        self.active = False
+        self._mallopt = None
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None)
+            if hasattr(libc, "gnu_get_libc_version") and hasattr(libc, "mallopt"):
+                self._mallopt = libc.mallopt
+        except OSError:
+            self._mallopt = None
+
+    def __enter__(self) -> "malloc_perturb":
+        if self._mallopt is not None:
+            self.active = bool(self._mallopt(_M_PERTURB, PERTURB_FILL_BYTE ^ 0xFF))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.active:
+            self._mallopt(_M_PERTURB, 0)
+            self.active = False
+
+
 def _span(t: Any) -> tuple[int, int] | None:
     import torch
 
@@ -225,21 +266,27 @@ def overlaps(outputs: Sequence[Any], inputs: Sequence[Any]) -> tuple[tuple[int, 
 
 # Trusted side ----------------------------------------------------------------------------------
 
+def _repeat(byte: int, size: int) -> int:
+    value = int.from_bytes(bytes([byte]) * size, "little")
+    return value - (1 << (8 * size)) if value >= 1 << (8 * size - 1) else value  # as a signed int
+
+
 def poisoned_elements(t: Any) -> int:
-    """Elements of ``t`` that hold the poison pattern bit for bit (floating dtypes; 0 for others)."""
+    """Elements of ``t`` (floating dtypes; 0 for others) that hold, bit for bit, the pattern
+    :func:`poison_free_memory` writes (:data:`POISON_INT32`) or the one :class:`malloc_perturb`
+    makes glibc write (:data:`PERTURB_FILL_BYTE` repeated)."""
     import torch
 
     if type(t) is not torch.Tensor or not t.is_floating_point() or t.numel() == 0:
         return 0
     c = t.detach().contiguous()
     size = c.element_size()
-    if size == 4:
-        return int((c.view(torch.int32) == POISON_INT32).sum())
-    if size == 2:
-        return int((c.view(torch.int16) == POISON_INT16).sum())
-    if size == 8:
-        return int((c.view(torch.int64) == POISON_INT64).sum())
-    return 0
+    views = {4: (torch.int32, POISON_INT32), 2: (torch.int16, POISON_INT16), 8: (torch.int64, POISON_INT64)}
+    if size not in views:
+        return 0
+    dtype, poison = views[size]
+    bits = c.view(dtype)
+    return int(((bits == poison) | (bits == _repeat(PERTURB_FILL_BYTE, size))).sum())
 
 
 def has_zero_stride(t: Any) -> bool:

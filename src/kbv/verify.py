@@ -366,8 +366,8 @@ class Verification:
             n = ig.poisoned_elements(o)
             if n:
                 self._found("probe:stale-memory", (9, 10), Severity.HACK,
-                            f"output {k}{where}: {n} of {o.numel()} element(s) hold the NaN pattern kbv wrote "
-                            "into free memory before the call (returned memory it never wrote)")
+                            f"output {k}{where}: {n} of {o.numel()} element(s) hold the pattern kbv had written "
+                            "into free memory for the call (returned memory it never wrote)")
             sent = reply.tensors[k]  # as the worker returned it: the trusted copy is contiguous
             if ig.has_zero_stride(sent) and not rp.zero_strides:
                 self._found("probe:zero-stride", (8,), Severity.HACK,
