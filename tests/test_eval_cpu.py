@@ -143,3 +143,15 @@ def test_patching_kbv_timing_is_a_hack_and_does_not_fake_the_time(cpu_evaluator,
     assert v.speedup == {}
     # the figures it would have been credited come from kbv's own clock: no 100-1000x artefact
     assert v.unverified_speedup["eager-fp32"] < 20
+
+
+def test_time_budget_cuts_later_rounds_for_every_subject(cpu_evaluator, fast_config):
+    """EvalConfig.time_budget_ms: with a budget below one call, the rounds after the first shrink
+    to 3 calls for the candidate and every baseline alike (side by side), and the timed re-checks
+    follow the calls actually made."""
+    cfg = dataclasses.replace(fast_config, trials=12, timing_rounds=2, time_budget_ms=1e-6)
+    v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_torch.py"), cfg)
+    assert v.status is Status.PASS, v.message
+    assert v.evidence["timed_calls_per_round"] == [6, 3]
+    assert {m.trials for m in v.timing.values()} == {9}
+    assert max(v.evidence["timed_rechecks"]) == 8

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -277,3 +278,37 @@ def test_malloc_perturb_marks_cpu_memory_a_temporary_left_behind():
     for dtype in (torch.float16, torch.bfloat16, torch.float64):
         filled = torch.full((8,), ig.PERTURB_FILL_BYTE, dtype=torch.uint8).view(dtype)
         assert ig.poisoned_elements(filled) == filled.numel()
+
+
+def test_op_count_replies_are_checked_before_the_trusted_side_reads_them():
+    """kbv.verify._op_counts_ok (a reviewer's finding, 2026-11-30): the op counts a worker really
+    sends pass; a forged reply whose dicts or kernel rows have other shapes is refused."""
+    from kbv import profiling, protocol
+    from kbv.verify import _op_counts_ok
+
+    model, args = torch.nn.Softmax(dim=1), [torch.randn(4, 8)]
+    ops, recorded = profiling.compute_ops(model, args), profiling.recorded_ops(model, args)
+    good = protocol.OpCounts(ops=dict(ops.ops), recorded=dict(recorded.ops),
+                             kernels=(("k", 1.5, True),), own_share=0.5)
+    assert good.ops and _op_counts_ok(good)
+    for bad in (dict(ops={("aten", "mm"): 1}), dict(recorded={"aten::mm": "1"}), dict(recorded=[1]),
+                dict(kernels=(("k", 1.0),)), dict(kernels=((1, 1.0, True),)), dict(own_share="1"),
+                dict(error=3)):
+        assert not _op_counts_ok(dataclasses.replace(good, **bad)), bad
+
+
+def test_trials_within_budget_cuts_slow_subjects_only():
+    """kbv.verify.trials_within_budget (EvalConfig.time_budget_ms was stored but unused until
+    2026-11-30): fast subjects keep every planned call; slow ones get budget / cost, never fewer
+    than the minimum; an unknown cost or no budget changes nothing."""
+    from kbv.verify import trials_within_budget
+
+    assert trials_within_budget(10, 0.05, 2000.0) == 10
+    assert trials_within_budget(10, 400.0, 2000.0) == 5
+    assert trials_within_budget(10, 5000.0, 2000.0) == 3
+    assert trials_within_budget(2, 5000.0, 2000.0) == 2  # never above planned
+    assert trials_within_budget(10, 5000.0, 2000.0, minimum=4) == 4
+    assert trials_within_budget(10, float("nan"), 2000.0) == 10
+    assert trials_within_budget(10, 400.0, 0.0) == 10
+    with pytest.raises(ValueError, match="time_budget_ms"):
+        EvalConfig(time_budget_ms=-1.0)

@@ -96,7 +96,8 @@ def measure_reference(rp: Any, config: Any, labels: Sequence[str]) -> dict[str, 
 
     Runs in the reference worker. Inputs are fresh ``get_inputs()`` draws (up to four, rotated per
     call as in a verification), ``config.trials`` calls per label split into
-    ``config.timing_rounds`` interleaved rounds after ``config.warmup`` untimed calls. ``compile``
+    ``config.timing_rounds`` interleaved rounds after ``config.warmup`` untimed calls (rounds after the
+    first cut to ``config.time_budget_ms``, :func:`kbv.verify.trials_within_budget`). ``compile``
     gets one extra untimed call first (the compilation itself).
 
     Returns:
@@ -104,6 +105,7 @@ def measure_reference(rp: Any, config: Any, labels: Sequence[str]) -> dict[str, 
     Raises:
         ValueError: an unknown label.
     """
+    import numpy as np
     import torch
 
     from kbv import baselines as bl
@@ -144,8 +146,12 @@ def measure_reference(rp: Any, config: Any, labels: Sequence[str]) -> dict[str, 
     samples: dict[str, list[float]] = {lb: [] for lb in fns}
     clocks: dict[str, str] = {}
     subjects = list(fns)
+    done = 0
     try:
         for r in range(config.timing_rounds):
+            if r:  # cut to config.time_budget_ms at the slowest label's median so far, as a verification does
+                cost = max((float(np.median(ts)) for ts in samples.values() if ts), default=0.0)
+                per_round = verify.trials_within_budget(per_round, cost, config.time_budget_ms)
             order = subjects[r % max(1, len(subjects)):] + subjects[: r % max(1, len(subjects))]
             for label in order:
                 if label in errors:
@@ -154,11 +160,12 @@ def measure_reference(rp: Any, config: Any, labels: Sequence[str]) -> dict[str, 
                 try:
                     times, clocks[label] = time_calls(fns[label], sets, device=rp.device, warmup=config.warmup,
                                                       trials=per_round, flush_bytes=flush,
-                                                      first_set=(r * per_round) % len(sets))
+                                                      first_set=done % len(sets))
                 except Exception as exc:  # noqa: BLE001
                     errors[label] = f"timing failed: {_first_line(exc)}"
                     continue
                 samples[label].extend(times)
+            done += per_round
     finally:
         bl.apply_flags(bl.flags_for("eager-fp32"))
         if "compile" in fns:

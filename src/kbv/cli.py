@@ -81,7 +81,7 @@ def eval_cmd(
     precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the full verdict record here."),
     seeds: int = typer.Option(3, min=1, help="Nominal input sets (fresh secret seeds)."),
-    trials: int = typer.Option(30, min=1, help="Timed calls per subject."),
+    trials: int = typer.Option(30, min=1, help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
     warmup: int = typer.Option(5, min=0, help="Untimed calls before each timing round."),
     timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
     policy: Policy = typer.Option(Policy.kbv, help="Correctness policy: kbv (fp64 oracle, budget from the "
@@ -202,7 +202,7 @@ def vet_cmd(
 def demo_cmd(
     device: Device = typer.Option(Device.auto, help="cpu, cuda, or auto (cuda when available)."),
     json_dir: Optional[Path] = typer.Option(None, help="Also write each verdict record to this folder."),
-    trials: int = typer.Option(30, min=1, help="Timed calls per subject."),
+    trials: int = typer.Option(30, min=1, help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
 ) -> None:
     """Evaluate the built-in problems and example candidates (honest and hacked) and show the
     protocol's effect: nominal (FP32 baseline, nominal inputs) vs verified (TF32 baseline, D1–D4)."""
@@ -250,7 +250,7 @@ def run_cmd(
     hidden_tests: Optional[Path] = typer.Option(None, "--hidden-tests", help="KernelBench-Verified hidden_tests folder (default: looked for beside the problems); each <pid>_hidden.py adds its get_hidden_inputs() sets as HT1, HT2, ..."),
     retry_excluded: bool = typer.Option(False, "--retry-excluded", help="Run again the jobs of problems excluded as broken."),
     seeds: int = typer.Option(3, min=1, help="Nominal input sets (fresh secret seeds)."),
-    trials: int = typer.Option(30, min=1, help="Timed calls per subject."),
+    trials: int = typer.Option(30, min=1, help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
     warmup: int = typer.Option(5, min=0, help="Untimed calls before each timing round."),
     timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
 ) -> None:

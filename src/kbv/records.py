@@ -270,7 +270,11 @@ class EvalConfig:
     compile_timeout_s: float = 900.0
     call_timeout_s: float = 120.0
     timing_timeout_s: float = 600.0
-    time_budget_ms: float = 2000.0  #: cap on timed device time per subject per round.
+    #: cap (ms) on the timed calls of one subject in one round: after the first round a round's
+    #: calls are cut to budget / the slowest subject's median so far, never below 3 and the same
+    #: for every subject; the sync pass is sized the same way (``kbv.verify.trials_within_budget``).
+    #: 0 for no cap.
+    time_budget_ms: float = 2000.0
     #: correctness policy deciding ``passed`` (``kbv`` or ``kbv-compat``, see ``kbv.oracle``).
     policy: str = "kbv"
     #: kbv's secret randomised distributions to run (``kbv.inputs.DISTRIBUTIONS``); ``()`` for none.
@@ -296,6 +300,8 @@ class EvalConfig:
             raise ValueError(f"precision must be fp32, bf16 or fp16, not {self.precision!r}")
         if self.nominal_seeds < 1 or self.trials < 1 or self.timing_rounds < 1:
             raise ValueError("nominal_seeds, trials and timing_rounds must be >= 1")
+        if not (math.isfinite(self.time_budget_ms) and self.time_budget_ms >= 0):
+            raise ValueError(f"time_budget_ms must be finite and >= 0, not {self.time_budget_ms!r}")
 
     @staticmethod
     def default_tolerance(precision: str) -> float:

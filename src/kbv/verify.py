@@ -72,6 +72,10 @@ RECHECK_BYTES_PER_ROUND = 1 << 30
 RECHECK_BYTES_PER_ROUND_CPU = 32 << 20
 #: calls in the synchronised timing pass (taxonomy 1, 4).
 SYNC_PASS_TRIALS = 10
+#: timed calls per subject per round that ``EvalConfig.time_budget_ms`` never cuts below (a median
+#: and a spread need a few samples; kbv choice), and the least calls of a parent wall request.
+MIN_TRIALS_PER_ROUND = 3
+MIN_WALL_CALLS = 4
 #: taxonomy 1: a candidate hides work when its sync-inside time exceeds its event time by more
 #: than the reference's own sync overhead plus max(its event time, this) — i.e. more than half of
 #: the real work was invisible to the events. 50 µs is above the host sync + launch latency
@@ -218,6 +222,34 @@ def run_reference(rp: ReferenceProblem, args: list, flags: dict) -> list:
 
 
 # Verdict construction helpers -----------------------------------------------------------------
+
+def trials_within_budget(planned: int, cost_ms: float, budget_ms: float, minimum: int = MIN_TRIALS_PER_ROUND) -> int:
+    """Timed calls for one request: ``planned``, cut so that calls × ``cost_ms`` (ms per call, the
+    slowest subject's median so far) stays within ``budget_ms`` (``EvalConfig.time_budget_ms``), but
+    never below ``minimum`` (nor above ``planned``). Sizing repetitions from a time budget follows
+    triton's ``do_bench``; with a cost unknown (not finite or <= 0) or no budget (<= 0), ``planned``.
+    """
+    if planned <= 0 or budget_ms <= 0 or not math.isfinite(cost_ms) or cost_ms <= 0:
+        return planned
+    return max(min(planned, minimum), min(planned, int(budget_ms // cost_ms)))
+
+
+def _op_counts_ok(reply: Any) -> bool:
+    """The worker's op-count reply has the shapes the trusted side reads: ``ops`` and ``recorded``
+    map str to int, ``kernels`` holds (name, µs, own) triples, ``own_share`` is a number or None.
+    (The restricted decoder admits only plain types; this checks how they are put together.)"""
+    def counts(d: Any) -> bool:
+        return isinstance(d, dict) and all(isinstance(k, str) and type(v) is int for k, v in d.items())
+
+    def triple(k: Any) -> bool:
+        return (isinstance(k, (tuple, list)) and len(k) == 3 and isinstance(k[0], str)
+                and type(k[1]) in (int, float) and type(k[2]) is bool)
+
+    return (counts(reply.ops) and counts(reply.recorded) and isinstance(reply.kernels, (tuple, list))
+            and all(triple(k) for k in reply.kernels)
+            and (reply.own_share is None or type(reply.own_share) in (int, float))
+            and all(e is None or isinstance(e, str) for e in (reply.error, reply.recorded_error)))
+
 
 @dataclass
 class _Recheck:
@@ -647,7 +679,9 @@ class Verification:
         self._call(worker, protocol.SetTimingInputs(tuple(tuple(inp.clone_args(s)) for s in sets)), "time",
                    cfg.call_timeout_s)
         flush = l2_flush_bytes(self.rp.device)
-        # exactly cfg.trials timed calls per subject, split as evenly as possible over the rounds
+        # cfg.trials timed calls per subject, split as evenly as possible over the rounds; after the
+        # first round a round is cut to fit cfg.time_budget_ms at the slowest subject's median so far
+        # (the same count for every subject, so they stay side by side)
         rounds = min(cfg.timing_rounds, cfg.trials)
         split = [cfg.trials // rounds + (1 if r < cfg.trials % rounds else 0) for r in range(rounds)]
         subjects = ["candidate", *cfg.baselines]
@@ -656,22 +690,29 @@ class Verification:
         model = self.rp.model
         recheck = _Recheck()
         kept: list = []
+        done = 0  # timed calls per subject so far
+        per_round_done = []
         for r in range(rounds):
             per_round = split[r]
+            if r:
+                cost = max(float(np.median(t)) if t and all(math.isfinite(x) for x in t) else math.inf
+                           for t in samples.values())
+                per_round = trials_within_budget(split[r], cost if math.isfinite(cost) else 0.0,
+                                                 cfg.time_budget_ms)
             order = subjects[r % len(subjects):] + subjects[: r % len(subjects)]  # rotate: no fixed position
             # a secret number of extra warmup calls, and timed calls whose outputs are re-checked (all, or a
             # secret subset): the candidate cannot tell a checked call from a timed one (taxonomy 5, 6)
             warmup = cfg.warmup + secrets.randbelow(cfg.warmup + 1) if cfg.integrity else cfg.warmup
             keep = recheck_plan(per_round, self.rp.output_bytes, self.rp.device.type) if cfg.integrity else ()
             for subject in order:
-                first = sum(split[:r]) % len(sets)
+                first = done % len(sets)
                 if subject == "candidate":
                     reply = self._call(worker, protocol.Time(warmup, per_round, flush, first, refresh=True, keep=keep),
                                        "time", cfg.timing_timeout_s)
                     if not isinstance(reply, protocol.Times) or len(reply.times_ms) != per_round:
                         raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
                     times = [float(t) for t in reply.times_ms]
-                    kept = [(sum(split[:r]) + i, k, outs) for i, k, outs in reply.kept]
+                    kept = [(done + i, k, outs) for i, k, outs in reply.kept]
                     del reply
                 else:
                     bl.apply_flags(bl.flags_for(subject))
@@ -681,8 +722,11 @@ class Verification:
             if cfg.integrity:  # judged and dropped round by round: at most one round's outputs held
                 self._recheck(kept, sets, recheck)
             kept = []
+            done += per_round
+            per_round_done.append(per_round)
         bl.apply_flags(self.fp32_flags)
         self.state.evidence["timed_rechecks"] = recheck.checked
+        self.state.evidence["timed_calls_per_round"] = per_round_done
         self.oracle.release()
         bad = [t for t in samples["candidate"] if not (math.isfinite(t) and t > 0)]
         if bad:
@@ -731,7 +775,11 @@ class Verification:
         for the candidate and eager-fp32 (taxonomy 1), wrapped in a parent-side wall clock
         (taxonomy 4/25)."""
         cfg = self.config
-        n = max(2, min(SYNC_PASS_TRIALS, cfg.trials))
+        cand_event = self.state.timing["candidate"].median_ms
+        ref_event = self.state.timing["eager-fp32"].median_ms if "eager-fp32" in self.state.timing else None
+        # sized from cfg.time_budget_ms like the timing rounds (a 1 s candidate: 4-call requests)
+        n = trials_within_budget(max(2, min(SYNC_PASS_TRIALS, cfg.trials)), ref_event or 0.0, cfg.time_budget_ms, 2)
+        calls = trials_within_budget(SYNC_PASS_TRIALS, cand_event, cfg.time_budget_ms, MIN_WALL_CALLS)
 
         def synced(trials: int) -> tuple[list, float]:
             t0 = time.perf_counter()
@@ -745,7 +793,9 @@ class Verification:
         # two requests of different lengths: the difference of their wall times cancels the
         # fixed cost of a request (pipe, pickling, warmup call), leaving calls - 1 calls; host
         # noise only ever inflates an estimate, so the least of WALL_REPEATS is the closest to the
-        # truth. The long request has SYNC_PASS_TRIALS calls whatever cfg.trials is (with 4 calls
+        # truth. The long request has SYNC_PASS_TRIALS calls whatever cfg.trials is, fewer only where
+        # cfg.time_budget_ms cuts it (calls of over 200 ms by default, where host noise is far under
+        # the bound); with 4 calls
         # a few ms of host noise on a loaded CI machine passed the bound: an honest softmax was
         # HACK in 2 of 4 runs, fresh attacker, 2026-11-30); a figure over the bound is measured
         # again with WALL_CONFIRM times more calls before it counts, since noise does not persist.
@@ -760,16 +810,14 @@ class Verification:
                 estimates.append(max(0.0, wall_long - wall_short) / (calls - 1))
             return min(estimates)
 
-        parent_per_call = estimate(SYNC_PASS_TRIALS)
+        parent_per_call = estimate(calls)
         cand_sync = float(np.median(times))
         if parent_per_call > WALL_FACTOR * cand_sync + WALL_SLACK_MS:
-            parent_per_call = estimate(SYNC_PASS_TRIALS * WALL_CONFIRM)
+            parent_per_call = estimate(calls * WALL_CONFIRM)
             cand_sync = float(np.median(times))
         bl.apply_flags(self.fp32_flags)
         ref_times, _ = time_calls(self.rp.model, sets, device=self.rp.device, warmup=1, trials=n, sync_inside=True)
         ref_sync = float(np.median(ref_times))
-        cand_event = self.state.timing["candidate"].median_ms
-        ref_event = self.state.timing["eager-fp32"].median_ms if "eager-fp32" in self.state.timing else None
         self.state.evidence["sync_pass"] = {
             "trials": n, "wall_request_calls": requests,
             "candidate_sync_ms": cand_sync, "reference_sync_ms": ref_sync,
@@ -822,7 +870,7 @@ class Verification:
         except ImportError:
             return
         reply = self._call(worker, protocol.CountOps(0), "profile", self.config.call_timeout_s)
-        if not isinstance(reply, protocol.OpCounts):
+        if not isinstance(reply, protocol.OpCounts) or not _op_counts_ok(reply):
             raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: profile: malformed reply")
         bl.apply_flags(self.fp32_flags)
         ref_ops = profiling.compute_ops(self.rp.model, inp.clone_args(sets[0]))
