@@ -483,6 +483,10 @@ class Verification:
         if self.rp.device.type == "cuda" and oracle is not None:
             baselines["eager-tf32"] = run_reference(self.rp, inp.clone_args(args), self.tf32_flags)
             bl.apply_flags(self.fp32_flags)
+        if oracle is not None:  # the problem's own sensitivity to fp32 rounding (kbv.oracle.INPUT_ROUNDING)
+            moved = self.oracle.input_rounding(args)
+            if moved is not None:
+                baselines[orc.INPUT_ROUNDING] = moved
         return ref, oracle, oracle_note, baselines
 
     def _check_set(self, worker: CandidateProcess, s: inp.InputSet, *, buffers: str = "fresh",
@@ -551,7 +555,7 @@ class Verification:
             k = orc.kbv_check(outs, ref, oracle, baselines, k=cfg.kbv_k, floor_eps=cfg.kbv_floor_eps,
                               tf32_floor=cfg.kbv_tf32_floor)
             kbv_passed, kbv_fault = k.passed, k.fault
-            worst_base = max(k.baseline_errors.values(), default=0.0)
+            worst_base = max((v for n, v in k.baseline_errors.items() if n != orc.INPUT_ROUNDING), default=0.0)
             if worst_base > orc.VACUOUS_BASELINE_ERROR:
                 self.state.evidence.setdefault("vacuous_budget", {})[s.name] = worst_base
             figures = dict(oracle_error=k.error, error_budget=k.budget, baseline_errors=k.baseline_errors,
