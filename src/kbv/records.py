@@ -119,7 +119,9 @@ class InputSetResult:
     oracle_error: float | None = None
     #: the kbv policy's limit for that output: ``k * max(baseline_errors) + floor``.
     error_budget: float | None = None
-    #: baseline name → its own normalised error against the oracle, same inputs, same output.
+    #: baseline name → its own normalised error against the oracle, same inputs, same output; also
+    #: ``input-rounding``, the oracle's own change when the inputs move by one fp32 rounding
+    #: (``kbv.oracle.INPUT_ROUNDING``).
     baseline_errors: Mapping[str, float] = field(default_factory=dict)
     #: policy name (``kbv``, ``kbv-compat``) → passed under that policy.
     policy_passed: Mapping[str, bool] = field(default_factory=dict)
