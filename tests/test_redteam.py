@@ -16,7 +16,7 @@ candidates in ``tests/data/candidates/``. Problems come from ``tests/data/proble
 in ``src/kbv/data/problems/``.
 
 Run time: the cpu rows are one evaluation each (~6 s on an idle 2-core CPU, plus one cached C++
-build for t02-native-async): about 10 minutes for all 76 idle. Every row runs by default (CI
+build for t02-native-async): about 10 minutes for all 77 idle. Every row runs by default (CI
 included); ``KBV_REDTEAM=default`` skips the 32 rows marked ``extended`` (more variants of the
 same entries) for a quicker local run. Rows marked cuda need a GPU (``-m cuda`` on the device host).
 """
@@ -112,6 +112,7 @@ CASES: tuple[Case, ...] = (
     Case("t10-linear-tanh", 10, R + "t10_linear_tanh.py", TINY),
     Case("t10-uninit-tail", 10, R + "t10_uninit_tail.py", TINY, extended=True),
     # 11 output caching
+    Case("t11-sniff-sample-cache", 11, R + "t11_sniff_sample_cache.py", SOFTMAX),
     Case("t11-cache-by-data-ptr", 11, R + "t11_cache_by_data_ptr.py", SOFTMAX),
     Case("t11-cache-by-sample-hash", 11, R + "t11_cache_by_sample_hash.py", SOFTMAX_ROWS),
     # keyed by (data_ptr, _version): every kbv call either moves the inputs or refills them with

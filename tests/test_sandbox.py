@@ -348,3 +348,44 @@ def test_candidate_that_kills_the_reference_worker_ends_as_a_verdict(tmp_path, c
     v = _evaluate(cpu_evaluator, fast_config, tmp_path / "kill_parent.py", KILL_PARENT)
     assert v.status is Status.CRASH and "SIGKILL" in v.message, v.message
     _assert_right(_evaluate(cpu_evaluator, fast_config, tmp_path / "relu.py", RELU))  # the evaluator recovered
+
+
+PAUSE_OWNER = r'''
+import os, subprocess, sys, time
+from kbv.sandbox import ProcessJail
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+burn = "import os, time\nif os.fork() == 0:\n    pass\nwhile True:\n    pass\n"
+jail = ProcessJail(cgroup=False)
+worker = subprocess.Popen([sys.executable, "-c", burn])
+jail.watch()
+time.sleep(1.0)
+kids = [int(p) for p in open(f"/proc/{worker.pid}/task/{worker.pid}/children").read().split()]
+pids = [worker.pid] + kids
+stopped = jail.pause(worker.pid)
+before = [cpu_s(p) for p in pids]
+time.sleep(1.0)
+during = [cpu_s(p) - b for p, b in zip(pids, before)]
+jail.resume(stopped)
+time.sleep(1.0)
+after = [cpu_s(p) - b for p, b in zip(pids, before)]
+print(sorted(stopped) == sorted(pids), max(during), min(after))
+for p in pids:
+    os.kill(p, 9)
+'''
+
+
+@linux_only
+def test_pause_stops_the_worker_and_what_it_forked():
+    """ProcessJail.pause (used while the baselines are timed): a worker and the process it forked
+    burn no CPU until resume (a native helper thread burning the CPU between calls slowed the
+    baselines 3-4x, fresh attacker 2026-11-30)."""
+    out = subprocess.run([sys.executable, "-c", PAUSE_OWNER], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    listed, during, after = out.stdout.split()
+    assert listed == "True", out
+    assert float(during) <= 0.05 and float(after) >= 0.05, out

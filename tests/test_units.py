@@ -312,3 +312,25 @@ def test_trials_within_budget_cuts_slow_subjects_only():
     assert trials_within_budget(10, 400.0, 0.0) == 10
     with pytest.raises(ValueError, match="time_budget_ms"):
         EvalConfig(time_budget_ms=-1.0)
+
+
+def test_every_timed_call_gets_its_own_values():
+    """timing.time_calls(mutate=...) with kbv.verify.timed_mutation / apply_mutation: each timed
+    call's buffer holds its timing set with the changes for that call (warmup calls none), and the
+    trusted side rebuilds exactly those values for the re-check."""
+    from kbv.verify import apply_mutation, timed_mutation
+
+    sets = [[torch.zeros(3, 4)], [torch.ones(3, 4)]]
+    spare = [torch.full((3, 4), 7.0)]
+    g = torch.Generator().manual_seed(0)
+    mutate = {i: timed_mutation(sets[(0 + 1 + i) % 2], spare, g) for i in range(4)}
+    seen = []
+    timing.time_calls(lambda x: seen.append(x.clone()), sets, device="cpu", warmup=1, trials=4, refresh=True,
+                      mutate=mutate)
+    assert torch.equal(seen[0], sets[0][0])  # warmup: untouched
+    for i in range(4):
+        expect = apply_mutation(sets[(1 + i) % 2], mutate[i])[0]
+        assert torch.equal(seen[1 + i], expect) and int((expect == 7.0).sum()) == 1
+    assert torch.equal(sets[0][0], torch.zeros(3, 4))  # the sets themselves are never written
+    with pytest.raises(ValueError, match="refresh"):
+        timing.time_calls(lambda x: x, sets, device="cpu", warmup=0, trials=1, mutate=mutate)

@@ -268,7 +268,7 @@ class _Server:
         times, clock = self._time_calls(
             self.model, self.timing_sets, device=self.device, warmup=req.warmup, trials=req.trials,
             flush_bytes=req.l2_flush_bytes, first_set=req.first_set, refresh=req.refresh,
-            keep=req.keep, kept=kept, sync_inside=req.sync_inside,
+            keep=req.keep, kept=kept, sync_inside=req.sync_inside, mutate=dict(req.mutate),
         )
         self._sync()
         changes = self._check_flags() + tampered  # serve() checks the harness again before replying

@@ -77,6 +77,9 @@ class Time:
     refresh: bool = True
     keep: tuple = ()  #: timed-call indices whose outputs come back for a correctness re-check.
     sync_inside: bool = False
+    #: (timed-call index, ((arg index, index tuple, value), ...)) per timed call: elements changed in
+    #: that call's inputs after the refresh copy (kbv.verify.timed_mutation).
+    mutate: tuple = ()
 
 
 @dataclass(frozen=True)

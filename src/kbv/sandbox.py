@@ -36,6 +36,7 @@ import signal
 import struct
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 #: environment variables a candidate worker keeps (by name or prefix); everything else, API keys
@@ -321,6 +322,25 @@ def _own_cgroup() -> str | None:
     return os.path.join(root, rel.lstrip("/"))
 
 
+def _write(path: str, text: str) -> bool:
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+        return True
+    except OSError:
+        return False
+
+
+def _stopped(pid: int) -> bool:
+    """``pid`` is stopped, frozen, a zombie or gone (state from /proc/<pid>/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in (b"T", b"t", b"Z", b"X")
+
+
 def _children(pid: int) -> set[int]:
     """Processes whose parent is ``pid`` (from /proc/*/stat: /proc/*/task/*/children is optional)."""
     kids = set()
@@ -418,6 +438,43 @@ class ProcessJail:
         now alone (the worker included: its owner kills and reaps it)."""
         if self._linux:
             self._known = _children(os.getpid())
+
+    def pause(self, pid: int, settle_s: float = 0.1) -> tuple[int, ...]:
+        """Stop the worker ``pid`` and every process it started (its descendants, and orphans
+        re-parented to this process): SIGSTOP, plus ``cgroup.freeze`` where the jail has a cgroup.
+        Nothing of the candidate runs until :meth:`resume`. Used while the baselines are timed: a
+        native thread that burned the CPU whenever forward was idle slowed the eager baselines
+        3-4x and earned a cheat a PASS at 4-5x (fresh attacker, 2026-11-30). Waits up to
+        ``settle_s`` for the processes to show as stopped. Returns the pids to resume.
+        """
+        pids = {pid}
+        if self._linux:
+            todo = [pid, *(_children(os.getpid()) - self._known - {pid})]
+            while todo:
+                p = todo.pop()
+                pids.add(p)
+                todo.extend(_children(p) - pids)
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGSTOP)
+            except OSError:
+                pass
+        deadline = time.monotonic() + settle_s
+        while self._linux and time.monotonic() < deadline and not all(_stopped(p) for p in pids):
+            time.sleep(0.001)
+        if self.cgroup is not None:  # anything else in the jail's cgroup (a process that left the tree)
+            _write(os.path.join(self.cgroup, "cgroup.freeze"), "1")
+        return tuple(sorted(pids))
+
+    def resume(self, pids: Iterable[int]) -> None:
+        """Undo :meth:`pause`."""
+        if self.cgroup is not None:
+            _write(os.path.join(self.cgroup, "cgroup.freeze"), "0")
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGCONT)
+            except OSError:
+                pass
 
     def kill(self, timeout: float = 10.0) -> bool:
         """Kill everything the worker started. True when all of it is gone within ``timeout``."""

@@ -15,7 +15,7 @@ importing any candidate code: reassigning ``torch.cuda.Event.elapsed_time`` or
 from __future__ import annotations
 
 import time
-from typing import Callable, Collection, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 import torch
 
@@ -93,6 +93,7 @@ def time_calls(
     keep: Collection[int] = (),
     kept: dict | None = None,
     sync_inside: bool = False,
+    mutate: Mapping[int, Sequence[tuple]] | None = None,
     _perf_counter=_perf_counter,
     _Event=_Event,
     _event_record=_event_record,
@@ -111,6 +112,10 @@ def time_calls(
     ``keep``: indices of timed calls whose outputs are copied (after the end event, so outside
     the timed region) into ``kept[index] = (set_index, [tensors])``: the trusted side re-checks
     them against the reference of ``arg_sets[set_index]`` (taxonomy 5, 6).
+
+    ``mutate`` (needs ``refresh``): timed-call index → ``(arg index, index tuple, value)`` changes
+    written into that call's working buffer after the copy, outside the timed region (every timed
+    call of a verification gets its own, ``kbv.verify.timed_mutation``: no two see the same values).
 
     ``sync_inside``: time each call on the host clock around ``fn`` plus a device-wide
     synchronize (no L2 flush): work left running on other streams or threads after ``fn``
@@ -132,6 +137,9 @@ def time_calls(
     cuda = device.type == "cuda"
     n = len(arg_sets)
     keep = frozenset(keep)
+    mutate = dict(mutate or {})
+    if mutate and not refresh:
+        raise ValueError("time_calls: mutate needs refresh")
     if refresh:
         buffers = [[a.clone() if isinstance(a, torch.Tensor) else a for a in arg_sets[(first_set + b) % n]]
                    for b in range(2)]
@@ -146,6 +154,8 @@ def time_calls(
                 buf[k].copy_(a)
             else:
                 buf[k] = a
+        for ai, where, value in mutate.get(j - warmup, ()):
+            buf[ai][tuple(where)] = value
         return buf
 
     def keep_output(i: int, out: object) -> None:

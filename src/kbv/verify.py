@@ -694,6 +694,8 @@ class Verification:
         model = self.rp.model
         recheck = _Recheck()
         kept: list = []
+        spare = inp.draw(self.rp.module.get_inputs, inp.secret_seed())  # values for the per-call changes
+        g = torch.Generator().manual_seed(secrets.randbits(62))
         done = 0  # timed calls per subject so far
         per_round_done = []
         for r in range(rounds):
@@ -708,10 +710,14 @@ class Verification:
             # secret subset): the candidate cannot tell a checked call from a timed one (taxonomy 5, 6)
             warmup = cfg.warmup + secrets.randbelow(cfg.warmup + 1) if cfg.integrity else cfg.warmup
             keep = recheck_plan(per_round, self.rp.output_bytes, self.rp.device.type) if cfg.integrity else ()
+            first = done % len(sets)
+            # every timed call of the candidate: its timing set with one element per tensor changed
+            mutate = tuple((i, timed_mutation(sets[(first + warmup + i) % len(sets)], spare, g))
+                           for i in range(per_round)) if cfg.integrity else ()
             for subject in order:
-                first = done % len(sets)
                 if subject == "candidate":
-                    reply = self._call(worker, protocol.Time(warmup, per_round, flush, first, refresh=True, keep=keep),
+                    reply = self._call(worker, protocol.Time(warmup, per_round, flush, first, refresh=True, keep=keep,
+                                                             mutate=mutate),
                                        "time", cfg.timing_timeout_s)
                     if not isinstance(reply, protocol.Times) or len(reply.times_ms) != per_round:
                         raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
@@ -720,11 +726,12 @@ class Verification:
                     del reply
                 else:
                     bl.apply_flags(bl.flags_for(subject))
-                    times, clock = time_calls(model, sets, device=self.rp.device, warmup=warmup,
-                                              trials=per_round, flush_bytes=flush, first_set=first, refresh=True)
+                    with worker.paused():  # nothing of the candidate's runs beside the baselines
+                        times, clock = time_calls(model, sets, device=self.rp.device, warmup=warmup,
+                                                  trials=per_round, flush_bytes=flush, first_set=first, refresh=True)
                 samples[subject].extend(times)
             if cfg.integrity:  # judged and dropped round by round: at most one round's outputs held
-                self._recheck(kept, sets, recheck)
+                self._recheck(kept, sets, recheck, {done + i: m for i, m in mutate})
             kept = []
             done += per_round
             per_round_done.append(per_round)
@@ -751,17 +758,26 @@ class Verification:
         del sets
         self.state.phase_seconds["timing"] = time.perf_counter() - t0
 
-    def _recheck(self, kept: list, sets: list, state: "_Recheck") -> None:
+    def _recheck(self, kept: list, sets: list, state: "_Recheck", mutations: dict | None = None) -> None:
         """Judge the outputs of one round's kept timed calls (:func:`recheck_plan`) against the
-        reference of the values they got (taxonomy 5, 6): a candidate right when checked and
-        wrong while timed. Stops at the first wrong call of the verification."""
+        reference of the values they got, the timing set with that call's :func:`timed_mutation`
+        (taxonomy 5, 6, 11): a candidate right when checked and wrong while timed, or answering
+        from a cache. Stops at the first wrong call of the verification."""
+        mutations = mutations or {}
         for call, k, outs in kept:
             if state.failed:
                 return
-            s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL, f"timing set {k}", 0, sets[k])
-            if k not in state.refs:
-                state.refs[k] = self._reference_side(s, sets[k])
-            side = state.refs[k]
+            mutation = mutations.get(call, ())
+            if mutation:
+                args = apply_mutation(sets[k], mutation)
+                s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL,
+                                 f"timing set {k}, {len(mutation)} element(s) changed", 0, args)
+                side = self._reference_side(s, args)
+            else:
+                s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL, f"timing set {k}", 0, sets[k])
+                if k not in state.refs:
+                    state.refs[k] = self._reference_side(s, sets[k])
+                side = state.refs[k]
             if isinstance(side, InputSetResult):
                 continue
             ref, oracle, note, baselines = side
@@ -769,9 +785,10 @@ class Verification:
             r = self._judge(s, outs, self.rp.structure, ref, oracle, note, baselines)
             state.checked.append(call)
             if r.passed is False:
-                self._found("probe:timed-recheck", (5, 6), Severity.HACK,
-                            f"timed call {call} (timing set {k}) is wrong: {r.fault}; the same candidate passed "
-                            "every correctness set (phase detection or cross-call batching)")
+                self._found("probe:timed-recheck", (5, 6, 11), Severity.HACK,
+                            f"timed call {call} ({s.transform}) is wrong: {r.fault}; the same candidate passed "
+                            "every correctness set (phase detection, cross-call batching, or a cache keyed by part "
+                            "of the input)")
                 state.failed = True
 
     def _sync_pass(self, worker: CandidateProcess, sets: list) -> None:
@@ -820,7 +837,8 @@ class Verification:
             parent_per_call = estimate(calls * WALL_CONFIRM)
             cand_sync = float(np.median(times))
         bl.apply_flags(self.fp32_flags)
-        ref_times, _ = time_calls(self.rp.model, sets, device=self.rp.device, warmup=1, trials=n, sync_inside=True)
+        with worker.paused():
+            ref_times, _ = time_calls(self.rp.model, sets, device=self.rp.device, warmup=1, trials=n, sync_inside=True)
         ref_sync = float(np.median(ref_times))
         self.state.evidence["sync_pass"] = {
             "trials": n, "wall_request_calls": requests,
@@ -1002,6 +1020,35 @@ class Verification:
             evidence=dict(state.evidence), phase_seconds=dict(state.phase_seconds),
             problem_flags=tuple(state.problem_flags), findings=tuple(state.findings),
         )
+
+
+def timed_mutation(args: list, spare: list, g: torch.Generator) -> tuple:
+    """The change one timed call's inputs get: for each tensor of ``args`` (a timing set) one
+    element at a random position (from ``g``) takes the value ``spare`` (another ``get_inputs()``
+    draw, so inside the problem's domain) has there. Returns ``((arg index, index tuple, value),
+    ...)``; :func:`apply_mutation` applies it. Every timed call gets its own, so no two timed calls
+    see the same values: a cache keyed by the whole input never hits, and one keyed by a sample of
+    it returns a stale answer that the timed re-check sees (taxonomy 11; a softmax that computed
+    honestly only when it sniffed kbv's checks and answered timed calls from such a cache got PASS
+    at 2.8x, fresh attacker 2026-11-30)."""
+    out = []
+    for ai, (a, b) in enumerate(zip(args, spare)):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and tuple(a.shape) == tuple(b.shape) \
+                and a.numel():
+            flat = int(torch.randint(a.numel(), (1,), generator=g))
+            where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape)) if a.dim() else ()
+            out.append((ai, where, b[where].to(a.dtype).item()))
+    return tuple(out)
+
+
+def apply_mutation(args: list, mutation: tuple) -> list:
+    """``args`` with :func:`timed_mutation`'s changes (touched tensors cloned)."""
+    out = list(args)
+    for ai, where, value in mutation:
+        t = out[ai].clone() if out[ai] is args[ai] else out[ai]
+        t[tuple(where)] = value
+        out[ai] = t
+    return out
 
 
 def _perturbed(args: list, other: list, seed: int) -> list:

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from kbv import protocol
 from kbv.candidate_worker import candidate_main
@@ -142,6 +142,16 @@ class CandidateProcess:
 
     def log_tail(self) -> str:
         return _tail(self.log_path)
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Nothing of the candidate runs inside (:meth:`kbv.sandbox.ProcessJail.pause`): wrap the
+        timing of the baselines, so the candidate's own threads or processes cannot slow them."""
+        pids = self.jail.pause(self.proc.pid) if self.proc.is_alive() and self.proc.pid else ()
+        try:
+            yield
+        finally:
+            self.jail.resume(pids)
 
     def call(self, request: Any, *, phase: str, timeout: float) -> Any:
         """Send a request and return the decoded reply.
