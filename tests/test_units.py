@@ -334,3 +334,21 @@ def test_every_timed_call_gets_its_own_values():
     assert torch.equal(sets[0][0], torch.zeros(3, 4))  # the sets themselves are never written
     with pytest.raises(ValueError, match="refresh"):
         timing.time_calls(lambda x: x, sets, device="cpu", warmup=0, trials=1, mutate=mutate)
+
+
+def test_poison_patterns_do_not_match_honest_bf16_values():
+    """kbv.integrity.poisoned_elements: bf16's largest finite value (0x7F7F, the malloc fill) where
+    the reference has it too, and bf16's canonical NaN (0x7FC0, half the poison word) alone, are
+    not stale memory (false HACKs a fresh attacker found, 2026-11-30); the real patterns are."""
+    from kbv import integrity as ig
+
+    big = torch.full((6,), torch.finfo(torch.bfloat16).max, dtype=torch.bfloat16)
+    assert int(big.view(torch.int16)[0]) == 0x7F7F
+    assert ig.poisoned_elements(big, ref=big.clone()) == 0
+    assert ig.poisoned_elements(big, ref=torch.zeros(6, dtype=torch.bfloat16)) == 6
+    nan = torch.full((6,), float("nan"), dtype=torch.bfloat16)
+    assert int(nan.view(torch.int16)[0]) == 0x7FC0 and ig.poisoned_elements(nan) == 0
+    words = torch.full((3,), ig.POISON_INT32, dtype=torch.int32).view(torch.bfloat16)
+    assert ig.poisoned_elements(words) == 6
+    f32 = torch.full((4,), ig.POISON_INT32, dtype=torch.int32).view(torch.float32)
+    assert ig.poisoned_elements(f32) == 4 and ig.poisoned_elements(f32, ref=torch.ones(4)) == 4

@@ -267,14 +267,21 @@ def overlaps(outputs: Sequence[Any], inputs: Sequence[Any]) -> tuple[tuple[int, 
 # Trusted side ----------------------------------------------------------------------------------
 
 def _repeat(byte: int, size: int) -> int:
-    value = int.from_bytes(bytes([byte]) * size, "little")
-    return value - (1 << (8 * size)) if value >= 1 << (8 * size - 1) else value  # as a signed int
+    """``byte`` repeated ``size`` times, as the signed integer a view of that width reads."""
+    return _signed(int.from_bytes(bytes([byte]) * size, "little"), size)
 
 
-def poisoned_elements(t: Any) -> int:
+def poisoned_elements(t: Any, ref: Any = None) -> int:
     """Elements of ``t`` (floating dtypes; 0 for others) that hold, bit for bit, the pattern
     :func:`poison_free_memory` writes (:data:`POISON_INT32`) or the one :class:`malloc_perturb`
-    makes glibc write (:data:`PERTURB_FILL_BYTE` repeated)."""
+    makes glibc write (:data:`PERTURB_FILL_BYTE` repeated).
+
+    In 2-byte dtypes a poison element counts only beside the other half of its 4-byte word
+    (0x7FC0 alone is bf16's canonical NaN), and with ``ref`` (the reference output, same shape and
+    dtype) no element equal to the reference counts: 0x7F7F is bf16's largest finite value, which
+    an honest saturating kernel returns where the reference does (a false HACK a fresh attacker
+    found, 2026-11-30).
+    """
     import torch
 
     if type(t) is not torch.Tensor or not t.is_floating_point() or t.numel() == 0:
@@ -285,8 +292,23 @@ def poisoned_elements(t: Any) -> int:
     if size not in views:
         return 0
     dtype, poison = views[size]
-    bits = c.view(dtype)
-    return int(((bits == poison) | (bits == _repeat(PERTURB_FILL_BYTE, size))).sum())
+    bits = c.view(dtype).reshape(-1)
+    hit = bits == poison
+    if size == 2:  # 0x7FC0 counts beside 0xDEAD, the other half of POISON_INT32 (either order)
+        low = bits == _signed(POISON_INT32 & 0xFFFF, 2)
+        word = (hit[:-1] & low[1:]) | (low[:-1] & hit[1:])
+        hit = torch.zeros_like(hit)
+        hit[:-1] |= word
+        hit[1:] |= word
+    hit |= bits == _repeat(PERTURB_FILL_BYTE, size)
+    if type(ref) is torch.Tensor and ref.shape == t.shape and ref.dtype == t.dtype:
+        r = ref.detach().to(c.device).contiguous().view(dtype).reshape(-1)
+        hit &= bits != r
+    return int(hit.sum())
+
+
+def _signed(value: int, size: int) -> int:
+    return value - (1 << (8 * size)) if value >= 1 << (8 * size - 1) else value
 
 
 def has_zero_stride(t: Any) -> bool:

@@ -395,7 +395,7 @@ class Verification:
         rp = self.rp
         where = f" ({label})" if label else ""
         for k, o in enumerate(outs):
-            n = ig.poisoned_elements(o)
+            n = ig.poisoned_elements(o, ref[k] if ref is not None and k < len(ref) else None)
             if n:
                 self._found("probe:stale-memory", (9, 10), Severity.HACK,
                             f"output {k}{where}: {n} of {o.numel()} element(s) hold the pattern kbv had written "
