@@ -352,3 +352,28 @@ def test_poison_patterns_do_not_match_honest_bf16_values():
     assert ig.poisoned_elements(words) == 6
     f32 = torch.full((4,), ig.POISON_INT32, dtype=torch.int32).view(torch.float32)
     assert ig.poisoned_elements(f32) == 4 and ig.poisoned_elements(f32, ref=torch.ones(4)) == 4
+
+
+def test_timed_calls_take_an_eighth_of_their_values_from_another_set():
+    """timing.mix_values through time_calls(mix=...): a diff-and-patch matmul cache and a
+    tolerance-aware cross-entropy cache beat one changed element per call (fresh attacker,
+    2026-11-30); each timed call now also takes ~1/8 of every tensor's elements from another timing
+    set, positions from a per-call seed, rebuilt exactly on the trusted side."""
+    from kbv.verify import apply_mutation
+
+    sets = [[torch.zeros(64, 64), torch.zeros(64, dtype=torch.long)],
+            [torch.ones(64, 64), torch.ones(64, dtype=torch.long)]]
+    mix = {0: (0, 11), 1: (1, 12), 2: (0, 13)}  # call i uses set (1 + i) % 2: the source is the other
+    mutate = {2: ((0, (3, 4), 5.0),)}
+    seen = []
+    timing.time_calls(lambda x, t: seen.append((x.clone(), t.clone())), sets, device="cpu", warmup=1, trials=3,
+                      refresh=True, mix=mix, mutate=mutate)
+    for i in range(3):
+        k = (1 + i) % 2
+        expect = apply_mutation(timing.mix_values(sets[k], sets[mix[i][0]], mix[i][1]), mutate.get(i, ()))
+        assert torch.equal(seen[1 + i][0], expect[0]) and torch.equal(seen[1 + i][1], expect[1])
+        share = float((seen[1 + i][0] != sets[k][0]).float().mean())
+        assert 0.08 < share < 0.17, share
+        assert bool((seen[1 + i][0] != sets[k][0]).any(dim=1).all())  # every row changed
+    assert not torch.equal(seen[1][0], seen[3][0])  # same set, different calls: different values
+    assert torch.equal(sets[1][0], torch.ones(64, 64))

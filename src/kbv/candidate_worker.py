@@ -269,6 +269,7 @@ class _Server:
             self.model, self.timing_sets, device=self.device, warmup=req.warmup, trials=req.trials,
             flush_bytes=req.l2_flush_bytes, first_set=req.first_set, refresh=req.refresh,
             keep=req.keep, kept=kept, sync_inside=req.sync_inside, mutate=dict(req.mutate),
+            mix=dict(req.mix),
         )
         self._sync()
         changes = self._check_flags() + tampered  # serve() checks the harness again before replying
@@ -282,6 +283,8 @@ class _Server:
         from kbv import profiling
 
         args = self.timing_sets[req.set_index]
+        if req.mix:
+            args = self.timing.mix_values(args, self.timing_sets[int(req.mix[0]) % len(self.timing_sets)], req.mix[1])
         ops = profiling.compute_ops(self.model, args)
         # the same call again under the profiler, which records every thread and the dispatcher
         # itself (ops run on the candidate's threads or with the Python key excluded)

@@ -80,6 +80,8 @@ class Time:
     #: (timed-call index, ((arg index, index tuple, value), ...)) per timed call: elements changed in
     #: that call's inputs after the refresh copy (kbv.verify.timed_mutation).
     mutate: tuple = ()
+    #: (timed-call index, (source set index, seed)) per timed call (kbv.timing.mix_values).
+    mix: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,9 @@ class CountOps:
     the kernel profiler) of :mod:`kbv.profiling`."""
 
     set_index: int = 0
+    #: (source set index, seed): the set's values mixed as a timed call's are (kbv.timing.mix_values),
+    #: so a cache filled during the timed calls does not answer the counted call.
+    mix: tuple = ()
 
 
 @dataclass(frozen=True)

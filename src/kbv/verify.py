@@ -714,10 +714,14 @@ class Verification:
             # every timed call of the candidate: its timing set with one element per tensor changed
             mutate = tuple((i, timed_mutation(sets[(first + warmup + i) % len(sets)], spare, g))
                            for i in range(per_round)) if cfg.integrity else ()
+            # and, with two or more sets, 1/8 of its elements from another set (kbv.timing.mix_values)
+            mix = tuple((i, ((first + warmup + i + 1 + secrets.randbelow(len(sets) - 1)) % len(sets),
+                             secrets.randbits(62)))
+                        for i in range(per_round)) if cfg.integrity and len(sets) > 1 else ()
             for subject in order:
                 if subject == "candidate":
                     reply = self._call(worker, protocol.Time(warmup, per_round, flush, first, refresh=True, keep=keep,
-                                                             mutate=mutate),
+                                                             mutate=mutate, mix=mix),
                                        "time", cfg.timing_timeout_s)
                     if not isinstance(reply, protocol.Times) or len(reply.times_ms) != per_round:
                         raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
@@ -731,7 +735,8 @@ class Verification:
                                                   trials=per_round, flush_bytes=flush, first_set=first, refresh=True)
                 samples[subject].extend(times)
             if cfg.integrity:  # judged and dropped round by round: at most one round's outputs held
-                self._recheck(kept, sets, recheck, {done + i: m for i, m in mutate})
+                mixes = dict(mix)
+                self._recheck(kept, sets, recheck, {done + i: (mixes.get(i), m) for i, m in mutate})
             kept = []
             done += per_round
             per_round_done.append(per_round)
@@ -767,11 +772,13 @@ class Verification:
         for call, k, outs in kept:
             if state.failed:
                 return
-            mutation = mutations.get(call, ())
-            if mutation:
-                args = apply_mutation(sets[k], mutation)
+            mix, mutation = mutations.get(call, (None, ()))
+            if mix or mutation:
+                args = timing.mix_values(sets[k], sets[mix[0]], mix[1]) if mix else sets[k]
+                args = apply_mutation(args, mutation)
+                how = f"1/{round(1 / timing.MIX_FRACTION)} of its elements from set {mix[0]}, " if mix else ""
                 s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL,
-                                 f"timing set {k}, {len(mutation)} element(s) changed", 0, args)
+                                 f"timing set {k}, {how}{len(mutation)} element(s) changed", 0, args)
                 side = self._reference_side(s, args)
             else:
                 s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL, f"timing set {k}", 0, sets[k])
@@ -891,7 +898,8 @@ class Verification:
             from kbv import profiling
         except ImportError:
             return
-        reply = self._call(worker, protocol.CountOps(0), "profile", self.config.call_timeout_s)
+        mix = (1, secrets.randbits(62)) if len(sets) > 1 else ()
+        reply = self._call(worker, protocol.CountOps(0, mix), "profile", self.config.call_timeout_s)
         if not isinstance(reply, protocol.OpCounts) or not _op_counts_ok(reply):
             raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: profile: malformed reply")
         bl.apply_flags(self.fp32_flags)
