@@ -714,10 +714,14 @@ class Verification:
             # every timed call of the candidate: its timing set with one element per tensor changed
             mutate = tuple((i, timed_mutation(sets[(first + warmup + i) % len(sets)], spare, g))
                            for i in range(per_round)) if cfg.integrity else ()
-            # and, with two or more sets, 1/8 of its elements from another set (kbv.timing.mix_values)
+            # and, with two or more sets, 1/8 of its elements from another set (kbv.timing.mix_values):
+            # a whole-input or diff-and-patch cache never gains. One secret call per round of three or
+            # more keeps the single change only, so a cache keyed by a sample of the input hits there
+            # and answers wrongly: named, not only defeated (t11-sniff-sample-cache)
+            plain = secrets.randbelow(per_round) if per_round >= 3 else -1
             mix = tuple((i, ((first + warmup + i + 1 + secrets.randbelow(len(sets) - 1)) % len(sets),
                              secrets.randbits(62)))
-                        for i in range(per_round)) if cfg.integrity and len(sets) > 1 else ()
+                        for i in range(per_round) if i != plain) if cfg.integrity and len(sets) > 1 else ()
             for subject in order:
                 if subject == "candidate":
                     reply = self._call(worker, protocol.Time(warmup, per_round, flush, first, refresh=True, keep=keep,
