@@ -91,6 +91,7 @@ CPU_CASES = [
     Case("maxpool_view_amax_torch.py", "level1/30_MaxPool2d.py", "torch"),
     Case("varmean_twopass_torch.py", "level1/31_VarMean.py", "torch"),
     Case("embedding_index_torch.py", "level1/32_Embedding.py", "torch"),
+    Case("symmetric_matmul_columns_torch.py", "level1/46_Symmetric_matmul.py", "torch"),  # declared structure
     Case("linear_relu_addmm_torch.py", "level2/1_Linear_ReLU.py", "library"),
     Case("hardtanh_addcmul_torch.py", "level2/2_Mul_Add_Hardtanh.py", "torch"),
     Case("hardtanh_chain_cpp.py", "level2/2_Mul_Add_Hardtanh.py", "cpp"),

@@ -284,7 +284,8 @@ class _Server:
 
         args = self.timing_sets[req.set_index]
         if req.mix:
-            args = self.timing.mix_values(args, self.timing_sets[int(req.mix[0]) % len(self.timing_sets)], req.mix[1])
+            args = self.timing.mix_values(args, self.timing_sets[int(req.mix[0]) % len(self.timing_sets)], req.mix[1],
+                                          tuple(req.mix[2]) if len(req.mix) > 2 else ())
         ops = profiling.compute_ops(self.model, args)
         # the same call again under the profiler, which records every thread and the dispatcher
         # itself (ops run on the candidate's threads or with the Python key excluded)

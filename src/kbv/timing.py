@@ -88,15 +88,17 @@ def _flat(out: object) -> list:
 MIX_FRACTION = 0.125
 
 
-def mix_values(args: Sequence[object], source: Sequence[object], seed: int) -> list:
+def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip: Collection[int] = ()) -> list:
     """``args`` where a random :data:`MIX_FRACTION` of each tensor's elements take the values the
     same-shaped tensor of ``source`` (another timing set, so inside the problem's domain, and with
     any structure tied to positions kept) has there. Positions come from ``seed`` on the tensors'
-    device, so the trusted side rebuilds exactly the values a timed call got. New tensors; the
-    inputs are not written."""
+    device, so the trusted side rebuilds exactly the values a timed call got. Inputs at positions in
+    ``skip`` (declared domains a position-wise mix would break) are left as they are. New tensors;
+    the inputs are not written."""
     out = []
     for ai, (a, b) in enumerate(zip(args, source)):
-        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and a.numel():
+        if ai not in skip and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
+                and a.numel():
             g = torch.Generator(device=a.device)
             g.manual_seed((int(seed) + ai) % (1 << 63))
             mask = torch.rand(a.shape, generator=g, device=a.device) < MIX_FRACTION
@@ -139,8 +141,8 @@ def time_calls(
     the timed region) into ``kept[index] = (set_index, [tensors])``: the trusted side re-checks
     them against the reference of ``arg_sets[set_index]`` (taxonomy 5, 6).
 
-    ``mix`` (needs ``refresh``): timed-call index → ``(source set index, seed)``: that call's values
-    are :func:`mix_values` of its set and the source set, then ``mutate`` applies.
+    ``mix`` (needs ``refresh``): timed-call index → ``(source set index, seed[, skip])``: that
+    call's values are :func:`mix_values` of its set and the source set, then ``mutate`` applies.
     ``mutate`` (needs ``refresh``): timed-call index → ``(arg index, index tuple, value)`` changes
     written into that call's working buffer after the copy, outside the timed region (every timed
     call of a verification gets its own, ``kbv.verify.timed_mutation``: no two see the same values).
@@ -184,8 +186,8 @@ def time_calls(
             else:
                 buf[k] = a
         if j - warmup in mix:
-            source, seed = mix[j - warmup]
-            for k, a in enumerate(mix_values(buf, arg_sets[int(source) % n], seed)):
+            source, seed, *rest = mix[j - warmup]
+            for k, a in enumerate(mix_values(buf, arg_sets[int(source) % n], seed, rest[0] if rest else ())):
                 if isinstance(a, torch.Tensor) and a is not buf[k]:
                     buf[k].copy_(a)
         for ai, where, value in mutate.get(j - warmup, ()):

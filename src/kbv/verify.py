@@ -606,7 +606,8 @@ class Verification:
             other = inp.draw(get_inputs, seed)
             mixed = inp.InputSet(f"probe-perturbed-{j}", InputKind.NOMINAL,
                                  f"values of {last.name} with one element per input replaced, in the previous call's "
-                                 "buffers", seed, _perturbed(last.args, other, seed))
+                                 "buffers", seed, _perturbed(last.args, other, seed, tuple(
+                                     i for i, d in self.rp.domains.items() if d.kind in STRUCTURED_DOMAINS)))
             r = self._check_set(worker, mixed, buffers="reuse")
             if r.passed is False:
                 self._found("probe:cache-perturbed", (11,), Severity.HACK,
@@ -696,6 +697,8 @@ class Verification:
         kept: list = []
         spare = inp.draw(self.rp.module.get_inputs, inp.secret_seed())  # values for the per-call changes
         g = torch.Generator().manual_seed(secrets.randbits(62))
+        skip = tuple(sorted(i for i, d in self.rp.domains.items()
+                            if isinstance(i, int) and d.kind in STRUCTURED_DOMAINS))
         done = 0  # timed calls per subject so far
         per_round_done = []
         for r in range(rounds):
@@ -712,7 +715,7 @@ class Verification:
             keep = recheck_plan(per_round, self.rp.output_bytes, self.rp.device.type) if cfg.integrity else ()
             first = done % len(sets)
             # every timed call of the candidate: its timing set with one element per tensor changed
-            mutate = tuple((i, timed_mutation(sets[(first + warmup + i) % len(sets)], spare, g))
+            mutate = tuple((i, timed_mutation(sets[(first + warmup + i) % len(sets)], spare, g, skip))
                            for i in range(per_round)) if cfg.integrity else ()
             # and, with two or more sets, 1/8 of its elements from another set (kbv.timing.mix_values):
             # a whole-input or diff-and-patch cache never gains. One secret call per round of three or
@@ -720,7 +723,7 @@ class Verification:
             # and answers wrongly: named, not only defeated (t11-sniff-sample-cache)
             plain = secrets.randbelow(per_round) if per_round >= 3 else -1
             mix = tuple((i, ((first + warmup + i + 1 + secrets.randbelow(len(sets) - 1)) % len(sets),
-                             secrets.randbits(62)))
+                             secrets.randbits(62), skip))
                         for i in range(per_round) if i != plain) if cfg.integrity and len(sets) > 1 else ()
             for subject in order:
                 if subject == "candidate":
@@ -778,7 +781,7 @@ class Verification:
                 return
             mix, mutation = mutations.get(call, (None, ()))
             if mix or mutation:
-                args = timing.mix_values(sets[k], sets[mix[0]], mix[1]) if mix else sets[k]
+                args = timing.mix_values(sets[k], sets[mix[0]], mix[1], mix[2]) if mix else sets[k]
                 args = apply_mutation(args, mutation)
                 how = f"1/{round(1 / timing.MIX_FRACTION)} of its elements from set {mix[0]}, " if mix else ""
                 s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL,
@@ -902,7 +905,8 @@ class Verification:
             from kbv import profiling
         except ImportError:
             return
-        mix = (1, secrets.randbits(62)) if len(sets) > 1 else ()
+        skip = tuple(sorted(i for i, d in self.rp.domains.items() if isinstance(i, int) and d.kind in STRUCTURED_DOMAINS))
+        mix = (1, secrets.randbits(62), skip) if len(sets) > 1 else ()
         reply = self._call(worker, protocol.CountOps(0, mix), "profile", self.config.call_timeout_s)
         if not isinstance(reply, protocol.OpCounts) or not _op_counts_ok(reply):
             raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: profile: malformed reply")
@@ -1034,7 +1038,12 @@ class Verification:
         )
 
 
-def timed_mutation(args: list, spare: list, g: torch.Generator) -> tuple:
+#: declared domains (kbv.domains) that a change of single elements would break: inputs declared so
+#: are left alone by the per-call changes of timed inputs.
+STRUCTURED_DOMAINS = ("fixed", "probability", "symmetric", "spd")
+
+
+def timed_mutation(args: list, spare: list, g: torch.Generator, skip: tuple = ()) -> tuple:
     """The change one timed call's inputs get: for each tensor of ``args`` (a timing set) one
     element at a random position (from ``g``) takes the value ``spare`` (another ``get_inputs()``
     draw, so inside the problem's domain) has there. Returns ``((arg index, index tuple, value),
@@ -1045,8 +1054,8 @@ def timed_mutation(args: list, spare: list, g: torch.Generator) -> tuple:
     at 2.8x, fresh attacker 2026-11-30)."""
     out = []
     for ai, (a, b) in enumerate(zip(args, spare)):
-        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and tuple(a.shape) == tuple(b.shape) \
-                and a.numel():
+        if ai not in skip and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) \
+                and tuple(a.shape) == tuple(b.shape) and a.numel():
             flat = int(torch.randint(a.numel(), (1,), generator=g))
             where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape)) if a.dim() else ()
             out.append((ai, where, b[where].to(a.dtype).item()))
@@ -1063,13 +1072,15 @@ def apply_mutation(args: list, mutation: tuple) -> list:
     return out
 
 
-def _perturbed(args: list, other: list, seed: int) -> list:
+def _perturbed(args: list, other: list, seed: int, skip: tuple = ()) -> list:
     """``args`` with one element of each tensor (at a random position) taken from the same-shaped
-    tensor of ``other`` (another draw of ``get_inputs()``)."""
+    tensor of ``other`` (another draw of ``get_inputs()``); inputs at positions in ``skip``
+    (declared :data:`STRUCTURED_DOMAINS`) are left as they are."""
     g = torch.Generator().manual_seed(seed)
     out = []
-    for a, b in zip(args, other):
-        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and a.numel():
+    for ai, (a, b) in enumerate(zip(args, other)):
+        if ai not in skip and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
+                and a.numel():
             a = a.clone()  # same layout as get_inputs() made it
             k = int(torch.randint(a.numel(), (1,), generator=g))
             where = tuple(int(i) for i in torch.unravel_index(torch.tensor(k), a.shape))
