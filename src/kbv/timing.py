@@ -88,8 +88,9 @@ def _flat(out: object) -> list:
 MIX_FRACTION = 0.125
 
 
-def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip: Collection[int] = ()) -> list:
-    """``args`` where a random :data:`MIX_FRACTION` of each tensor's elements take the values the
+def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip: Collection[int] = (),
+               fraction: float = MIX_FRACTION) -> list:
+    """``args`` where a random ``fraction`` of each tensor's elements (all of them at 1) take the values the
     same-shaped tensor of ``source`` (another timing set, so inside the problem's domain, and with
     any structure tied to positions kept) has there. Positions come from ``seed`` on the tensors'
     device, so the trusted side rebuilds exactly the values a timed call got. Inputs at positions in
@@ -101,8 +102,12 @@ def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip
                 and a.numel():
             g = torch.Generator(device=a.device)
             g.manual_seed((int(seed) + ai) % (1 << 63))
-            mask = torch.rand(a.shape, generator=g, device=a.device) < MIX_FRACTION
-            a = torch.where(mask, b.to(device=a.device, dtype=a.dtype), a)
+            b = b.to(device=a.device, dtype=a.dtype)
+            if fraction >= 1:
+                a = b.clone()
+            else:
+                mask = torch.rand(a.shape, generator=g, device=a.device) < fraction
+                a = torch.where(mask, b, a)
         out.append(a)
     return out
 
@@ -141,7 +146,7 @@ def time_calls(
     the timed region) into ``kept[index] = (set_index, [tensors])``: the trusted side re-checks
     them against the reference of ``arg_sets[set_index]`` (taxonomy 5, 6).
 
-    ``mix`` (needs ``refresh``): timed-call index → ``(source set index, seed[, skip])``: that
+    ``mix`` (needs ``refresh``): timed-call index → ``(source set index, seed[, skip[, fraction]])``: that
     call's values are :func:`mix_values` of its set and the source set, then ``mutate`` applies.
     ``mutate`` (needs ``refresh``): timed-call index → ``(arg index, index tuple, value)`` changes
     written into that call's working buffer after the copy, outside the timed region (every timed
@@ -187,7 +192,7 @@ def time_calls(
                 buf[k] = a
         if j - warmup in mix:
             source, seed, *rest = mix[j - warmup]
-            for k, a in enumerate(mix_values(buf, arg_sets[int(source) % n], seed, rest[0] if rest else ())):
+            for k, a in enumerate(mix_values(buf, arg_sets[int(source) % n], seed, *rest)):
                 if isinstance(a, torch.Tensor) and a is not buf[k]:
                     buf[k].copy_(a)
         for ai, where, value in mutate.get(j - warmup, ()):

@@ -714,17 +714,21 @@ class Verification:
             warmup = cfg.warmup + secrets.randbelow(cfg.warmup + 1) if cfg.integrity else cfg.warmup
             keep = recheck_plan(per_round, self.rp.output_bytes, self.rp.device.type) if cfg.integrity else ()
             first = done % len(sets)
-            # every timed call of the candidate: its timing set with one element per tensor changed
-            mutate = tuple((i, timed_mutation(sets[(first + warmup + i) % len(sets)], spare, g, skip))
-                           for i in range(per_round)) if cfg.integrity else ()
-            # and, with two or more sets, 1/8 of its elements from another set (kbv.timing.mix_values):
-            # a whole-input or diff-and-patch cache never gains. One secret call per round of three or
-            # more keeps the single change only, so a cache keyed by a sample of the input hits there
-            # and answers wrongly: named, not only defeated (t11-sniff-sample-cache)
-            plain = secrets.randbelow(per_round) if per_round >= 3 else -1
-            mix = tuple((i, ((first + warmup + i + 1 + secrets.randbelow(len(sets) - 1)) % len(sets),
-                             secrets.randbits(62), skip))
-                        for i in range(per_round) if i != plain) if cfg.integrity and len(sets) > 1 else ()
+            # every timed call of the candidate: with two or more sets, 1/8 of its elements from another
+            # set (kbv.timing.mix_values), so a whole-input or diff-and-patch cache never gains; then one
+            # element per tensor changed. One secret call per round of three or more instead gets the
+            # values of this round's first warmup call with the single change only: a cache keyed by a
+            # sample of the input hits there and answers wrongly, so it is named, not only defeated
+            # (t11-sniff-sample-cache; with the plain rotating set it hit only by chance)
+            plain = secrets.randbelow(per_round) if per_round >= 3 and cfg.integrity else -1
+            mix = tuple((i, (first, 0, skip, 1.0) if i == plain else
+                         ((first + warmup + i + 1 + secrets.randbelow(len(sets) - 1)) % len(sets),
+                          secrets.randbits(62), skip))
+                        for i in range(per_round)) if cfg.integrity and len(sets) > 1 else ()
+            base = {i: sets[first] if i == plain and len(sets) > 1 else sets[(first + warmup + i) % len(sets)]
+                    for i in range(per_round)}
+            mutate = tuple((i, timed_mutation(base[i], spare, g, skip)) for i in range(per_round)) \
+                if cfg.integrity else ()
             for subject in order:
                 if subject == "candidate":
                     reply = self._call(worker, protocol.Time(warmup, per_round, flush, first, refresh=True, keep=keep,
@@ -781,9 +785,10 @@ class Verification:
                 return
             mix, mutation = mutations.get(call, (None, ()))
             if mix or mutation:
-                args = timing.mix_values(sets[k], sets[mix[0]], mix[1], mix[2]) if mix else sets[k]
+                args = timing.mix_values(sets[k], sets[mix[0]], *mix[1:]) if mix else sets[k]
                 args = apply_mutation(args, mutation)
-                how = f"1/{round(1 / timing.MIX_FRACTION)} of its elements from set {mix[0]}, " if mix else ""
+                how = ("" if not mix else f"the values of set {mix[0]}, " if len(mix) > 3 and mix[3] >= 1
+                       else f"1/{round(1 / timing.MIX_FRACTION)} of its elements from set {mix[0]}, ")
                 s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL,
                                  f"timing set {k}, {how}{len(mutation)} element(s) changed", 0, args)
                 side = self._reference_side(s, args)
