@@ -653,20 +653,16 @@ def test_recorded_ops_sees_other_threads_and_disabled_dispatch():
 def test_recorded_ops_counts_compute_hidden_under_a_no_math_op():
     """A Tensor subclass's __torch_dispatch__ running torch.softmax inside a clone (a fresh
     attacker's evasion, 2026-11-30): ops that do no math are not parents, so the softmax is top level."""
+    import importlib.util
+
     import torch
 
+    from conftest import DATA
     from kbv.profiling import recorded_ops
 
-    class Wrapped(torch.Tensor):
-        @staticmethod
-        def __new__(cls, elem):
-            r = torch.Tensor._make_wrapper_subclass(cls, elem.shape, dtype=elem.dtype, device=elem.device)
-            r.elem = elem
-            return r
-
-        @classmethod
-        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-            return torch.softmax(args[0].elem, 1)
-
-    rec = recorded_ops(lambda x: Wrapped(x).clone(), [torch.randn(8, 8)])
+    # the red-team candidate's own subclass (t15-subclass-dispatch), not a copy of it
+    spec = importlib.util.spec_from_file_location("t15_subclass_dispatch", DATA / "redteam" / "t15_subclass_dispatch.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rec = recorded_ops(lambda x: mod._Wrapped(x).clone(), [torch.randn(8, 8)])
     assert rec.error is None and rec.ops.get("aten.softmax") == 1, rec
