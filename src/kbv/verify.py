@@ -606,8 +606,7 @@ class Verification:
             other = inp.draw(get_inputs, seed)
             mixed = inp.InputSet(f"probe-perturbed-{j}", InputKind.NOMINAL,
                                  f"values of {last.name} with one element per input replaced, in the previous call's "
-                                 "buffers", seed, _perturbed(last.args, other, seed, tuple(
-                                     i for i, d in self.rp.domains.items() if d.kind in STRUCTURED_DOMAINS)))
+                                 "buffers", seed, _perturbed(last.args, other, seed, self._structured()))
             r = self._check_set(worker, mixed, buffers="reuse")
             if r.passed is False:
                 self._found("probe:cache-perturbed", (11,), Severity.HACK,
@@ -697,8 +696,7 @@ class Verification:
         kept: list = []
         spare = inp.draw(self.rp.module.get_inputs, inp.secret_seed())  # values for the per-call changes
         g = torch.Generator().manual_seed(secrets.randbits(62))
-        skip = tuple(sorted(i for i, d in self.rp.domains.items()
-                            if isinstance(i, int) and d.kind in STRUCTURED_DOMAINS))
+        skip = self._structured()
         done = 0  # timed calls per subject so far
         per_round_done = []
         for r in range(rounds):
@@ -773,6 +771,11 @@ class Verification:
             self._memory(worker, sets[0])
         del sets
         self.state.phase_seconds["timing"] = time.perf_counter() - t0
+
+    def _structured(self) -> tuple:
+        """Input positions whose declared domain (:data:`STRUCTURED_DOMAINS`) changes of single
+        elements would break: left alone by the timed-input changes and the perturbed probe."""
+        return tuple(sorted(i for i, d in self.rp.domains.items() if isinstance(i, int) and d.kind in STRUCTURED_DOMAINS))
 
     def _recheck(self, kept: list, sets: list, state: "_Recheck", mutations: dict | None = None) -> None:
         """Judge the outputs of one round's kept timed calls (:func:`recheck_plan`) against the
@@ -910,7 +913,7 @@ class Verification:
             from kbv import profiling
         except ImportError:
             return
-        skip = tuple(sorted(i for i, d in self.rp.domains.items() if isinstance(i, int) and d.kind in STRUCTURED_DOMAINS))
+        skip = self._structured()
         mix = (1, secrets.randbits(62), skip) if len(sets) > 1 else ()
         reply = self._call(worker, protocol.CountOps(0, mix), "profile", self.config.call_timeout_s)
         if not isinstance(reply, protocol.OpCounts) or not _op_counts_ok(reply):
