@@ -16,6 +16,7 @@ STATUS_STYLE = {
     Status.RUNTIME_ERROR: "red",
     Status.TIMEOUT: "red",
     Status.CRASH: "red",
+    Status.EVAL_ERROR: "magenta",
 }
 
 

@@ -41,6 +41,10 @@ class Status(str, enum.Enum):
     RUNTIME_ERROR = "RUNTIME_ERROR"  #: forward raised, or returned something not a tensor.
     TIMEOUT = "TIMEOUT"  #: a worker call passed its deadline; the worker was killed.
     CRASH = "CRASH"  #: the candidate worker died (signal or early exit).
+    #: kbv itself failed on this job, not the candidate: the reference worker died or ran out of
+    #: memory, the oracle failed, or the problem does not fit the machine. Never counts against a
+    #: model (left out of every aggregate, reported apart); a rerun retries it.
+    EVAL_ERROR = "EVAL_ERROR"
 
     @property
     def ran(self) -> bool:
@@ -408,7 +412,7 @@ class Verdict:
                 raise ValueError("PASS needs a candidate timing")
         if s is Status.INCORRECT and not any(r.passed is False for r in judged):
             raise ValueError("INCORRECT needs a failed input set")
-        if s in (Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT, Status.CRASH):
+        if s in (Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT, Status.CRASH, Status.EVAL_ERROR):
             if not self.message:
                 raise ValueError(f"{s.value} needs a message")
             if self.speedup:
