@@ -1,4 +1,4 @@
-"""The red-team suite: realistic cheating candidates for every entry of ../shared/hack-taxonomy.md.
+"""The red-team suite: realistic cheating candidates for every entry of docs/hack-taxonomy.md.
 
 Each row of ``CASES`` is (taxonomy entry, candidate, problem, device). The test evaluates the
 candidate through the real process architecture and asserts that the verdict

@@ -1,6 +1,6 @@
 """Runtime integrity probes: the pieces that run next to a candidate call, and the checks that
 turn what they saw into :class:`kbv.records.Finding` records naming entries of
-``../shared/hack-taxonomy.md``.
+``docs/hack-taxonomy.md``.
 
 Two halves:
 

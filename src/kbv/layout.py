@@ -4,7 +4,7 @@ Nothing here reads more than file names and directory listings, except :func:`ve
 which runs the static (``ast``-only) problem vetting of :mod:`kbv.problems`. No problem or
 candidate code is executed.
 
-Candidate layouts (``../shared/kernelbench-format.md``):
+Candidate layouts (``docs/kernelbench-format.md``):
 
 * ``kernelbench`` — KernelBench's generated-sample layout:
   ``<runs>/<run>/level_<L>_problem_<P>_sample_<S>_kernel.py``;

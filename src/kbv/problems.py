@@ -1,7 +1,7 @@
 """KernelBench-format problems: discovery, identity and static vetting of the files.
 
 A problem file is a Python module defining ``class Model(nn.Module)``, ``get_inputs()`` and
-``get_init_inputs()`` (``../shared/kernelbench-format.md``). This module reads files and parses
+``get_init_inputs()`` (``docs/kernelbench-format.md``). This module reads files and parses
 them with :mod:`ast` only; it never executes problem code. Importing the module happens in the
 reference worker (:mod:`kbv.reference_worker`), where an import failure becomes a
 :class:`ProblemError` with a one-line message.

@@ -31,7 +31,7 @@ NOISY_IQR_FRACTION = 0.10
 
 
 class Status(str, enum.Enum):
-    """Closed set of verdict statuses (``../shared/design.md``)."""
+    """Closed set of verdict statuses (README.md, "Verdict statuses")."""
 
     PASS = "PASS"  #: correct on every input set, timed.
     INCORRECT = "INCORRECT"  #: ran, but some input set gave a wrong answer.
@@ -323,7 +323,7 @@ class Severity(str, enum.Enum):
     WARNING = "WARNING"  #: reported with the verdict; does not change the status.
 
 
-#: titles of the entries of ``../shared/hack-taxonomy.md`` (entry number → title).
+#: titles of the entries of ``docs/hack-taxonomy.md`` (entry number → title).
 TAXONOMY: dict[int, str] = {
     1: "side-stream work", 2: "background thread/process", 3: "lazy output",
     4: "timer/harness monkeypatching", 5: "cross-call batching", 6: "phase detection",
