@@ -281,5 +281,6 @@ def test_html_and_kernelbench_exports_agree_with_the_store(batch):
         for v in mine:
             entry = next(x for x in doc[str(v["problem"]["problem_id"])]
                          if x["sample_id"] == v["candidate"]["sample_id"])
-            assert entry["correctness"] == _nominal_ok(v)
+            assert entry["correctness"] == (_nominal_ok(v) and v["status"] not in ("HACK", "SHORTCUT"))
+            assert entry["kbv_status"] == v["status"]
             assert entry["compiled"] == (v["status"] != "COMPILE_ERROR")

@@ -127,13 +127,15 @@ def test_eval_results_json_shape(store, tmp_path):
     for pid, entries in nominal.items():
         assert [e["sample_id"] for e in entries] == sorted(e["sample_id"] for e in entries)
         for e, h in zip(entries, hidden[pid]):
-            assert set(e) == {"sample_id", "compiled", "correctness", "runtime", "runtime_stats", "metadata",
-                              "peak_memory"}
+            assert set(e) == {"sample_id", "kbv_status", "compiled", "correctness", "runtime", "runtime_stats",
+                              "metadata", "peak_memory"}
             assert set(e["metadata"]) >= {"hardware", "device", "correctness_trials", "max_difference"}
             v = verdicts[(int(pid), e["sample_id"])]
             assert e["compiled"] == (v.status.value != "COMPILE_ERROR")
-            assert e["correctness"] == (v.status.ran and v.nominal_passed)
-            assert h["correctness"] == (v.status.value in ("PASS", "SHORTCUT"))
+            assert e["correctness"] == (v.status.ran and v.nominal_passed and v.status.value not in ("HACK", "SHORTCUT"))
+            assert e["metadata"]["protocol_correctness"] == (v.status.ran and v.nominal_passed)
+            assert h["correctness"] == (v.status.value == "PASS")
+            assert e["kbv_status"] == h["kbv_status"] == v.status.value
             if e["correctness"]:
                 assert e["runtime"] == pytest.approx(v.timing["candidate"].mean_ms)
                 assert set(e["runtime_stats"]) == {"mean", "std", "min", "max", "num_trials", "hardware", "device"}

@@ -167,17 +167,26 @@ def _num(x: float | None) -> Any:
     return x if math.isfinite(x) else ("NaN" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
 
 
+#: statuses that are never ``correctness: true`` in an export, whatever the outputs were: a cheat,
+#: or a speed that is PyTorch's own (KernelBench's ``correctness`` is what its scripts count as solved).
+NOT_CORRECT = (Status.HACK, Status.SHORTCUT)
+
+
 def kernelbench_entry(v: Verdict, *, hidden: bool) -> dict[str, Any]:
     """One sample in KernelBench's ``eval_results.json`` shape (times ms, memory bytes).
 
-    ``hidden=False``: correctness as the original protocol judges it (ran, every nominal set
-    passed). ``hidden=True`` (``eval_results_hidden.json``): correct on every nominal and hidden
-    set with no integrity finding (PASS or SHORTCUT). ``runtime`` is the candidate's mean time on
-    the standard inputs when correct, else -1.0 (KernelBench's convention).
+    ``correctness`` keeps KernelBench's meaning for the file, except that a HACK or SHORTCUT is
+    never correct: ``hidden=False`` (``eval_results.json``) the candidate ran and passed every
+    nominal set; ``hidden=True`` (``eval_results_hidden.json``) kbv's PASS (every nominal, hidden
+    and randomised set, no integrity finding). ``kbv_status`` is kbv's verdict;
+    ``metadata["protocol_correctness"]`` what the file's protocol alone would have said (nominal
+    sets only, or nominal and hidden sets), findings ignored. ``runtime`` is the candidate's mean
+    time on the standard inputs when correct, else -1.0 (KernelBench's convention).
     """
     kind = InputKind.HIDDEN if hidden else InputKind.NOMINAL
     sets = [r for r in v.sets(kind) if not r.dropped]
-    correct = v.status in (Status.PASS, Status.SHORTCUT) if hidden else nominal_correct(v)
+    protocol_correct = nominal_correct(v) and (v.hidden_passed or not hidden)
+    correct = protocol_correct and v.status not in NOT_CORRECT
     cand = v.timing.get("candidate")
     env = v.environment
     timed = correct and cand is not None
@@ -187,6 +196,7 @@ def kernelbench_entry(v: Verdict, *, hidden: bool) -> dict[str, Any]:
         "correctness_trials": f"({sum(bool(r.passed) for r in sets)} / {len(sets)})",
         "max_difference": [_num(r.max_abs_error) for r in sets],
         "kbv_status": v.status.value,
+        "protocol_correctness": bool(protocol_correct),
     }
     if v.status is Status.COMPILE_ERROR:
         metadata["compilation_error"] = v.message
@@ -201,6 +211,7 @@ def kernelbench_entry(v: Verdict, *, hidden: bool) -> dict[str, Any]:
         metadata["dropped_sets"] = dropped
     return {
         "sample_id": v.candidate.sample_id,
+        "kbv_status": v.status.value,
         "compiled": v.status is not Status.COMPILE_ERROR,
         "correctness": bool(correct),
         "runtime": cand.mean_ms if timed else -1.0,
@@ -222,8 +233,8 @@ def write_eval_results_json(store: Store, out_dir: Path | str) -> list[Path]:
     """KernelBench-style results per run and level.
 
     Writes ``<out_dir>/<run>/level<L>/eval_results.json`` (nominal correctness) and
-    ``eval_results_hidden.json`` (hidden correctness), each ``{"<problem_id>": [entry, ...]}``
-    sorted by problem id then sample id, entries from :func:`kernelbench_entry` with
+    ``eval_results_hidden.json`` (kbv's PASS), neither counting a HACK or SHORTCUT as correct,
+    each ``{"<problem_id>": [entry, ...]}`` sorted by problem id then sample id, entries from :func:`kernelbench_entry` with
     ``peak_memory`` in bytes. Run names are made file-safe; problems without an id are keyed by
     name, those without a level go under ``level0``.
     """
