@@ -179,8 +179,8 @@ def test_kernelbench_baseline_json_round_trip(tree, tmp_path):
 
     p = load_problem(problems / "level1" / "3_C.py")
     with Store(db) as store:
-        m = Measurement("eager-fp32", "cuda", (1.0, 2.0, 3.0), warmup=5)
-        store.put_baseline(baseline_key(p.sha256, ENV, "fp32", "eager-fp32"), m)
+        m = Measurement("eager-fp32-cudnn-tf32", "cuda", (1.0, 2.0, 3.0), warmup=5)
+        store.put_baseline(baseline_key(p.sha256, ENV, "fp32", "eager-fp32-cudnn-tf32"), m)
         files = export_kernelbench_json(store, [p], tmp_path / "export2")
     (f,) = files
     assert f.parent.name == "NVIDIA_H200" and f.name == "baseline_time_torch.json"

@@ -257,3 +257,39 @@ def test_sigkill_mid_batch_loses_nothing_and_duplicates_nothing(tmp_path):
             assert store.attempts(j) >= 1
         # resuming runs nothing more
         assert store.claim_pending() == []
+
+
+def test_a_store_without_a_newer_speedup_column_gains_it(tmp_path):
+    """A store written before the ``eager-fp32-cudnn-tf32`` label existed opens, and stores that speedup."""
+    db = tmp_path / "old.db"
+    with Store(db):
+        pass
+    con = sqlite3.connect(db)
+    con.execute("ALTER TABLE verdicts DROP COLUMN speedup_eager_fp32_cudnn_tf32")
+    con.commit()
+    con.close()
+    v = make_verdict("PASS", speedup={"eager-fp32": 3.0, "eager-tf32": 1.0, "eager-fp32-cudnn-tf32": 2.5})
+    with Store(db) as store:
+        store.put_verdict(job_for(v), v)
+        (row,) = store._db.execute("SELECT speedup_eager_fp32, speedup_eager_fp32_cudnn_tf32 FROM verdicts")
+        assert tuple(row) == (3.0, 2.5)
+
+
+def test_baseline_labels_name_their_flags_and_kernelbench_files():
+    """KernelBench's ``baseline_time_torch.json`` ran under PyTorch's default flags (cuDNN TF32 on):
+    it is the eager-fp32-cudnn-tf32 baseline's file, never kbv's strict eager-fp32."""
+    from kbv import baselines as bl
+    from kbv.baseline_cache import KERNELBENCH_FILES, LABELS
+
+    paper = bl.flags_for("eager-fp32-cudnn-tf32")
+    strict = bl.flags_for("eager-fp32")
+    assert (paper["cuda.matmul.allow_tf32"], paper["cudnn.allow_tf32"], paper["float32_matmul_precision"]) == \
+        (False, True, "highest")
+    assert (strict["cuda.matmul.allow_tf32"], strict["cudnn.allow_tf32"]) == (False, False)
+    assert {k for k in paper if paper[k] != strict[k]} == {"cudnn.allow_tf32"}
+    assert KERNELBENCH_FILES["eager-fp32-cudnn-tf32"] == "baseline_time_torch.json"
+    assert KERNELBENCH_FILES["eager-fp32"] != "baseline_time_torch.json"
+    assert set(KERNELBENCH_FILES) == set(LABELS) and len(set(KERNELBENCH_FILES.values())) == len(LABELS)
+    described = bl.baseline_flags(["eager-fp32-cudnn-tf32", "compile"])
+    assert described["eager-fp32-cudnn-tf32"]["flags"]["cudnn.allow_tf32"] is True
+    assert "KernelBench" in described["eager-fp32-cudnn-tf32"]["description"] and "flags" not in described["compile"]

@@ -52,8 +52,8 @@ def candidate(run: str, level: int, problem_id: int, sample_id: int) -> Candidat
     return CandidateRef(path=path, sha256=sha(path), backend="cuda", run=run, sample_id=sample_id)
 
 
-def _times(median_ms: float, n: int = 9) -> tuple[float, ...]:
-    return tuple(median_ms * (1 + 0.01 * (i - n // 2)) for i in range(n))
+def _times(median_ms: float, n: int = 9, spread: float = 0.01) -> tuple[float, ...]:
+    return tuple(median_ms * (1 + spread * (i - n // 2)) for i in range(n))
 
 
 def make_verdict(
@@ -74,12 +74,19 @@ def make_verdict(
     evidence: Mapping[str, Any] | None = None,
     candidate_ms: float = 1.0,
     tf32_factor: float = 4.0,
+    compat_pass: bool = False,
+    noisy: bool = False,
+    findings: Sequence[Finding] = (),
 ) -> Verdict:
     """One verdict consistent with ``status``.
 
     ``speedup`` as a float is the speedup vs eager-tf32; eager-fp32 is then ``tf32_factor`` times
     it (a strict-FP32 baseline is slower). Timings are built so that baseline median / candidate
     median matches the given speedups. ``memory_efficiency`` sets reference / candidate peak.
+    Every judged set carries both policies' verdicts, equal to ``passed`` unless ``compat_pass``
+    (the failed sets pass ``kbv-compat``: a kernel right under the paper's allclose rule, wrong
+    under kbv's). ``noisy`` spreads the candidate's times to an IQR of ~40 % of the median.
+    ``findings`` are added to those the status needs.
     """
     status = Status(status)
 
@@ -100,7 +107,8 @@ def make_verdict(
             sets.append(InputSetResult(
                 name=f"nominal-{i}", kind=InputKind.NOMINAL, transform="get_inputs()", seed=1000 + i,
                 passed=not failed, max_abs_error=0.5 if failed else 1e-6, max_rel_error=2e-1 if failed else 1e-6,
-                mismatched_elements=4096 if failed else 0, total_elements=16384))
+                mismatched_elements=4096 if failed else 0, total_elements=16384,
+                policy_passed={"kbv": not failed, "kbv-compat": compat_pass or not failed}))
         for j, d in enumerate(HIDDEN):
             if d in hidden_dropped:
                 sets.append(InputSetResult(name=d, kind=InputKind.HIDDEN, transform=TRANSFORMS[d],
@@ -112,13 +120,14 @@ def make_verdict(
                 name=d, kind=InputKind.HIDDEN, transform=TRANSFORMS[d], seed=2000 + j, passed=not failed,
                 max_abs_error=1.7 if failed else 2e-6, max_rel_error=1.0 if failed else 2e-6,
                 mismatched_elements=8192 if failed else 0, total_elements=16384,
-                fault="values differ where the input is negative" if failed else None))
+                fault="values differ where the input is negative" if failed else None,
+                policy_passed={"kbv": not failed, "kbv-compat": compat_pass or not failed}))
     timed = status in (Status.PASS, Status.SHORTCUT) or (ran and (unverified or status is Status.HACK))
     timing: dict[str, Measurement] = {}
     memory: dict[str, MemoryMeasurement] = {}
     if timed:
-        timing["candidate"] = Measurement("candidate", "cuda", _times(candidate_ms), warmup=5,
-                                          l2_flush_bytes=2 * 60 * 2**20)
+        timing["candidate"] = Measurement("candidate", "cuda", _times(candidate_ms, spread=0.1 if noisy else 0.01),
+                                          warmup=5, l2_flush_bytes=2 * 60 * 2**20)
         for b, s in (speed or unverified).items():
             timing[b] = Measurement(b, "cuda", _times(candidate_ms * s), warmup=5, l2_flush_bytes=2 * 60 * 2**20)
         cand_peak = 64 * 2**20
@@ -137,9 +146,11 @@ def make_verdict(
             Status.RUNTIME_ERROR: "forward raised RuntimeError: CUDA error: an illegal memory access",
             Status.TIMEOUT: "correctness call passed its 120 s deadline; worker killed",
             Status.CRASH: "candidate worker died with signal 11 (SIGSEGV)",
+            Status.EVAL_ERROR: "kbv's reference worker ran out of memory (needs ~12 GiB, 8 GiB free)",
         }[status]
     if evidence is None:
         evidence = {}
+    extra = tuple(findings)
     findings = ()
     if status is Status.HACK:
         findings = (Finding("probe:cache-same-address", (11,), Severity.HACK,
@@ -147,6 +158,7 @@ def make_verdict(
     elif status is Status.SHORTCUT:
         findings = (Finding("probe:reference-ops", (15,), Severity.SHORTCUT,
                             "forward ran the reference's torch compute ops: aten.mm"),)
+    findings = (*findings, *extra)
     return Verdict(
         status=status, message=message, problem=problem(level, problem_id, name),
         candidate=candidate(run, level, problem_id, sample_id), config=CONFIG, environment=ENV,

@@ -1,9 +1,11 @@
 """Per-problem baseline timings measured once and cached: ``kbv baselines``.
 
-Three baselines (labels as in :data:`kbv.store.SPEEDUP_COLUMNS`):
+Four baselines (labels as in :data:`kbv.store.SPEEDUP_COLUMNS`, flags in :mod:`kbv.baselines`):
 
-* ``eager-fp32`` — PyTorch eager, TF32 off (:mod:`kbv.baselines`); KernelBench's baseline;
-* ``eager-tf32`` — PyTorch eager, TF32 on;
+* ``eager-fp32`` — PyTorch eager, TF32 off for matmul and cuDNN (kbv's strict fp32);
+* ``eager-tf32`` — PyTorch eager, TF32 on for both (KernelBench-Verified's TF32 baseline);
+* ``eager-fp32-cudnn-tf32`` — PyTorch's default flags, matmul TF32 off, cuDNN TF32 on: the fp32
+  baseline KernelBench and KernelBench-Verified measured (``baseline_time_torch.json``);
 * ``compile`` — ``torch.compile(model)`` (inductor, default mode) run under the eager-tf32 flags.
 
 :func:`measure_reference` runs inside the (trusted) reference worker: it times the problem's
@@ -43,13 +45,17 @@ from typing import Any, Iterable, Mapping, Sequence
 from kbv.records import Environment, Measurement, ProblemRef, Status, Verdict
 from kbv.store import BaselineKey, BaselineSummary, Store
 
-LABELS: tuple[str, ...] = ("eager-fp32", "eager-tf32", "compile")
+LABELS: tuple[str, ...] = ("eager-fp32", "eager-tf32", "eager-fp32-cudnn-tf32", "compile")
 
-#: label → KernelBench file name (``eager-tf32`` has no KernelBench counterpart: kbv's own name).
+#: label → KernelBench file name. ``baseline_time_torch.json`` was measured under PyTorch's default
+#: flags (cuDNN TF32 on), so it is ``eager-fp32-cudnn-tf32``'s; ``baseline_time_torch_tf32.json`` is
+#: KernelBench-Verified's TF32 file; kbv's strict ``eager-fp32`` has no KernelBench counterpart and
+#: gets a kbv name.
 KERNELBENCH_FILES: dict[str, str] = {
-    "eager-fp32": "baseline_time_torch.json",
+    "eager-fp32-cudnn-tf32": "baseline_time_torch.json",
     "compile": "baseline_time_torch_compile_inductor_default.json",
     "eager-tf32": "baseline_time_torch_tf32.json",
+    "eager-fp32": "baseline_time_torch_fp32_strict.json",
 }
 
 

@@ -2,11 +2,22 @@
 
 * **eager-fp32**: PyTorch eager with TF32 off for matmul and cuDNN
   (``torch.backends.cuda.matmul.allow_tf32 = False``, ``torch.backends.cudnn.allow_tf32 = False``,
-  ``torch.set_float32_matmul_precision("highest")``). KernelBench's original baseline.
+  ``torch.set_float32_matmul_precision("highest")``): kbv's strict fp32 baseline, fp32 arithmetic
+  everywhere (what KernelBench's protocol means by fp32; stricter than the flags its scripts ran
+  with, see eager-fp32-cudnn-tf32).
 * **eager-tf32**: the same with both TF32 switches on (``"high"`` matmul precision): what a
-  PyTorch user on an Ampere-or-later GPU realistically gets. On an H200 a 4096² float32 matmul
-  takes 2.72 ms strict vs 0.37 ms TF32 (measured, see docs/gpu-runs.md), so any kernel that merely
-  uses TF32 "wins" ~7× against eager-fp32 (KernelBench-Verified, §3).
+  PyTorch user on an Ampere-or-later GPU realistically gets, and KernelBench-Verified's TF32
+  baseline (``torch.set_float32_matmul_precision("high")``, cuDNN TF32 left at its default, on).
+  On an H200 a 4096² float32 matmul takes 2.72 ms strict vs 0.37 ms TF32 (measured, see
+  docs/gpu-runs.md), so any kernel that merely uses TF32 "wins" ~7× against eager-fp32
+  (KernelBench-Verified, §3).
+* **eager-fp32-cudnn-tf32**: PyTorch's default flags: TF32 off for matmul, on for cuDNN
+  (``torch.backends.cuda.matmul.allow_tf32 = False``, ``torch.backends.cudnn.allow_tf32 = True``,
+  ``"highest"`` matmul precision). The fp32 baseline KernelBench and KernelBench-Verified
+  actually measured (``results/timing/<hw>/baseline_time_torch.json``): their
+  ``scripts/generate_baseline_time.py`` sets no flag, so convolutions and RNNs may run in TF32
+  while matmuls do not. It differs from eager-fp32 only on cuda and only for cuDNN ops; select it
+  (``EvalConfig.baselines``) to reproduce the papers' fp32 numbers.
 
 Every phase sets its flags explicitly with :func:`apply_flags`; candidates always run under the
 eager-fp32 flags, and :func:`flag_changes` lists whatever a candidate changed.
@@ -14,11 +25,27 @@ eager-fp32 flags, and :func:`flag_changes` lists whatever a candidate changed.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 
-BASELINES = ("eager-fp32", "eager-tf32")
+BASELINES = ("eager-fp32", "eager-tf32", "eager-fp32-cudnn-tf32")
+
+#: baseline → (matmul TF32, cuDNN TF32, float32 matmul precision): the switches that tell them apart.
+_TF32_SWITCHES: dict[str, tuple[bool, bool, str]] = {
+    "eager-fp32": (False, False, "highest"),
+    "eager-tf32": (True, True, "high"),
+    "eager-fp32-cudnn-tf32": (False, True, "highest"),
+}
+
+#: one line per baseline naming its flags and whose baseline it is (reports, verdict evidence).
+DESCRIPTIONS: dict[str, str] = {
+    "eager-fp32": "PyTorch eager, TF32 off for matmul and cuDNN (kbv's strict fp32)",
+    "eager-tf32": "PyTorch eager, TF32 on for matmul and cuDNN (KernelBench-Verified's TF32 baseline)",
+    "eager-fp32-cudnn-tf32": "PyTorch eager with PyTorch's default flags: matmul TF32 off, cuDNN TF32 on "
+                             "(KernelBench's and KernelBench-Verified's fp32 baseline)",
+    "compile": "torch.compile (inductor, default mode) under the eager-tf32 flags",
+}
 
 
 #: the per-backend ``fp32_precision`` switches of PyTorch's newer TF32 API (under ``torch.backends``).
@@ -74,29 +101,43 @@ def numeric_flags() -> dict[str, Any]:
 
 
 def flags_for(baseline: str) -> dict[str, Any]:
-    """The complete flag set of a baseline (``eager-fp32`` or ``eager-tf32``).
+    """The complete flag set of an eager baseline (one of :data:`BASELINES`).
 
     Raises:
         ValueError: unknown baseline name.
     """
     if baseline not in BASELINES:
         raise ValueError(f"unknown baseline {baseline!r}; known: {', '.join(BASELINES)}")
-    tf32 = baseline == "eager-tf32"
+    matmul_tf32, cudnn_tf32, precision = _TF32_SWITCHES[baseline]
     return {
-        "cuda.matmul.allow_tf32": tf32,
+        "cuda.matmul.allow_tf32": matmul_tf32,
         "cuda.matmul.allow_fp16_reduced_precision_reduction": True,  # PyTorch defaults
         "cuda.matmul.allow_bf16_reduced_precision_reduction": True,
-        "cudnn.allow_tf32": tf32,
+        "cudnn.allow_tf32": cudnn_tf32,
         "cudnn.enabled": True,
         "cudnn.benchmark": False,
         "cudnn.deterministic": False,
-        "float32_matmul_precision": "high" if tf32 else "highest",
+        "float32_matmul_precision": precision,
         "default_dtype": "torch.float32",
         "deterministic_algorithms": False,
         "autocast.cpu": False,
         "autocast.cuda": False,
         "grad_enabled": False,  # inference: no autograd graph in any timed or checked call
     }
+
+
+def baseline_flags(labels: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """``{label: {"flags": ..., "description": ...}}`` for the eager baselines among ``labels``
+    (the record a verdict keeps of which switches each of its baselines ran under); other labels
+    (``compile``) get their description only."""
+    out: dict[str, dict[str, Any]] = {}
+    for label in labels:
+        entry: dict[str, Any] = {"description": DESCRIPTIONS.get(label, label)}
+        if label in BASELINES:
+            entry["flags"] = {k: flags_for(label)[k] for k in
+                              ("cuda.matmul.allow_tf32", "cudnn.allow_tf32", "float32_matmul_precision")}
+        out[label] = entry
+    return out
 
 
 def apply_flags(flags: dict[str, Any]) -> None:

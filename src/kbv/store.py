@@ -49,7 +49,7 @@ STORE_SCHEMA = 1
 
 #: Baseline labels that get their own indexed speedup column in ``verdicts``.
 SPEEDUP_COLUMNS = {"eager-fp32": "speedup_eager_fp32", "eager-tf32": "speedup_eager_tf32",
-                   "compile": "speedup_compile"}
+                   "eager-fp32-cudnn-tf32": "speedup_eager_fp32_cudnn_tf32", "compile": "speedup_compile"}
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -286,6 +286,10 @@ class Store:
             for stmt in _SCHEMA.split(";"):
                 if stmt.strip():
                     self._db.execute(stmt)
+            have = {r[1] for r in self._db.execute("PRAGMA table_info(verdicts)")}
+            for col in SPEEDUP_COLUMNS.values():  # a store made before a baseline label existed
+                if col not in have:
+                    self._db.execute(f"ALTER TABLE verdicts ADD COLUMN {col} REAL")
             row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
             if row is None:
                 self._db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(STORE_SCHEMA),))
