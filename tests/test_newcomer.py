@@ -4,7 +4,12 @@ terminal output, the candidate log cap and workers that die with their orchestra
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -112,3 +117,100 @@ def test_readme_links_resolve():
     targets = re.findall(r"\]\(([^)#]+)\)", text)
     missing = [t for t in targets if not t.startswith("http") and not (ROOT / t).exists()]
     assert targets and not missing
+
+
+# Workers die with their orchestrator -------------------------------------------------------------
+
+SLEEPER = """import subprocess
+import time
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        # a grandchild of the candidate worker, in its session: must die with the batch too
+        self.child = subprocess.Popen(["sleep", "{token}"])
+
+    def forward(self, x):
+        time.sleep(0.5)  # a long job: the reference worker would go on verifying for minutes
+        return x.relu()
+"""
+
+
+def _proc_table() -> dict[int, tuple[int, str, str]]:
+    """pid -> (parent pid, state, start time) of every process."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                table[int(name)] = (int(fields[1]), fields[0].decode(), fields[19].decode())
+            except (OSError, IndexError, ValueError):
+                pass
+    return table
+
+
+def _descendants(root: int, table: dict) -> set[int]:
+    found, todo = set(), [root]
+    while todo:
+        p = todo.pop()
+        kids = {pid for pid, (ppid, _, _) in table.items() if ppid == p} - found
+        found |= kids
+        todo += kids
+    return found
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and /proc are Linux's")
+def test_kill_9_of_kbv_run_leaves_no_worker(tmp_path):
+    token = f"{300 + os.getpid() % 1000}.{time.time_ns() % 10**6}"  # a sleep nobody else runs
+    probs = tmp_path / "problems" / "level1"
+    probs.mkdir(parents=True)
+    (probs / "1_A.py").write_text(
+        "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+        "        return torch.relu(x)\n\ndef get_inputs():\n    return [torch.rand(8, 8)]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    run = tmp_path / "runs" / "m"
+    run.mkdir(parents=True)
+    for s in range(3):
+        (run / f"level_1_problem_1_sample_{s}_kernel.py").write_text(SLEEPER.format(token=token) + f"# {s}\n")
+    env = {**os.environ, "KBV_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "kbv", "run", str(tmp_path / "problems"), str(tmp_path / "runs"),
+                             "--store", str(tmp_path / "s.db"), "--device", "cpu", "--trials", "3"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        seen: dict[int, str] = {}
+        while time.monotonic() < deadline and proc.poll() is None:
+            table = _proc_table()
+            tree = _descendants(proc.pid, table)
+            if any(token in _cmdline(p) for p in tree):  # mid-job: the candidate is loaded
+                seen = {p: table[p][2] for p in tree}
+                break
+            time.sleep(0.05)
+        assert seen, f"the candidate never started: {proc.stderr.read().decode()[-2000:] if proc.poll() is not None else 'timeout'}"
+        # reference worker, its sentinel, the candidate worker and the candidate's child at least
+        assert len(seen) >= 4, {p: _cmdline(p) for p in seen}
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            table = _proc_table()
+            left = {p for p, start in seen.items() if p in table and table[p][2] == start and table[p][1] != "Z"}
+            if not left:
+                break
+            time.sleep(0.1)
+        assert not left, {p: _cmdline(p) for p in left}
+        assert not [p for p in table if token in _cmdline(p)]
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.stderr.close()

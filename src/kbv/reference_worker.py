@@ -7,7 +7,9 @@ and answers each with ``{"verdict": dict}`` or ``{"problem_error": "one line"}``
 ``"kind": "baselines"`` and ``"labels"`` times the reference model alone under each baseline
 (:func:`kbv.baseline_cache.measure_reference`) and answers ``{"baselines": {...}}``. Reference models
 are cached per (problem file hash, config precision). Candidate workers are spawned from here, so
-inputs reach them by CUDA IPC without passing through the orchestrator.
+inputs reach them by CUDA IPC without passing through the orchestrator. The worker dies with the
+orchestrator (``PR_SET_PDEATHSIG``) and a forked sentinel kills its candidate workers' processes
+when it dies (:func:`kbv.workers.start_sentinel`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,14 @@ from multiprocessing.connection import Connection
 
 
 def reference_main(conn: Connection, device: str) -> None:
+    # first, before torch starts threads: die with the orchestrator, and have what this worker
+    # starts die with this worker (a kill -9 of `kbv run` left both workers running for minutes)
+    from kbv.sandbox import die_with_parent
+    from kbv.workers import start_sentinel
+
+    die_with_parent()
+    start_sentinel()
+
     import torch
 
     from kbv import verify, vetting

@@ -118,10 +118,25 @@ def worker_environment(setup: WorkerSetup, environ: dict | None = None) -> dict[
 
 # Worker side --------------------------------------------------------------------------------
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this worker when its parent dies (``prctl(PR_SET_PDEATHSIG)``)."""
-    if sys.platform == "linux":
-        _prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
+def die_with_parent(parent_pid: int | None = None) -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (``prctl(PR_SET_PDEATHSIG)``), and
+    exit at once if the parent is already gone (it died before the request: this process was
+    re-parented). ``parent_pid`` defaults to the spawning process
+    (``multiprocessing.parent_process()``), else the current parent.
+
+    Linux sends the signal when the parent *thread* that started this process exits, so start
+    workers from a thread that lives as long as their owner (kbv starts them from the main thread).
+    """
+    if sys.platform != "linux":
+        return
+    _prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    if parent_pid is None:
+        import multiprocessing
+
+        parent = multiprocessing.parent_process()
+        parent_pid = parent.pid if parent is not None and parent.pid else os.getppid()
+    if os.getppid() != parent_pid:
+        os._exit(1)
 
 
 def _join_cgroup(cgroup: str | None) -> str:
@@ -285,7 +300,7 @@ def apply_sandbox(setup: WorkerSetup) -> list[str]:
         os.setsid()
     except OSError:
         pass
-    _die_with_parent()
+    die_with_parent()
     notes = [_join_cgroup(setup.cgroup), _isolate_network()]
     _limit_resources()
     log_fd = os.open(setup.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

@@ -6,7 +6,7 @@ raises :class:`WorkerDied` with the exit code, the signal name and the tail of i
 caller turns both into verdicts (TIMEOUT, CRASH); a batch never dies with a worker. A candidate
 worker is spawned with the scrubbed environment of :func:`kbv.sandbox.worker_environment`, and
 closing it kills every process it started (:class:`kbv.sandbox.ProcessJail`). A reference worker
-killed by a signal during a verification (a candidate can signal it) answers a CRASH verdict.
+killed by a signal during a verification answers an EVAL_ERROR verdict (kbv's failure, with what is known of the cause).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import struct
 import tempfile
 import threading
 import time
@@ -26,7 +27,7 @@ from typing import Any, Iterator
 
 from kbv import protocol
 from kbv.candidate_worker import candidate_main
-from kbv.sandbox import ProcessJail, WorkerSetup, kill_cgroups, worker_environment
+from kbv.sandbox import ProcessJail, WorkerSetup, die_with_parent, kill_cgroups, worker_environment
 
 POLL_S = 0.05
 LOG_TAIL_CHARS = 4000
@@ -116,6 +117,63 @@ def _wait_readable(conn: Connection, proc: Any, timeout: float) -> bool:
             return conn.poll(0)
 
 
+# Sentinel: what a reference worker started dies with it ---------------------------------------
+
+_SENTINEL_FD: int | None = None  #: write end of this process's sentinel pipe (:func:`start_sentinel`).
+
+
+def start_sentinel() -> None:
+    """Fork a sentinel that kills, when this process dies (even by SIGKILL), every candidate
+    worker's process group still open and the cgroups this process made
+    (:func:`kbv.sandbox.kill_cgroups`), then exits.
+
+    ``PR_SET_PDEATHSIG`` kills the candidate worker with this process, but not what the worker
+    started (a compiler of a C++ build, anything the candidate spawned): those are re-parented and
+    would run on. The sentinel holds the read end of a pipe; :class:`CandidateProcess` writes
+    ``+pid`` when a worker starts and ``-pid`` when it is closed, so a reused pid is never killed.
+    Call once, early (before threads exist: it forks); Linux only, a no-op elsewhere.
+    """
+    global _SENTINEL_FD
+    if _SENTINEL_FD is not None or not hasattr(os, "fork") or not os.path.isdir("/proc"):
+        return
+    r, w = os.pipe()
+    owner = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the sentinel: nothing but the pipe open, waits for EOF
+        try:
+            os.closerange(3, r)
+            os.closerange(r + 1, 1 << 16)
+            _sentinel(r, owner)
+        finally:
+            os._exit(0)
+    os.close(r)
+    _SENTINEL_FD = w
+
+
+def _sentinel(fd: int, owner: int) -> None:
+    open_groups: set[int] = set()
+    buf = b""
+    while chunk := os.read(fd, 4096):
+        buf += chunk
+        while len(buf) >= 8:
+            (pid,), buf = struct.unpack("q", buf[:8]), buf[8:]
+            (open_groups.add if pid > 0 else open_groups.discard)(abs(pid))
+    for pgid in open_groups:  # each worker leads its own group (setsid)
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+    kill_cgroups(owner)
+
+
+def _tell_sentinel(pid: int | None) -> None:
+    if _SENTINEL_FD is not None and pid:
+        try:
+            os.write(_SENTINEL_FD, struct.pack("q", pid))
+        except OSError:
+            pass
+
+
 class CandidateProcess:
     """A fresh spawned candidate worker. Use as a context manager; on exit it is killed with every
     process it started, even ones that left its session (:class:`kbv.sandbox.ProcessJail`: this
@@ -138,6 +196,7 @@ class CandidateProcess:
             self.jail.kill()
             raise
         self.jail.watch()
+        _tell_sentinel(self.proc.pid)
         child.close()
 
     def log_tail(self) -> str:
@@ -192,6 +251,7 @@ class CandidateProcess:
             self.proc.join(timeout=5)
         _kill_group(self.proc)
         self.jail.kill()
+        _tell_sentinel(-self.proc.pid if self.proc.pid else None)
         self.conn.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -216,8 +276,27 @@ class ReferenceReply:
     baselines: dict | None = None
 
 
+def _memory_sample(pid: int | None) -> tuple[int, int] | None:
+    """(resident bytes of ``pid``, MemAvailable bytes of the host) now, or None."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            rss = next((int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:")), 0)
+        with open("/proc/meminfo") as f:
+            avail = next((int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:")), 0)
+        return rss, avail
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class ReferenceProcess:
-    """The trusted reference worker for one device. Jobs and replies are plain JSON."""
+    """The trusted reference worker for one device. Jobs and replies are plain JSON.
+
+    The worker dies with the process that made this handle (``PR_SET_PDEATHSIG``, bound to the
+    creating *thread*: make it from a thread that lives as long as the handle, as kbv's main thread
+    does), and its candidate workers, and what they started, die with it (:func:`start_sentinel`).
+    """
 
     def __init__(self, device: str):
         from kbv.reference_worker import reference_main
@@ -234,13 +313,19 @@ class ReferenceProcess:
         """Run one verification job (see :func:`kbv.reference_worker.reference_main`).
 
         A worker that dies answers an error, except one killed by a signal during a verification:
-        that is a CRASH verdict for the candidate (it can signal its parent). Either way the
-        processes its candidate workers started are killed (:func:`kbv.sandbox.kill_cgroups`).
+        that is an EVAL_ERROR verdict naming what is known of the cause (its resident memory
+        against the host's, sampled while it ran), never the candidate's fault without proof.
+        Either way the processes its candidate workers started are killed
+        (:func:`kbv.sandbox.kill_cgroups`).
         """
         if not self.proc.is_alive():
             return ReferenceReply(error=f"reference worker is not running (exit code {self.proc.exitcode})")
         self.conn.send_bytes(json.dumps(job).encode())
-        if not _wait_readable(self.conn, self.proc, timeout):
+        self._rss = (0, 0)  # (the worker's last resident bytes, host bytes available then)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.proc.is_alive() and not self.conn.poll(0.25):
+            self._rss = _memory_sample(self.proc.pid) or self._rss
+        if not _wait_readable(self.conn, self.proc, max(0.0, deadline - time.monotonic()) + POLL_S):
             if self.proc.is_alive():
                 _kill_group(self.proc)
                 kill_cgroups(self.proc.pid)
@@ -253,8 +338,8 @@ class ReferenceProcess:
         return ReferenceReply(**data)
 
     def _died(self, job: dict) -> ReferenceReply:
-        """The worker died during ``job``: a CRASH verdict when a signal killed it while it verified
-        a candidate (which may have sent it), else an error. What the candidate started is killed."""
+        """The worker died during ``job``: an EVAL_ERROR verdict when a signal killed it while it
+        verified a candidate, else an error. What the candidate started is killed."""
         self.proc.join(timeout=5)
         kill_cgroups(self.proc.pid)
         code = self.proc.exitcode
@@ -268,12 +353,20 @@ class ReferenceProcess:
         except ValueError:
             how = f"signal {-code}"
         name = Path(job["candidate"]["path"]).name
+        rss, avail = getattr(self, "_rss", (0, 0))
+        if how == "SIGKILL" and rss and avail < max(rss // 4, 1 << 30):
+            cause = (f"out of memory: its resident memory had reached {rss / 2**30:.1f} GiB with "
+                     f"{avail / 2**30:.1f} GiB of host memory left")
+        else:
+            cause = "cause unknown" + (f" (last resident memory {rss / 2**30:.1f} GiB, {avail / 2**30:.1f} GiB "
+                                       "of host memory left)" if rss else "")
         return ReferenceReply(verdict={
-            "status": "CRASH", "problem": job["problem"], "candidate": job["candidate"], "config": job["config"],
-            "message": f"{name}: the reference worker was killed by {how} while it verified this candidate "
-                       "(taxonomy 26: a candidate can signal it)",
+            "status": "EVAL_ERROR", "problem": job["problem"], "candidate": job["candidate"], "config": job["config"],
+            "message": f"{name}: kbv's reference worker was killed by {how} while it verified this candidate: "
+                       f"{cause}; an evaluation failure, not the candidate's",
             "environment": to_dict(minimal_environment(self.device)),
-            "evidence": {"phase": "reference worker", "reference_exitcode": code}})
+            "evidence": {"phase": "reference worker", "reference_exitcode": code,
+                         "reference_last_rss_bytes": rss, "host_available_bytes": avail}})
 
     def close(self) -> None:
         if self.proc.is_alive():
