@@ -1,0 +1,205 @@
+"""Feedback for the next refinement turn, and the scalar reward, built from a :class:`Verdict`.
+
+What the feedback may carry (public facts about the candidate) and what it never carries:
+
+=====================  =========================================================================
+status                 the verdict status and what it means
+build failures         ``COMPILE_ERROR`` message, traceback tail and build log tail: the build
+                       happens before any input exists in the candidate's process
+run failures           phase and exception type, the message with every number replaced by ``#``;
+                       never the log or the traceback: code that saw the inputs can print them
+nominal sets           which ``nominal-k`` sets failed and how (error vs budget, share of
+                       mismatched elements, the fault line; numbers in faults masked when
+                       input-blind, since shapes are test configuration there)
+hidden sets            only how many failed out of how many: D1–D4, kbv's randomised
+                       distributions and hidden-test sets are never named, nor their values
+findings               severity, check name and taxonomy titles, never the detector's detail
+timing                 candidate and baseline medians (ms), speedups, memory efficiency
+=====================  =========================================================================
+
+Never: input values, seeds (nominal or secret), reference or oracle outputs. As a last guard
+every seed of the verdict that still occurs in the text is masked (:func:`feedback_text`).
+
+Reward (:func:`reward`), one scalar per verdict, meant for RL and for picking the best turn:
+
+==============================================  ==========================================
+PASS                                            ``1 + 0.5 * clip(log2(speedup), -1, 3)``
+                                                (0.5 at 0.5x, 1 at 1x, 1.5 at 2x, 2.5 at 8x+)
+SHORTCUT (correct, speed from PyTorch itself)   0.3
+INCORRECT (built and ran, wrong somewhere)      0.1
+COMPILE_ERROR, RUNTIME_ERROR, TIMEOUT, CRASH,   0.0
+no code block in the answer
+HACK (an integrity detector caught a cheat)     -1.0
+EVAL_ERROR (kbv's own failure)                  0.0 with ``valid=False``: drop the sample
+==============================================  ==========================================
+
+``speedup`` is against ``eager-tf32`` (kbv's verified baseline), else ``eager-fp32``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from kbv.records import TAXONOMY, InputKind, Severity, Status, Verdict
+
+_NUMBER_RE = re.compile(r"(?<![A-Za-z_])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_MAX_LINES = 30
+REWARD_BASELINES = ("eager-tf32", "eager-fp32")
+
+_MEANING = {
+    Status.PASS: "correct on every check, and timed",
+    Status.INCORRECT: "it ran but produced wrong results on some checks",
+    Status.HACK: "an integrity check caught behaviour no honest kernel has",
+    Status.SHORTCUT: "correct, but the speed comes from PyTorch's own operators, not your kernels",
+    Status.COMPILE_ERROR: "importing, building or constructing ModelNew failed",
+    Status.RUNTIME_ERROR: "forward raised an error or returned something that is not a tensor",
+    Status.TIMEOUT: "a call took longer than allowed",
+    Status.CRASH: "the process running ModelNew died",
+    Status.EVAL_ERROR: "kbv itself failed on this evaluation (not your fault)",
+}
+
+
+def mask_numbers(text: str) -> str:
+    """Every number in ``text`` replaced by ``#`` (identifiers such as ``float32`` keep theirs)."""
+    return _NUMBER_RE.sub("#", text)
+
+
+def _tail(text: str | None, lines: int = _MAX_LINES) -> str:
+    if not text:
+        return ""
+    return "\n".join(str(text).rstrip().splitlines()[-lines:])
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+def _speedup(v: Verdict) -> tuple[str, float] | None:
+    for b in REWARD_BASELINES:
+        if b in v.speedup:
+            return b, v.speedup[b]
+    return None
+
+
+def _error_lines(v: Verdict) -> list[str]:
+    if v.status is Status.COMPILE_ERROR:
+        out = [f"Error: {v.message}"]
+        tb, log = _tail(v.evidence.get("traceback")), _tail(v.evidence.get("log_tail"))
+        if tb:
+            out.append("Traceback (last lines):\n" + tb)
+        if log:
+            out.append("Build log (last lines):\n" + log)
+        return out
+    m = re.search(r"raised (\w+): (.*)$", v.message or "")
+    if v.status is Status.RUNTIME_ERROR and m:
+        return [f"Error: forward raised {m[1]}: {mask_numbers(m[2])[:300]}",
+                "(numbers in the message are masked; the log is not shown)"]
+    return [f"Error: {mask_numbers(v.message or '')[:300]}"]
+
+
+def _correctness_lines(v: Verdict, input_blind: bool) -> list[str]:
+    judged = [r for r in v.input_sets if not r.dropped]
+    nominal = [r for r in judged if r.kind is InputKind.NOMINAL]
+    hidden = [r for r in judged if r.kind is not InputKind.NOMINAL]
+    out = []
+    if nominal:
+        bad = [r for r in nominal if not r.passed]
+        out.append(f"Public checks (the problem's own get_inputs() under fresh seeds): "
+                   f"{len(nominal) - len(bad)} of {len(nominal)} passed.")
+        for r in bad:
+            how = []
+            if r.fault:
+                how.append(mask_numbers(r.fault) if input_blind else r.fault)
+            if r.oracle_error is not None and r.error_budget is not None:
+                how.append(f"normalised error {_fmt(r.oracle_error)} (allowed {_fmt(r.error_budget)})")
+            if r.mismatched_elements is not None and r.total_elements:
+                how.append(f"{100.0 * r.mismatched_elements / r.total_elements:.3g}% of output elements "
+                           "outside tolerance")
+            out.append(f"- {r.name} failed: {'; '.join(how) or 'wrong result'}")
+    if hidden:
+        bad = sum(1 for r in hidden if not r.passed)
+        out.append(f"Hidden checks (secret input distributions): {len(hidden) - bad} of {len(hidden)} passed."
+                   + (" They are not named; make the kernel right for any values and sizes." if bad else ""))
+    return out
+
+
+def _finding_lines(v: Verdict) -> list[str]:
+    out = []
+    for f in v.findings:
+        if f.severity is Severity.WARNING:
+            continue
+        titles = ", ".join(TAXONOMY.get(t, str(t)) for t in f.taxonomy)
+        out.append(f"- {f.severity.value}: {f.check} ({titles})")
+    return (["Integrity findings:"] + out) if out else []
+
+
+def _timing_lines(v: Verdict) -> list[str]:
+    if "candidate" not in v.timing:
+        return []
+    parts = [f"{label} {m.median_ms:.4g} ms" for label, m in v.timing.items()]
+    out = ["Timing (median): " + ", ".join(parts) + "."]
+    speed = v.speedup or v.unverified_speedup
+    if speed:
+        out.append("Speedup of your kernel: " + ", ".join(f"{s:.3g}x vs {b}" for b, s in speed.items()) + ".")
+    if v.memory_efficiency is not None:
+        out.append(f"Memory efficiency (reference peak / yours): {v.memory_efficiency:.3g}.")
+    return out
+
+
+def secrets_of(v: Verdict) -> tuple[str, ...]:
+    """The verdict's seeds as text (every input set's, nominal and secret): what feedback must not hold."""
+    return tuple(sorted({str(r.seed) for r in v.input_sets}, key=len, reverse=True))
+
+
+def feedback_text(v: Verdict, *, input_blind: bool = False) -> str:
+    """The feedback for the model that wrote ``v.candidate`` (module docstring: what it holds)."""
+    lines = [f"Status: {v.status.value} ({_MEANING[v.status]})."]
+    if not v.status.ran:
+        lines += _error_lines(v)
+    lines += _correctness_lines(v, input_blind)
+    lines += _finding_lines(v)
+    lines += _timing_lines(v)
+    if v.weight_mismatches:
+        lines.append(f"{len(v.weight_mismatches)} parameter(s) shared by name with Model have different "
+                     "initial values: create them in the same order and the same way.")
+    text = "\n".join(lines)
+    for s in secrets_of(v):
+        if len(s) >= 3:  # a seed still present (e.g. echoed in a build log): mask it
+            text = text.replace(s, "#")
+    return text
+
+
+@dataclass(frozen=True)
+class Reward:
+    """The scalar reward of one answer, its feedback and what it is based on (module docstring)."""
+
+    score: float
+    feedback: str
+    status: str  #: a :class:`Status` value, or ``NO_CODE`` when the answer held no code block.
+    speedup: float | None = None
+    baseline: str | None = None
+    valid: bool = True  #: False when kbv failed (EVAL_ERROR): not a signal about the model.
+
+
+SCORES = {Status.SHORTCUT: 0.3, Status.INCORRECT: 0.1, Status.HACK: -1.0, Status.COMPILE_ERROR: 0.0,
+          Status.RUNTIME_ERROR: 0.0, Status.TIMEOUT: 0.0, Status.CRASH: 0.0, Status.EVAL_ERROR: 0.0}
+
+
+def reward(v: Verdict, *, input_blind: bool = False) -> Reward:
+    """The reward of a verdict (definition in the module docstring) with its feedback."""
+    text = feedback_text(v, input_blind=input_blind)
+    if v.status is Status.PASS:
+        sp = _speedup(v)
+        if sp is None:
+            return Reward(1.0, text, v.status.value)
+        b, s = sp
+        return Reward(1.0 + 0.5 * min(3.0, max(-1.0, math.log2(s))), text, v.status.value, s, b)
+    return Reward(SCORES[v.status], text, v.status.value, valid=v.status is not Status.EVAL_ERROR)
+
+
+def no_code_reward(reason: str) -> Reward:
+    """The reward of an answer without a usable code block (nothing was verified)."""
+    return Reward(0.0, f"Status: NO_CODE (nothing was verified: {reason}). Reply with one ```python "
+                       "code block holding the complete module that defines ModelNew.", "NO_CODE")
