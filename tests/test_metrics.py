@@ -111,7 +111,17 @@ def test_small_batch_by_hand():
     # pass@k: mean over all 5 problems (P5 unattempted counts 0); k <= fewest samples (2)
     assert m.pass_at_k == pytest.approx({1: (2 / 3 + 1 / 2) / 5, 2: (1 + 1) / 5})
     assert m.status_counts == {"PASS": 3, "INCORRECT": 2, "HACK": 1, "SHORTCUT": 2, "COMPILE_ERROR": 1,
-                               "RUNTIME_ERROR": 0, "TIMEOUT": 0, "CRASH": 0}
+                               "RUNTIME_ERROR": 0, "TIMEOUT": 0, "CRASH": 0, "EVAL_ERROR": 0}
+    # KernelBench's all-problems average: max(1, s) over all 5 problems, unsolved ones 1x (P2's 0.8 -> 1)
+    assert m.all_problems_speedup == pytest.approx(2.0 ** (1 / 5)) and m.noisy_problems == 0
+    # kbv's policy aggregates are the leaderboard's; the paper's rule also credits SHORTCUT and HACK
+    k, c = m.policies["kbv"], m.policies["kbv-compat"]
+    assert (k.correct_frac, k.correct_speedup, k.fast_p) == (m.correct_frac, pytest.approx(m.correct_speedup),
+                                                             pytest.approx(m.fast_p))
+    assert c.correct_problems == 3 and c.correct_speedup == pytest.approx((2 * 10 * 7) ** (1 / 3))
+    assert c.fast_p[1.0] == pytest.approx(3 / 5) and c.all_problems_speedup == pytest.approx(140 ** (1 / 5))
+    assert sorted((d.problem_key, d.status) for d in bm.compat_only) == [
+        ("level1/2_Softmax", "SHORTCUT"), ("level1/3_LayerNorm", "HACK"), ("level1/3_LayerNorm", "SHORTCUT")]
     # SHORTCUT kept apart: P2 (10) and P3 (5)
     assert m.shortcut_problems == 2 and m.shortcut_speedup == pytest.approx(math.sqrt(50.0))
     # decomposition
@@ -206,3 +216,82 @@ def test_random_batch_matches_brute_force():
                 got, want = getattr(m, name), ref[name]
                 assert (got is None and want is None) or got == pytest.approx(want), (run, level, name)
             assert sum(m.status_counts.values()) == m.samples
+
+
+# EVAL_ERROR, policies, per-sample aggregates, intervals ---------------------------------------------
+
+def test_eval_error_never_counts_against_a_run():
+    """kbv's own failure leaves numerators and denominators (a problem whose samples are all
+    EVAL_ERROR leaves that run's denominator) and is counted apart."""
+    vs = [make_verdict("PASS", run="a", problem_id=1, speedup=2.0),
+          make_verdict("EVAL_ERROR", run="a", problem_id=2),
+          make_verdict("PASS", run="a", problem_id=3, sample_id=0, speedup=1.0),
+          make_verdict("EVAL_ERROR", run="a", problem_id=3, sample_id=1),
+          make_verdict("PASS", run="b", problem_id=2, speedup=3.0)]
+    bm = compute_metrics(vs, ks=(1,))
+    a, b = bm.run("a").level(1), bm.run("b").level(1)
+    assert (a.problems, a.solved, a.correct_frac, a.samples) == (2, 2, 1.0, 2)
+    assert a.eval_error_problems == ("level1/2_Softmax",) and a.eval_error_samples == 2
+    assert a.pass_at_k == {1: 1.0}  # P3's EVAL_ERROR sample is not one of its n samples
+    assert a.fast_p[0.5] == 1.0 and a.policies["kbv-compat"].problems == 2
+    assert a.status_counts["EVAL_ERROR"] == 2 and sum(a.status_counts.values()) == a.samples + a.eval_error_samples
+    assert (b.problems, b.solved, b.eval_error_samples) == (3, 1, 0)
+    assert [(v.candidate.run, v.problem.problem_id) for v in bm.eval_errors] == [("a", 2), ("a", 3)]
+    # per sample: index 1 of run a has P1 missing (a failure) and P3's EVAL_ERROR (left out): 0 of 1
+    ps = a.policies["kbv"].per_sample
+    assert ps.indices == 2 and ps.correctness_rate == pytest.approx((0.5, 0.5))
+
+
+def test_paper_rule_credits_an_allclose_kernel_kbv_rejects():
+    """A tanh-approximated GELU: wrong on D2 under kbv's rule, right under allclose(1e-3)."""
+    gelu = make_verdict("INCORRECT", run="a", problem_id=7, hidden_fail=["D2"], compat_pass=True,
+                        unverified_speedup=1.5)
+    bm = compute_metrics([gelu])
+    m = bm.run("a").overall
+    assert m.policies["kbv"].correct_problems == 0 and m.policies["kbv-compat"].correct_problems == 1
+    assert m.policies["kbv-compat"].correct_speedup == pytest.approx(1.5)
+    (d,) = bm.compat_only
+    assert (d.problem_key, d.status, d.speedup) == ("level1/7_GELU", "INCORRECT", pytest.approx(1.5))
+
+
+def test_per_sample_aggregates_by_hand():
+    """KernelBench-Verified benchmark_eval_analysis.py: each sample index scored over all problems."""
+    vs = [make_verdict("PASS", run="a", problem_id=1, sample_id=0, speedup=2.0),
+          make_verdict("COMPILE_ERROR", run="a", problem_id=2, sample_id=0),
+          make_verdict("INCORRECT", run="a", problem_id=1, sample_id=1, nominal_fail=True),
+          make_verdict("PASS", run="a", problem_id=2, sample_id=1, speedup=0.5, memory_efficiency=2.0)]
+    k = compute_metrics(vs).run("a").overall.policies["kbv"]
+    r2 = math.sqrt(2)
+    ps = k.per_sample
+    assert ps.indices == 2
+    assert ps.compiled_rate == pytest.approx((0.75, 0.25)) and ps.correctness_rate == pytest.approx((0.5, 0.0))
+    assert ps.correct_speedup == pytest.approx((1.25, 0.75))
+    assert ps.all_problems_speedup == pytest.approx(((r2 + 1) / 2, (r2 - 1) / 2))
+    assert ps.fast_p[1.0] == pytest.approx((0.25, 0.25)) and ps.fast_p[0.0] == pytest.approx((0.5, 0.0))
+    assert ps.memory_ratio == pytest.approx(((1 + 1 / r2) / 2, (1 - 1 / r2) / 2))
+    assert ps.memory_efficient_frac == pytest.approx((0.25, 0.25))
+    # best of N: both problems solved, 2.0 and 0.5
+    assert (k.correct_frac, k.correct_speedup, k.all_problems_speedup) == (1.0, pytest.approx(1.0), pytest.approx(r2))
+    assert k.memory_efficient_frac_all == 0.5 and k.memory_ratio_all == pytest.approx(1 / r2)
+
+
+def test_speedup_interval_brackets_the_ratio_of_medians_and_widens_with_noise():
+    from kbv.metrics import speedup_interval, speedup_noisy
+
+    quiet = make_verdict("PASS", speedup=2.0)
+    noisy = make_verdict("PASS", speedup=2.0, noisy=True, problem_id=2)
+    lo, hi = speedup_interval(quiet, "eager-tf32")
+    assert lo <= quiet.speedup["eager-tf32"] <= hi and hi - lo < 0.25
+    nlo, nhi = speedup_interval(noisy, "eager-tf32")
+    assert nlo <= 2.0 <= nhi and nhi - nlo > 3 * (hi - lo)
+    assert speedup_interval(noisy, "eager-tf32") == (nlo, nhi)  # seeded: a report is reproducible
+    assert speedup_interval(quiet, "compile") is None
+    assert not speedup_noisy(quiet, "eager-tf32") and speedup_noisy(noisy, "eager-tf32")
+    # by brute force: the percentile bootstrap of the ratio of medians
+    rng = np.random.default_rng(1)
+    c, b = np.asarray(noisy.timing["candidate"].times_ms), np.asarray(noisy.timing["eager-tf32"].times_ms)
+    ratios = [np.median(rng.choice(b, b.size)) / np.median(rng.choice(c, c.size)) for _ in range(4000)]
+    assert (nlo, nhi) == pytest.approx(tuple(np.percentile(ratios, [2.5, 97.5])), rel=0.05)
+    m = compute_metrics([quiet, noisy]).run("model-a").overall
+    assert m.noisy_problems == 1 and [o.best_noisy for o in m.outcomes] == [False, True]
+    assert m.outcomes[1].best_speedup_interval == (nlo, nhi)
