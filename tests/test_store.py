@@ -293,3 +293,45 @@ def test_baseline_labels_name_their_flags_and_kernelbench_files():
     described = bl.baseline_flags(["eager-fp32-cudnn-tf32", "compile"])
     assert described["eager-fp32-cudnn-tf32"]["flags"]["cudnn.allow_tf32"] is True
     assert "KernelBench" in described["eager-fp32-cudnn-tf32"]["description"] and "flags" not in described["compile"]
+
+
+class _StubEvaluator:
+    """Answers ``evaluate`` from a queue of verdicts per candidate path (no worker is spawned)."""
+
+    def __init__(self, answers):
+        self.answers = {k: list(v) for k, v in answers.items()}
+        self.calls = []
+
+    def evaluate(self, problem, candidate, config, hidden_tests=None):
+        self.calls.append(candidate.path)
+        return self.answers[candidate.path].pop(0)
+
+    def close(self):
+        pass
+
+
+def test_eval_error_is_stored_the_batch_goes_on_and_a_rerun_retries_it(tmp_path):
+    from kbv.batch import BatchPlan, PlannedJob, run_batch
+
+    oom = make_verdict("EVAL_ERROR", problem_id=1)
+    ok = make_verdict("PASS", problem_id=2, speedup=1.5)
+    later = make_verdict("PASS", problem_id=1, speedup=2.0)
+    plan = BatchPlan(config=CONFIG, problems=(oom.problem, ok.problem),
+                     jobs=tuple(PlannedJob(job_for(v), v.problem, v.candidate) for v in (oom, ok)),
+                     broken_files=(), orphans=(), ignored=())
+    ev = _StubEvaluator({oom.candidate.path: [oom, later], ok.candidate.path: [ok]})
+    with Store(tmp_path / "s.db") as store:
+        first = run_batch(plan, store, evaluator=ev)
+        assert first.eval_errors == [(oom.candidate.path, oom.message)] and not first.internal_errors
+        assert first.statuses == {"EVAL_ERROR": 1, "PASS": 1} and first.finished == 2
+        assert store.verdict(job_for(oom)).status is Status.EVAL_ERROR
+        # the timed verdict names the flags of each of its baselines
+        named = store.verdict(job_for(ok)).evidence["baselines"]
+        assert named["eager-fp32"]["flags"]["cudnn.allow_tf32"] is False and "eager-tf32" in named
+        second = run_batch(plan, store, evaluator=ev)
+        assert ev.calls == [oom.candidate.path, ok.candidate.path, oom.candidate.path]
+        assert (second.retried_eval_errors, second.already_done, second.finished) == (1, 1, 1)
+        assert second.statuses == {"PASS": 2} and store.verdict(job_for(oom)).status is Status.PASS
+        third = run_batch(plan, store, evaluator=ev)
+        assert (third.retried_eval_errors, third.finished, len(ev.calls)) == (0, 0, 3)
+        assert len(list(store.verdicts())) == 2

@@ -25,9 +25,14 @@ What happens to each kind of failure:
   listed in the report. A rerun skips them while the file is unchanged; when the file changes
   (new hash), its exclusion is dropped and its jobs run; ``--retry-excluded`` retries them anyway
   (e.g. after an out-of-memory reference on a busy GPU).
-* **kbv itself fails** (:class:`~kbv.orchestrator.EvaluationError`: the reference worker died or
-  raised): the job is released (pending again, so a rerun retries it), the error is recorded in
-  the outcome and printed, and the batch goes on; ``kbv run`` then exits with code 3.
+* **kbv itself fails on a job** (an ``EVAL_ERROR`` verdict: the reference worker died or ran out
+  of memory, the oracle failed, the problem does not fit the machine): the verdict is stored with
+  its cause, listed in the outcome (``eval_errors``) and printed, and the batch goes on. It is not
+  the candidate's verdict: it never counts in the metrics (:mod:`kbv.metrics`), and a rerun
+  retries the job (:meth:`kbv.store.Store.requeue_statuses`) until it gets a candidate verdict.
+* **kbv itself fails and raises** (:class:`~kbv.orchestrator.EvaluationError`): the job is
+  released (pending again, so a rerun retries it), the error is recorded in the outcome and
+  printed, and the batch goes on; ``kbv run`` then exits with code 3.
 * **SIGINT / SIGTERM**: the job in flight is released, the workers are closed, and the outcome
   says ``interrupted`` (``kbv run`` exits 130).
 
@@ -40,6 +45,7 @@ The file's content is not part of a job's identity: edit one and rerun with a fr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import signal
@@ -225,6 +231,8 @@ class BatchOutcome:
     internal_errors: list[tuple[str, str]] = field(default_factory=list)  #: (candidate path, error).
     interrupted: bool = False
     superseded: int = 0  #: stored jobs removed because their candidate or problem file changed.
+    eval_errors: list[tuple[str, str]] = field(default_factory=list)  #: (candidate path, cause), this invocation.
+    retried_eval_errors: int = 0  #: jobs whose stored EVAL_ERROR verdict this invocation ran again.
     statuses: Counter = field(default_factory=Counter)  #: status → verdicts of the plan's jobs (all time).
 
     @property
@@ -334,9 +342,11 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
     out.superseded = remove_superseded(plan, store)
     store.add_jobs(pj.job for pj in plan.jobs)
     keys = [pj.job.key for pj in plan.jobs]
+    out.retried_eval_errors = len(store.requeue_statuses([Status.EVAL_ERROR.value], keys))
     states = store.job_states(keys)
-    out.already_done = sum(1 for k in keys if states.get(k) == "done")
-    out.statuses.update(store.verdict_statuses(keys).values())
+    done_keys = [k for k in keys if states.get(k) == "done"]
+    out.already_done = len(done_keys)
+    out.statuses.update(store.verdict_statuses(done_keys).values())
     skip = _sync_exclusions(plan, store, retry_excluded)
     for b in plan.broken_files:
         out.excluded[b.key] = f"static vetting: {b.fault}"
@@ -387,9 +397,13 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
                 out.finished += 1
                 out.rejected += pj.rejection is not None
                 out.statuses[verdict.status.value] += 1
+                note = ""
+                if verdict.status is Status.EVAL_ERROR:
+                    out.eval_errors.append((pj.candidate.path, verdict.message))
+                    note = " (kbv's failure, not the candidate's: left out of the metrics; a rerun retries it)"
                 progress.console.print(
                     f"{verdict.status.value:<13} {pj.job.run} {pkey} sample {pj.candidate.sample_id}: "
-                    f"{verdict.message}", highlight=False, markup=False, soft_wrap=True)
+                    f"{verdict.message}{note}", highlight=False, markup=False, soft_wrap=True)
                 progress.update(task, advance=1, counts=_status_text(out.statuses))
                 if on_verdict is not None:
                     on_verdict(pj, verdict)
@@ -409,8 +423,22 @@ def _verdict(pj: PlannedJob, ev: Evaluator, config: EvalConfig, store: Store,
         return rejection_verdict(pj.problem, pj.candidate, config, pj.rejection)
     ht = (hidden_tests or {}).get((pj.problem.level, pj.problem.problem_id))
     verdict = ev.evaluate(pj.problem, pj.candidate, config, hidden_tests=str(ht) if ht else None)
-    return attach_compile_speedup(verdict, store)
+    return name_baselines(attach_compile_speedup(verdict, store))
+
+
+def name_baselines(verdict: Verdict) -> Verdict:
+    """Record in a timed verdict's evidence (``baselines``) the flags and the description of every
+    baseline its speedups are against (:func:`kbv.baselines.baseline_flags`), so each record says
+    which fp32 baseline it used (kbv's strict eager-fp32 or the papers' eager-fp32-cudnn-tf32)."""
+    from kbv.baselines import baseline_flags
+
+    if not verdict.timing or "baselines" in verdict.evidence:
+        return verdict
+    labels = [lb for lb in verdict.timing if lb != "candidate"]
+    labels += [lb for lb in (*verdict.speedup, *verdict.unverified_speedup) if lb not in labels]
+    return dataclasses.replace(verdict, evidence={**verdict.evidence, "baselines": baseline_flags(labels)})
 
 
 __all__ = ["Selection", "parse_ids", "PlannedJob", "BatchPlan", "BrokenProblemFile", "BatchOutcome",
-           "ConfigMismatch", "plan_batch", "run_batch", "check_config", "broken_reason", "BROKEN_PREFIX"]
+           "ConfigMismatch", "plan_batch", "run_batch", "check_config", "broken_reason", "BROKEN_PREFIX",
+           "name_baselines"]

@@ -444,6 +444,23 @@ class Store:
             self._db.execute("UPDATE jobs SET state='pending', owner=NULL, claimed_at=NULL "
                              "WHERE job_key=? AND state='running'", (key,))
 
+    def requeue_statuses(self, statuses: Iterable[str], keys: Iterable[str] | None = None) -> list[str]:
+        """Put ``done`` jobs whose stored verdict has one of ``statuses`` back to pending (their
+        verdict stays until a new one replaces it); only ``keys`` when given. ``kbv run`` retries
+        ``EVAL_ERROR`` jobs this way: kbv's own failure is not the candidate's verdict. Returns the
+        keys requeued."""
+        wanted = None if keys is None else set(keys)
+        statuses = list(statuses)
+        marks = ", ".join("?" for _ in statuses)
+        with self._transaction():
+            rows = self._db.execute(
+                f"SELECT j.job_key FROM jobs j JOIN verdicts v USING (job_key) "
+                f"WHERE j.state='done' AND v.status IN ({marks}) ORDER BY j.rowid", statuses).fetchall()
+            picked = [r[0] for r in rows if wanted is None or r[0] in wanted]
+            for k in picked:
+                self._db.execute("UPDATE jobs SET state='pending', owner=NULL, claimed_at=NULL WHERE job_key=?", (k,))
+        return picked
+
     def requeue_running(self, *, only_dead: bool = True) -> int:
         """Reset ``running`` jobs to pending (all of them when ``only_dead`` is False). Returns the count."""
         with self._transaction():
