@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from kbv.demo import data_path
-from kbv.scan import Severity, scan_source, worst
+from kbv.scan import Severity, scan_file, scan_source, worst
 
 
 def rules(src: str) -> dict[str, tuple[int, Severity]]:
@@ -40,7 +40,16 @@ def rules(src: str) -> dict[str, tuple[int, Severity]]:
      Severity.HACK),
     ("import torch\non = torch.autograd.profiler._is_profiler_enabled", "observer-probe", 6, Severity.HACK),
     ("import threading\nthreading.setprofile(None)", "trace-hook", 4, Severity.HACK),
-    ("import ctypes\n", "native-access", 25, Severity.HACK),
+    ("import ctypes\n", "ffi-import", 25, Severity.WARNING),
+    ("import mmap\n", "native-access", 25, Severity.HACK),
+    ("import ctypes\napi = ctypes.pythonapi", "python-capi", 25, Severity.HACK),
+    ("import ctypes\nlib = ctypes.CDLL(None)\nf = lib.PyEval_GetFrame", "python-capi", 25, Severity.HACK),
+    ("import ctypes\nlib = ctypes.CDLL(None)\nf = getattr(lib, 'PyFrame_GetLocals')", "python-capi", 25, Severity.HACK),
+    ("import ctypes\nlib = ctypes.PyDLL(None)", "python-capi", 25, Severity.HACK),
+    ("import ctypes\nlib = ctypes.CDLL(None)", "ffi-process-symbols", 25, Severity.WARNING),
+    ("import ctypes\nctypes.memmove(id(f) + 24, b, 8)", "raw-object-memory", 25, Severity.HACK),
+    ("import ctypes\nv = ctypes.c_long.from_address(id(f.__kwdefaults__))", "raw-object-memory", 25, Severity.HACK),
+    ("f = open('/proc/self/mem', 'rb+')", "native-access", 25, Severity.HACK),
     ("exec('x=1')", "dynamic-code", 25, Severity.HACK),
     ("import torch\ntorch.cuda.Event.elapsed_time = lambda a, b: 0.001", "patches-module", 4, Severity.HACK),
     ("import time\ntime.perf_counter = lambda: 0", "patches-module", 4, Severity.HACK),
@@ -80,3 +89,159 @@ def test_honest_demo_kernels_have_no_hack_finding(name):
 
 def test_self_attributes_are_not_module_patches():
     assert "patches-module" not in rules("class ModelNew:\n    def __init__(self):\n        self.time = 1")
+
+
+# Native sources are read where the compiler gets them ------------------------------------------
+
+LOAD = "from torch.utils.cpp_extension import load_inline\n"
+
+
+def found_rules(src: str, path=None) -> dict[str, tuple[int, Severity, int]]:
+    return {f.rule: (f.taxonomy, f.severity, f.line) for f in scan_source(textwrap.dedent(src), path)}
+
+
+@pytest.mark.parametrize("src", [
+    # a module-level constant (the usual layout)
+    LOAD + 'SRC = r"""\n#include <dlfcn.h>\nvoid* f() { return dlsym(RTLD_DEFAULT, "x"); }\n"""\n'
+           'm = load_inline(name="a", cpp_sources=SRC, functions=["f"])\n',
+    # concatenation that splits the token across two constants
+    LOAD + 'HEAD = "void* f() { return dl"\nSRC = HEAD + "sym(RTLD_DEFAULT, name); }"\n'
+           'm = load_inline(name="a", cpp_sources=SRC)\n',
+    # f-string, .format, textwrap.dedent, a list, positional arguments
+    LOAD + 'import textwrap\nFN = "dlsym"\nSRC = textwrap.dedent(f"""\n    void* f() {{ return {FN}(h, n); }}\n""")\n'
+           'm = load_inline("a", [SRC])\n',
+    LOAD + 'T = "void* f() {{ return {0}(h, n); }}"\nm = load_inline("a", T.format("dlsym"))\n',
+    # +=, **kwargs
+    LOAD + 'SRC = "#include <dlfcn.h>\\n"\nSRC += "void* g() { return dlsym(h, n); }"\n'
+           'KW = dict(name="a", cpp_sources=SRC)\nm = load_inline(**KW)\n',
+    # a class attribute and a function returning the source
+    LOAD + 'def src():\n    return "void* g() { return dlsym(h, n); }"\nm = load_inline(name="a", cpp_sources=src())\n',
+    # a helper whose parameter the resolver cannot follow: the file-wide pass reads the string
+    LOAD + 'SRC = "void* g() { return dlsym(h, n); }"\ndef build(s):\n    return load_inline(name="a", cpp_sources=s)\n'
+           'm = build(SRC)\n',
+])
+def test_sources_held_in_variables_are_scanned(src):
+    assert found_rules(src)["source-native-patch"][:2] == (25, Severity.HACK)
+
+
+def test_source_finding_is_placed_on_the_line_that_holds_it():
+    src = LOAD + 'X = 1\nSRC = """\n#include <Python.h>\nvoid f() {\n  PyFrameObject* fr = PyEval_GetFrame();\n}\n"""\n' \
+                 'm = load_inline(name="a", cpp_sources=SRC)\n'
+    assert found_rules(src)["source-frame-access"] == (13, Severity.HACK, 6)
+
+
+@pytest.mark.parametrize("name", ["PyEval_GetFrame()", "PyFrame_GetLocals(f)", "PyThreadState_Get()",
+                                  "PyEval_GetLocals()", "PyFrame_GetBack(f)", "_PyThreadState_GetDict()",
+                                  "PyThreadState_GetFrame(ts)", "PyGILState_GetThisThreadState()"])
+def test_frame_and_thread_state_api_in_native_source_is_hack(name):
+    src = LOAD + f'SRC = "void f() {{ auto p = {name}; }}"\nm = load_inline(name="a", cpp_sources=SRC)\n'
+    assert found_rules(src)["source-frame-access"][:2] == (13, Severity.HACK)
+
+
+@pytest.mark.parametrize("code, rule, severity", [
+    ("mprotect(p, n, PROT_NONE);", "source-fault-handler", Severity.HACK),
+    ("struct sigaction sa; sa.sa_sigaction = h; sigaction(SIGSEGV, &sa, nullptr);", "source-fault-handler",
+     Severity.HACK),
+    ("signal(SIGSEGV, handler);", "source-fault-handler", Severity.HACK),
+    ("int fd = syscall(SYS_userfaultfd, O_CLOEXEC);", "source-fault-handler", Severity.HACK),
+    ("int fd = memfd_create(\\\"out\\\", 0);", "source-raw-mapping", Severity.WARNING),
+    ("PyGILState_STATE s = PyGILState_Ensure(); PyGILState_Release(s);", "source-python-call", Severity.WARNING),
+    ("std::thread t(work); t.join();", "source-thread", Severity.WARNING),
+])
+def test_native_source_rules(code, rule, severity):
+    src = LOAD + f'SRC = "void f() {{ {code} }}"\nm = load_inline(name="a", cpp_sources=SRC)\n'
+    assert found_rules(src)[rule][1] is severity
+
+
+@pytest.mark.parametrize("where", ["inline", "variable"])
+def test_joined_threads_are_a_warning_wherever_the_source_is(where):
+    body = 'void f() { std::vector<std::thread> ts; for (int i = 0; i < 4; ++i) ts.emplace_back(w, i); ' \
+           'for (auto& t : ts) t.join(); }'
+    src = LOAD + (f'm = load_inline(name="a", cpp_sources="{body}")\n' if where == "inline"
+                  else f'SRC = "{body}"\nm = load_inline(name="a", cpp_sources=SRC)\n')
+    findings = scan_source(src)
+    assert {f.rule for f in findings} >= {"source-thread"}
+    assert worst(findings) is Severity.WARNING, findings
+
+
+def test_comments_docstrings_and_messages_are_not_sources():
+    src = LOAD + '''"""Never calls dlsym, mprotect or PyEval_GetFrame (a docstring)."""
+SRC = r"""
+// no dlsym or mprotect here; signal (done) is a word in a comment
+/* PyEval_GetFrame would read frames */
+float f(float x) { return x > 0 ? x : 0; }
+"""
+m = load_inline(name="a", cpp_sources=SRC)
+def check():
+    raise RuntimeError("could not dlopen libfoo; install it")
+'''
+    assert worst(scan_source(src)) is None, scan_source(src)
+
+
+def test_a_comment_marker_inside_a_c_string_does_not_hide_the_rest_of_the_line():
+    src = LOAD + 'SRC = r"""\nvoid f() { const char* u = "http://x"; void* p = dlsym(h, "n"); }\n"""\n' \
+                 'm = load_inline(name="a", cpp_sources=SRC)\n'
+    assert "source-native-patch" in found_rules(src)
+
+
+@pytest.mark.parametrize("reader", [
+    'open(os.path.join(os.path.dirname(__file__), "k.cpp")).read()',
+    'Path(__file__).with_name("k.cpp").read_text()',
+    '(Path(__file__).resolve().parent / "k.cpp").read_text()',
+    'open("k.cpp").read()',
+])
+def test_sources_read_from_files_beside_the_candidate(tmp_path, reader):
+    (tmp_path / "k.cpp").write_text("#include <Python.h>\nvoid f() { auto fr = PyEval_GetFrame(); }\n")
+    cand = tmp_path / "cand.py"
+    cand.write_text(LOAD + f"import os\nfrom pathlib import Path\nSRC = {reader}\n"
+                           "m = load_inline(name='a', cpp_sources=SRC)\n")
+    assert "source-frame-access" in {f.rule for f in scan_file(cand)}
+    # without the candidate's path nothing beside it is read
+    assert "source-frame-access" not in {f.rule for f in scan_source(cand.read_text())}
+
+
+def test_with_open_alias_and_load_sources(tmp_path):
+    (tmp_path / "k.cpp").write_text("void f(void* p) { mprotect(p, 4096, PROT_NONE); }\n")
+    cand = tmp_path / "cand.py"
+    cand.write_text(LOAD + "with open('k.cpp') as fh:\n    SRC = fh.read()\nm = load_inline(name='a', cpp_sources=SRC)\n")
+    assert "source-fault-handler" in {f.rule for f in scan_file(cand)}
+    cand.write_text("from torch.utils.cpp_extension import load\nimport os\n"
+                    "m = load(name='a', sources=[os.path.join(os.path.dirname(__file__), 'k.cpp')])\n")
+    assert "source-fault-handler" in {f.rule for f in scan_file(cand)}
+
+
+def test_files_outside_the_candidate_directory_are_not_read(tmp_path):
+    (tmp_path / "k.cpp").write_text("void f(void* p) { mprotect(p, 4096, PROT_NONE); }\n")
+    (tmp_path / "sub").mkdir()
+    cand = tmp_path / "sub" / "cand.py"
+    cand.write_text(LOAD + "SRC = open('../k.cpp').read()\nm = load_inline(name='a', cpp_sources=SRC)\n")
+    assert "source-fault-handler" not in {f.rule for f in scan_file(cand)}
+
+
+def test_ctypes_loading_a_prebuilt_library_is_only_a_warning():
+    src = """
+    import ctypes, ctypes.util
+    import torch
+    _m = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    _m.expf.restype = ctypes.c_float
+    _m.expf.argtypes = (ctypes.c_float,)
+    class ModelNew(torch.nn.Module):
+        def forward(self, x):
+            out = torch.empty_like(x)
+            ctypes.memmove(out.data_ptr(), x.data_ptr(), x.numel() * 4)
+            return out
+    """
+    findings = scan_source(textwrap.dedent(src))
+    assert "ffi-import" in {f.rule for f in findings}
+    assert worst(findings) is Severity.WARNING, findings
+
+
+@pytest.mark.parametrize("name", ["relu_cpp.py", "relu_cuda.py", "fused_gemm_cpp.py"])
+def test_demo_sources_in_variables_are_resolved(name):
+    """The demo's C++/CUDA sources sit in module constants: the resolver reaches them (a pattern
+    planted in the constant is found) and the honest originals stay clean."""
+    text = data_path("candidates", name).read_text()
+    assert worst(scan_file(data_path("candidates", name))) in (None, Severity.WARNING)
+    planted = text.replace('#include <torch/extension.h>', '#include <torch/extension.h>\nstatic int g = mprotect(0, 0, 0);', 1)
+    assert planted != text
+    assert "source-fault-handler" in {f.rule for f in scan_source(planted)}

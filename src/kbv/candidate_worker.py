@@ -34,10 +34,6 @@ THREAD_GRACE_S = 0.2
 #: own, before asking whether they worked after the return (kbv.integrity.ThreadWork): work queued
 #: before the return is picked up by an idle pool thread well within this (kbv choice).
 THREAD_SETTLE_S = 0.02
-#: dispatch keys whose kernels compute (a Python registration for one of these on an aten op is a
-#: wrapper hidden behind that op).
-_COMPUTE_KEYS = frozenset({"CPU", "CUDA", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
-                           "CompositeExplicitAutogradNonFunctional", "PrivateUse1", "Math", "DefaultBackend"})
 
 
 def _flatten(out: Any) -> tuple[tuple, str]:
@@ -97,6 +93,10 @@ class _Server:
         self.threadwork.install()
         self.guard.watch(threading, "_profile_hook", "threading.setprofile hook")
         self._op_impls = set(getattr(torch.library, "_impls", ()))  #: torch.library registrations before load
+        try:  #: torch's operators as they are before the candidate loads (harness identity)
+            self._ops_before = frozenset(torch._C._dispatch_get_all_op_names())
+        except Exception:  # noqa: BLE001 - a torch without the call
+            self._ops_before = frozenset()
         self.writes: list[str] = []  #: writes outside the sandbox seen by the audit hook (taxonomy 26).
         integrity.watch_writes([setup.workdir, setup.build_dir, "/dev/shm", "/dev/null"], self.writes)
         self._reported_writes = 0
@@ -245,20 +245,25 @@ class _Server:
         return tuple(dict.fromkeys(found))
 
     def _new_op_kernels(self) -> list[str]:
-        """Kernels for torch's own ops (``aten``/``prims``, compute dispatch keys) registered through
-        ``torch.library`` since the worker started: a wrapper hidden behind another op (a fresh
-        attacker's evasion, 2026-11-30: ``aten::sinc`` re-registered to call softmax). Meta and
-        other tracing keys are left out (torch registers those lazily itself)."""
+        """Kernels registered through ``torch.library`` since the last check that replace one of
+        torch's own ops as it existed before the candidate loaded, from outside torch
+        (:func:`kbv.integrity.torch_op_overrides`): a wrapper hidden behind another op. The new
+        ops and kernels torch registers itself (inductor's ``prims::`` ops) are left alone."""
+        torch = self.torch
         try:
-            impls = set(self.torch.library._impls) - self._op_impls
+            impls = set(torch.library._impls) - self._op_impls
+            sites = {}
+            for entry in impls:
+                ns, _, rest = str(entry).partition("/")
+                qualname = f"{ns}::{rest.rpartition('/')[0]}"
+                if ns in self.integrity.TORCH_OP_NAMESPACES and qualname not in sites:
+                    try:
+                        sites[qualname] = self.integrity.registration_sites(torch._C._dispatch_dump(qualname))
+                    except Exception:  # noqa: BLE001 - an op the dump does not know: no site
+                        sites[qualname] = {}
+            found = self.integrity.torch_op_overrides(impls, self._ops_before, sites, os.path.dirname(torch.__file__))
         except Exception:  # noqa: BLE001 - a torch without the registry, or a replaced one
             return []
-        found = []
-        for entry in sorted(impls):
-            ns, _, rest = str(entry).partition("/")
-            key = rest.rsplit("/", 1)[-1]
-            if ns in ("aten", "prims") and (key in _COMPUTE_KEYS or key.startswith("Autograd")):
-                found.append(f"{ns}::{rest}")
         self._op_impls |= impls
         return found
 

@@ -461,6 +461,67 @@ class HarnessGuard:
         return changed
 
 
+#: operator namespaces of torch itself: a kernel registered for one of their existing ops replaces
+#: torch's own (a wrapper hidden behind another op, taxonomy 15).
+TORCH_OP_NAMESPACES = frozenset({"aten", "prims", "_quantized", "quantized", "sparse"})
+#: dispatch keys whose kernels compute (Meta and the other tracing keys are left out: torch
+#: registers those lazily itself); ``Autograd*`` keys count too.
+COMPUTE_KEYS = frozenset({"CPU", "CUDA", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+                          "CompositeExplicitAutogradNonFunctional", "PrivateUse1", "Math", "DefaultBackend"})
+#: torch's generic registration helpers: a Library they create on a caller's behalf is recorded
+#: at their own line, so a registration "made there" may come from anyone, the candidate included.
+_REGISTRATION_HELPERS = ("library.py", "_library" + os.sep)
+
+
+def registration_sites(dump: str) -> dict[str, str]:
+    """Where each dispatch key's active kernel was registered, from ``torch._C._dispatch_dump``:
+    ``{"CPU": "/path/file.py:12", "Autograd": ...}`` (alias keys without ``[alias]``; inactive,
+    overridden kernels left out)."""
+    sites: dict[str, str] = {}
+    for line in dump.splitlines():
+        key, sep, rest = line.partition(": registered at ")
+        if not sep or "(inactive)" in key or " " in key.strip() or key.strip() == "debug":
+            continue
+        sites[key.strip().removesuffix("[alias]")] = rest.split(" :: ", 1)[0].strip()
+    return sites
+
+
+def torch_op_overrides(new_entries: Iterable[str], ops_before: Iterable[str], sites: dict[str, dict[str, str]],
+                       torch_dir: str) -> list[str]:
+    """Kernels registered through ``torch.library`` that replace one of torch's own ops
+    (``aten::sinc`` re-registered to compute a softmax): the harness-identity HACK, taxonomy 15.
+
+    ``new_entries`` are ``torch.library._impls`` entries (``ns/op.overload/Key``) added since the
+    worker started; ``ops_before`` the qualified op names that existed before the candidate
+    loaded (``torch._C._dispatch_get_all_op_names()``); ``sites[qualname][key]`` where the active
+    kernel was registered (:func:`registration_sites`); ``torch_dir`` torch's package directory.
+
+    An entry counts only when its op is in one of :data:`TORCH_OP_NAMESPACES`, existed before the
+    candidate loaded, the key computes, and the registration was made from outside torch: torch
+    itself defines and registers new ``prims::`` ops when inductor loads (an honest
+    ``torch.compile``, a SHORTCUT, not a HACK), and registers kernels of its own from files in its
+    package. A registration recorded at torch's generic helpers (``torch.library.impl("aten::x")``,
+    ``register_kernel``) counts: anyone may call them.
+    """
+    before = set(ops_before)
+    root = os.path.join(os.path.realpath(torch_dir), "")
+    found = []
+    for entry in sorted(set(new_entries)):
+        ns, _, rest = str(entry).partition("/")
+        op, _, key = rest.rpartition("/")
+        qualname = f"{ns}::{op}"
+        if ns not in TORCH_OP_NAMESPACES or not (key in COMPUTE_KEYS or key.startswith("Autograd")):
+            continue
+        if qualname not in before and f"{ns}::{op.split('.')[0]}" not in before:
+            continue
+        site = sites.get(qualname, {}).get(key, "")
+        path = os.path.realpath(site.rsplit(":", 1)[0]) if site else ""
+        inside = path.startswith(root) and not path[len(root):].startswith(_REGISTRATION_HELPERS)
+        if not inside:
+            found.append(f"{ns}::{rest}" + (f" (registered at {site})" if site else ""))
+    return found
+
+
 # Writes outside the sandbox (worker side) --------------------------------------------------------
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC

@@ -1,0 +1,70 @@
+"""probe:harness-identity's torch.library check (kbv.integrity.torch_op_overrides): only a
+registration that replaces one of torch's own ops, as it existed before the candidate loaded,
+made from outside torch, is a wrapper hidden behind another op; torch.compile's own new ops are not.
+"""
+
+from __future__ import annotations
+
+import os
+
+from kbv.integrity import registration_sites, torch_op_overrides
+
+TORCH = "/venv/lib/python3.11/site-packages/torch"
+BEFORE = {"aten::sinc", "aten::add.Tensor", "aten::cos", "_c10d_functional::all_reduce"}
+
+
+def test_override_of_an_existing_aten_op_from_the_candidate_is_found():
+    sites = {"aten::sinc": {"CPU": "/tmp/cand/model.py:12"}}
+    assert torch_op_overrides({"aten/sinc/CPU"}, BEFORE, sites, TORCH) == \
+        ["aten::sinc/CPU (registered at /tmp/cand/model.py:12)"]
+
+
+def test_inductor_new_prims_ops_and_tracing_keys_are_not_overrides():
+    new = {"prims/fma/CompositeExplicitAutograd", "prims/fma/Autograd", "prims/prepare_softmax_online/Meta",
+           "aten/cos/Meta", "_c10d_functional/all_reduce/Autograd"}
+    sites = {"prims::fma": {"CompositeExplicitAutograd": f"{TORCH}/_inductor/inductor_prims.py:30"}}
+    assert torch_op_overrides(new, BEFORE, sites, TORCH) == []
+
+
+def test_torch_registering_on_its_own_existing_op_is_not_an_override():
+    sites = {"aten::cos": {"CompositeImplicitAutograd": f"{TORCH}/_decomp/decompositions.py:10"}}
+    assert torch_op_overrides({"aten/cos/CompositeImplicitAutograd"}, BEFORE, sites, TORCH) == []
+
+
+def test_a_registration_through_torchs_generic_helpers_counts():
+    """``torch.library.impl("aten::cos", "CPU")`` is recorded at torch/library.py: anyone may call it."""
+    sites = {"aten::cos": {"CPU": f"{TORCH}/library.py:931"}, "aten::add.Tensor": {"CPU": ""}}
+    found = torch_op_overrides({"aten/cos/CPU", "aten/add.Tensor/CPU"}, BEFORE, sites, TORCH)
+    assert [f.split(" ")[0] for f in found] == ["aten::add.Tensor/CPU", "aten::cos/CPU"]
+
+
+def test_registration_sites_reads_the_dispatch_dump():
+    dump = ("name: aten::sinc\nschema: aten::sinc(Tensor self) -> Tensor\n"
+            "debug: registered at /b/RegisterSchema.cpp:6\n"
+            "CPU: registered at /tmp/c.py:3 :: (none) [ boxed ]\n"
+            "CPU (inactive): registered at /b/RegisterCPU_0.cpp:4132 :: (Tensor _0) -> Tensor _0 [ boxed unboxed ]\n"
+            "Autograd[alias]: registered at /tmp/c.py:5 :: (none) [ boxed ]\n")
+    assert registration_sites(dump) == {"CPU": "/tmp/c.py:3", "Autograd": "/tmp/c.py:5"}
+
+
+def test_the_real_registry_after_torch_compile_and_after_an_override(tmp_path):
+    """The same check over torch's live registry, as the candidate worker runs it."""
+    import torch
+
+    impls, ops = set(torch.library._impls), frozenset(torch._C._dispatch_get_all_op_names())
+
+    def check():
+        new = set(torch.library._impls) - impls
+        sites = {}
+        for e in new:
+            ns, _, rest = e.partition("/")
+            q = f"{ns}::{rest.rpartition('/')[0]}"
+            sites[q] = registration_sites(torch._C._dispatch_dump(q))
+        return torch_op_overrides(new, ops, sites, os.path.dirname(torch.__file__))
+
+    lib = torch.library.Library("aten", "IMPL")
+    lib.impl("special_sinc", lambda x: x, "CPU")
+    try:
+        assert [f.split(" ")[0] for f in check()] == ["aten::special_sinc/CPU"]
+    finally:
+        lib._destroy()
