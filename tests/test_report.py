@@ -42,7 +42,8 @@ def page(store, tmp_path_factory):
 
 def test_html_has_every_section_and_plots(store, page):
     text = page
-    for section in ("leaderboard", "decomposition", "failures", "scatter", "cdf", "excluded", "problems"):
+    for section in ("leaderboard", "policies", "paper", "matrix", "eval-errors", "decomposition", "failures",
+                    "scatter", "cdf", "excluded", "problems"):
         assert f'<section id="{section}">' in text
     assert "<title>Leaderboard &lt;test&gt;</title>" in text
     imgs = re.findall(r'<img class="plot" alt="([^"]+)" src="data:image/png;base64,', text)
@@ -53,10 +54,15 @@ def test_html_has_every_section_and_plots(store, page):
     for k in keys:
         assert f"<h3>{k}</h3>" in text
     assert "<b>excluded</b>: constant output (zero) &lt;b&gt;degenerate&lt;/b&gt;" in text
-    assert 'class="sortable"' in text and "addEventListener" in text
-    # leaderboard rows: 3 runs × (all + 3 levels)
-    body = text.split('<table class="sortable" id="leaderboard-table">')[1].split("</table>")[0]
-    assert body.count("<tr") == 1 + 12
+    assert 'class="sortable compact"' in text and "addEventListener" in text
+    # leaderboard: two header rows (column groups, then columns), 3 runs × (all + 3 levels)
+    body = text.split('<table class="sortable compact" id="leaderboard-table">')[1].split("</table>")[0]
+    assert body.count("<tr") == 2 + 12
+    groups = re.findall(r'<th class="group[^"]*" colspan="(\d+)">([^<]*)</th>', body)
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", body.split("</tr>")[1])
+    assert [g for _, g in groups][1:] == ["Correctness", "Speed vs eager-tf32", "Memory", "pass@k", "Verdicts"]
+    assert sum(int(n) for n, _ in groups) == len(heads) <= 22  # statuses in one cell: the table fits a page
+    assert "All-problems speedup" in heads and "EVAL_ERROR" in heads
 
 
 def test_html_is_self_contained(page):
@@ -155,3 +161,82 @@ def test_empty_store_renders(tmp_path):
         write_markdown(s, tmp_path / "e.md")
         write_csv(s, tmp_path / "e.csv")
     assert compute_metrics([]).runs == ()
+
+
+@pytest.fixture(scope="module")
+def rich_page(tmp_path_factory):
+    """A small store with a noisy PASS, a paper-only kernel, an EVAL_ERROR and a candidate file with a
+    static finding on a line, rendered once."""
+    from kbv.records import Finding, Severity
+
+    root = tmp_path_factory.mktemp("rich")
+    src = root / "cand.py"
+    src.write_text("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+                   "        return torch.relu(x)  # <script>x</script>\n")
+    import hashlib
+
+    quiet = make_verdict("PASS", run="m", problem_id=1, speedup=2.0)
+    noisy = make_verdict("PASS", run="m", problem_id=2, speedup=3.0, noisy=True)
+    gelu = make_verdict("INCORRECT", run="m", problem_id=7, hidden_fail=["D2"], compat_pass=True,
+                        unverified_speedup=1.5, message="wrong on D2 (tanh approximation)")
+    oom = make_verdict("EVAL_ERROR", run="m", problem_id=3)
+    flagged = make_verdict("PASS", run="m", problem_id=4, speedup=1.1,
+                           findings=[Finding("scan:torch-op", (15,), Severity.WARNING, "torch.relu in forward", 4)])
+    import dataclasses
+
+    flagged = dataclasses.replace(flagged, candidate=dataclasses.replace(
+        flagged.candidate, path=str(src), sha256=hashlib.sha256(src.read_bytes()).hexdigest()))
+    moved = make_verdict("PASS", run="m", problem_id=5, speedup=1.2)
+    with Store(root / "s.db") as s:
+        for v in (quiet, noisy, gelu, oom, flagged, moved):
+            s.put_verdict(job_for(v), v)
+        text = write_html(s, root / "r.html").read_text()
+        bm = load_metrics(s)
+    return text, bm
+
+
+def test_ranked_speedups_carry_intervals_noise_marks_and_their_n(rich_page):
+    text, bm = rich_page
+    m = bm.run("m").overall
+    matrix = text.split('<section id="matrix">')[1].split("</section>")[0]
+    assert re.search(r'class="noisy" title="too noisy to rank">~3\.00×</span> <span class="ci">\[\d\.\d\d–\d\.\d\d\]', matrix)
+    assert re.search(r'>2\.00×</span> <span class="ci">\[1\.\d\d–2\.\d\d\]', matrix)
+    assert "level1/3_LayerNorm" in matrix and 'class="s-EVAL_ERROR"' in matrix
+    board = text.split('id="leaderboard-table">')[1].split("</table>")[0]
+    # the geomean says what it averages over: 4 solved of 5 judged problems (P3 is EVAL_ERROR only), 1 noisy
+    assert m.problems == 5 and m.speedup_problems == 4
+    assert f"~{m.correct_speedup:.2f}× (4 of 5, 1 noisy)" in board and "5 (+1 unjudged)" in board
+    assert f"{m.all_problems_speedup:.2f}×" in board
+
+
+def test_policies_side_by_side_and_the_paper_only_kernels(rich_page):
+    text, bm = rich_page
+    pol = text.split('<section id="policies">')[1].split("</section>")[0]
+    k, c = bm.run("m").overall.policies["kbv"], bm.run("m").overall.policies["kbv-compat"]
+    assert (k.correct_problems, c.correct_problems) == (4, 5)
+    assert f"{k.correct_frac * 100:.1f}% (4 of 5)" in pol and f"{c.correct_frac * 100:.1f}% (5 of 5)" in pol
+    paper_only = pol.split("credits and kbv")[1]
+    assert "level1/7_GELU" in paper_only and "tanh approximation" in paper_only and "1.50×" in paper_only
+    assert "level1/1_ReLU" not in paper_only
+    paper = text.split('<section id="paper">')[1].split("</section>")[0]
+    assert paper.count("<tr") == 2 + 2 * 2  # (all + level 1) × 2 policies
+    errs = text.split('<section id="eval-errors">')[1].split("</section>")[0]
+    assert "m: 1" in errs and "ran out of memory" in errs and "level1/3_LayerNorm" in errs
+
+
+def test_sample_page_shows_source_with_finding_lines_marked(rich_page):
+    text, _ = rich_page
+    (src,) = re.findall(r'<pre class="src">(.*?)</pre>', text, flags=re.S)
+    assert '<span class="ln hit" data-n="4">        return torch.relu(x)  # &lt;script&gt;x&lt;/script&gt;</span>' in src
+    assert '<span class="why">↑ WARNING scan:torch-op: torch.relu in forward</span>' in src
+    assert src.count('class="ln hit"') == 1 and src.count('class="ln"') == 3
+    assert "finding lines marked: 4" in text
+    # a candidate file not on disk any more: named, not shown
+    assert "source not shown: /kb/runs/m/level_1_problem_5_sample_0_kernel.py is missing" in text
+
+
+def test_every_ranked_speedup_has_an_interval_in_the_matrix(rich_page):
+    text, _ = rich_page
+    matrix = text.split('<section id="matrix">')[1].split("</section>")[0]
+    speeds = re.findall(r"\d+\.\d\d×</span>( <span class=\"ci\">\[[^\]]+\]</span>)?", matrix)
+    assert speeds and all(speeds)
