@@ -107,8 +107,13 @@ def test_write_all(tmp_path):
         for v in make_batch(runs=("m",), levels={1: 2}, samples=2):
             s.put_verdict(job_for(v), v)
         out = write_all(s, tmp_path / "all")
-    for k in ("html", "leaderboard_csv", "samples_csv", "markdown"):
+    for k in ("html", "leaderboard_csv", "policies_csv", "samples_csv", "markdown"):
         assert out[k].exists() and out[k].stat().st_size > 0
+    rows = list(csv.DictReader(out["policies_csv"].open()))
+    assert [(r["scope"], r["policy"]) for r in rows] == [("all", "kbv"), ("all", "kbv-compat"),
+                                                          ("level 1", "kbv"), ("level 1", "kbv-compat")]
+    assert {"correct_frac", "all_problems_speedup", "fast_1_frac", "per_sample_correctness_rate_mean",
+            "per_sample_fast_1_std", "memory_ratio_all"} <= set(rows[0])
     assert {p.name for p in out["eval_results"]} == {"eval_results.json", "eval_results_hidden.json"}
 
 

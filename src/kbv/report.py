@@ -12,6 +12,8 @@ Metrics come from :func:`kbv.metrics.compute_metrics` (see its module for the fo
 
 from __future__ import annotations
 
+import csv
+import dataclasses
 import datetime as _dt
 import hashlib
 import json
@@ -305,20 +307,61 @@ def write_markdown(store: Store, path: Path | str, *, baseline: str = DEFAULT_BA
                                   path, title=title)
 
 
+def policy_rows(metrics: BatchMetrics) -> list[dict[str, Any]]:
+    """One flat row per (run, scope, policy): :class:`kbv.metrics.PolicyMetrics` with the per-sample
+    ``(mean, std)`` pairs as ``<name>_mean`` / ``<name>_std`` (fractions in [0, 1], ratios ×)."""
+    rows = []
+    for m in metrics.rows():
+        for policy, pm in m.policies.items():
+            row: dict[str, Any] = {"run": m.run, "scope": m.label, "baseline": m.baseline, "policy": policy}
+            for f in dataclasses.fields(pm):
+                value = getattr(pm, f.name)
+                if f.name == "fast_p":
+                    row.update({f"fast_{p:g}_frac": v for p, v in value.items()})
+                elif f.name not in ("policy", "per_sample"):
+                    row[f.name] = value
+            ps = pm.per_sample
+            if ps is not None:
+                row["per_sample_indices"] = ps.indices
+                for name in ("compiled_rate", "correctness_rate", "correct_speedup", "all_problems_speedup",
+                             "memory_ratio", "memory_efficient_frac"):
+                    pair = getattr(ps, name)
+                    row[f"per_sample_{name}_mean"], row[f"per_sample_{name}_std"] = pair or (None, None)
+                for p, (mean, std) in ps.fast_p.items():
+                    row[f"per_sample_fast_{p:g}_mean"], row[f"per_sample_fast_{p:g}_std"] = mean, std
+            rows.append(row)
+    return rows
+
+
+def write_policy_csv(metrics: BatchMetrics, path: Path | str) -> Path:
+    """``policies.csv``: :func:`policy_rows`, the paper's aggregates under both policies."""
+    rows = policy_rows(metrics)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fields = list(dict.fromkeys(k for r in rows for k in r)) or ["run", "scope", "baseline", "policy"]
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=fields, restval="")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: "" if v is None else v for k, v in r.items()})
+    return path
+
+
 def write_all(store: Store, out_dir: Path | str, *, baseline: str = DEFAULT_BASELINE,
               include_excluded: bool = False, title: str = "kbv report") -> dict[str, Path | list[Path]]:
-    """Every output under ``out_dir``: ``report.html``, ``leaderboard.csv``, ``samples.csv``,
+    """Every output under ``out_dir``: ``report.html``, ``leaderboard.csv``, ``policies.csv``, ``samples.csv``,
     ``report.md`` and ``eval_results/<run>/level<L>/eval_results{,_hidden}.json``."""
     out = Path(out_dir)
     metrics = load_metrics(store, baseline=baseline, include_excluded=include_excluded)
     return {
         "html": write_html(store, out / "report.html", metrics=metrics, title=title),
         "leaderboard_csv": write_leaderboard_csv(metrics, out / "leaderboard.csv"),
+        "policies_csv": write_policy_csv(metrics, out / "policies.csv"),
         "samples_csv": write_samples_csv(store, out / "samples.csv"),
         "markdown": write_metrics_markdown(metrics, out / "report.md", title=title),
         "eval_results": write_eval_results_json(store, out / "eval_results"),
     }
 
 
-__all__ = ["load_metrics", "render_html", "write_html", "write_csv", "write_samples_csv",
+__all__ = ["load_metrics", "render_html", "policy_rows", "write_policy_csv", "write_html", "write_csv", "write_samples_csv",
            "write_markdown", "write_eval_results_json", "write_all"]
