@@ -222,7 +222,6 @@ class LayoutOpt(str, Enum):
 class ReportBaseline(str, Enum):
     eager_tf32 = "eager-tf32"
     eager_fp32 = "eager-fp32"
-    eager_fp32_cudnn_tf32 = "eager-fp32-cudnn-tf32"
     compile = "compile"
 
 

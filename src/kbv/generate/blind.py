@@ -9,8 +9,8 @@ right only there (shape-specialised, value-range tricks). :func:`blind_view` rew
 * module-level constants used only by those bodies (directly or through other such constants)
   are dropped; a constant that ``Model`` or any other kept code reads stays — the reference needs
   it for every input, so the kernel does too;
-* ``if __name__ == "__main__":`` blocks are dropped; comments go with the rewrite (``ast`` keeps
-  none), docstrings of kept code stay;
+* ``if __name__ == "__main__":`` blocks and the module docstring (it often describes the tests)
+  are dropped; comments go with the rewrite (``ast`` keeps none); docstrings of kept code stay;
 * ``KBV_METADATA`` (declared input domains, :mod:`kbv.domains`) stays: it says which values are
   legal, which a kernel must respect.
 
@@ -215,8 +215,8 @@ def blind_view(source: str) -> BlindView:
             # defaults stay visible in the stub's signature
             keep_uses |= set().union(*(_loads(d) for d in stmt.args.defaults)) if stmt.args.defaults else set()
             continue
-        if _is_main_guard(stmt):
-            dropped_stmts.add(i)
+        if _is_main_guard(stmt) or (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+            dropped_stmts.add(i)  # the main guard, and module docstrings (they often describe the tests)
             continue
         names = _assigned_names(stmt)
         if names is not None and not (names & KEEP_ALWAYS):
