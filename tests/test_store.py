@@ -335,3 +335,21 @@ def test_eval_error_is_stored_the_batch_goes_on_and_a_rerun_retries_it(tmp_path)
         third = run_batch(plan, store, evaluator=ev)
         assert (third.retried_eval_errors, third.finished, len(ev.calls)) == (0, 0, 3)
         assert len(list(store.verdicts())) == 2
+
+
+def test_policy_is_part_of_the_config_hash_and_one_store_holds_one_policy(tmp_path):
+    """``kbv run --policy kbv-compat`` gives other job keys, and a store made under kbv refuses it."""
+    from kbv.batch import ConfigMismatch, check_config
+
+    compat = dataclasses.replace(CONFIG, policy="kbv-compat", distributions=())
+    paper = dataclasses.replace(CONFIG, baselines=(*CONFIG.baselines, "eager-fp32-cudnn-tf32"))
+    assert len({config_hash(CONFIG), config_hash(compat), config_hash(paper)}) == 3
+    v = make_verdict("PASS", speedup=1.0)
+    assert Job.from_refs(v.problem, v.candidate, CONFIG).key != Job.from_refs(v.problem, v.candidate, compat).key
+    with Store(tmp_path / "s.db") as store:
+        check_config(store, CONFIG)
+        with pytest.raises(ConfigMismatch, match="policy 'kbv' -> 'kbv-compat'"):
+            check_config(store, compat)
+    with Store(tmp_path / "c.db") as store:
+        check_config(store, compat)
+        check_config(store, compat)
