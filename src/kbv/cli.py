@@ -222,6 +222,7 @@ class LayoutOpt(str, Enum):
 class ReportBaseline(str, Enum):
     eager_tf32 = "eager-tf32"
     eager_fp32 = "eager-fp32"
+    eager_fp32_cudnn_tf32 = "eager-fp32-cudnn-tf32"
     compile = "compile"
 
 
@@ -429,6 +430,15 @@ def baselines_cmd(
 def version_cmd() -> None:
     """Print kbv's version."""
     console.print(f"kbv {__version__}")
+
+
+# kbv generate / refine / audit / dataset: the first half of the pipeline (kbv.generate.cli).
+from kbv.generate.cli import audit_cmd, dataset_cmd, generate_cmd, refine_cmd  # noqa: E402
+
+app.command("generate")(generate_cmd)
+app.command("refine")(refine_cmd)
+app.command("audit")(audit_cmd)
+app.command("dataset")(dataset_cmd)
 
 
 def main() -> None:
