@@ -354,9 +354,9 @@ class _Server:
             del reply
 
 
-def candidate_main(conn: Connection, setup: WorkerSetup) -> None:
-    """Entry point of the spawned candidate worker."""
-    notes = apply_sandbox(setup)
+def candidate_main(conn: Connection, setup: WorkerSetup, log_fd: int | None = None) -> None:
+    """Entry point of the spawned candidate worker; ``log_fd`` receives its stdout/stderr."""
+    notes = apply_sandbox(setup, log_fd)
     _Server(conn, setup, notes).serve()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -7,7 +7,8 @@ process is still single-threaded, as ``unshare`` and per-thread credentials requ
 * it joins the cgroup v2 its parent made for it (:class:`ProcessJail`), so that every process it
   starts, even one that calls ``setsid`` and double-forks, is killed with it;
 * an empty network namespace (root on Linux);
-* no core dumps, files of at most :data:`MAX_FILE_BYTES`; stdout/stderr to a log file;
+* no core dumps, files of at most :data:`MAX_FILE_BYTES`; stdout/stderr to a pipe the parent drains
+  into a capped log (:class:`kbv.workers.CappedLog`), so printing never fills the disk or kills it;
 * a read-only filesystem except its fresh workdir, its content-hash build directory and
   ``/dev/shm`` (torch's shared-memory tensors and CUDA IPC reference counts): a private mount
   namespace as root, else Landlock; ``/proc`` stays writable for the process's own files but
@@ -290,9 +291,10 @@ def _isolate_filesystem_and_drop_privileges(setup: WorkerSetup) -> list[str]:
     return [fs, privileges]
 
 
-def apply_sandbox(setup: WorkerSetup) -> list[str]:
+def apply_sandbox(setup: WorkerSetup, log_fd: int | None = None) -> list[str]:
     """Isolate this process before any candidate code runs (see the module docstring).
 
+    ``log_fd``: where stdout/stderr go (default: ``setup.log_path`` opened for appending).
     Returns one note per step saying what it achieved (``"network: isolated (empty namespace)"``,
     ``"filesystem: not isolated (...)"``, ...); a step that fails is noted, never raised.
     """
@@ -303,7 +305,8 @@ def apply_sandbox(setup: WorkerSetup) -> list[str]:
     die_with_parent()
     notes = [_join_cgroup(setup.cgroup), _isolate_network()]
     _limit_resources()
-    log_fd = os.open(setup.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    if log_fd is None:  # else the write end of a pipe the parent drains into a capped log
+        log_fd = os.open(setup.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
     os.close(log_fd)

@@ -31,6 +31,108 @@ from kbv.sandbox import ProcessJail, WorkerSetup, die_with_parent, kill_cgroups,
 
 POLL_S = 0.05
 LOG_TAIL_CHARS = 4000
+#: bytes of a candidate worker's stdout/stderr kept: the first LOG_HEAD_BYTES and the last
+#: LOG_KEEP_BYTES - LOG_HEAD_BYTES; the rest is dropped (and counted), the worker never blocks on it.
+LOG_KEEP_BYTES = 8 << 20
+LOG_HEAD_BYTES = 1 << 20
+
+
+class _InheritedFd:
+    """A file descriptor handed to a spawned process (``multiprocessing.reduction.DupFd``: passed
+    at spawn time, a plain int in the child)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def __reduce__(self):
+        from multiprocessing import reduction
+
+        return (_inherited_fd, (reduction.DupFd(self.fd),))
+
+
+def _inherited_fd(dup: Any) -> int:
+    return dup.detach()
+
+
+class CappedLog:
+    """Drains a pipe into ``path`` in a thread, keeping at most :data:`LOG_KEEP_BYTES`: the head,
+    then a line naming what was dropped, then the tail (rewritten when the pipe closes).
+    ``write_fd`` is the end to give the worker."""
+
+    def __init__(self, path: Path, keep: int | None = None, head: int | None = None):
+        keep = LOG_KEEP_BYTES if keep is None else keep
+        head = LOG_HEAD_BYTES if head is None else head
+        self.path, self.keep, self.head_bytes = Path(path), keep, min(head, keep)
+        self.total = 0
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._lock = threading.Lock()
+        r, self.write_fd = os.pipe()
+        self._file = open(self.path, "wb")
+        self._thread = threading.Thread(target=self._drain, args=(r,), name="kbv-candidate-log", daemon=True)
+        self._thread.start()
+
+    @property
+    def dropped(self) -> int:
+        """Bytes of output not kept."""
+        return max(0, self.total - len(self._head) - len(self._tail))
+
+    def note(self) -> str:
+        """One line naming the cap when output was dropped, else ''."""
+        if not self.dropped:
+            return ""
+        return (f"[kbv: the worker wrote {self.total / 2**20:.1f} MiB of output; kept the first "
+                f"{self.head_bytes / 2**20:.0f} MiB and the last {(self.keep - self.head_bytes) / 2**20:.0f} MiB "
+                f"(log cap {self.keep / 2**20:.0f} MiB), dropped {self.dropped / 2**20:.1f} MiB]")
+
+    def _drain(self, fd: int) -> None:
+        tail_cap = self.keep - self.head_bytes
+        try:
+            while chunk := os.read(fd, 1 << 16):
+                with self._lock:
+                    self.total += len(chunk)
+                    room = self.head_bytes - len(self._head)
+                    if room > 0:
+                        self._head += chunk[:room]
+                        self._file.write(chunk[:room])
+                        self._file.flush()
+                        chunk = chunk[room:]
+                    if chunk:
+                        self._tail += chunk
+                        if len(self._tail) > tail_cap:
+                            del self._tail[:len(self._tail) - tail_cap]
+        finally:
+            os.close(fd)
+            with self._lock:
+                self._write_all()
+
+    def _write_all(self) -> None:
+        try:
+            self._file.seek(0)
+            self._file.truncate()
+            self._file.write(bytes(self._head))
+            if self.dropped:
+                self._file.write(("\n" + self.note() + "\n").encode())
+            self._file.write(bytes(self._tail))
+            self._file.close()
+        except (OSError, ValueError):
+            pass
+
+    def tail(self, n: int = LOG_TAIL_CHARS) -> str:
+        """The last ``n`` bytes of output kept (decoded), preceded by :meth:`note` when output was dropped."""
+        with self._lock:
+            kept = bytes(self._head) + bytes(self._tail) if not self.dropped else bytes(self._tail)
+        text = kept[-n:].decode("utf-8", "replace")
+        note = self.note()
+        return f"{note}\n{text}" if note else text
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Wait for the writers to be gone (EOF) and write the file."""
+        try:
+            os.close(self.write_fd)
+        except OSError:
+            pass
+        self._thread.join(timeout)
 
 
 class WorkerTimeout(RuntimeError):
@@ -42,7 +144,7 @@ class WorkerTimeout(RuntimeError):
 
 
 class WorkerDied(RuntimeError):
-    def __init__(self, phase: str, exitcode: int | None, log_tail: str = ""):
+    def __init__(self, phase: str, exitcode: int | None, log_tail: str = "", log_note: str = ""):
         self.phase = phase
         self.exitcode = exitcode
         self.log_tail = log_tail
@@ -53,7 +155,7 @@ class WorkerDied(RuntimeError):
                 how = f"killed by signal {-exitcode}"
         else:
             how = f"exited with code {exitcode} before replying"
-        super().__init__(f"worker died during {phase}: {how}")
+        super().__init__(f"worker died during {phase}: {how}" + (f" {log_note}" if log_note else ""))
 
 
 def _ctx():
@@ -182,25 +284,30 @@ class CandidateProcess:
     def __init__(self, *, device: str, build_dir: Path):
         self.workdir = Path(tempfile.mkdtemp(prefix="kbv-cand-"))
         self.log_path = self.workdir / "worker.log"
+        self.log = CappedLog(self.log_path)
         self.jail = ProcessJail()
         self.setup = WorkerSetup(workdir=str(self.workdir), build_dir=str(build_dir),
                                  log_path=str(self.log_path), device=device, cgroup=self.jail.cgroup)
         ctx = _ctx()
         self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=candidate_main, args=(child, self.setup), daemon=False,
-                                name="kbv-candidate")
+        self.proc = ctx.Process(target=candidate_main, args=(child, self.setup, _InheritedFd(self.log.write_fd)),
+                                daemon=False, name="kbv-candidate")
         try:
             with _environment(worker_environment(self.setup)):  # /proc/<worker>/environ: no secrets
                 self.proc.start()
         except BaseException:
             self.jail.kill()
+            self.log.close()
             raise
+        os.close(self.log.write_fd)  # the worker holds the only write end: EOF when it is gone
+        self.log.write_fd = -1
         self.jail.watch()
         _tell_sentinel(self.proc.pid)
         child.close()
 
     def log_tail(self) -> str:
-        return _tail(self.log_path)
+        """The end of the worker's output, with a line naming the log cap when output was dropped."""
+        return self.log.tail()
 
     @contextmanager
     def paused(self) -> Iterator[None]:
@@ -221,25 +328,25 @@ class CandidateProcess:
             protocol.ProtocolError: the reply is not a well-formed protocol message.
         """
         if not self.proc.is_alive():
-            raise WorkerDied(phase, self.proc.exitcode, self.log_tail())
+            raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note())
         try:
             protocol.send(self.conn, request)
         except (BrokenPipeError, ConnectionResetError, EOFError, OSError):
             self.proc.join(timeout=5)
-            raise WorkerDied(phase, self.proc.exitcode, self.log_tail()) from None
+            raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note()) from None
         if not _wait_readable(self.conn, self.proc, timeout):
             if self.proc.is_alive():
                 _kill_group(self.proc)
                 raise WorkerTimeout(phase, timeout, self.log_tail())
             self.proc.join(timeout=5)
-            raise WorkerDied(phase, self.proc.exitcode, self.log_tail())
+            raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note())
         try:
             data = self.conn.recv_bytes(protocol.MAX_REPLY_BYTES)
         except (EOFError, ConnectionResetError, OSError):
             self.proc.join(timeout=5)
             if self.proc.is_alive():
                 _kill_group(self.proc)
-            raise WorkerDied(phase, self.proc.exitcode, self.log_tail()) from None
+            raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note()) from None
         return protocol.decode_reply(data)
 
     def close(self) -> None:
@@ -252,6 +359,7 @@ class CandidateProcess:
         _kill_group(self.proc)
         self.jail.kill()
         _tell_sentinel(-self.proc.pid if self.proc.pid else None)
+        self.log.close()
         self.conn.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
