@@ -11,11 +11,46 @@ from typing import List, Optional
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand, TyperGroup
 
 from kbv import __version__
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+
+def _no_bool_metavar(params: list) -> list:
+    """Flags take no value: show none in help (typer would print ``<bool>``)."""
+    for p in params:
+        if getattr(p, "is_flag", False) and p.metavar is None:
+            p.metavar = ""
+    return params
+
+
+class _Command(TyperCommand):
+    def get_params(self, ctx):  # noqa: D102 - see _no_bool_metavar
+        return _no_bool_metavar(super().get_params(ctx))
+
+
+class _Group(TyperGroup):
+    command_class = _Command
+
+    def get_params(self, ctx):  # noqa: D102 - see _no_bool_metavar
+        return _no_bool_metavar(super().get_params(ctx))
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_Group,
+                  context_settings={"help_option_names": ["-h", "--help"]},
                   help="kbv — KernelBench-Verified: honest verdicts on generated GPU kernels.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"kbv {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_print_version,
+                                       help="Print kbv's version and exit.")) -> None:
+    """kbv — KernelBench-Verified: honest verdicts on generated GPU kernels."""
 # Piped output (CI logs, files) gets a fixed width wide enough for the tables instead of 80 columns.
 console = Console() if Console().is_terminal else Console(width=140)
 err_console = Console(stderr=True)
@@ -54,6 +89,12 @@ class Policy(str, Enum):
     kbv_compat = "kbv-compat"
 
 
+POLICY_HELP = ("Correctness policy: kbv (fp64 oracle, budget from the baselines' own errors, randomised "
+               "distributions) or kbv-compat (KernelBench-Verified: allclose 1e-3 on nominal + D1-D4).")
+#: the help of --seeds wherever it appears: one meaning everywhere.
+SEEDS_HELP = "Nominal input sets per evaluation (each under a fresh secret seed)."
+
+
 def make_config(device: str, precision: str, seeds: int, trials: int, warmup: int, timeout: float | None,
                 policy: str = "kbv"):
     """The resolved config. ``kbv-compat`` is the KernelBench-Verified protocol: nominal + D1–D4
@@ -73,20 +114,21 @@ def make_config(device: str, precision: str, seeds: int, trials: int, warmup: in
         fail(str(exc))
 
 
-@app.command("eval")
+@app.command("eval", cls=_Command)
 def eval_cmd(
     problem: Path = typer.Argument(..., help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)."),
     candidate: Path = typer.Argument(..., help="Candidate file defining ModelNew."),
     device: Device = typer.Option(Device.auto, help="Where to run: cpu, cuda, or auto (cuda when available)."),
     precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the full verdict record here."),
-    seeds: int = typer.Option(3, min=1, help="Nominal input sets (fresh secret seeds)."),
+    seeds: int = typer.Option(3, min=1, help=SEEDS_HELP),
     trials: int = typer.Option(30, min=1, help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
     warmup: int = typer.Option(5, min=0, help="Untimed calls before each timing round."),
     timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
-    policy: Policy = typer.Option(Policy.kbv, help="Correctness policy: kbv (fp64 oracle, budget from the "
-                                  "baselines' own errors, randomised distributions) or kbv-compat "
-                                  "(KernelBench-Verified: allclose 1e-3 on nominal + D1-D4)."),
+    policy: Policy = typer.Option(Policy.kbv, help=POLICY_HELP),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the whole build log and traceback of a "
+                                 "COMPILE_ERROR or RUNTIME_ERROR (default: the compiler's first errors, or the "
+                                 "exception and its last frames)."),
 ) -> None:
     """Verify one candidate against one problem: correctness (nominal, D1–D4 and kbv's secret
     randomised distributions, against a float64 oracle), speed vs eager-fp32 and eager-tf32, and
@@ -114,7 +156,7 @@ def eval_cmd(
             fail(str(exc))
         except EvaluationError as exc:
             fail(f"internal error: {exc}", code=3)
-    print_verdict(verdict, console)
+    print_verdict(verdict, console, verbose=verbose)
     _warn_if_flagged(pref, verdict)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
@@ -137,12 +179,15 @@ def _warn_if_flagged(pref, verdict) -> None:
             err_console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
 
 
-@app.command("vet")
+@app.command("vet", cls=_Command)
 def vet_cmd(
     target: Path = typer.Argument(..., help="A problem file, or a folder of them (levelN/ or a KernelBench checkout)."),
     device: Device = typer.Option(Device.auto, help="Where to run: cpu, cuda, or auto (cuda when available)."),
     precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
-    seeds: int = typer.Option(2, min=1, help="Rounds of fresh secret seeds (each: nominal, D1-D4, randomised)."),
+    rounds: int = typer.Option(2, "--rounds", min=1, help="Rounds of fresh secret seeds (each: nominal, D1-D4, "
+                               "randomised)."),
+    old_seeds: Optional[int] = typer.Option(None, "--seeds", min=1, hidden=True,
+                                            help="Deprecated name of --rounds (--seeds means input sets elsewhere)."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write every vetting report (a JSON list) here."),
     store: Optional[Path] = typer.Option(None, help="Record flagged problems as exclusions in this batch store."),
     timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
@@ -159,6 +204,10 @@ def vet_cmd(
     from kbv.records import to_dict
     from kbv.vetting import save_report
 
+    if old_seeds is not None:
+        err_console.print("kbv: warning: vet --seeds is deprecated, use --rounds (--seeds counts input sets "
+                          "in eval and run)", highlight=False, markup=False, soft_wrap=True)
+        rounds = old_seeds
     try:
         problems = discover_problems(target)
     except ProblemError as exc:
@@ -172,7 +221,7 @@ def vet_cmd(
         for p in problems:
             with console.status(f"vetting {p.path} on {dev}..."):
                 try:
-                    rep = ev.vet(p, config, seeds=seeds)
+                    rep = ev.vet(p, config, seeds=rounds)
                 except ProblemError as exc:
                     broken.append(str(exc))
                     err_console.print(f"kbv: error: {exc}", highlight=False, soft_wrap=True, markup=False)
@@ -198,18 +247,25 @@ def vet_cmd(
         console.print(f"vetting reports written to {json_out}")
 
 
-@app.command("demo")
+from kbv.demo import DEMO_TRIALS  # noqa: E402 - the default of demo --trials
+
+
+@app.command("demo", cls=_Command)
 def demo_cmd(
     device: Device = typer.Option(Device.auto, help="cpu, cuda, or auto (cuda when available)."),
     json_dir: Optional[Path] = typer.Option(None, help="Also write each verdict record to this folder."),
-    trials: int = typer.Option(30, min=1, help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
+    trials: int = typer.Option(DEMO_TRIALS, min=1, help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
+    precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
+    policy: Policy = typer.Option(Policy.kbv, help=POLICY_HELP),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print every case's full verdict."),
 ) -> None:
     """Evaluate the built-in problems and example candidates (honest and hacked) and show the
     protocol's effect: nominal (FP32 baseline, nominal inputs) vs verified (TF32 baseline, D1–D4)."""
     from kbv.demo import run_demo
 
     dev = resolve_device(device)
-    code = run_demo(dev, console, json_dir=json_dir, trials=trials)
+    code = run_demo(dev, console, json_dir=json_dir, trials=trials, precision=precision.value,
+                    policy=policy.value, verbose=verbose)
     raise typer.Exit(code)
 
 
@@ -226,34 +282,49 @@ class ReportBaseline(str, Enum):
     compile = "compile"
 
 
-def _selection(level: Optional[List[int]], problem_ids: Optional[str], runs: Optional[List[str]]):
-    from kbv.batch import Selection, parse_ids
+#: one syntax for every list filter: comma-separated, repeatable, ranges where the values are numbers.
+LEVEL_HELP = "Only these levels, e.g. 1,2 or 1-3 (comma-separated or repeated)."
+IDS_HELP = "Only these problem ids, e.g. 1,2,5-8 (comma-separated or repeated)."
+RUNS_HELP = "Only these runs, e.g. a,b (comma-separated or repeated)."
 
+
+def _numbers(values: Optional[List[str]], option: str) -> frozenset[int] | None:
+    from kbv.batch import parse_ids
+
+    if not values:
+        return None
     try:
-        ids = parse_ids(problem_ids) if problem_ids else None
+        return parse_ids(",".join(values))
     except ValueError as exc:
-        fail(f"--problem-ids: {exc}")
+        fail(f"{option} {','.join(values)}: {str(exc).replace('problem id', 'value').replace('problem ids', 'values')}")
+
+
+def _selection(level: Optional[List[str]], problem_ids: Optional[List[str]], runs: Optional[List[str]]):
+    from kbv.batch import Selection
+
     names = frozenset(n.strip() for r in (runs or []) for n in r.split(",") if n.strip()) or None
-    return Selection(levels=frozenset(level) if level else None, problem_ids=ids, runs=names)
+    return Selection(levels=_numbers(level, "--level"), problem_ids=_numbers(problem_ids, "--problem-ids"),
+                     runs=names)
 
 
-@app.command("run")
+@app.command("run", cls=_Command)
 def run_cmd(
     problems: Path = typer.Argument(..., help="Problem files: a KernelBench checkout, a levelN folder or any folder of levelN/ID_Name.py."),
     candidates: List[Path] = typer.Argument(..., help="Candidate folders: one run or a folder of runs each (several allowed)."),
     store: Path = typer.Option(..., "--store", help="SQLite result store (created if missing; a rerun resumes it)."),
     device: Device = typer.Option(Device.auto, help="Where to run: cpu, cuda, or auto (cuda when available)."),
     precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
-    level: Optional[List[int]] = typer.Option(None, "--level", help="Only these levels (repeat for several)."),
-    problem_ids: Optional[str] = typer.Option(None, "--problem-ids", help="Only these problem ids, e.g. 1,2,5-8."),
-    runs: Optional[List[str]] = typer.Option(None, "--runs", help="Only these runs (comma-separated or repeated)."),
+    level: Optional[List[str]] = typer.Option(None, "--level", metavar="1,2", help=LEVEL_HELP),
+    problem_ids: Optional[List[str]] = typer.Option(None, "--problem-ids", metavar="1,2,5-8", help=IDS_HELP),
+    runs: Optional[List[str]] = typer.Option(None, "--runs", metavar="a,b", help=RUNS_HELP),
     layout: LayoutOpt = typer.Option(LayoutOpt.auto, help="Candidate layout: kernelbench (runs/<run>/level_L_problem_P_sample_S_kernel.py), plain (<run>/<level>/<id>/<sample>.py) or auto."),
     hidden_tests: Optional[Path] = typer.Option(None, "--hidden-tests", help="KernelBench-Verified hidden_tests folder (default: looked for beside the problems); each <pid>_hidden.py adds its get_hidden_inputs() sets as HT1, HT2, ..."),
     retry_excluded: bool = typer.Option(False, "--retry-excluded", help="Run again the jobs of problems excluded as broken."),
-    seeds: int = typer.Option(3, min=1, help="Nominal input sets (fresh secret seeds)."),
+    seeds: int = typer.Option(3, min=1, help=SEEDS_HELP),
     trials: int = typer.Option(30, min=1, help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
     warmup: int = typer.Option(5, min=0, help="Untimed calls before each timing round."),
     timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
+    policy: Policy = typer.Option(Policy.kbv, help=POLICY_HELP),
 ) -> None:
     """Verify every (problem, candidate) pair into a resumable store: one verdict written per
     finished job; a rerun skips finished pairs and redoes interrupted ones."""
@@ -263,7 +334,7 @@ def run_cmd(
 
     selection = _selection(level, problem_ids, runs)
     dev = resolve_device(device)
-    config = make_config(dev, precision.value, seeds, trials, warmup, timeout)
+    config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value)
     try:
         plan = plan_batch(problems, candidates, config, layout=Layout(layout.value), selection=selection,
                           hidden_tests_root=hidden_tests)
@@ -308,7 +379,7 @@ def run_cmd(
         raise typer.Exit(3)
 
 
-@app.command("report")
+@app.command("report", cls=_Command)
 def report_cmd(
     store: Path = typer.Option(..., "--store", help="Store written by kbv run."),
     out: Path = typer.Option(..., "--out", help="Folder for report.html, CSV, Markdown and eval_results JSON."),
@@ -331,15 +402,15 @@ def report_cmd(
                   f"in {out}", highlight=False)
 
 
-@app.command("baselines")
+@app.command("baselines", cls=_Command)
 def baselines_cmd(
     problems: Path = typer.Argument(..., help="Problem files (as for kbv run)."),
     store: Path = typer.Option(..., "--store", help="Store to cache the baselines in (the one kbv run uses)."),
     device: Device = typer.Option(Device.auto, help="cpu, cuda, or auto (cuda when available)."),
     precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
     labels: str = typer.Option("eager-fp32,eager-tf32,compile", help="Baselines to measure (comma-separated)."),
-    level: Optional[List[int]] = typer.Option(None, "--level", help="Only these levels."),
-    problem_ids: Optional[str] = typer.Option(None, "--problem-ids", help="Only these problem ids, e.g. 1,2,5-8."),
+    level: Optional[List[str]] = typer.Option(None, "--level", metavar="1,2", help=LEVEL_HELP),
+    problem_ids: Optional[List[str]] = typer.Option(None, "--problem-ids", metavar="1,2,5-8", help=IDS_HELP),
     measure: bool = typer.Option(True, "--measure/--no-measure", help="Measure what the cache lacks (--no-measure: only import/export)."),
     force: bool = typer.Option(False, "--force", help="Measure again even when cached."),
     import_json: Optional[Path] = typer.Option(None, "--import-json", help="Import KernelBench baseline JSON (a file, a <hardware> folder or results/timing)."),
@@ -426,7 +497,7 @@ def baselines_cmd(
         raise typer.Exit(3)
 
 
-@app.command("version")
+@app.command("version", cls=_Command)
 def version_cmd() -> None:
     """Print kbv's version."""
     console.print(f"kbv {__version__}")

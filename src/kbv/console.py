@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.console import Console
 from rich.table import Table
 
@@ -38,10 +40,89 @@ def status_text(status: Status) -> str:
     return f"[{STATUS_STYLE[status]}]{status.value}[/]"
 
 
-def print_verdict(v: Verdict, console: Console | None = None) -> None:
-    """Verdict, each input set, times, speedups and memory."""
+#: a compiler diagnostic (gcc/clang ``file:line:col: error:``, nvcc ``error:``, ``fatal error:``).
+_COMPILER_ERROR = re.compile(r"(^|[\s:])(fatal )?error( [A-Z]?\d+)?:", re.IGNORECASE)
+#: statuses whose cause is in the worker's traceback or build log.
+_FAILED = (Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.CRASH, Status.TIMEOUT)
+
+
+def compiler_errors(text: str, *, errors: int = 3, context: int = 2) -> list[str]:
+    """The first ``errors`` compiler ``error:`` lines of a build log or exception text, each with
+    the ``context`` lines after it (gcc and nvcc print the source line and a caret there); []
+    when there is none. Duplicates (the same diagnostic in the traceback and in the log) once."""
+    lines = text.splitlines()
+    out: list[str] = []
+    seen: set[str] = set()
+    for i, line in enumerate(lines):
+        if not _COMPILER_ERROR.search(line) or line.startswith(("RuntimeError", "Traceback")):
+            continue
+        key = line.strip()
+        if key in seen or "Error building extension" in line or line.lstrip().startswith("subprocess."):
+            continue
+        seen.add(key)
+        out += [line.rstrip()] + [ln.rstrip() for ln in lines[i + 1:i + 1 + context]
+                                  if ln.strip() and not _COMPILER_ERROR.search(ln)]
+        if len(seen) >= errors:
+            break
+    return out
+
+
+def exception_summary(tb: str, *, frames: int = 3) -> list[str]:
+    """The last ``frames`` frames (file line and code line) of a Python traceback and its final
+    exception line(s); [] for an empty traceback. Candidate frames stay, harness frames are kept
+    only when the candidate has none."""
+    lines = tb.rstrip().splitlines()
+    if not lines:
+        return []
+    starts = [i for i, ln in enumerate(lines) if ln.startswith('  File "')]
+    if not starts:
+        return lines[-5:]
+    blocks = [lines[s:e] for s, e in zip(starts, starts[1:] + [None])]
+    last = blocks[-1]
+    # the exception text follows the last frame's code lines (they are indented by 4)
+    k = next((j for j, ln in enumerate(last[1:], 1) if not ln.startswith("    ")), len(last))
+    blocks[-1], exc = last[:k], last[k:]
+    own = [b for b in blocks if "/kbv/" not in b[0] and "site-packages" not in b[0]]
+    shown = (own or blocks)[-frames:]
+    body = [ln for b in shown for ln in b]
+    exc = [ln for ln in exc if ln.strip()]
+    if len(exc) > 8:  # a long message (a build log): its start and its end
+        exc = exc[:4] + ["  ..."] + exc[-3:]
+    return body + exc
+
+
+def failure_details(v: Verdict, *, verbose: bool = False) -> list[str]:
+    """What to show below a failed verdict's message: with ``verbose`` the whole traceback and
+    worker log; else the compiler's first error lines, or the exception's last frames, or the
+    last lines of the log. [] for a verdict that did not fail (or has no evidence)."""
+    if v.status not in _FAILED:
+        return []
+    tb = str(v.evidence.get("traceback") or "")
+    log = str(v.evidence.get("log_tail") or "")
+    if verbose:
+        out = []
+        if tb:
+            out += ["traceback:", *tb.rstrip().splitlines()]
+        if log:
+            out += ["worker log (tail):", *log.rstrip().splitlines()]
+        return out
+    errors = compiler_errors(tb + "\n" + log)
+    if errors:
+        return ["compiler errors (--verbose for the whole build log):", *errors]
+    summary = exception_summary(tb)
+    if summary:
+        return ["exception (--verbose for the whole traceback):", *summary]
+    tail = [ln for ln in log.splitlines() if ln.strip()][-8:]
+    return ["worker log, last lines (--verbose for more):", *tail] if tail else []
+
+
+def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool = False) -> None:
+    """Verdict, each input set, times, speedups and memory; below a failure its cause
+    (:func:`failure_details`, all of it with ``verbose``)."""
     c = console or Console()
     c.print(f"{status_text(v.status)}  {v.message}", highlight=False, soft_wrap=True)
+    for line in failure_details(v, verbose=verbose):
+        c.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
     c.print(f"problem {v.problem.path}  candidate {v.candidate.path} ({v.candidate.backend})  "
             f"device {v.environment.device_name or v.config.device}  precision {v.config.precision}",
             highlight=False, soft_wrap=True)
@@ -56,14 +137,14 @@ def print_verdict(v: Verdict, console: Console | None = None) -> None:
             res = "dropped" if r.dropped else ("[green]pass[/]" if r.passed else "[red]FAIL[/]")
             note = r.drop_reason if r.dropped else r.fault
             if note:
-                notes.append(f"{r.name}: {note}")
+                notes.append((r.name, note))
             base = max(r.baseline_errors.values()) if r.baseline_errors else None
             compat = r.policy_passed.get("kbv-compat")
             compat_text = "-" if compat is None else ("pass" if compat else "[red]fail[/]")
             t.add_row(r.name, r.kind.value, r.transform, res, fmt_err(r.oracle_error), fmt_err(r.error_budget),
                       fmt_err(base), fmt_err(r.allclose_tolerance), compat_text)
         c.print(t)
-        for n in notes:
+        for n in group_notes(notes):
             c.print(f"  {n}", highlight=False, markup=False, soft_wrap=True)
         pv = v.policy_verdicts
         if any(x is not None for x in pv.values()):
@@ -116,6 +197,21 @@ def print_verdict(v: Verdict, console: Console | None = None) -> None:
             t.add_row(f"[{style[f.severity.value]}]{f.severity.value}[/]", ", ".join(map(str, f.taxonomy)), f.check,
                       f.detail)
         c.print(t)
+
+
+def group_notes(notes: list[tuple[str, str]]) -> list[str]:
+    """``(set name, note)`` pairs as lines, one per distinct note naming every set it applies to
+    (a wrong output shape fails all 15 sets with the same message: printed once)."""
+    by_note: dict[str, list[str]] = {}
+    for name, note in notes:
+        by_note.setdefault(note, []).append(name)
+    out = []
+    for note, names in by_note.items():
+        who = names[0] if len(names) == 1 else (
+            f"{len(names)} sets ({', '.join(names)})" if len(names) <= 4 else
+            f"{len(names)} sets ({', '.join(names[:3])}, ... {names[-1]})")
+        out.append(f"{who}: {note}")
+    return out
 
 
 def print_vetting(rep: VettingReport, console: Console | None = None) -> None:
