@@ -214,3 +214,155 @@ def test_kill_9_of_kbv_run_leaves_no_worker(tmp_path):
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
         proc.stderr.close()
+
+
+# The candidate worker's log is capped, not a disk filler ------------------------------------------
+
+def test_capped_log_keeps_head_and_tail_and_names_the_cap(tmp_path):
+    from kbv.workers import CappedLog
+
+    log = CappedLog(tmp_path / "w.log", keep=4096, head=1024)
+    fd = log.write_fd
+    os.write(fd, b"HEAD" + b"a" * 2000)
+    for _ in range(50):
+        os.write(fd, b"b" * 1000)
+    os.write(fd, b"the last line\n")
+    log.close()
+    text = (tmp_path / "w.log").read_bytes()
+    assert log.total == 4 + 2000 + 50_000 + 14 and log.dropped == log.total - 4096
+    assert text.startswith(b"HEAD") and text.endswith(b"the last line\n")
+    assert len(text) < 4096 + 300 and b"log cap" in text
+    assert "log cap" in log.tail() and log.tail().endswith("the last line\n")
+
+
+def test_a_candidate_printing_a_lot_is_not_killed_and_its_log_is_capped(tmp_path, monkeypatch):
+    from kbv import protocol, workers
+    from kbv.baselines import flags_for
+    from kbv.records import CandidateRef
+
+    monkeypatch.setattr(workers, "LOG_KEEP_BYTES", 1 << 20)
+    monkeypatch.setattr(workers, "LOG_HEAD_BYTES", 1 << 18)
+    cand = tmp_path / "loud.py"
+    cand.write_text("import os, sys\nimport torch.nn as nn\nfor _ in range(64):\n"
+                    "    os.write(1, b'x' * (1 << 20))\nprint('loaded', flush=True)\n\n"
+                    "class ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n")
+    (tmp_path / "build").mkdir()
+    with workers.CandidateProcess(device="cpu", build_dir=tmp_path / "build") as w:
+        reply = w.call(protocol.Load(str(cand), "loud", (), 42, "cpu", "fp32", flags_for("eager-fp32")),
+                       phase="load", timeout=120)
+        assert isinstance(reply, protocol.Loaded), reply
+        tail = w.log_tail()
+        w.close()
+        assert w.log.total >= 64 << 20 and w.log.dropped >= 63 << 20
+    assert "log cap 1 MiB" in tail and "loaded" in tail
+
+
+# Options ---------------------------------------------------------------------------------------
+
+def _cli(*args: str):
+    from typer.testing import CliRunner
+
+    from kbv.cli import app
+
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+def test_version_and_short_help():
+    from kbv import __version__
+
+    r = _cli("--version")
+    assert r.exit_code == 0 and r.output.strip() == f"kbv {__version__}"
+    assert _cli("-h").exit_code == 0 and "Commands" in _cli("-h").output
+    assert _cli("eval", "-h").exit_code == 0
+
+
+def test_help_prints_no_bool_metavar():
+    from kbv.cli import app
+
+    names = [c.name for c in app.registered_commands]
+    assert {"eval", "vet", "demo", "run", "report", "baselines"} <= set(names)
+    for command in [*names, None]:
+        r = _cli(*([command] if command else []), "--help")
+        assert r.exit_code == 0 and "<bool>" not in r.output and "-h" in r.output, command
+
+
+def test_policy_precision_and_one_meaning_of_seeds():
+    demo, run, vet, ev = (_cli(c, "--help").output for c in ("demo", "run", "vet", "eval"))
+    assert "--policy" in demo and "--precision" in demo and "--policy" in run
+    assert "--rounds" in vet and "--seeds" not in vet  # vet --seeds is a hidden deprecated alias
+    assert "--seeds" in ev and "Nominal input sets" in ev and "Nominal input sets" in run
+
+
+def test_list_filters_take_one_syntax():
+    from kbv.cli import _selection
+
+    s = _selection(["1,2"], ["1-3", "7"], ["a,b", "c"])
+    assert s.levels == {1, 2} and s.problem_ids == {1, 2, 3, 7} and s.runs == {"a", "b", "c"}
+    assert _selection(["1", "3"], None, None).levels == {1, 3}
+    r = _cli("run", "problems", "runs", "--store", "x.db", "--level", "one", "--device", "cpu")
+    assert r.exit_code == 2 and "--level one" in r.output
+
+
+def test_run_passes_the_policy_to_the_batch_config(tmp_path, monkeypatch):
+    import kbv.batch
+
+    seen = {}
+
+    def plan(problems, candidates, config, **kw):
+        seen["config"] = config
+        raise SystemExit(0)
+
+    monkeypatch.setattr(kbv.batch, "plan_batch", plan)
+    _cli("run", str(tmp_path), str(tmp_path), "--store", str(tmp_path / "s.db"), "--device", "cpu",
+         "--policy", "kbv-compat")
+    assert seen["config"].policy == "kbv-compat" and seen["config"].distributions == ()
+
+
+# Terminal output -------------------------------------------------------------------------------
+
+def test_the_same_fault_of_many_sets_is_printed_once():
+    from kbv.console import group_notes
+
+    notes = [(f"D{i}", "output: shape (4, 10) but the reference has (4, 16)") for i in range(15)]
+    lines = group_notes(notes + [("normal", "other")])
+    assert len(lines) == 2 and lines[0].startswith("15 sets (D0, D1, D2, ... D14)") and lines[1] == "normal: other"
+
+
+GCC_LOG = """[1/2] c++ -MMD -MF main.o.d -DTORCH_EXTENSION_NAME=kbv_x -isystem /venv/include -fPIC -std=c++17 -O3 -c main.cpp -o main.o
+FAILED: main.o
+c++ -MMD -MF main.o.d -DTORCH_EXTENSION_NAME=kbv_x -isystem /venv/include -fPIC -std=c++17 -O3 -c main.cpp -o main.o
+/tmp/build/main.cpp: In function 'at::Tensor relu_forward(at::Tensor)':
+/tmp/build/main.cpp:7:5: error: 'foo' was not declared in this scope
+    7 |     foo(x);
+      |     ^~~
+ninja: build stopped: subcommand failed.
+"""
+
+
+def test_compile_error_shows_the_compilers_error_line():
+    from kbv.console import compiler_errors, failure_details
+
+    lines = compiler_errors(GCC_LOG)
+    assert lines[0].endswith("error: 'foo' was not declared in this scope") and "    7 |     foo(x);" in lines
+    v = make_verdict("COMPILE_ERROR", message="c.py: building ModelNew raised RuntimeError: Error building extension 'kbv_x'",
+                     evidence={"traceback": "Traceback (most recent call last):\n  File \"/x/c.py\", line 3, in <module>\n"
+                                            "    load_inline()\nRuntimeError: Error building extension 'kbv_x'",
+                               "log_tail": GCC_LOG})
+    short, full = failure_details(v), failure_details(v, verbose=True)
+    assert any("error: 'foo' was not declared" in ln for ln in short) and len(short) < 10
+    assert any("ninja: build stopped" in ln for ln in full) and any("Traceback" in ln for ln in full)
+
+
+def test_runtime_error_shows_the_exception_and_last_frames():
+    from kbv.console import failure_details
+
+    tb = ("Traceback (most recent call last):\n"
+          "  File \"/src/kbv/candidate_worker.py\", line 300, in serve\n    reply = handler(req)\n"
+          "  File \"/runs/c.py\", line 12, in forward\n    return self.f(x)\n"
+          "  File \"/runs/c.py\", line 20, in f\n    return x @ y\n"
+          "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x8 and 9x3)\n")
+    v = make_verdict("RUNTIME_ERROR", message="c.py: forward raised RuntimeError: mat1 and mat2", evidence={"traceback": tb})
+    lines = failure_details(v)
+    assert lines[-1] == "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x8 and 9x3)"
+    assert '  File "/runs/c.py", line 20, in f' in lines and not any("candidate_worker" in ln for ln in lines)
+    assert failure_details(make_verdict("PASS")) == []

@@ -506,10 +506,10 @@ def version_cmd() -> None:
 # kbv generate / refine / audit / dataset: the first half of the pipeline (kbv.generate.cli).
 from kbv.generate.cli import audit_cmd, dataset_cmd, generate_cmd, refine_cmd  # noqa: E402
 
-app.command("generate")(generate_cmd)
-app.command("refine")(refine_cmd)
-app.command("audit")(audit_cmd)
-app.command("dataset")(dataset_cmd)
+app.command("generate", cls=_Command)(generate_cmd)
+app.command("refine", cls=_Command)(refine_cmd)
+app.command("audit", cls=_Command)(audit_cmd)
+app.command("dataset", cls=_Command)(dataset_cmd)
 
 
 def main() -> None:
