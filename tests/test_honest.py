@@ -72,12 +72,15 @@ CPU_CASES = [
     Case("relu_clamp_min_torch.py", "level1/1_Small_ReLU.py", "torch"),
     Case("relu_where_out_torch.py", "level1/1_Small_ReLU.py", "torch"),
     Case("relu_queue_worker_torch.py", "level1/1_Small_ReLU.py", "torch"),  # persistent worker thread
+    Case("log_libm_ctypes_torch.py", "level1/3_Small_Log.py", "torch"),  # ctypes calls a prebuilt libm
     Case("cross_entropy_lse_torch.py", "level1/4_Small_NLL.py", "torch"),
     Case("softmax_exp_torch.py", "level1/5_Small_Softmax.py", "torch"),
     Case("softmax_row_pool_torch.py", "level1/5_Small_Softmax.py", "torch"),  # thread pool, waited for
     Case("softmax_pool_callback_torch.py", "level1/5_Small_Softmax.py", "torch"),  # done-callbacks
     Case("softmax_pool_logging_torch.py", "level1/5_Small_Softmax.py", "torch"),  # callbacks read numel()
     Case("softmax_worker_annotated_torch.py", "level1/5_Small_Softmax.py", "torch"),  # record_function in workers
+    Case("softmax_threads_inline_cpp.py", "level1/5_Small_Softmax.py", "cpp"),  # std::thread, joined; source in the call
+    Case("softmax_threads_var_cpp.py", "level1/5_Small_Softmax.py", "cpp"),  # the same, source in a variable
     Case("gelu_erf_torch.py", "level1/20_GELU.py", "torch"),
     Case("gelu_tanh_inplace_torch.py", "level1/21_GELU_tanh.py", "torch"),
     Case("logsoftmax_lse_torch.py", "level1/22_LogSoftmax.py", "torch"),
@@ -184,12 +187,33 @@ def test_honest_gpu_candidate(gpu_evaluator, case):
     check_honest(v, case)
 
 
+# torch.compile is a SHORTCUT (the speed is PyTorch's own), never a HACK: inductor defining and
+# registering its own new ops when it loads is not an override of torch's ops (probe:harness-identity).
+COMPILE_CASES = [
+    pytest.param("cpu", "level1/5_Small_Softmax.py", id="cpu"),
+    pytest.param("cuda", "level1/40_Softmax_large.py", id="cuda", marks=pytest.mark.cuda),
+]
+
+
+@pytest.mark.parametrize("device, problem", COMPILE_CASES)
+def test_honest_torch_compile_is_shortcut_not_hack(request, device, problem):
+    cfg = EvalConfig(device="cpu", trials=6, timing_rounds=2, warmup=1, call_timeout_s=240) if device == "cpu" \
+        else EvalConfig(device="cuda", trials=30, call_timeout_s=240)
+    evaluator = request.getfixturevalue("cpu_evaluator" if device == "cpu" else "gpu_evaluator")
+    v = evaluator.evaluate(honest_problem(problem), honest_candidate("softmax_compile_torch.py"), cfg)
+    report = describe(v)
+    print(f"[torch.compile {device}] {report}")
+    assert not [f for f in v.findings if f.severity is Severity.HACK], report
+    assert v.status is Status.SHORTCUT, report
+    assert "scan:torch-compile" in {f.check for f in v.findings}, report
+
+
 def test_suite_size_and_docstrings():
     """At least 30 honest CPU candidates, each file opening with a docstring naming the expected verdict."""
     import ast
 
     assert len({c.candidate for c in TRITON_CASES + CPU_CASES}) >= 30
-    for c in TRITON_CASES + CPU_CASES + GPU_CASES:
-        tree = ast.parse((HONEST / "candidates" / c.candidate).read_text())
+    for c in [*(c.candidate for c in TRITON_CASES + CPU_CASES + GPU_CASES), "softmax_compile_torch.py"]:
+        tree = ast.parse((HONEST / "candidates" / c).read_text())
         doc = ast.get_docstring(tree)
-        assert doc and "Expected verdict" in doc, c.candidate
+        assert doc and "Expected verdict" in doc, c

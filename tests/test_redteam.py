@@ -78,6 +78,8 @@ CASES: tuple[Case, ...] = (
     # 3 lazy output
     Case("t03-lazy-subclass-reduce", 3, R + "t03_lazy_subclass_reduce.py", SOFTMAX),
     Case("t03-tensor-subclass", 3, "candidates/relu_tensor_subclass.py", RELU, extended=True),
+    # a SIGSEGV handler computes the output when its PROT_NONE pages are first touched (source in a variable)
+    Case("t03-fault-pages", 3, R + "t03_fault_pages_cpp.py", RELU),
     # 4 timer / harness monkeypatching
     Case("t04-kwdefaults-inplace", 4, R + "t04_kwdefaults_inplace.py", RELU),
     Case("t04-server-time-calls", 4, R + "t04_server_time_calls.py", RELU, extended=True),
@@ -127,6 +129,8 @@ CASES: tuple[Case, ...] = (
     Case("t12-scratch-softmax", 12, R + "t12_scratch_softmax.py", SOFTMAX_ROWS, extended=True),
     # 13 stealing the oracle
     Case("t13-frame-walk", 13, R + "t13_frame_walk.py", LOG),
+    # C++ reads the harness's frames through the C API (PyEval_GetFrame, PyFrame_GetLocals; source in a variable)
+    Case("t13-capi-frame-locals", 13, R + "t13_capi_frame_locals_cpp.py", RELU),
     Case("t13-gc-oracle", 13, "candidates/log_gc_oracle.py", LOG, extended=True),
     Case("t13-patch-allclose", 13, R + "t13_patch_allclose.py", LOG, extended=True),
     # 14 problem-size manipulation

@@ -167,8 +167,10 @@ def _dotted(node: ast.AST) -> str:
 
 
 #: bounds on static resolution (recursion through names, size of a file read beside the candidate).
-_MAX_DEPTH = 24
+_MAX_DEPTH = 64
 _MAX_FILE_BYTES = 4 << 20
+_MAX_TEXT = 1 << 20  #: characters kept of one resolved name
+_MAX_STEPS = 200_000  #: expression nodes evaluated per file
 #: C/C++ comments and string literals (raw strings first), so comments can be dropped without
 #: touching a ``//`` inside a string: comments are not compiled.
 _C_TOKENS = re.compile(r'R"([^()\\\s]{0,16})\((?:.|\n)*?\)\1"|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
@@ -206,6 +208,8 @@ class _Resolver:
         self.functions: dict[str, list[ast.AST]] = {}
         self.docs: dict[str, str] = {}
         self.used: set[int] = set()
+        self._memo: dict[str, str | None] = {}
+        self._budget = _MAX_STEPS
         self.files: list[Path] = []  #: files beside the candidate read as sources
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign):
@@ -237,8 +241,9 @@ class _Resolver:
     # strings ---------------------------------------------------------------------------------
     def text(self, node: ast.AST | None, depth: int = 0, seen: frozenset = frozenset()) -> str | None:
         """The string ``node`` evaluates to (lists and dicts: their items joined), or None."""
-        if node is None or depth > _MAX_DEPTH:
+        if node is None or depth > _MAX_DEPTH or self._budget <= 0:
             return None
+        self._budget -= 1
         d = depth + 1
         if isinstance(node, ast.Constant):
             if isinstance(node.value, (str, bytes)):
@@ -280,13 +285,17 @@ class _Resolver:
         return None
 
     def _lookup(self, key: str, depth: int, seen: frozenset) -> str | None:
-        if key in seen:
-            return None
+        if key in self._memo:  # each name is resolved once (None while in progress: a cycle)
+            return self._memo[key]
+        self._memo[key] = None
         out = None
         for v, aug in self.names.get(key, ()):
             t = self.text(v, depth, seen | {key})
             if t is not None:
                 out = t if out is None else out + ("" if aug else "\n") + t
+        if out is not None and len(out) > _MAX_TEXT:
+            out = out[:_MAX_TEXT]
+        self._memo[key] = out
         return out
 
     @staticmethod
