@@ -5,7 +5,10 @@ and answers each with ``{"verdict": dict}`` or ``{"problem_error": "one line"}``
 ``"kind": "vet"`` (problem, config, ``vet_seeds``; no candidate) vets the problem
 (:func:`kbv.vetting.vet_problem`) and answers ``{"vetting": dict}``. A job with
 ``"kind": "baselines"`` and ``"labels"`` times the reference model alone under each baseline
-(:func:`kbv.baseline_cache.measure_reference`) and answers ``{"baselines": {...}}``. Reference models
+(:func:`kbv.baseline_cache.measure_reference`) and answers ``{"baselines": {...}}``. A job with
+``"kind": "build"`` and ``"pairs"`` (``[{"problem", "candidate"}, ...]``) loads every candidate at
+once, each in its own sandboxed worker, so that their extensions build in parallel into the
+content-hash build cache, and answers ``{"built": {candidate path: "ok" or the failure}}``. Reference models
 are cached per (problem file hash, config precision). Candidate workers are spawned from here, so
 inputs reach them by CUDA IPC without passing through the orchestrator. The worker dies with the
 orchestrator (``PR_SET_PDEATHSIG``) and a forked sentinel kills its candidate workers' processes
@@ -64,6 +67,8 @@ def reference_main(conn: Connection, device: str) -> None:
                     cache[key] = verify.build_reference(problem, config)
                 report = vetting.vet_problem(cache[key], config, env, seeds=int(job["vet_seeds"]))
                 reply = {"vetting": to_dict(report)}
+            elif job.get("kind") == "build":  # kbv demo: fill the build cache, several at once
+                reply = {"built": _build(job["pairs"], config)}
             elif job.get("kind") == "baselines":  # kbv baselines: time the reference model only
                 from kbv.baseline_cache import measure_reference
 
@@ -89,3 +94,40 @@ def reference_main(conn: Connection, device: str) -> None:
         except Exception as exc:  # noqa: BLE001 - report, keep serving
             reply = {"error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-4000:]}"}
         conn.send_bytes(json.dumps(reply, allow_nan=False).encode())
+
+
+def _build(pairs: list[dict], config) -> dict[str, str]:
+    """Load every candidate of ``pairs`` in its own candidate worker at the same time (their
+    ``load_inline`` builds run in parallel); close them. Candidate path -> "ok" or the failure."""
+    from kbv import protocol, verify
+    from kbv.baselines import flags_for
+    from kbv.candidates import build_dir
+    from kbv.problems import ProblemError
+    from kbv.records import CandidateRef, ProblemRef
+    from kbv.workers import CandidateProcess
+
+    out: dict[str, str] = {}
+    started: list[tuple[str, CandidateProcess]] = []
+    try:
+        for pair in pairs:
+            cand = CandidateRef(**pair["candidate"])
+            try:
+                rp = verify.build_reference(ProblemRef(**pair["problem"]), config)
+            except ProblemError as exc:
+                out[cand.path] = str(exc)
+                continue
+            w = CandidateProcess(device=config.device, build_dir=build_dir(cand, config.device))
+            started.append((cand.path, w))
+            w.send(protocol.Load(cand.path, f"kbv_build_{cand.sha256[:16]}", tuple(rp.init_args), config.init_seed,
+                                 config.device, config.precision, flags_for("eager-fp32")), phase="load")
+        for path, w in started:
+            try:
+                reply = w.receive(phase="load", timeout=config.compile_timeout_s)
+            except Exception as exc:  # noqa: BLE001 - a failed build is the verification's to report
+                out[path] = f"{type(exc).__name__}: {exc}"
+                continue
+            out[path] = "ok" if isinstance(reply, protocol.Loaded) else f"{reply.error_type}: {reply.message[:300]}"
+    finally:
+        for _, w in reversed(started):  # last first: each jail kills what started after it
+            w.close()
+    return out

@@ -327,6 +327,15 @@ class CandidateProcess:
             WorkerDied: the worker exited or was killed by a signal.
             protocol.ProtocolError: the reply is not a well-formed protocol message.
         """
+        self.send(request, phase=phase)
+        return self.receive(phase=phase, timeout=timeout)
+
+    def send(self, request: Any, *, phase: str) -> None:
+        """The first half of :meth:`call` (several workers can then work at once).
+
+        Raises:
+            WorkerDied: the worker exited or was killed by a signal.
+        """
         if not self.proc.is_alive():
             raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note())
         try:
@@ -334,6 +343,10 @@ class CandidateProcess:
         except (BrokenPipeError, ConnectionResetError, EOFError, OSError):
             self.proc.join(timeout=5)
             raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note()) from None
+
+    def receive(self, *, phase: str, timeout: float) -> Any:
+        """The second half of :meth:`call`: the decoded reply to the request :meth:`send` sent
+        (same errors as :meth:`call`)."""
         if not _wait_readable(self.conn, self.proc, timeout):
             if self.proc.is_alive():
                 _kill_group(self.proc)
@@ -382,6 +395,8 @@ class ReferenceReply:
     vetting: dict | None = None  #: the answer to a vetting job (``kbv.records.VettingReport``).
     #: answer to a ``{"kind": "baselines"}`` job: ``{"environment": dict, "measurements": {label: dict}}``.
     baselines: dict | None = None
+    #: answer to a ``{"kind": "build"}`` job: candidate path -> ``"ok"`` or the one-line failure.
+    built: dict | None = None
 
 
 def _memory_sample(pid: int | None) -> tuple[int, int] | None:
