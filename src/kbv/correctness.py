@@ -23,7 +23,7 @@ from typing import Sequence
 
 import torch
 
-CHUNK_ELEMENTS = 1 << 24  #: elements compared at a time (128 MiB of float64 per operand).
+CHUNK_ELEMENTS = 1 << 22  #: elements compared at a time (32 MiB of float64 per operand).
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import random
 import secrets
+import contextlib
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -52,17 +53,60 @@ HIDDEN_DISTRIBUTIONS: dict[str, float] = {"D1": 1.0, "D2": 3.0, "D3": 0.01, "D4"
 PRECISION_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-@dataclass
 class InputSet:
-    """One list of forward arguments, with where it came from."""
+    """One list of forward arguments, with where it came from.
 
-    name: str
-    kind: InputKind
-    transform: str
-    seed: int
-    args: list[Any]
-    #: set when the set must not be judged (a D-set leaving a declared domain): the reason.
-    drop_reason: str | None = None
+    The tensors are made on first use of :attr:`args` (``maker`` draws them again from the set's
+    seed: the same name, seed and device give the same values) and dropped by :meth:`release`,
+    so a verification holds one set at a time (issue 9: a 6 GiB input held fifteen times over
+    killed the reference worker). ``args`` given directly are kept as they are.
+    """
+
+    def __init__(self, name: str, kind: InputKind, transform: str, seed: int, args: list[Any] | None = None,
+                 drop_reason: str | None = None, *,
+                 maker: Callable[[], tuple[list[Any], str | None]] | None = None):
+        if args is None and maker is None:
+            raise ValueError(f"input set {name}: needs args or a maker")
+        self.name = name
+        self.kind = kind
+        self.transform = transform
+        self.seed = seed
+        self._drop_reason = drop_reason
+        self._reason_known = maker is None or drop_reason is not None
+        self._args = list(args) if args is not None else None
+        self._maker = maker
+
+    @property
+    def args(self) -> list[Any]:
+        """The forward arguments (made now if they were released or never made)."""
+        if self._args is None:
+            assert self._maker is not None
+            self._args, why = self._maker()
+            if not self._reason_known:
+                self._drop_reason, self._reason_known = why, True
+        return self._args
+
+    @property
+    def drop_reason(self) -> str | None:
+        """Why the set must not be judged (a D-set leaving a declared domain), else None. Known
+        once the tensors were made (asking makes them)."""
+        if not self._reason_known:
+            _ = self.args
+        return self._drop_reason
+
+    @drop_reason.setter
+    def drop_reason(self, why: str | None) -> None:
+        self._drop_reason, self._reason_known = why, True
+
+    def release(self) -> None:
+        """Drop the tensors: a set with a maker makes them again on the next use of :attr:`args`;
+        one given its ``args`` cannot be used again."""
+        self._args = None
+        if self._maker is None:
+            self._maker = lambda: (_ for _ in ()).throw(RuntimeError(f"input set {self.name} was released"))
+
+    def __repr__(self) -> str:
+        return f"InputSet({self.name!r}, {self.kind.value}, {self.transform!r}, seed={self.seed})"
 
 
 def secret_seed() -> int:
@@ -76,10 +120,18 @@ def seed_everything(seed: int) -> None:
     np.random.seed(seed % (1 << 32))
 
 
-def draw(get_inputs: Callable[[], Sequence[Any]], seed: int) -> list[Any]:
-    """Call the problem's ``get_inputs()`` under ``seed``; returns a new list."""
+def draw(get_inputs: Callable[[], Sequence[Any]], seed: int, device: torch.device | str | None = None) -> list[Any]:
+    """Call the problem's ``get_inputs()`` under ``seed``; returns a new list.
+
+    With ``device`` the draw runs under ``torch.device(device)``, so the problem's factory calls
+    (``torch.rand``, ``torch.randn``...) make their tensors there directly: a 6 GiB cuda input never
+    passes through host memory. Tensors the problem makes elsewhere explicitly stay where it put them.
+    """
     seed_everything(seed)
-    return list(get_inputs())
+    if device is None or torch.device(device).type == "cpu":
+        return list(get_inputs())
+    with torch.device(device):
+        return list(get_inputs())
 
 
 def is_float_tensor(x: Any) -> bool:
@@ -107,6 +159,22 @@ def clone_args(args: Sequence[Any]) -> list[Any]:
     return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
 
 
+def shared_clone(args: Sequence[Any]) -> list[Any]:
+    """:func:`clone_args` for sending to another process: CPU tensors are made in shared memory
+    and filled there (one copy of each; cloning first and then sharing holds two), cuda tensors
+    cloned (they travel by CUDA IPC)."""
+    out = []
+    for a in args:
+        if isinstance(a, torch.Tensor) and a.device.type == "cpu":
+            t = torch.empty(a.shape, dtype=a.dtype).share_memory_()
+            t.copy_(a)
+            a = t
+        elif isinstance(a, torch.Tensor):
+            a = a.clone()
+        out.append(a)
+    return out
+
+
 def nbytes(args: Sequence[Any]) -> int:
     return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
 
@@ -115,12 +183,16 @@ def nbytes(args: Sequence[Any]) -> int:
 # Each takes the problem's own values of one float tensor (float64, CPU) and a generator, and
 # returns new float64 values of the same shape.
 
+def _f64(g: torch.Generator) -> dict:
+    return {"generator": g, "dtype": torch.float64, "device": g.device}
+
+
 def _normal(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-    return torch.randn(base.shape, generator=g, dtype=torch.float64)
+    return torch.randn(base.shape, **_f64(g))
 
 
 def _signs(shape: torch.Size, g: torch.Generator) -> torch.Tensor:
-    return torch.where(torch.rand(shape, generator=g, dtype=torch.float64) < 0.5, -1.0, 1.0).to(torch.float64)
+    return torch.where(torch.rand(shape, **_f64(g)) < 0.5, -1.0, 1.0).to(torch.float64)
 
 
 def _sign_flip(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
@@ -129,8 +201,8 @@ def _sign_flip(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
 
 def _heavy_tail(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     # Student-t, nu = 2: z / sqrt(chi2_2 / 2) and chi2_2 / 2 ~ Exp(1) = -log U
-    z = torch.randn(base.shape, generator=g, dtype=torch.float64)
-    u = torch.rand(base.shape, generator=g, dtype=torch.float64)
+    z = torch.randn(base.shape, **_f64(g))
+    u = torch.rand(base.shape, **_f64(g))
     e = (-torch.log1p(-u)).clamp_min(1e-12)  # Exp(1); the clamp bounds |t| below ~1e6
     return z / torch.sqrt(e)
 
@@ -142,23 +214,23 @@ NEAR_ZERO_SCALE = 1e-6
 
 
 def _wide_range(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-    e = (torch.rand(base.shape, generator=g, dtype=torch.float64) * 2 - 1) * WIDE_RANGE_DECADES
+    e = (torch.rand(base.shape, **_f64(g)) * 2 - 1) * WIDE_RANGE_DECADES
     return _signs(base.shape, g) * torch.pow(10.0, e)
 
 
 def _outliers(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-    v = torch.randn(base.shape, generator=g, dtype=torch.float64)
+    v = torch.randn(base.shape, **_f64(g))
     n = v.numel()
     if n:
         m = max(1, int(round(OUTLIER_FRACTION * n)))
-        idx = torch.randperm(n, generator=g)[:m]
+        idx = torch.randperm(n, generator=g, device=g.device)[:m]
         flat = v.view(-1)
         flat[idx] = _signs(torch.Size([m]), g) * OUTLIER_MAGNITUDE
     return v
 
 
 def _near_zero(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-    return torch.randn(base.shape, generator=g, dtype=torch.float64) * NEAR_ZERO_SCALE
+    return torch.randn(base.shape, **_f64(g)) * NEAR_ZERO_SCALE
 
 
 OFFSET = 1e3
@@ -166,7 +238,7 @@ OFFSET = 1e3
 
 def _offset(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     # a large common offset and a unit spread: cancellation (x - mean, E[x^2] - E[x]^2, exp(x))
-    return OFFSET + torch.randn(base.shape, generator=g, dtype=torch.float64)
+    return OFFSET + torch.randn(base.shape, **_f64(g))
 
 
 @dataclass(frozen=True)
@@ -224,30 +296,61 @@ def check_names(hidden: Sequence[str], distributions: Sequence[str]) -> None:
         raise ValueError(f"unknown randomised distribution(s) {bad}; known: {list(DISTRIBUTIONS)}")
 
 
-def _generator(seed: int) -> torch.Generator:
+#: elements of one tensor given new values at a time: the float64 temporaries of a distribution
+#: (up to four of this size for ``heavy-tail``) stay near 128 MiB whatever the input's size.
+VALUE_CHUNK_ELEMENTS = 1 << 22
+
+
+def _generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
     # a separate stream from get_inputs(): the values do not repeat the problem's own draw
-    return torch.Generator().manual_seed((seed * 0x9E3779B1 + 1) % (1 << 63))
+    return torch.Generator(device=device).manual_seed((seed * 0x9E3779B1 + 1) % (1 << 63))
+
+
+def _new_values(a: torch.Tensor, dist: Distribution, g: torch.Generator) -> torch.Tensor:
+    """``dist``'s values for a tensor shaped like ``a``, in ``a``'s dtype and on its device, made
+    :data:`VALUE_CHUNK_ELEMENTS` at a time (each chunk from the base values at its positions)."""
+    base = a.detach().contiguous()
+    out = torch.empty(base.shape, dtype=a.dtype, device=a.device)
+    src, dst = base.view(-1), out.view(-1)
+    for s in range(0, src.numel(), VALUE_CHUNK_ELEMENTS):
+        chunk = src[s:s + VALUE_CHUNK_ELEMENTS].to(torch.float64)
+        dst[s:s + VALUE_CHUNK_ELEMENTS] = dist.values(chunk, g).to(a.dtype)
+        del chunk
+    return out
 
 
 def randomised(args: Sequence[Any], dist: Distribution, seed: int,
                domains: Mapping[int, Domain] | None = None) -> list[Any]:
     """New values for every floating-point tensor of ``args`` (one ``get_inputs()`` draw).
 
-    Integer tensors declared ``index:LOW:HIGH`` are redrawn in range; other integer and boolean
-    tensors, Python scalars and ``fixed`` inputs are kept.
+    Values are made on each tensor's own device (a cuda generator for cuda tensors) and in chunks,
+    so a large input needs no float64 copy of itself. Integer tensors declared ``index:LOW:HIGH``
+    are redrawn in range; other integer and boolean tensors, Python scalars and ``fixed`` inputs
+    are kept. A tensor with a declared domain is projected whole (a domain such as ``probability``
+    or ``symmetric`` couples elements), on the CPU.
     """
     domains = domains or {}
-    g = _generator(seed)
+    gens: dict[str, torch.Generator] = {}
+
+    def gen(device: torch.device) -> torch.Generator:
+        key = str(device)
+        if key not in gens:
+            gens[key] = _generator(seed, device)
+        return gens[key]
+
     out = []
     for i, a in enumerate(args):
         dom = domains.get(i)
         if dom is not None and dom.kind == "fixed":
             out.append(a)
         elif is_float_tensor(a) and dist.values is not None:
-            v = dist.values(a.detach().to(torch.float64), g)
-            out.append(dom.project(v, a, g) if dom is not None else v.to(a.dtype))
+            if dom is None:
+                out.append(_new_values(a, dist, gen(a.device)))
+            else:
+                v = dist.values(a.detach().to("cpu", torch.float64), gen(torch.device("cpu")))
+                out.append(dom.project(v, a.cpu(), gen(torch.device("cpu"))).to(a.device))
         elif isinstance(a, torch.Tensor) and dom is not None and dom.kind == "index" and dist.values is not None:
-            out.append(dom.project(a, a, g))
+            out.append(dom.project(a.cpu(), a.cpu(), gen(torch.device("cpu"))).to(a.device))
         else:
             out.append(a)
     return out
@@ -255,12 +358,17 @@ def randomised(args: Sequence[Any], dist: Distribution, seed: int,
 
 # Building the sets -------------------------------------------------------------------------------
 
-def nominal_sets(get_inputs: Callable[[], Sequence[Any]], count: int) -> list[InputSet]:
-    """``count`` draws of ``get_inputs()`` under fresh secret seeds (CPU tensors)."""
+Device = "torch.device | str | None"
+
+
+def nominal_sets(get_inputs: Callable[[], Sequence[Any]], count: int, device: Device = None) -> list[InputSet]:
+    """``count`` draws of ``get_inputs()`` under fresh secret seeds, made on ``device`` (default
+    the CPU) when first used (:class:`InputSet`)."""
     sets = []
     for i in range(count):
         seed = secret_seed()
-        sets.append(InputSet(f"nominal-{i}", InputKind.NOMINAL, "get_inputs()", seed, draw(get_inputs, seed)))
+        sets.append(InputSet(f"nominal-{i}", InputKind.NOMINAL, "get_inputs()", seed,
+                             maker=lambda seed=seed: (draw(get_inputs, seed, device), None)))
     return sets
 
 
@@ -273,42 +381,47 @@ def _leaves_domain(args: Sequence[Any], domains: Mapping[int, Domain]) -> str | 
 
 
 def hidden_sets(get_inputs: Callable[[], Sequence[Any]], names: Sequence[str],
-                domains: Mapping[int, Domain] | None = None) -> list[InputSet]:
-    """D1–D4 built from one ``get_inputs()`` draw under a fresh secret seed (CPU tensors).
+                domains: Mapping[int, Domain] | None = None, device: Device = None) -> list[InputSet]:
+    """D1–D4 of one ``get_inputs()`` draw under a fresh secret seed, each made (from the draw
+    again) on ``device`` when first used.
 
-    A set whose scaling takes an input out of its declared domain carries a ``drop_reason``.
+    A set whose scaling takes an input out of its declared domain gets a ``drop_reason`` once made.
 
     Raises:
         ValueError: an unknown distribution name.
     """
     check_names(names, ())
     seed = secret_seed()
-    base = draw(get_inputs, seed)
-    out = []
-    for name in names:
-        f = HIDDEN_DISTRIBUTIONS[name]
-        args = scale(base, f)
+
+    def make(f: float) -> tuple[list[Any], str | None]:
+        args = scale(draw(get_inputs, seed, device), f)
         why = _leaves_domain(args, domains or {})
-        out.append(InputSet(name, InputKind.HIDDEN, f"x{f:g}", seed, args,
-                            drop_reason=f"x{f:g}: {why}" if why else None))
-    return out
+        return args, (f"x{f:g}: {why}" if why else None)
+
+    return [InputSet(name, InputKind.HIDDEN, f"x{HIDDEN_DISTRIBUTIONS[name]:g}", seed,
+                     maker=lambda f=HIDDEN_DISTRIBUTIONS[name]: make(f)) for name in names]
 
 
 def build_set(get_inputs: Callable[[], Sequence[Any]], name: str, seed: int,
-              domains: Mapping[int, Domain] | None = None) -> InputSet:
-    """The randomised set ``name`` under ``seed`` (deterministic: same name and seed, same tensors).
+              domains: Mapping[int, Domain] | None = None, device: Device = None) -> InputSet:
+    """The randomised set ``name`` under ``seed`` (deterministic: same name, seed and device, same
+    tensors), made on ``device`` when first used.
 
     Raises:
         ValueError: an unknown distribution name.
     """
     check_names((), (name,))
     dist = DISTRIBUTIONS[name]
-    base = draw(get_inputs, seed)
-    return InputSet(name, InputKind.RANDOM, dist.transform or dist.name, seed, randomised(base, dist, seed, domains))
+
+    def make() -> tuple[list[Any], str | None]:
+        return randomised(draw(get_inputs, seed, device), dist, seed, domains), None
+
+    return InputSet(name, InputKind.RANDOM, dist.transform or dist.name, seed, maker=make)
 
 
 def randomised_sets(get_inputs: Callable[[], Sequence[Any]], names: Sequence[str],
-                    domains: Mapping[int, Domain] | None = None) -> list[InputSet]:
-    """One set per randomised distribution, each under its own fresh secret seed (CPU tensors)."""
+                    domains: Mapping[int, Domain] | None = None, device: Device = None) -> list[InputSet]:
+    """One set per randomised distribution, each under its own fresh secret seed, made on
+    ``device`` when first used."""
     check_names((), names)
-    return [build_set(get_inputs, n, secret_seed(), domains) for n in names]
+    return [build_set(get_inputs, n, secret_seed(), domains, device) for n in names]

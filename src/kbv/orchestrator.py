@@ -76,6 +76,16 @@ def rejection_verdict(problem: ProblemRef, candidate: CandidateRef, config: Eval
                    evidence={"phase": "static vetting", "ran": False})
 
 
+def eval_error_verdict(problem: ProblemRef, candidate: CandidateRef, config: EvalConfig, error: str) -> Verdict:
+    """EVAL_ERROR for a job the reference worker failed (raised, sent nothing, timed out): kbv's
+    failure, recorded with its first line and the worker's traceback, never the candidate's."""
+    first = (error.strip().splitlines() or ["unknown failure"])[0][:300]
+    return Verdict(status=Status.EVAL_ERROR, message=f"{Path(candidate.path).name}: kbv failed: {first}",
+                   problem=problem, candidate=candidate, config=config,
+                   environment=minimal_environment(config.device),
+                   evidence={"phase": "reference worker", "error": error[-4000:]})
+
+
 class Evaluator:
     """Verifies (problem, candidate) pairs on one device. Use as a context manager."""
 
@@ -99,7 +109,8 @@ class Evaluator:
 
         Raises:
             ProblemError: the problem file is broken (import, constructor, inputs, reference forward).
-            EvaluationError: the reference worker failed; it is restarted for the next job.
+        A reference worker that fails (raises, dies, times out) gives an EVAL_ERROR verdict and is
+        restarted for the next job.
         """
         if config.device != self.device:
             raise ValueError(f"evaluator is for {self.device}, config asks for {config.device}")
@@ -112,8 +123,12 @@ class Evaluator:
             if self._ref is not None:
                 self._ref.close()
                 self._ref = None
-            raise EvaluationError(reply.error or "reference worker sent no verdict")
-        return verdict_from_dict(reply.verdict)
+            return eval_error_verdict(problem, candidate, config, reply.error or "reference worker sent no verdict")
+        verdict = verdict_from_dict(reply.verdict)
+        if verdict.status is Status.EVAL_ERROR and self._ref is not None:
+            self._ref.close()  # a fresh reference worker for the next job (its memory, its state)
+            self._ref = None
+        return verdict
 
     def environment(self) -> Environment:
         """The reference worker's environment (device name, driver, torch): a baseline cache key's parts.

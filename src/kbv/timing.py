@@ -88,6 +88,10 @@ def _flat(out: object) -> list:
 MIX_FRACTION = 0.125
 
 
+#: elements mixed at a time by :func:`mix_values` (its temporaries stay near 20 MiB).
+MIX_CHUNK_ELEMENTS = 1 << 22
+
+
 def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip: Collection[int] = (),
                fraction: float = MIX_FRACTION) -> list:
     """``args`` where a random ``fraction`` of each tensor's elements (all of them at 1) take the values the
@@ -105,9 +109,13 @@ def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip
             b = b.to(device=a.device, dtype=a.dtype)
             if fraction >= 1:
                 a = b.clone()
-            else:
-                mask = torch.rand(a.shape, generator=g, device=a.device) < fraction
-                a = torch.where(mask, b, a)
+            else:  # in chunks: no full-size mask or random tensor beside the result
+                a = a.clone(memory_format=torch.contiguous_format)
+                flat, src = a.view(-1), b.reshape(-1)
+                for s in range(0, flat.numel(), MIX_CHUNK_ELEMENTS):
+                    part = flat[s:s + MIX_CHUNK_ELEMENTS]
+                    mask = torch.rand(part.shape, generator=g, device=a.device) < fraction
+                    part[mask] = src[s:s + MIX_CHUNK_ELEMENTS][mask]
         out.append(a)
     return out
 

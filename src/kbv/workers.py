@@ -399,6 +399,20 @@ class ReferenceReply:
     built: dict | None = None
 
 
+def _oom_killed(pid: int | None) -> bool:
+    """The kernel log names ``pid`` as killed by the OOM killer (``dmesg``; False where it cannot
+    be read)."""
+    import subprocess
+
+    if pid is None:
+        return False
+    try:
+        log = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return f"Killed process {pid} " in log
+
+
 def _memory_sample(pid: int | None) -> tuple[int, int] | None:
     """(resident bytes of ``pid``, MemAvailable bytes of the host) now, or None."""
     if pid is None:
@@ -477,7 +491,9 @@ class ReferenceProcess:
             how = f"signal {-code}"
         name = Path(job["candidate"]["path"]).name
         rss, avail = getattr(self, "_rss", (0, 0))
-        if how == "SIGKILL" and rss and avail < max(rss // 4, 1 << 30):
+        if how == "SIGKILL" and _oom_killed(self.proc.pid):
+            cause = f"the kernel's OOM killer ended it (its resident memory had reached {rss / 2**30:.1f} GiB)"
+        elif how == "SIGKILL" and rss and avail < max(rss // 4, 1 << 30):
             cause = (f"out of memory: its resident memory had reached {rss / 2**30:.1f} GiB with "
                      f"{avail / 2**30:.1f} GiB of host memory left")
         else:

@@ -1,0 +1,139 @@
+"""kbv's own memory: peak host and device bytes of its processes, and whether a problem fits.
+
+Runs in the reference worker (trusted). The figures go into every verdict's evidence
+(``evidence["memory_footprint"]``), so a run at published sizes shows what it needed.
+
+**The bound** (issue 9): for a problem whose inputs and outputs of one call take ``B`` bytes, no
+kbv process needs more than ``4·B + 1 GiB`` of host memory on cpu (of device memory on cuda).
+The reference worker holds, at its peak, one input set, the fp32 reference outputs, the float64
+oracle outputs (2 bytes per fp32 byte) and the float64 inputs of the oracle call being run; the
+candidate worker holds its copy of the inputs and its outputs. :func:`needed_bytes` is that sum.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import torch
+
+from kbv.oracle import host_available_bytes
+
+#: what a process of kbv needs beyond the problem's tensors (interpreter, torch, allocator slack).
+PROCESS_OVERHEAD_BYTES = 1 << 30
+#: the bound's factor on the bytes of one call's inputs and outputs.
+BOUND_FACTOR = 4
+
+#: exceptions that mean a kbv process ran out of memory (host or device).
+MEMORY_ERRORS: tuple[type[BaseException], ...] = (MemoryError, torch.cuda.OutOfMemoryError)
+#: how torch's CPU allocator says it (a plain RuntimeError) and CUDA's, in an error's text.
+_MEMORY_TEXT = ("can't allocate memory", "CUDA out of memory", "out of memory")
+
+
+def is_memory_error(exc: BaseException | str) -> bool:
+    """``exc`` (or an exception's text) says an allocation failed: MemoryError, torch's
+    OutOfMemoryError, or the CPU allocator's RuntimeError ("DefaultCPUAllocator: can't allocate
+    memory")."""
+    if isinstance(exc, MEMORY_ERRORS):
+        return True
+    text = exc if isinstance(exc, str) else str(exc)
+    return any(t in text for t in _MEMORY_TEXT)
+
+
+class DoesNotFit(RuntimeError):
+    """The problem needs more memory than the machine has free (one line, with both figures)."""
+
+
+def _status_field(pid: int | str, name: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(name + ":"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def host_peak_bytes(pid: int | str = "self") -> int | None:
+    """Peak resident set (``VmHWM``, bytes) of process ``pid`` since it started or since
+    :func:`reset_host_peak`; None where /proc cannot be read."""
+    return _status_field(pid, "VmHWM")
+
+
+def host_rss_bytes(pid: int | str = "self") -> int | None:
+    """Current resident set (``VmRSS``, bytes) of process ``pid``."""
+    return _status_field(pid, "VmRSS")
+
+
+def reset_host_peak() -> None:
+    """Start this process's ``VmHWM`` again from its current RSS (``/proc/self/clear_refs`` 5)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def tensor_bytes(xs: Any) -> int:
+    """Bytes of the tensors in ``xs`` (a tensor, or a list/tuple of values)."""
+    if isinstance(xs, torch.Tensor):
+        return xs.numel() * xs.element_size()
+    if isinstance(xs, (list, tuple)):
+        return sum(tensor_bytes(x) for x in xs)
+    return 0
+
+
+def needed_bytes(input_bytes: int, output_bytes: int) -> int:
+    """The reference worker's need for one verification (see the module docstring): one input set,
+    the fp32 outputs, the float64 oracle's outputs and the float64 inputs of one oracle call, and
+    the process itself."""
+    return input_bytes + output_bytes + 2 * input_bytes + 2 * output_bytes + PROCESS_OVERHEAD_BYTES
+
+
+def bound_bytes(input_bytes: int, output_bytes: int) -> int:
+    """``4·B + 1 GiB``, ``B`` = bytes of one call's inputs and outputs: what no kbv process may exceed."""
+    return BOUND_FACTOR * (input_bytes + output_bytes) + PROCESS_OVERHEAD_BYTES
+
+
+def device_free_bytes(device: torch.device) -> int:
+    """Free device memory plus what this process's caching allocator holds unused (bytes)."""
+    free, _ = torch.cuda.mem_get_info(device)
+    return free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+
+
+def check_fits(input_bytes: int, output_bytes: int, device: torch.device, held_bytes: int = 0) -> None:
+    """Raise :class:`DoesNotFit` when one verification cannot fit before anything of it runs.
+
+    On cuda the reference worker's tensors live on the device and the candidate needs its own
+    copy of the inputs and outputs there too; on cpu both live in host memory. ``held_bytes``:
+    what is already resident for this problem (the reference model, counted in the free figure).
+
+    Raises:
+        DoesNotFit: "needs ~X GiB, Y GiB free".
+    """
+    need = needed_bytes(input_bytes, output_bytes) - PROCESS_OVERHEAD_BYTES + (input_bytes + output_bytes)
+    if device.type == "cuda":
+        free, where = device_free_bytes(device), "on the device"
+    else:
+        free, where = host_available_bytes() + held_bytes, "in host memory"
+        need += PROCESS_OVERHEAD_BYTES  # the candidate worker's interpreter and torch
+    if need > free:
+        raise DoesNotFit(f"needs ~{need / 2**30:.1f} GiB {where} ({input_bytes / 2**30:.2f} GiB of inputs, "
+                         f"{output_bytes / 2**30:.2f} GiB of outputs per call), {free / 2**30:.1f} GiB free")
+
+
+def evidence(device: torch.device, candidate_pid: int | None = None,
+             candidate_peak: int | None = None) -> dict:
+    """Peak host RSS of this process (and of the candidate worker), and on cuda the peak device
+    bytes this process allocated, for a verdict's evidence. Bytes."""
+    out: dict = {"reference_host_peak_bytes": host_peak_bytes()}
+    if candidate_peak is None and candidate_pid is not None:
+        candidate_peak = host_peak_bytes(candidate_pid)
+    if candidate_peak is not None:
+        out["candidate_host_peak_bytes"] = candidate_peak
+    if device.type == "cuda":
+        out["reference_device_peak_bytes"] = int(torch.cuda.max_memory_allocated(device))
+    out["host_available_bytes"] = host_available_bytes()
+    out["pid"] = os.getpid()
+    return out
