@@ -16,6 +16,7 @@ import os
 import shutil
 import signal
 import struct
+import sys
 import tempfile
 import threading
 import time
@@ -206,6 +207,41 @@ def _environment(env: dict[str, str]):
             os.environ.update(saved)
 
 
+_MAIN_LOCK = threading.Lock()
+_NO_ATTR = object()
+
+
+@contextmanager
+def _plain_main() -> Iterator[None]:
+    """The parent's ``__main__`` names no script and no module while a worker is spawned.
+
+    ``multiprocessing.spawn.get_preparation_data`` tells a spawned child to run the parent's
+    ``__main__`` again (as ``__mp_main__``) when it has ``__spec__.name`` (``python -m mod``) or a
+    ``__file__`` (``python script.py``). A script without an ``if __name__ == "__main__":`` guard
+    would then run its top level, and so start another verification, inside the worker, which dies
+    with multiprocessing's "bootstrapping phase" error; a guarded one still gets imported there. kbv's
+    workers need nothing from ``__main__`` (their targets and arguments are kbv's own), so both
+    attributes are hidden for the length of ``start()`` and restored after, and the child keeps the
+    plain ``__main__`` of its ``-c`` bootstrap.
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    with _MAIN_LOCK:
+        saved = {k: main.__dict__.get(k, _NO_ATTR) for k in ("__file__", "__spec__")}
+        try:
+            main.__dict__.pop("__file__", None)
+            main.__dict__["__spec__"] = None
+            yield
+        finally:
+            for k, v in saved.items():
+                if v is _NO_ATTR:
+                    main.__dict__.pop(k, None)
+                else:
+                    main.__dict__[k] = v
+
+
 def _wait_readable(conn: Connection, proc: Any, timeout: float) -> bool:
     """True when ``conn`` has data (or EOF); False on timeout or when ``proc`` died silently."""
     deadline = time.monotonic() + timeout
@@ -293,7 +329,8 @@ class CandidateProcess:
         self.proc = ctx.Process(target=candidate_main, args=(child, self.setup, _InheritedFd(self.log.write_fd)),
                                 daemon=False, name="kbv-candidate")
         try:
-            with _environment(worker_environment(self.setup)):  # /proc/<worker>/environ: no secrets
+            # /proc/<worker>/environ holds no secrets; the worker never runs the parent's script
+            with _environment(worker_environment(self.setup)), _plain_main():
                 self.proc.start()
         except BaseException:
             self.jail.kill()
@@ -443,7 +480,8 @@ class ReferenceProcess:
         self.conn, child = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(target=reference_main, args=(child, device), daemon=False,
                                 name=f"kbv-reference-{device}")
-        self.proc.start()
+        with _plain_main():  # works from a script without a __main__ guard
+            self.proc.start()
         child.close()
 
     def evaluate(self, job: dict, timeout: float) -> ReferenceReply:
