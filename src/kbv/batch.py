@@ -325,17 +325,42 @@ def remove_superseded(plan: BatchPlan, store: Store) -> int:
 
 def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = None,
               console: Console | None = None, retry_excluded: bool = False,
-              on_verdict: Callable[[PlannedJob, Verdict], None] | None = None) -> BatchOutcome:
+              on_verdict: Callable[[PlannedJob, Verdict], None] | None = None,
+              lanes: Sequence | None = None, builds: int = 0, jobs_per_build: int | None = None,
+              lane_factory: Callable | None = None) -> BatchOutcome:
     """Run every job of ``plan`` that has no verdict yet, writing each verdict as it finishes.
 
+    Jobs go to *lanes*, each verifying one job at a time: by default one lane in this thread; with
+    ``lanes`` (:class:`kbv.executors.lanes.LaneSpec`: one per GPU, or several on cpu) one thread
+    and one reference worker per lane; with ``lane_factory`` (``(work, post) -> [lane, ...]``, e.g.
+    :func:`kbv.executors.ray_executor.ray_lanes`) the lanes it makes. Claims, verdict writes and
+    printing stay in this thread (one SQLite connection). With ``builds`` > 0, candidates whose
+    import builds an extension (cpp, cuda) are first built in a pool of that many sandboxed build
+    processes at idle CPU priority (:mod:`kbv.executors.builds`), ahead of the lanes; a build
+    failure is decided there. The verdicts do not depend on the lanes or the pool.
+
     Args:
-        evaluator: the evaluator to use (one for ``plan.config.device`` is made, and closed, when None).
+        evaluator: the evaluator of the single lane (one for ``plan.config.device`` is made, and
+            closed, when None); not with ``lanes`` or ``lane_factory``.
         console: where progress and one line per verdict go (a quiet console when None).
         retry_excluded: drop this batch's problem exclusions first and run their jobs again.
         on_verdict: called after each verdict is stored.
+        lanes: lane specifications (threads in this process).
+        builds: builds at once in the build pool (0: no pool, each lane builds as it loads).
+        jobs_per_build: ``MAX_JOBS`` of each build (default :data:`kbv.executors.builds.DEFAULT_JOBS_PER_BUILD`).
+        lane_factory: makes the lanes (another executor, e.g. Ray).
     Raises:
         ConfigMismatch: the store holds results of another configuration.
+        ValueError: ``evaluator`` given with ``lanes`` or ``lane_factory``.
     """
+    import collections
+    import queue
+
+    from kbv.executors.builds import DEFAULT_JOBS_PER_BUILD, BuildPool, needs_build
+    from kbv.executors.lanes import InlineLane, ThreadLane
+
+    if evaluator is not None and (lanes or lane_factory):
+        raise ValueError("give an evaluator or lanes, not both")
     console = console or Console(quiet=True)
     check_config(store, plan.config)
     out = BatchOutcome(total=len(plan.jobs))
@@ -350,70 +375,161 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
     skip = _sync_exclusions(plan, store, retry_excluded)
     for b in plan.broken_files:
         out.excluded[b.key] = f"static vetting: {b.fault}"
-    own_evaluator = evaluator is None
-    ev = evaluator or Evaluator(plan.config.device)
     columns = (TextColumn("[bold]kbv run[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[counts]}"),
                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
     progress = Progress(*columns, console=console, speed_estimate_period=3600.0)
-    current: PlannedJob | None = None
+    events: queue.Queue = queue.Queue()
+    config, hidden = plan.config, plan.hidden_tests
+
+    def work(ev, pj: PlannedJob):  # in a lane: the raw verdict, or the exception it raised
+        try:
+            ht = (hidden or {}).get((pj.problem.level, pj.problem.problem_id))
+            return ev.evaluate(pj.problem, pj.candidate, config, hidden_tests=str(ht) if ht else None)
+        except Exception as exc:  # noqa: BLE001 - handled in the dispatcher
+            return exc
+
+    def say(text: str) -> None:
+        progress.console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    claimed: dict[str, PlannedJob] = {}  #: claimed by this invocation, verdict not yet stored.
+    pool: BuildPool | None = None
+    runners: list = []
+    todo_build: collections.deque = collections.deque()
+    todo: collections.deque = collections.deque()
+    ready: collections.deque = collections.deque()
+    building = 0
+
+    def record(pj: PlannedJob, verdict: Verdict) -> None:
+        store.put_verdict(pj.job, verdict)
+        claimed.pop(pj.job.key, None)
+        out.finished += 1
+        out.rejected += pj.rejection is not None
+        out.statuses[verdict.status.value] += 1
+        note = ""
+        if verdict.status is Status.EVAL_ERROR:
+            out.eval_errors.append((pj.candidate.path, verdict.message))
+            note = " (kbv's failure, not the candidate's: left out of the metrics; a rerun retries it)"
+        say(f"{verdict.status.value:<13} {pj.job.run} {problem_key(pj.problem)} sample {pj.candidate.sample_id}: "
+            f"{verdict.message}{note}")
+        progress.update(task, advance=1, counts=_status_text(out.statuses))
+        if on_verdict is not None:
+            on_verdict(pj, verdict)
+
+    def release(pj: PlannedJob) -> None:
+        store.release(pj.job)
+        claimed.pop(pj.job.key, None)
+
+    def result(pj: PlannedJob, res) -> None:
+        pkey = problem_key(pj.problem)
+        if isinstance(res, ProblemError):
+            release(pj)
+            out.skipped_excluded += 1
+            if pkey in skip:  # a second job of a problem already excluded
+                return
+            store.exclude_problem(pj.problem, broken_reason(pj.problem.sha256, res.fault))
+            skip[pkey] = pj.problem.sha256[:_SHA_CHARS]
+            out.excluded[pkey] = res.fault
+            say(f"EXCLUDED      {pkey}: {res.fault} (its jobs get no verdict)")
+        elif isinstance(res, BaseException):
+            release(pj)
+            if not isinstance(res, EvaluationError):
+                raise res  # a bug of kbv's own: the batch stops, as it would in a single lane
+            text = str(res)
+            first = text.strip().splitlines()[0] if text.strip() else "internal error"
+            out.internal_errors.append((pj.candidate.path, text))
+            say(f"KBV ERROR     {pj.candidate.path}: {first} (job released)")
+        else:
+            record(pj, name_baselines(attach_compile_speedup(res, store)))
+
+    def built(pj: PlannedJob, b) -> None:  # from a build thread
+        events.put(("built", None, pj, b))
+
     try:
         with _Interrupt(), progress:
             task = progress.add_task("run", total=out.total, completed=out.already_done,
                                      counts=_status_text(out.statuses))
+            if lane_factory is not None:
+                runners = list(lane_factory(work, events.put))
+            elif lanes:
+                runners = [ThreadLane(spec, work, events.put) for spec in lanes]
+            else:
+                runners = [InlineLane(evaluator or Evaluator(config.device), work, events.put,
+                                      own=evaluator is None)]
+            use_pool = builds > 0 and lane_factory is None
             for pj in plan.jobs:
                 if states.get(pj.job.key) == "done":
                     continue
-                pkey = problem_key(pj.problem)
-                if pkey in skip:
-                    out.skipped_excluded += 1
-                    continue
-                if not store.claim(pj.job):
-                    out.skipped_claimed += 1
-                    continue
-                current = pj
+                if use_pool and pj.rejection is None and needs_build(pj.candidate.backend):
+                    todo_build.append(pj)
+                else:
+                    todo.append(pj)
+            if todo_build:
+                devices = [spec.env["CUDA_VISIBLE_DEVICES"] for spec in (lanes or [])
+                           if "CUDA_VISIBLE_DEVICES" in spec.env] or None
+                pool = BuildPool(config, built, size=builds, jobs_per_build=jobs_per_build or DEFAULT_JOBS_PER_BUILD,
+                                 visible_devices=devices)
+
+            def take(source: collections.deque) -> PlannedJob | None:
+                """The next job of ``source`` this invocation may run, claimed; None when empty."""
+                while source:
+                    pj = source.popleft()
+                    if problem_key(pj.problem) in skip:
+                        out.skipped_excluded += 1
+                        continue
+                    if not store.claim(pj.job):
+                        out.skipped_claimed += 1
+                        continue
+                    claimed[pj.job.key] = pj
+                    if pj.rejection is not None:
+                        record(pj, rejection_verdict(pj.problem, pj.candidate, config, pj.rejection))
+                        continue
+                    return pj
+                return None
+
+            while True:
+                # the build pool runs ahead: two builds queued per build process
+                while pool is not None and building < 2 * pool.size and (pj := take(todo_build)) is not None:
+                    ht = hidden.get((pj.problem.level, pj.problem.problem_id))
+                    pool.submit(pj, pj.problem, pj.candidate, str(ht) if ht else None)
+                    building += 1
+                for lane in runners:
+                    while lane.busy < lane.capacity:
+                        pj = None
+                        while ready and pj is None:
+                            pj = ready.popleft()
+                            if problem_key(pj.problem) in skip:
+                                release(pj)
+                                out.skipped_excluded += 1
+                                pj = None
+                        pj = pj or take(todo)
+                        if pj is None:
+                            break
+                        lane.submit(pj)
+                busy = sum(lane.busy for lane in runners)
+                if not (busy or building or ready or todo or todo_build or not events.empty()):
+                    break
                 try:
-                    verdict = _verdict(pj, ev, plan.config, store, plan.hidden_tests)
-                except ProblemError as exc:
-                    store.release(pj.job)
-                    current = None
-                    reason = broken_reason(pj.problem.sha256, exc.fault)
-                    store.exclude_problem(pj.problem, reason)
-                    skip[pkey] = pj.problem.sha256[:_SHA_CHARS]
-                    out.excluded[pkey] = exc.fault
-                    out.skipped_excluded += 1
-                    progress.console.print(f"EXCLUDED      {pkey}: {exc.fault} (its jobs get no verdict)",
-                                           highlight=False, markup=False, soft_wrap=True)
+                    kind, lane, pj, payload = events.get(timeout=1.0)
+                except queue.Empty:
                     continue
-                except EvaluationError as exc:
-                    store.release(pj.job)
-                    current = None
-                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else "internal error"
-                    out.internal_errors.append((pj.candidate.path, str(exc)))
-                    progress.console.print(f"KBV ERROR     {pj.candidate.path}: {first} (job released)",
-                                           highlight=False, markup=False, soft_wrap=True)
-                    continue
-                store.put_verdict(pj.job, verdict)
-                current = None
-                out.finished += 1
-                out.rejected += pj.rejection is not None
-                out.statuses[verdict.status.value] += 1
-                note = ""
-                if verdict.status is Status.EVAL_ERROR:
-                    out.eval_errors.append((pj.candidate.path, verdict.message))
-                    note = " (kbv's failure, not the candidate's: left out of the metrics; a rerun retries it)"
-                progress.console.print(
-                    f"{verdict.status.value:<13} {pj.job.run} {pkey} sample {pj.candidate.sample_id}: "
-                    f"{verdict.message}{note}", highlight=False, markup=False, soft_wrap=True)
-                progress.update(task, advance=1, counts=_status_text(out.statuses))
-                if on_verdict is not None:
-                    on_verdict(pj, verdict)
+                if kind == "built":
+                    building -= 1
+                    if payload.verdict is not None:
+                        record(pj, payload.verdict)
+                    else:
+                        ready.append(pj)
+                else:
+                    lane.busy -= 1
+                    result(pj, payload)
     except KeyboardInterrupt:
         out.interrupted = True
-        if current is not None:
-            store.release(current.job)
     finally:
-        if own_evaluator or out.interrupted:
-            ev.close()
+        if pool is not None:
+            pool.close()
+        for lane in runners:
+            lane.close(abort=out.interrupted)
+        for pj in list(claimed.values()):  # claimed, no verdict: pending again for a rerun
+            release(pj)
     return out
 
 

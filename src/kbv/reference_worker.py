@@ -8,7 +8,11 @@ and answers each with ``{"verdict": dict}`` or ``{"problem_error": "one line"}``
 (:func:`kbv.baseline_cache.measure_reference`) and answers ``{"baselines": {...}}``. A job with
 ``"kind": "build"`` and ``"pairs"`` (``[{"problem", "candidate"}, ...]``) loads every candidate at
 once, each in its own sandboxed worker, so that their extensions build in parallel into the
-content-hash build cache, and answers ``{"built": {candidate path: "ok" or the failure}}``. Reference models
+content-hash build cache, and answers ``{"built": {candidate path: "ok" or the failure}}``; with
+``"verify_failures": true`` and one pair whose load failed, it also runs that pair's verification
+(which fails at the same load, before any timing) and adds ``"verdict"``: the verdict the
+verification pipeline gives a candidate that does not build (COMPILE_ERROR, or HACK when the static
+scan caught a cheat), so that :mod:`kbv.executors.builds` decides it without a lane. Reference models
 are cached per (problem file hash, config precision). Candidate workers are spawned from here, so
 inputs reach them by CUDA IPC without passing through the orchestrator. The worker dies with the
 orchestrator (``PR_SET_PDEATHSIG``) and a forked sentinel kills its candidate workers' processes
@@ -33,7 +37,7 @@ def reference_main(conn: Connection, device: str) -> None:
 
     import torch
 
-    from kbv import verify, vetting
+    from kbv import pipeline as verify, vetting
     from kbv.environment import collect_environment
     from kbv.problems import ProblemError
     from kbv.records import CandidateRef, EvalConfig, ProblemRef, to_dict
@@ -67,8 +71,10 @@ def reference_main(conn: Connection, device: str) -> None:
                     cache[key] = verify.build_reference(problem, config)
                 report = vetting.vet_problem(cache[key], config, env, seeds=int(job["vet_seeds"]))
                 reply = {"vetting": to_dict(report)}
-            elif job.get("kind") == "build":  # kbv demo: fill the build cache, several at once
+            elif job.get("kind") == "build":  # kbv demo / kbv run's build pool: fill the build cache
                 reply = {"built": _build(job["pairs"], config)}
+                if job.get("verify_failures") and len(job["pairs"]) == 1:
+                    reply["verdict"] = _failed_build_verdict(job["pairs"][0], reply["built"], config, env)
             elif job.get("kind") == "baselines":  # kbv baselines: time the reference model only
                 from kbv.baseline_cache import measure_reference
 
@@ -99,7 +105,7 @@ def reference_main(conn: Connection, device: str) -> None:
 def _build(pairs: list[dict], config) -> dict[str, str]:
     """Load every candidate of ``pairs`` in its own candidate worker at the same time (their
     ``load_inline`` builds run in parallel); close them. Candidate path -> "ok" or the failure."""
-    from kbv import protocol, verify
+    from kbv import pipeline as verify, protocol
     from kbv.baselines import flags_for
     from kbv.candidates import build_dir
     from kbv.problems import ProblemError
@@ -131,3 +137,22 @@ def _build(pairs: list[dict], config) -> dict[str, str]:
         for _, w in reversed(started):  # last first: each jail kills what started after it
             w.close()
     return out
+
+
+def _failed_build_verdict(pair: dict, built: dict, config, env) -> dict | None:
+    """The verdict of a candidate whose build-only load failed (``built`` says not ``"ok"``): its
+    whole verification run here, where it stops at the same load. None when the load succeeded or
+    the problem is broken (a lane then reports it). The caller accepts the verdict only when it
+    stopped before timing (:mod:`kbv.executors.builds`)."""
+    from kbv import pipeline as verify
+    from kbv.problems import ProblemError
+    from kbv.records import CandidateRef, ProblemRef, to_dict
+
+    cand = CandidateRef(**pair["candidate"])
+    if built.get(cand.path, "ok") == "ok":
+        return None
+    try:
+        rp = verify.build_reference(ProblemRef(**pair["problem"]), config)
+    except ProblemError:
+        return None
+    return to_dict(verify.verify(rp, cand, config, env, hidden_tests=pair.get("hidden_tests")))
