@@ -307,6 +307,11 @@ def _selection(level: Optional[List[str]], problem_ids: Optional[List[str]], run
                      runs=names)
 
 
+class ExecutorOpt(str, Enum):
+    local = "local"
+    ray = "ray"
+
+
 @app.command("run", cls=_Command)
 def run_cmd(
     problems: Path = typer.Argument(..., help="Problem files: a KernelBench checkout, a levelN folder or any folder of levelN/ID_Name.py."),
@@ -325,6 +330,11 @@ def run_cmd(
     warmup: int = typer.Option(5, min=0, help="Untimed calls before each timing round."),
     timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
     policy: Policy = typer.Option(Policy.kbv, help=POLICY_HELP),
+    gpus: Optional[str] = typer.Option(None, "--gpus", metavar="all|0,1", help="One lane per GPU (implies --device cuda): each lane's candidates see only its GPU, one timing per GPU at a time."),
+    lanes: int = typer.Option(1, "--lanes", "--workers", min=1, help="Lanes on --device cpu (jobs verified at once; they share the cores)."),
+    builds: Optional[int] = typer.Option(None, "--builds", min=0, help="C++/CUDA builds at once in the sandboxed build pool ahead of the lanes (default: cores / 2; 0: no pool)."),
+    executor: ExecutorOpt = typer.Option(ExecutorOpt.local, "--executor", help="local (lanes in this process) or ray (one Ray task per job; needs the ray extra: pip install kbv\\[ray])."),
+    address: Optional[str] = typer.Option(None, "--address", help="--executor ray: the cluster's address (default: start a local Ray cluster)."),
 ) -> None:
     """Verify every (problem, candidate) pair into a resumable store: one verdict written per
     finished job; a rerun skips finished pairs and redoes interrupted ones."""
@@ -332,9 +342,25 @@ def run_cmd(
     from kbv.layout import Layout, LayoutError
     from kbv.store import Store
 
+    from kbv.executors import builds as build_stage
+    from kbv.executors.lanes import cpu_lanes, gpu_lanes, parse_gpus
+
     selection = _selection(level, problem_ids, runs)
-    dev = resolve_device(device)
+    if gpus is not None and device is Device.cpu:
+        fail("--gpus needs --device cuda (or auto)")
+    dev = resolve_device(Device.cuda if gpus is not None else device)
     config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value)
+    if lanes > 1 and dev != "cpu":
+        fail("--lanes is for --device cpu; use --gpus on cuda")
+    if executor is ExecutorOpt.ray and (gpus is not None or lanes > 1):
+        fail("--executor ray places tasks itself: no --gpus or --lanes")
+    if address is not None and executor is not ExecutorOpt.ray:
+        fail("--address is for --executor ray")
+    try:
+        lane_specs = gpu_lanes(parse_gpus(gpus)) if gpus is not None else (cpu_lanes(lanes) if lanes > 1 else None)
+    except ValueError as exc:
+        fail(str(exc))
+    n_builds = build_stage.pool_size() if builds is None else builds
     try:
         plan = plan_batch(problems, candidates, config, layout=Layout(layout.value), selection=selection,
                           hidden_tests_root=hidden_tests)
@@ -355,11 +381,25 @@ def run_cmd(
                       "as HT1, HT2, ... beside D1-D4", highlight=False)
     if not plan.jobs:
         fail("nothing to run: no candidate matches a selected problem")
+    ray_ex = None
+    if executor is ExecutorOpt.ray:
+        try:
+            from kbv.executors.ray_executor import RayExecutor
+
+            ray_ex = RayExecutor(config, plan.hidden_tests, address=address)
+        except ImportError:
+            fail("--executor ray needs ray: pip install 'kbv[ray]'")
+        except (RuntimeError, ConnectionError) as exc:
+            fail(f"--executor ray: {exc}")
     with Store(store) as st:
         try:
-            outcome = run_batch(plan, st, console=console, retry_excluded=retry_excluded)
+            outcome = run_batch(plan, st, console=console, retry_excluded=retry_excluded, lanes=lane_specs,
+                                builds=n_builds, lane_factory=ray_ex.lanes if ray_ex else None)
         except ConfigMismatch as exc:
             fail(str(exc))
+        finally:
+            if ray_ex is not None:
+                ray_ex.close()
         if outcome.superseded:
             console.print(f"{outcome.superseded} stored job(s) superseded by changed files were replaced.",
                           highlight=False)
