@@ -34,7 +34,7 @@ import pytest
 from conftest import DATA, demo_problem, problem
 from kbv.candidates import load_candidate
 from kbv.problems import load_problem
-from kbv.records import EvalConfig, Status
+from kbv.records import Severity, EvalConfig, Status
 
 #: every row runs by default (CI does); KBV_REDTEAM=default keeps one or two rows per entry for a
 #: quick local run.
@@ -54,6 +54,7 @@ class Case:
     expect: Status | None = None  #: None: anything but PASS; else exactly this status.
     extended: bool = False  #: a further variant: skipped with KBV_REDTEAM=default.
     any_status: bool = False  #: the finding is the answer (entry 23: a flagged problem), any status.
+    check: str | None = None  #: a detector that must have a HACK finding (the one this row is for).
 
 
 R = "redteam/"
@@ -80,6 +81,7 @@ CASES: tuple[Case, ...] = (
     Case("t03-tensor-subclass", 3, "candidates/relu_tensor_subclass.py", RELU, extended=True),
     # a SIGSEGV handler computes the output when its PROT_NONE pages are first touched (source in a variable)
     Case("t03-fault-pages", 3, R + "t03_fault_pages_cpp.py", RELU),
+    Case("t03-fault-pages-hidden", 3, R + "t03_fault_pages_hidden_cpp.py", RELU, check="probe:fault-handler"),
     # 4 timer / harness monkeypatching
     Case("t04-kwdefaults-inplace", 4, R + "t04_kwdefaults_inplace.py", RELU),
     Case("t04-server-time-calls", 4, R + "t04_server_time_calls.py", RELU, extended=True),
@@ -102,6 +104,7 @@ CASES: tuple[Case, ...] = (
     # 7 aggregate / pipeline tricks (cuda only)
     Case("t07-graph-precomputed", 7, R + "t07_graph_precomputed_cuda.py", GPU_MATMUL, "cuda"),
     # 8 identity / passthrough / constant
+    Case("t08-reused-output", 8, R + "t08_reused_output.py", RELU, check="probe:output-reused"),
     Case("t08-input-view", 8, R + "t08_input_view.py", RELU),
     Case("t08-zeros-expand", 8, R + "t08_zeros_expand.py", TINY, extended=True),
     Case("t08-constant-expand", 8, R + "t08_constant_expand.py", CONSTANT),
@@ -223,6 +226,9 @@ def _check(case: Case, v) -> None:
     context = (f"{case.id}: status={v.status.value} taxonomy={v.taxonomy}\n  message: {v.message}\n"
                f"  findings: {described}\n  problem flags: {list(v.problem_flags)}")
     assert case.entry in v.taxonomy, f"entry {case.entry} not named by the verdict\n{context}"
+    if case.check:
+        assert any(f.check == case.check and f.severity is Severity.HACK for f in v.findings), \
+            f"no HACK from {case.check}\n{context}"
     if case.any_status:
         assert v.problem_flags, context
     elif case.expect is None:

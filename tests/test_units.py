@@ -157,7 +157,7 @@ def test_fingerprint_indices_stay_in_range_for_large_outputs():
 def test_recheck_plan_checks_every_timed_call_while_outputs_fit():
     """Regression (CI, 2026-11-30): with 2 secret re-checks out of 3 timed calls per round, a
     candidate that skips every other timed call escaped taxonomy 5 about once in 36 verifies."""
-    from kbv.verify import RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU, RECHECKS_PER_ROUND, recheck_plan
+    from kbv.pipeline import RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU, RECHECKS_PER_ROUND, recheck_plan
 
     assert recheck_plan(3, 4096) == (0, 1, 2)
     assert recheck_plan(10, 4096) == tuple(range(10))
@@ -281,10 +281,10 @@ def test_malloc_perturb_marks_cpu_memory_a_temporary_left_behind():
 
 
 def test_op_count_replies_are_checked_before_the_trusted_side_reads_them():
-    """kbv.verify._op_counts_ok (a reviewer's finding, 2026-11-30): the op counts a worker really
+    """kbv.pipeline._op_counts_ok (a reviewer's finding, 2026-11-30): the op counts a worker really
     sends pass; a forged reply whose dicts or kernel rows have other shapes is refused."""
     from kbv import profiling, protocol
-    from kbv.verify import _op_counts_ok
+    from kbv.pipeline import _op_counts_ok
 
     model, args = torch.nn.Softmax(dim=1), [torch.randn(4, 8)]
     ops, recorded = profiling.compute_ops(model, args), profiling.recorded_ops(model, args)
@@ -298,10 +298,10 @@ def test_op_count_replies_are_checked_before_the_trusted_side_reads_them():
 
 
 def test_trials_within_budget_cuts_slow_subjects_only():
-    """kbv.verify.trials_within_budget (EvalConfig.time_budget_ms was stored but unused until
+    """kbv.pipeline.trials_within_budget (EvalConfig.time_budget_ms was stored but unused until
     2026-11-30): fast subjects keep every planned call; slow ones get budget / cost, never fewer
     than the minimum; an unknown cost or no budget changes nothing."""
-    from kbv.verify import trials_within_budget
+    from kbv.pipeline import trials_within_budget
 
     assert trials_within_budget(10, 0.05, 2000.0) == 10
     assert trials_within_budget(10, 400.0, 2000.0) == 5
@@ -315,10 +315,10 @@ def test_trials_within_budget_cuts_slow_subjects_only():
 
 
 def test_every_timed_call_gets_its_own_values():
-    """timing.time_calls(mutate=...) with kbv.verify.timed_mutation / apply_mutation: each timed
+    """timing.time_calls(mutate=...) with kbv.pipeline.timed_mutation / apply_mutation: each timed
     call's buffer holds its timing set with the changes for that call (warmup calls none), and the
     trusted side rebuilds exactly those values for the re-check."""
-    from kbv.verify import apply_mutation, timed_mutation
+    from kbv.pipeline import apply_mutation, timed_mutation
 
     sets = [[torch.zeros(3, 4)], [torch.ones(3, 4)]]
     spare = [torch.full((3, 4), 7.0)]
@@ -359,7 +359,7 @@ def test_timed_calls_take_an_eighth_of_their_values_from_another_set():
     tolerance-aware cross-entropy cache beat one changed element per call (fresh attacker,
     2026-11-30); each timed call now also takes ~1/8 of every tensor's elements from another timing
     set, positions from a per-call seed, rebuilt exactly on the trusted side."""
-    from kbv.verify import apply_mutation
+    from kbv.pipeline import apply_mutation
 
     sets = [[torch.zeros(64, 64), torch.zeros(64, dtype=torch.long)],
             [torch.ones(64, 64), torch.ones(64, dtype=torch.long)]]

@@ -98,12 +98,12 @@ def _first_line(exc: BaseException) -> str:
 
 
 def measure_reference(rp: Any, config: Any, labels: Sequence[str]) -> dict[str, Any]:
-    """Time the reference model of ``rp`` (a :class:`kbv.verify.ReferenceProblem`) under each label.
+    """Time the reference model of ``rp`` (a :class:`kbv.pipeline.ReferenceProblem`) under each label.
 
     Runs in the reference worker. Inputs are fresh ``get_inputs()`` draws (up to four, rotated per
     call as in a verification), ``config.trials`` calls per label split into
     ``config.timing_rounds`` interleaved rounds after ``config.warmup`` untimed calls (rounds after the
-    first cut to ``config.time_budget_ms``, :func:`kbv.verify.trials_within_budget`). ``compile``
+    first cut to ``config.time_budget_ms``, :func:`kbv.pipeline.trials_within_budget`). ``compile``
     gets one extra untimed call first (the compilation itself).
 
     Returns:
@@ -116,7 +116,7 @@ def measure_reference(rp: Any, config: Any, labels: Sequence[str]) -> dict[str, 
 
     from kbv import baselines as bl
     from kbv import inputs as inp
-    from kbv import verify
+    from kbv import pipeline as verify
     from kbv.timing import l2_flush_bytes, time_calls
 
     unknown = [lb for lb in labels if lb not in LABELS]

@@ -59,6 +59,8 @@ class _Server:
         # own references, taken before any candidate code runs (patching the modules later does
         # not reach these; a patch is reported by _tampering())
         self._time_calls = timing.time_calls
+        self._one_call = timing.one_call
+        self._call_inputs = timing.call_inputs
         self._time_calls_code = timing.time_calls.__code__
         self._kw_defaults = timing.time_calls.__kwdefaults__
         self.conn = conn
@@ -86,7 +88,8 @@ class _Server:
              (mpc.Connection, "send_bytes", "Connection.send_bytes"),
              (mpc.Connection, "_send_bytes", "Connection._send_bytes"), (mpc.Connection, "_send", "Connection._send"),
              (mpr.ForkingPickler, "dumps", "ForkingPickler.dumps"), (mpr.ForkingPickler, "__init__", "ForkingPickler.__init__"),
-             *((self, name, f"worker.{name}") for name in ("_time_calls", "torch", "timing", "protocol", "baselines",
+             *((self, name, f"worker.{name}") for name in ("_time_calls", "_one_call", "_call_inputs", "torch", "timing",
+                                                            "protocol", "baselines",
                                                             "integrity", "conn", "_perturb"))])
         # the candidate's own Python threads, watched for work after forward returns (taxonomy 2)
         self.threadwork = integrity.ThreadWork()
@@ -230,8 +233,36 @@ class _Server:
 
     def set_timing_inputs(self, req: Any) -> Any:
         self.timing_sets = [self._own(s) for s in req.input_sets]
+        #: two buffers per call alternate, so no call gets its inputs at the previous call's addresses
+        self._call_buffers = [[a.clone() if isinstance(a, self.torch.Tensor) else a for a in self.timing_sets[0]]
+                              for _ in range(2)]
+        self._call_count = 0
+        self._prev_timed: tuple = ()
         self._sync()
         return self.protocol.Times(times_ms=(), clock="none")
+
+    def timed_call(self, req: Any) -> Any:
+        """One call timed (:func:`kbv.timing.one_call`) on its inputs, made now from the request;
+        the output is returned as it is, shared, and held until the next timed call so that a
+        candidate returning the same buffer again is seen (``reused``)."""
+        torch = self.torch
+        buf = self._call_buffers[self._call_count % 2]
+        self._call_count += 1
+        args = self._call_inputs(buf, self.timing_sets, req.set_index, tuple(req.mix), tuple(req.mutate))
+        ms, out, clock = self._one_call(self.model, args, device=self.device, flush_bytes=req.l2_flush_bytes)
+        tensors, structure = _flatten(out)
+        del out
+        reused = ""
+        held = [t for t in self._prev_timed if type(t) is torch.Tensor]
+        if held and self.integrity.overlaps(tensors, held):
+            reused = "the previous timed call's output"
+        elif self.model is not None and isinstance(self.model, torch.nn.Module):
+            own = [t for t in (*self.model.parameters(), *self.model.buffers())]
+            if own and self.integrity.overlaps(tensors, own):
+                reused = "a parameter or buffer of ModelNew"
+        self._prev_timed = tensors
+        return self.protocol.CallTimed(time_ms=float(ms), clock=clock, tensors=tensors, structure=structure,
+                                       reused=reused, flag_changes=self._check_flags())
 
     def _tampering(self) -> tuple:
         """Harness objects the candidate replaced since load (taxonomy 4), each put back, and new
@@ -323,6 +354,7 @@ class _Server:
             p.Forward: ("forward", self.forward),
             p.SetTimingInputs: ("time", self.set_timing_inputs),
             p.Time: ("time", self.time),
+            p.TimedCall: ("time", self.timed_call),
             p.MeasureMemory: ("memory", self.memory),
             p.Ping: ("ping", self.ping),
             p.CountOps: ("profile", self.count_ops),

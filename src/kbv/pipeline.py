@@ -14,7 +14,9 @@ leave this process; only inputs go to the candidate, as fresh copies.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import signal
 import importlib.util
 import math
 import secrets
@@ -100,6 +102,8 @@ SYNC_CONFIRM = 2
 #: budget (and every correctness set passed): a stale cached answer is off by O(1) relative to a
 #: budget of ~1e-6, an honest but imprecise reduction by a small factor (kbv choice).
 PROBE_HACK_MARGIN = 10.0
+#: judged timed calls this many times slower than the others are named (:meth:`Verification._plan_leak`).
+PLAN_LEAK_RATIO = 3.0
 #: taxonomy 7: a median under this fraction of the input-read floor is physically implausible.
 ROOFLINE_MARGIN = 0.5
 
@@ -349,14 +353,27 @@ class Verification:
         self._kept_outputs: list | None = None
         self._last_structure: str | None = None
         self._pending_probes: list = []  #: (check, taxonomy, detail, error / budget) of failed probes.
+        self._fault_reported = False
+        self._reused_reported = False
+        self._kept_times: dict = {}  #: candidate times of judged and of other timed calls (plan leak evidence).
+        self._signals_at_spawn: frozenset = frozenset()
 
     # candidate calls ---------------------------------------------------------------------
     def _found(self, check: str, taxonomy: Any, severity: Severity, detail: str) -> None:
         self.state.findings.append(ig.finding(check, taxonomy, severity, detail))
 
     def _call(self, worker: CandidateProcess, request: Any, phase: str, timeout: float) -> Any:
+        with self._held(worker, request, phase, timeout, hold=False) as reply:
+            return reply
+
+    @contextlib.contextmanager
+    def _held(self, worker: CandidateProcess, request: Any, phase: str, timeout: float, hold: bool = True):
+        """The worker's checked reply to ``request``; with ``hold`` the worker's tree stays
+        stopped inside the block (:meth:`CandidateProcess.held_call`). Worker failures become
+        the pipeline's ends (TIMEOUT, CRASH, RUNTIME_ERROR) here."""
+        cm = worker.held_call(request, phase=phase, timeout=timeout) if hold else None
         try:
-            reply = worker.call(request, phase=phase, timeout=timeout)
+            reply = cm.__enter__() if cm is not None else worker.call(request, phase=phase, timeout=timeout)
         except WorkerTimeout as exc:
             raise _Stop(Status.TIMEOUT, f"{self.name}: {exc}", log_tail=exc.log_tail) from None
         except WorkerDied as exc:
@@ -370,18 +387,39 @@ class Verification:
         except protocol.ProtocolError as exc:
             self._found("probe:reply-channel", (3, 24), Severity.HACK, f"{phase}: {_first_line(exc)}")
             raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: {phase}: {exc}") from None
-        if isinstance(reply, protocol.Failed):
-            status = Status.COMPILE_ERROR if phase == "load" else Status.RUNTIME_ERROR
-            what = "building ModelNew" if phase == "load" else phase
-            if fp.is_memory_error(reply.message or ""):
-                what += " (the candidate ran out of memory in its own allocations)"
-            raise _Stop(status, f"{self.name}: {what} raised {reply.error_type}: {_first_line(reply.message)}",
-                        traceback=reply.traceback, log_tail=worker.log_tail())
-        changes = getattr(reply, "flag_changes", ())
-        for c in changes:
-            if c not in self.state.flag_changes:
-                self.state.flag_changes.append(c)
-        return reply
+        try:
+            if isinstance(reply, protocol.Failed):
+                status = Status.COMPILE_ERROR if phase == "load" else Status.RUNTIME_ERROR
+                what = "building ModelNew" if phase == "load" else phase
+                if fp.is_memory_error(reply.message or ""):
+                    what += " (the candidate ran out of memory in its own allocations)"
+                raise _Stop(status, f"{self.name}: {what} raised {reply.error_type}: {_first_line(reply.message)}",
+                            traceback=reply.traceback, log_tail=worker.log_tail())
+            changes = getattr(reply, "flag_changes", ())
+            for c in changes:
+                if c not in self.state.flag_changes:
+                    self.state.flag_changes.append(c)
+            self._fault_handlers(worker)
+            yield reply
+        finally:
+            if cm is not None:
+                cm.__exit__(None, None, None)
+
+    def _fault_handlers(self, worker: CandidateProcess) -> None:
+        """The candidate worker catches SIGSEGV or SIGBUS (its ``SigCgt``, read here from
+        /proc): memory that computes itself when touched, a lazy output (taxonomy 3). Neither
+        Python, torch nor Triton installs such a handler in the worker (measured at spawn:
+        ``evidence["signals_at_spawn"]``)."""
+        if self._fault_reported or worker.proc.pid is None:
+            return
+        caught = caught_signals(worker.proc.pid)
+        bad = sorted(caught & FAULT_SIGNALS - self._signals_at_spawn)
+        if bad:
+            names = ", ".join(signal.Signals(b).name for b in bad)
+            self._found("probe:fault-handler", (3,), Severity.HACK,
+                        f"the candidate's process installed a handler for {names}: outputs over memory that "
+                        "computes itself when read (a lazy output)")
+            self._fault_reported = True
 
     def _phase_peak(self, phase: str) -> None:
         """Record this process's peak resident bytes over the phase just ended, and start the next
@@ -835,19 +873,14 @@ class Verification:
                            for i in range(per_round)) if cfg.integrity else ()
             for subject in order:
                 if subject == "candidate":
-                    reply = self._call(worker, protocol.Time(warmup, per_round, flush, first, refresh=True, keep=keep,
-                                                             mutate=mutate, mix=mix),
-                                       "time", cfg.timing_timeout_s)
-                    if not isinstance(reply, protocol.Times) or len(reply.times_ms) != per_round:
-                        raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
-                    times = [float(t) for t in reply.times_ms]
-                    kept = [(done + i, k, outs) for i, k, outs in reply.kept]
-                    del reply
+                    times, kept, clock = self._time_candidate(worker, sets, first, warmup, per_round, flush,
+                                                              dict(mix), dict(mutate), set(keep), done, skip)
                 else:
                     bl.apply_flags(bl.flags_for(subject))
                     with worker.paused():  # nothing of the candidate's runs beside the baselines
                         times, clock = time_calls(model, sets, device=self.rp.device, warmup=warmup,
-                                                  trials=per_round, flush_bytes=flush, first_set=first, refresh=True)
+                                                  trials=per_round, flush_bytes=flush, first_set=first, refresh=True,
+                                                  sync_each=True)
                 samples[subject].extend(times)
             if cfg.integrity:  # judged and dropped round by round: at most one round's outputs held
                 mixes = dict(mix)
@@ -857,6 +890,7 @@ class Verification:
             per_round_done.append(per_round)
         bl.apply_flags(self.fp32_flags)
         self.state.evidence["timed_rechecks"] = recheck.checked
+        self._plan_leak()
         self.state.evidence["timed_calls_per_round"] = per_round_done
         self.oracle.release()
         bad = [t for t in samples["candidate"] if not (math.isfinite(t) and t > 0)]
@@ -882,6 +916,76 @@ class Verification:
         del sets
         self.state.phase_seconds["timing"] = time.perf_counter() - t0
         self._phase_peak("timing")
+
+    def _time_candidate(self, worker: CandidateProcess, sets: list, first: int, warmup: int, per_round: int,
+                        flush: int | None, mix: dict, mutate: dict, keep: set, done: int, skip: tuple
+                        ) -> tuple[list, list, str]:
+        """One round of the candidate's calls, one request each (:class:`kbv.protocol.TimedCall`):
+        each call's input changes are revealed with it, warmup and timed calls look the same, and
+        every call's output comes back shared; the outputs of the calls in ``keep`` (chosen here,
+        never sent) are copied while the worker is stopped, so the judged output is the one the
+        call returned, read by the trusted side. Returns (times of the timed calls in ms, kept
+        ``(call index, timing set, outputs)``, clock)."""
+        cfg = self.config
+        n = len(sets)
+        times: list = []
+        kept: list = []
+        clock = "cuda-event" if self.rp.device.type == "cuda" else "perf_counter"
+        for j in range(warmup + per_round):
+            i = j - warmup
+            if i < 0:  # warmup: the same kind of request, with a mix of its own (never judged); the
+                # first one gets set ``first``'s values whole, in the same form as the secret plain call
+                idx = (first + j) % n
+                if not cfg.integrity:
+                    mx = ()
+                elif j == 0:
+                    mx = (first, 0, skip, 1.0)
+                else:
+                    mx = ((idx + 1 + secrets.randbelow(n - 1)) % n, secrets.randbits(62), skip)
+                mt: tuple = ()
+            else:
+                idx = (first + warmup + i) % n
+                mx, mt = mix.get(i, ()), mutate.get(i, ())
+            judged = i >= 0 and i in keep and cfg.integrity  # decided before, never sent
+            with self._held(worker, protocol.TimedCall(idx, flush, tuple(mx), tuple(mt)), "time",
+                            cfg.call_timeout_s, hold=judged) as reply:
+                if not isinstance(reply, protocol.CallTimed) or not isinstance(reply.time_ms, (int, float)):
+                    raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+                if reply.reused and not self._reused_reported:
+                    self._reused_reported = True
+                    self._found("probe:output-reused", (8,), Severity.HACK,
+                                f"a timed call returned storage shared with {reply.reused}: the output is not the "
+                                "caller's (the next call overwrites it, and the allocation the reference pays is "
+                                "skipped)")
+                if i >= 0:
+                    times.append(float(reply.time_ms))
+                    clock = str(reply.clock)
+                    if judged:
+                        outs = []
+                        for t in reply.tensors:
+                            if type(t) is not torch.Tensor:
+                                raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: time: output is not a tensor")
+                            outs.append(t.clone())  # the worker is stopped: its memory as the call left it
+                        kept.append((done + i, idx, outs))
+                del reply
+        self._kept_times.setdefault("kept", []).extend(times[i] for i in sorted(keep) if i < len(times))
+        self._kept_times.setdefault("other", []).extend(t for i, t in enumerate(times) if i not in keep)
+        return times, kept, clock
+
+    def _plan_leak(self) -> None:
+        """Judged timed calls systematically slower than the others would mean the candidate knew
+        which calls are judged (taxonomy 5, 6): the plan is chosen on the trusted side and never
+        sent, so this is evidence of a leak, a WARNING (median of the judged calls over
+        PLAN_LEAK_RATIO × the others', with at least two of each). Medians go to the evidence."""
+        k, o = self._kept_times.get("kept", []), self._kept_times.get("other", [])
+        if len(k) < 2 or len(o) < 2:
+            return
+        mk, mo = float(np.median(k)), float(np.median(o))
+        self.state.evidence["judged_vs_other_calls_ms"] = [mk, mo]
+        if mo > 0 and mk > PLAN_LEAK_RATIO * mo:
+            self._found("timing:plan-leak", (5, 6), Severity.WARNING,
+                        f"the timed calls kbv judged took {mk:.4g} ms (median of {len(k)}), the others {mo:.4g} ms "
+                        f"(median of {len(o)}): work done only where it is checked")
 
     def _structured(self) -> tuple:
         """Input positions whose declared domain (:data:`STRUCTURED_DOMAINS`) changes of single
@@ -1165,6 +1269,9 @@ class Verification:
         with CandidateProcess(device=self.config.device, build_dir=bd) as worker:
             try:
                 self._preflight()
+                if worker.proc.pid is not None:
+                    self._signals_at_spawn = caught_signals(worker.proc.pid) & FAULT_SIGNALS
+                    self.state.evidence["signals_at_spawn"] = sorted(int(x) for x in self._signals_at_spawn)
                 self._load(worker)
                 self._correctness(worker)
                 self._vet()
@@ -1249,6 +1356,20 @@ class Verification:
 #: declared domains (kbv.domains) that a change of single elements would break: inputs declared so
 #: are left alone by the per-call changes of timed inputs.
 STRUCTURED_DOMAINS = ("fixed", "probability", "symmetric", "spd")
+
+
+#: signals whose handler in the candidate's process means memory that fills itself on a fault.
+FAULT_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS})
+
+
+def caught_signals(pid: int) -> frozenset:
+    """Signals process ``pid`` has a handler for (``SigCgt`` of /proc/<pid>/status)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            mask = next((int(l.split()[1], 16) for l in f if l.startswith("SigCgt:")), 0)
+    except (OSError, ValueError):
+        return frozenset()
+    return frozenset(n for n in range(1, 65) if mask >> (n - 1) & 1)
 
 
 def content_digest(t: torch.Tensor) -> tuple:

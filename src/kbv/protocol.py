@@ -78,7 +78,7 @@ class Time:
     keep: tuple = ()  #: timed-call indices whose outputs come back for a correctness re-check.
     sync_inside: bool = False
     #: (timed-call index, ((arg index, index tuple, value), ...)) per timed call: elements changed in
-    #: that call's inputs after the refresh copy (kbv.verify.timed_mutation).
+    #: that call's inputs after the refresh copy (kbv.pipeline.timed_mutation).
     mutate: tuple = ()
     #: (timed-call index, (source set index, seed)) per timed call (kbv.timing.mix_values).
     mix: tuple = ()
@@ -98,6 +98,20 @@ class CountOps:
     #: (source set index, seed): the set's values mixed as a timed call's are (kbv.timing.mix_values),
     #: so a cache filled during the timed calls does not answer the counted call.
     mix: tuple = ()
+
+
+@dataclass(frozen=True)
+class TimedCall:
+    """Time one call on the inputs :func:`kbv.timing.call_inputs` makes from timing set
+    ``set_index`` with ``mix`` and ``mutate`` (revealed with this call, never before), with an
+    L2 flush first on cuda. The reply (:class:`CallTimed`) carries the output itself, shared;
+    whether kbv judges it is decided after the call returned, on the trusted side. Warmup and
+    timed calls are the same request: the worker cannot tell them apart."""
+
+    set_index: int
+    l2_flush_bytes: int | None = None
+    mix: tuple = ()
+    mutate: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -161,6 +175,18 @@ class Times:
 
 
 @dataclass(frozen=True)
+class CallTimed:
+    time_ms: float
+    clock: str
+    tensors: tuple  #: the call's outputs, flattened, shared with the trusted side (not copied).
+    structure: str = "tensor"
+    #: the output shares storage with the previous timed call's output (still held by the worker)
+    #: or with a parameter or buffer of ModelNew: how, or "".
+    reused: str = ""
+    flag_changes: tuple = ()
+
+
+@dataclass(frozen=True)
 class MemoryFigures:
     forward_peak_bytes: int
     input_bytes: int
@@ -177,7 +203,7 @@ class Failed:
     traceback: str = ""
 
 
-REPLY_TYPES = (Loaded, Outputs, Times, MemoryFigures, Failed, Pong, OpCounts)
+REPLY_TYPES = (Loaded, Outputs, Times, MemoryFigures, Failed, Pong, OpCounts, CallTimed)
 
 
 def encode(msg: Any) -> bytes:

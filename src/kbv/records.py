@@ -278,7 +278,7 @@ class EvalConfig:
     timing_timeout_s: float = 600.0
     #: cap (ms) on the timed calls of one subject in one round: after the first round a round's
     #: calls are cut to budget / the slowest subject's median so far, never below 3 and the same
-    #: for every subject; the sync pass is sized the same way (``kbv.verify.trials_within_budget``).
+    #: for every subject; the sync pass is sized the same way (``kbv.pipeline.trials_within_budget``).
     #: 0 for no cap.
     time_budget_ms: float = 2000.0
     #: correctness policy deciding ``passed`` (``kbv`` or ``kbv-compat``, see ``kbv.oracle``).

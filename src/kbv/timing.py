@@ -120,6 +120,73 @@ def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip
     return out
 
 
+#: bytes between the output elements :func:`touch_pages` reads (the smallest page size).
+PAGE_BYTES = 4096
+
+
+def touch_pages(out: object) -> None:
+    """Read one element of every page of each CPU output tensor, inside the timed window (every
+    subject alike): an output over memory that computes itself when first read (pages mapped
+    without access and filled by a fault handler, taxonomy 3) does that work inside the window,
+    not later when kbv reads it. One element per 4 KiB costs a few µs per MiB of output."""
+    for t in _flat(out):
+        if type(t) is torch.Tensor and t.device.type == "cpu" and t.numel() and t.is_contiguous():
+            step = max(1, PAGE_BYTES // t.element_size())
+            flat = t.detach().reshape(-1)
+            if flat.dtype.is_complex or flat.dtype == torch.bool:
+                flat = flat.view(torch.uint8)
+            float(flat[::step].sum())
+
+
+def call_inputs(buffer: list, sets: Sequence[Sequence[object]], index: int, mix: tuple = (),
+                mutate: Sequence[tuple] = ()) -> list:
+    """The inputs of one timed call, written into ``buffer`` (a list of tensors of a timing set's
+    shapes, owned by the caller): timing set ``index``, then ``mix`` (``(source set index, seed[,
+    skip[, fraction]])``, :func:`mix_values`), then ``mutate`` (``(arg index, index tuple, value)``
+    changes). The same values on both sides of the trust boundary."""
+    n = len(sets)
+    src = sets[index % n]
+    for k, a in enumerate(src):
+        if isinstance(a, torch.Tensor):
+            buffer[k].copy_(a)
+        else:
+            buffer[k] = a
+    if mix:
+        source, seed, *rest = mix
+        for k, a in enumerate(mix_values(buffer, sets[int(source) % n], seed, *rest)):
+            if isinstance(a, torch.Tensor) and a is not buffer[k]:
+                buffer[k].copy_(a)
+    for ai, where, value in mutate:
+        buffer[ai][tuple(where)] = value
+    return buffer
+
+
+def one_call(fn: Callable[..., object], args: Sequence[object], *, device: torch.device | str,
+             flush_bytes: int | None = None, _perf_counter=_perf_counter, _Event=_Event,
+             _event_record=_event_record, _event_elapsed=_event_elapsed,
+             _cuda_sync=_cuda_sync) -> tuple[float, object, str]:
+    """Time one call of ``fn(*args)``: on cuda a synchronize, the L2 flush, CUDA events around
+    the call and a synchronize after it (the output is complete when this returns); on cpu
+    ``perf_counter`` around the call and :func:`touch_pages`. Returns (ms, output, clock)."""
+    device = torch.device(device)
+    with torch.inference_mode(False), torch.no_grad():
+        if device.type == "cuda":
+            flush = torch.empty(int(flush_bytes) // 4, dtype=torch.int32, device=device) if flush_bytes else None
+            start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+            _cuda_sync(device)
+            if flush is not None:
+                flush.zero_()
+            _event_record(start)
+            out = fn(*args)
+            _event_record(end)
+            _cuda_sync(device)
+            return float(_event_elapsed(start, end)), out, "cuda-event"
+        t0 = _perf_counter()
+        out = fn(*args)
+        touch_pages(out)
+        return (_perf_counter() - t0) * 1e3, out, "perf_counter"
+
+
 def time_calls(
     fn: Callable[..., object],
     arg_sets: Sequence[Sequence[object]],
@@ -135,6 +202,7 @@ def time_calls(
     sync_inside: bool = False,
     mutate: Mapping[int, Sequence[tuple]] | None = None,
     mix: Mapping[int, tuple] | None = None,
+    sync_each: bool = False,
     _perf_counter=_perf_counter,
     _Event=_Event,
     _event_record=_event_record,
@@ -158,7 +226,7 @@ def time_calls(
     call's values are :func:`mix_values` of its set and the source set, then ``mutate`` applies.
     ``mutate`` (needs ``refresh``): timed-call index → ``(arg index, index tuple, value)`` changes
     written into that call's working buffer after the copy, outside the timed region (every timed
-    call of a verification gets its own, ``kbv.verify.timed_mutation``: no two see the same values).
+    call of a verification gets its own, ``kbv.pipeline.timed_mutation``: no two see the same values).
 
     ``sync_inside``: time each call on the host clock around ``fn`` plus a device-wide
     synchronize (no L2 flush): work left running on other streams or threads after ``fn``
@@ -226,6 +294,8 @@ def time_calls(
                 out = fn(*args)
                 if cuda:
                     _cuda_sync(device)
+                else:
+                    touch_pages(out)
                 times.append((_perf_counter() - t0) * 1e3)
                 keep_output(i, out)
                 del out
@@ -237,6 +307,8 @@ def time_calls(
             ends = [_Event(enable_timing=True) for _ in range(trials)]
             for i in range(trials):
                 args = args_for(warmup + i)
+                if sync_each:  # as the candidate's per-call timing does (kbv.pipeline), side by side
+                    _cuda_sync(device)
                 if flush is not None:
                     flush.zero_()
                 _event_record(starts[i])
@@ -253,6 +325,7 @@ def time_calls(
             args = args_for(warmup + i)
             t0 = _perf_counter()
             out = fn(*args)
+            touch_pages(out)
             times.append((_perf_counter() - t0) * 1e3)
             keep_output(i, out)
             del out

@@ -120,7 +120,7 @@ def run_difference(rp: Any, args: list) -> float:
 
     Raises whatever the reference raises.
     """
-    from kbv.verify import run_reference
+    from kbv.pipeline import run_reference
 
     flags = bl.flags_for("eager-fp32")
     args = inp.to_device(args, rp.device, rp.precision)
@@ -208,7 +208,7 @@ def vet_problem(rp: Any, config: EvalConfig, env: Environment | None, seeds: int
     Each round draws fresh secret seeds. The reference runs under the eager-fp32 flags; the
     float64 oracle gives the eager-fp32 baseline's own error per set.
     """
-    from kbv.verify import run_reference
+    from kbv.pipeline import run_reference
 
     flags = bl.flags_for("eager-fp32")
     get_inputs = rp.module.get_inputs

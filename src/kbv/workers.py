@@ -367,6 +367,23 @@ class CandidateProcess:
         self.send(request, phase=phase)
         return self.receive(phase=phase, timeout=timeout)
 
+    @contextmanager
+    def held_call(self, request: Any, *, phase: str, timeout: float) -> Iterator[Any]:
+        """:meth:`call`, with the worker and everything it started stopped from the moment its
+        reply is decoded until the block ends: what the reply shares (output memory, CUDA IPC
+        handles) is read by the trusted side with nothing of the candidate's running to change it.
+        (Decoding needs the worker: shared cpu memory comes through its file-descriptor sharer;
+        between its reply and the stop it runs for the time of one decode.) Same errors as
+        :meth:`call`."""
+        self.send(request, phase=phase)
+        pids: tuple = ()
+        try:
+            yield self.receive(phase=phase, timeout=timeout, hold=True)
+        finally:
+            pids, self._held = getattr(self, "_held", ()), ()
+            if pids:
+                self.jail.resume(pids)
+
     def send(self, request: Any, *, phase: str) -> None:
         """The first half of :meth:`call` (several workers can then work at once).
 
@@ -381,9 +398,10 @@ class CandidateProcess:
             self.proc.join(timeout=5)
             raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note()) from None
 
-    def receive(self, *, phase: str, timeout: float) -> Any:
+    def receive(self, *, phase: str, timeout: float, hold: bool = False) -> Any:
         """The second half of :meth:`call`: the decoded reply to the request :meth:`send` sent
-        (same errors as :meth:`call`)."""
+        (same errors as :meth:`call`). ``hold``: stop the worker's tree once the reply is decoded,
+        before it is used (:meth:`held_call` resumes it)."""
         if not _wait_readable(self.conn, self.proc, timeout):
             if self.proc.is_alive():
                 _kill_group(self.proc)
@@ -397,7 +415,10 @@ class CandidateProcess:
             if self.proc.is_alive():
                 _kill_group(self.proc)
             raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note()) from None
-        return protocol.decode_reply(data)
+        reply = protocol.decode_reply(data)  # shared cpu memory arrives through the worker's fd sharer
+        if hold and self.proc.is_alive() and self.proc.pid:
+            self._held = self.jail.pause(self.proc.pid)
+        return reply
 
     def close(self) -> None:
         if self.proc.is_alive():

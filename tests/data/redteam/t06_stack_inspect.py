@@ -12,7 +12,7 @@ import sys
 import torch
 import torch.nn as nn
 
-_BENCH_NAMES = ("time_calls", "do_bench", "timeit", "benchmark", "bench", "profile", "measure")
+_BENCH_NAMES = ("time_calls", "one_call", "timed_call", "do_bench", "timeit", "benchmark", "bench", "profile", "measure")
 
 
 def _being_timed() -> bool:
