@@ -44,13 +44,35 @@ def test_parse_gpus_picks_among_visible():
 
 def test_lane_specs_and_pool_size():
     lanes = gpu_lanes(["0", "1"])
-    assert [(ln.device, ln.env) for ln in lanes] == [("cuda", {"CUDA_VISIBLE_DEVICES": "0"}),
-                                                     ("cuda", {"CUDA_VISIBLE_DEVICES": "1"})]
+    assert [(ln.device, ln.env["CUDA_VISIBLE_DEVICES"]) for ln in lanes] == [("cuda", "0"), ("cuda", "1")]
+    assert all(ln.env["CUDA_DEVICE_ORDER"] == os.environ.get("CUDA_DEVICE_ORDER", "PCI_BUS_ID") for ln in lanes)
     assert [ln.name for ln in cpu_lanes(3)] == ["cpu0", "cpu1", "cpu2"]
     with pytest.raises(ValueError):
         cpu_lanes(0)
     assert pool_size(16, 2) == 8 and pool_size(2, 2) == 1 and pool_size(1, 4) == 1
     assert needs_build("cpp") and needs_build("cuda") and not needs_build("torch") and not needs_build("triton")
+
+
+def test_each_timed_verdict_carries_its_speedup_intervals():
+    from kbv.batch import speedup_intervals
+    from kbv.metrics import speedup_interval
+
+    v = speedup_intervals(make_verdict("PASS", speedup=2.0))
+    ci = v.evidence["speedup_interval_95"]
+    assert set(ci) == {"eager-tf32", "eager-fp32"}
+    lo, hi = ci["eager-tf32"]
+    assert lo <= 2.0 <= hi and [lo, hi] == [round(x, 4) for x in speedup_interval(v, "eager-tf32")]
+    assert "speedup_interval_95" not in speedup_intervals(make_verdict("INCORRECT", nominal_fail=True)).evidence
+
+
+def test_throttle_reasons_and_no_nvml_on_cpu():
+    from kbv.executors.throttle import ThrottleWatch, throttle_reasons
+
+    assert throttle_reasons(0x1 | 0x2) == []  # idle, application clocks: not throttling
+    assert throttle_reasons(0x8 | 0x40) == ["hw_slowdown", "hw_thermal_slowdown"]
+    w = ThrottleWatch("999")  # no such GPU (or no NVML): samples nothing
+    w.start()
+    assert w.stop() is None
 
 
 # claims: several claimers in one process ---------------------------------------------------------

@@ -409,6 +409,13 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
         if verdict.status is Status.EVAL_ERROR:
             out.eval_errors.append((pj.candidate.path, verdict.message))
             note = " (kbv's failure, not the candidate's: left out of the metrics; a rerun retries it)"
+        ci = verdict.evidence.get("speedup_interval_95") or {}
+        if ci:
+            note += " [" + ", ".join(f"{lb} {verdict.speedup[lb]:.2f}x (95% {lo:.2f}-{hi:.2f})"
+                                     for lb, (lo, hi) in ci.items() if lb in verdict.speedup) + "]"
+        throttled = (verdict.evidence.get("gpu_throttle") or {}).get("throttled")
+        if throttled:
+            note += f" [GPU clock throttled during this job: {', '.join(sorted(throttled))}; its times are suspect]"
         say(f"{verdict.status.value:<13} {pj.job.run} {problem_key(pj.problem)} sample {pj.candidate.sample_id}: "
             f"{verdict.message}{note}")
         progress.update(task, advance=1, counts=_status_text(out.statuses))
@@ -439,7 +446,7 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
             out.internal_errors.append((pj.candidate.path, text))
             say(f"KBV ERROR     {pj.candidate.path}: {first} (job released)")
         else:
-            record(pj, name_baselines(attach_compile_speedup(res, store)))
+            record(pj, speedup_intervals(name_baselines(attach_compile_speedup(res, store))))
 
     def built(pj: PlannedJob, b) -> None:  # from a build thread
         events.put(("built", None, pj, b))
@@ -542,6 +549,25 @@ def _verdict(pj: PlannedJob, ev: Evaluator, config: EvalConfig, store: Store,
     return name_baselines(attach_compile_speedup(verdict, store))
 
 
+def speedup_intervals(verdict: Verdict) -> Verdict:
+    """Record in a timed verdict's evidence (``speedup_interval_95``: ``{baseline: [lo, hi]}``, ×)
+    the 95 % percentile-bootstrap interval of each speedup measured side by side with the
+    candidate (:func:`kbv.metrics.speedup_interval`, the interval the report shows), so each stored
+    record carries the interval of the figure it quotes."""
+    from kbv.metrics import speedup_interval
+
+    if not verdict.speedup or "speedup_interval_95" in verdict.evidence:
+        return verdict
+    ci = {}
+    for label in verdict.speedup:
+        iv = speedup_interval(verdict, label)
+        if iv is not None:
+            ci[label] = [round(iv[0], 4), round(iv[1], 4)]
+    if not ci:
+        return verdict
+    return dataclasses.replace(verdict, evidence={**verdict.evidence, "speedup_interval_95": ci})
+
+
 def name_baselines(verdict: Verdict) -> Verdict:
     """Record in a timed verdict's evidence (``baselines``) the flags and the description of every
     baseline its speedups are against (:func:`kbv.baselines.baseline_flags`), so each record says
@@ -557,4 +583,4 @@ def name_baselines(verdict: Verdict) -> Verdict:
 
 __all__ = ["Selection", "parse_ids", "PlannedJob", "BatchPlan", "BrokenProblemFile", "BatchOutcome",
            "ConfigMismatch", "plan_batch", "run_batch", "check_config", "broken_reason", "BROKEN_PREFIX",
-           "name_baselines"]
+           "name_baselines", "speedup_intervals"]

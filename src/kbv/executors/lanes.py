@@ -81,8 +81,11 @@ def parse_gpus(text: str, available: list[str] | None = None) -> list[str]:
 
 
 def gpu_lanes(gpus: list[str]) -> list[LaneSpec]:
-    """One cuda lane per ``CUDA_VISIBLE_DEVICES`` entry."""
-    return [LaneSpec(f"gpu{g}", "cuda", {"CUDA_VISIBLE_DEVICES": g}) for g in gpus]
+    """One cuda lane per ``CUDA_VISIBLE_DEVICES`` entry. Indices are in PCI bus order
+    (``CUDA_DEVICE_ORDER=PCI_BUS_ID`` unless set already), which is NVML's order, so the lane's
+    throttle watch (:mod:`kbv.executors.throttle`) reads the lane's own GPU."""
+    order = {"CUDA_DEVICE_ORDER": os.environ.get("CUDA_DEVICE_ORDER", "PCI_BUS_ID")}
+    return [LaneSpec(f"gpu{g}", "cuda", {"CUDA_VISIBLE_DEVICES": g, **order}) for g in gpus]
 
 
 def cpu_lanes(n: int) -> list[LaneSpec]:
@@ -142,10 +145,23 @@ class ThreadLane:
         self._queue.put(pj)
 
     def _serve(self) -> None:
+        import dataclasses
+
+        from kbv.executors.throttle import ThrottleWatch
+        from kbv.records import Verdict
+
         self.evaluator = self._factory(self.spec)
+        gpu = self.spec.env.get("CUDA_VISIBLE_DEVICES") if self.spec.device == "cuda" else None
+        watch = ThrottleWatch(gpu) if gpu is not None else None
         try:
             while (pj := self._queue.get()) is not None:
-                self._post(("done", self, pj, self._work(self.evaluator, pj)))
+                if watch is not None:
+                    watch.start()
+                res = self._work(self.evaluator, pj)
+                seen = watch.stop() if watch is not None else None
+                if seen is not None and isinstance(res, Verdict):
+                    res = dataclasses.replace(res, evidence={**res.evidence, "gpu_throttle": seen})
+                self._post(("done", self, pj, res))
         finally:
             self.evaluator.close()
 
