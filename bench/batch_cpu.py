@@ -93,11 +93,19 @@ def make_batch(root: Path, n: int, n_cpp: int) -> Path:
     return root / "runs"
 
 
-def run_mode(root: Path, runs: Path, name: str, extra: list[str]) -> dict:
+#: the batch config of the bench: few calls, the KernelBench-Verified policy.
+SMALL = ["--seeds", "1", "--trials", "3", "--warmup", "1", "--policy", "kbv-compat"]
+
+
+def run_mode(root: Path, runs: Path, name: str, extra: list[str], *, problems: Path | None = None,
+             base: list[str] | None = None) -> dict:
+    """``kbv run`` of the batch in a fresh process with a fresh build cache; wall time (s) and the
+    status of every candidate file. ``base`` (default ``--device cpu``) precedes the config."""
     db = root / f"{name}.db"
     env = {**os.environ, "KBV_CACHE_DIR": str(root / f"cache-{name}"), "PYTHONPATH": str(ROOT / "src")}
-    cmd = [sys.executable, "-m", "kbv", "run", str(root / "problems"), str(runs), "--store", str(db),
-           "--device", "cpu", "--seeds", "1", "--trials", "3", "--warmup", "1", "--policy", "kbv-compat", *extra]
+    base = ["--device", "cpu"] if base is None else base
+    cmd = [sys.executable, "-m", "kbv", "run", str(problems or root / "problems"), str(runs), "--store", str(db),
+           *base, *SMALL, *extra]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=7200)
     wall = time.monotonic() - t0
