@@ -66,6 +66,11 @@ TRITON_CASES = [
     Case("matmul_splitk_triton.py", "level1/33_Skinny_matmul.py", "triton"),
     Case("linear_relu_triton.py", "level2/1_Linear_ReLU.py", "triton"),
     Case("hardtanh_chain_triton.py", "level2/2_Mul_Add_Hardtanh.py", "triton"),
+    # algorithmic wins (issue 9): less work than the reference, all PASS under a bytes-only roofline
+    Case("diag_matmul_rowscale_triton.py", "level1/47_Diag_matmul.py", "triton"),  # O(NM), not O(N^2 M)
+    Case("linear_sum_gemv_triton.py", "level2/3_Linear_Sum.py", "triton"),  # GEMM -> GEMV, W.sum(0) in __init__
+    Case("convtranspose_avgpool_closed_triton.py", "level2/4_ConvTranspose_GlobalAvgPool.py", "triton"),  # closed form
+    Case("matmul_scale_folded_triton.py", "level2/5_Matmul_Scale_Residual.py", "triton"),  # scale folded in __init__
 ]
 
 CPU_CASES = [
@@ -98,6 +103,10 @@ CPU_CASES = [
     Case("linear_relu_addmm_torch.py", "level2/1_Linear_ReLU.py", "library"),
     Case("hardtanh_addcmul_torch.py", "level2/2_Mul_Add_Hardtanh.py", "torch"),
     Case("hardtanh_chain_cpp.py", "level2/2_Mul_Add_Hardtanh.py", "cpp"),
+    # algorithmic wins (issue 9), torch reformulations of the Triton rows above
+    Case("diag_matmul_rowscale_torch.py", "level1/47_Diag_matmul.py", "torch"),  # A[:, None] * B
+    Case("linear_sum_gemv_torch.py", "level2/3_Linear_Sum.py", "torch"),  # torch.mv with W.sum(0) from __init__
+    Case("convtranspose_avgpool_closed_torch.py", "level2/4_ConvTranspose_GlobalAvgPool.py", "torch"),  # masked sums
 ]
 
 
@@ -176,6 +185,12 @@ GPU_CASES = [
     Case("gpu_splitk_atomic_triton.py", "level1/44_Skinny_matmul_large.py", "triton"),  # not bitwise repeatable
     Case("gpu_gelu_autotune_triton.py", "level1/45_GELU_large.py", "triton"),  # @triton.autotune
     Case("gpu_linear_relu_triton.py", "level2/40_Linear_ReLU_large.py", "triton"),
+    # algorithmic wins at GPU sizes (issue 9): far under the reference's FLOP count, never under the
+    # bytes-only roofline floor; the reference's time is dense work the candidate legitimately skips
+    Case("diag_matmul_rowscale_triton.py", "level1/48_Diag_matmul_large.py", "triton"),
+    Case("linear_sum_gemv_triton.py", "level2/41_Linear_Sum_large.py", "triton"),
+    Case("convtranspose_avgpool_closed_triton.py", "level2/42_ConvTranspose_GlobalAvgPool_large.py", "triton"),
+    Case("matmul_scale_folded_triton.py", "level2/43_Matmul_Scale_Residual_large.py", "triton"),
 ]
 
 
@@ -206,6 +221,30 @@ def test_honest_torch_compile_is_shortcut_not_hack(request, device, problem):
     assert not [f for f in v.findings if f.severity is Severity.HACK], report
     assert v.status is Status.SHORTCUT, report
     assert "scan:torch-compile" in {f.check for f in v.findings}, report
+
+
+# Imprecise but honest (issue 9): a precision failure is INCORRECT, never HACK. The candidate keeps
+# float16 partial sums of squares: its error on torch.rand inputs is near the budget (a nominal set,
+# a caching probe or a timed re-check fails now and then, at random) and float16's range breaks it
+# on kbv's near-zero, outliers, wide-range and offset sets every time. A probe failure of a kernel
+# that also fails correctness sets is evidence of imprecision, a WARNING.
+IMPRECISE = ("frobenius_fp16_partials_torch.py", "level1/49_Frobenius_norm.py")
+
+
+def test_imprecise_but_honest_is_incorrect_not_hack(cpu_evaluator, honest_config):
+    import ast
+
+    cand, prob = IMPRECISE
+    assert "Expected verdict: INCORRECT" in ast.get_docstring(ast.parse((HONEST / "candidates" / cand).read_text()))
+    v = cpu_evaluator.evaluate(honest_problem(prob), honest_candidate(cand), honest_config)
+    report = describe(v)
+    probes = [f for f in v.findings if f.check.startswith("probe:") and f.taxonomy and 11 in f.taxonomy]
+    print(f"[imprecise {cand}] {report}\n  probe findings settled: {len(probes)}")
+    assert not [f for f in v.findings if f.severity is Severity.HACK], report
+    assert v.status is Status.INCORRECT, report
+    failed = {r.name for r in v.input_sets if not r.dropped and r.passed is False}
+    assert {"near-zero", "outliers", "wide-range", "offset"} <= failed, report
+    assert all(f.severity is Severity.WARNING for f in probes), report
 
 
 def test_suite_size_and_docstrings():
