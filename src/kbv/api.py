@@ -1,0 +1,446 @@
+"""kbv's public Python API: one verification (:func:`verify`) and a batch (:func:`plan`,
+:func:`run`, :func:`metrics`), re-exported as ``kbv.verify``, ``kbv.plan``, ``kbv.run``,
+``kbv.metrics`` (the module ``kbv.metrics``, made callable: see :mod:`kbv`) and ``kbv.close``.
+
+:func:`verify` is made to be called many times in one process (an RL loop's reward): it keeps one
+reference worker per device alive between calls, owned by a thread of its own (the worker dies
+with the thread that started it, ``PR_SET_PDEATHSIG``, so it must not be the caller's, which may
+be a short-lived thread of a pool). Calls for one device run one at a time; :func:`close` (also
+run at exit) stops the workers. Every candidate still runs in a fresh sandboxed worker per call.
+
+The calls work from a plain script without an ``if __name__ == "__main__":`` guard: kbv's workers
+are spawned without re-running the caller's ``__main__`` (:func:`kbv.workers._plain_main`).
+
+Problems and candidates are paths or source text. Source text is written once to
+``<kbv cache>/sources/`` (mode 0700, ``$KBV_CACHE_DIR`` or ``~/.cache/kbv``) under a name made of
+its SHA-256, so the same text is the same file on every call (Triton and ``inspect`` read the
+file; the build cache is keyed by the content hash). Those files are small and never deleted by
+kbv; remove the folder whenever no verification runs.
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import dataclasses
+import hashlib
+import os
+import queue
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, Union
+
+from kbv.records import CandidateRef, EvalConfig, ProblemRef, Verdict
+
+if TYPE_CHECKING:  # heavy modules, imported by the functions that use them
+    from kbv.batch import BatchOutcome, BatchPlan, PlannedJob
+    from kbv.metrics import BatchMetrics
+    from kbv.orchestrator import Evaluator
+    from kbv.store import Store
+
+#: a problem or candidate: a path (``str`` without a newline, or ``os.PathLike``), source text (a
+#: ``str`` with a newline), or a ref already vetted by :func:`kbv.problems.load_problem` /
+#: :func:`kbv.candidates.load_candidate`.
+Source = Union[str, "os.PathLike[str]", ProblemRef, CandidateRef]
+#: an :class:`~kbv.records.EvalConfig`, a mapping of its fields (resolved by :func:`make_config`),
+#: or None for the defaults on the best device.
+ConfigLike = Union[EvalConfig, Mapping[str, Any], None]
+
+__all__ = ["verify", "plan", "run", "metrics", "close", "make_config", "Source", "ConfigLike"]
+
+
+# Configuration ------------------------------------------------------------------------------------
+
+def default_device() -> str:
+    """``"cuda"`` when torch sees a CUDA device, else ``"cpu"`` (imports torch)."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+_FIELDS = {f.name for f in dataclasses.fields(EvalConfig)}
+
+
+def make_config(config: ConfigLike = None) -> EvalConfig:
+    """The :class:`~kbv.records.EvalConfig` a call runs with.
+
+    ``None`` is the defaults of ``kbv eval`` on :func:`default_device`. A mapping is resolved the
+    way ``kbv eval`` resolves its options: ``device`` defaults to :func:`default_device`; ``atol`` and
+    ``rtol`` not given default to :meth:`EvalConfig.default_tolerance` of the ``precision``
+    (1e-3 fp32, 1e-2 bf16/fp16); ``policy="kbv-compat"`` without ``distributions`` runs no
+    randomised distributions (KernelBench-Verified's protocol: nominal + D1–D4); tuple fields
+    accept lists. An ``EvalConfig`` is taken as it is.
+
+    Raises:
+        TypeError: ``config`` is neither an ``EvalConfig``, a mapping nor None.
+        ValueError: a mapping names a field ``EvalConfig`` does not have, a value is out of range
+            (``EvalConfig``'s own checks: device, precision, policy, counts), or the config asks for
+            ``cuda`` on a machine where torch sees no CUDA device.
+    """
+    if config is None:
+        config = {}
+    if isinstance(config, Mapping):
+        kw = dict(config)
+        unknown = sorted(set(kw) - _FIELDS)
+        if unknown:
+            raise ValueError(f"EvalConfig has no field(s) {', '.join(map(repr, unknown))}; "
+                             f"known fields: {', '.join(sorted(_FIELDS))}")
+        kw.setdefault("device", default_device())
+        tol = EvalConfig.default_tolerance(kw.get("precision", "fp32"))
+        kw.setdefault("atol", tol)
+        kw.setdefault("rtol", tol)
+        if kw.get("policy") == "kbv-compat":
+            kw.setdefault("distributions", ())
+        for name in ("hidden", "baselines", "distributions"):
+            if isinstance(kw.get(name), (list, str)):
+                kw[name] = (kw[name],) if isinstance(kw[name], str) else tuple(kw[name])
+        config = EvalConfig(**kw)
+    elif not isinstance(config, EvalConfig):
+        raise TypeError(f"config must be a kbv.EvalConfig, a mapping of its fields or None, "
+                        f"not {type(config).__name__}")
+    if config.device == "cuda" and default_device() != "cuda":
+        import torch
+
+        raise ValueError(f"config asks for device 'cuda', but torch {torch.__version__} sees no CUDA "
+                         "device here; use EvalConfig(device='cpu')")
+    return config
+
+
+# Problems and candidates --------------------------------------------------------------------------
+
+def _sources_dir() -> Path:
+    from kbv.candidates import cache_root
+
+    d = cache_root() / "sources"
+    d.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return d
+
+
+def source_file(text: str, kind: str) -> Path:
+    """The file holding ``text`` (UTF-8) under ``<kbv cache>/sources/``, named
+    ``<kind>_<first 24 hex digits of its SHA-256>.py``: written once (atomically), the same path
+    for the same text on every call and in every process.
+
+    Raises:
+        OSError: the cache folder cannot be written.
+    """
+    raw = text.encode("utf-8")
+    path = _sources_dir() / f"{kind}_{hashlib.sha256(raw).hexdigest()[:24]}.py"
+    try:
+        if path.read_bytes() == raw:
+            return path
+    except OSError:
+        pass
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_bytes(raw)
+    os.replace(tmp, path)  # never a half-written file under the final name
+    return path
+
+
+def _as_path(value: Any, kind: str) -> Path:
+    """``value`` as a file path: source text (a ``str`` with a newline) is written with
+    :func:`source_file`; a path must exist."""
+    if isinstance(value, str) and "\n" in value:
+        return source_file(value, kind)
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{kind} must be a path, source text or a kbv ref, not {type(value).__name__}")
+    path = Path(value).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"{kind} file {str(path)!r} does not exist (source text must contain a newline)")
+    return path
+
+
+def problem_ref(problem: Source) -> ProblemRef:
+    """A statically vetted problem (nothing runs).
+
+    Raises:
+        FileNotFoundError: a path that names no file.
+        kbv.problems.ProblemError: not a KernelBench problem (unreadable, syntax error, ``Model``,
+            ``get_inputs`` or ``get_init_inputs`` missing).
+        TypeError: ``problem`` is neither a path, text nor a ``ProblemRef``.
+    """
+    if isinstance(problem, ProblemRef):
+        return problem
+    from kbv.problems import load_problem
+
+    return load_problem(_as_path(problem, "problem"))
+
+
+def _candidate(candidate: Source) -> tuple[CandidateRef, str | None]:
+    """(ref, static fault or None): a candidate that fails static vetting gets its verdict, not an error."""
+    if isinstance(candidate, CandidateRef):
+        return candidate, None
+    from kbv.candidates import CandidateError, load_candidate
+    from kbv.orchestrator import rejected_candidate
+
+    path = _as_path(candidate, "candidate")
+    try:
+        return load_candidate(path), None
+    except CandidateError as exc:
+        return rejected_candidate(path, run=None, sample_id=None), str(exc)
+
+
+# One evaluator per device, owned by its own thread ------------------------------------------------
+
+class _Session:
+    """An :class:`~kbv.orchestrator.Evaluator` for one device and the thread that owns it: every
+    call runs there, so the reference worker (bound to its creating thread) lives until
+    :meth:`close`."""
+
+    def __init__(self, device: str):
+        from kbv.orchestrator import Evaluator
+
+        self.device = device
+        self.evaluator: Evaluator = Evaluator(device)
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, name=f"kbv-api-{device}", daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            item = self.jobs.get()
+            if item is None:
+                self.evaluator.close()
+                return
+            fn, future = item
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(self.evaluator))
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                    future.set_exception(exc)
+
+    def call(self, fn: Callable[["Evaluator"], Any]) -> Any:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        self.jobs.put((fn, future))
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            self.abort()  # Ctrl-C: end the job in flight instead of letting it run on
+            raise
+
+    def abort(self) -> None:
+        """Kill the reference worker (its candidate workers die with it): the job in flight ends as
+        an EVAL_ERROR nobody waits for, and the next call starts a fresh worker."""
+        ref = getattr(self.evaluator, "_ref", None)
+        proc = getattr(ref, "proc", None)
+        if proc is not None and proc.is_alive():
+            proc.kill()
+
+    def close(self, timeout: float = 30.0) -> None:
+        self.jobs.put(None)
+        self.thread.join(timeout)
+        if self.thread.is_alive():  # a job still running: stop its worker, then wait for the thread
+            self.abort()
+            self.thread.join(timeout)
+
+
+_sessions: dict[str, _Session] = {}
+_sessions_lock = threading.Lock()
+
+
+_atexit_registered = False
+
+
+def _session(device: str) -> _Session:
+    global _atexit_registered
+    with _sessions_lock:
+        s = _sessions.get(device)
+        if s is None or not s.thread.is_alive():
+            s = _sessions[device] = _Session(device)
+        if not _atexit_registered:
+            # after multiprocessing's own exit hook (imported with the Evaluator), so that this one
+            # runs first: that hook joins every non-daemon child, and the reference worker only
+            # ends when told to, so exit would wait forever
+            import multiprocessing.util  # noqa: F401 - registers its hook now if not yet
+
+            atexit.register(close)
+            _atexit_registered = True
+        return s
+
+
+def close() -> None:
+    """Stop the reference workers :func:`verify` keeps alive (one per device used). The next
+    :func:`verify` starts a fresh one. Also run at interpreter exit. A call still running is let
+    finish for up to 30 s, then its workers are killed."""
+    with _sessions_lock:
+        sessions = list(_sessions.values())
+        _sessions.clear()
+    for s in sessions:
+        s.close()
+
+
+def _forget_after_fork() -> None:
+    # a forked child inherits the dict but not the threads: the sessions are the parent's
+    global _sessions_lock
+    _sessions.clear()
+    _sessions_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+# One verification ---------------------------------------------------------------------------------
+
+def verify(problem: Source, candidate: Source, config: ConfigLike = None, *,
+           hidden_tests: str | os.PathLike[str] | None = None) -> Verdict:
+    """Verify one candidate against one problem, as ``kbv eval`` does: correctness on the nominal
+    sets, D1–D4 and kbv's secret randomised distributions, the anti-cheat detectors, timing
+    against eager-fp32 and eager-tf32, and peak memory (CUDA).
+
+    Args:
+        problem: a KernelBench problem (``Model``, ``get_inputs``, ``get_init_inputs``): a path
+            (``str`` without a newline or ``os.PathLike``), its source text (a ``str`` with a
+            newline) or a :class:`~kbv.records.ProblemRef`.
+        candidate: the candidate (``ModelNew``), in the same forms (or a
+            :class:`~kbv.records.CandidateRef`).
+        config: an :class:`~kbv.records.EvalConfig`, a mapping of its fields (see
+            :func:`make_config`), or None for the defaults on the best device.
+        hidden_tests: an optional KernelBench-Verified ``<pid>_hidden.py`` whose
+            ``get_hidden_inputs()`` lists are checked as ``HT1``, ``HT2``, ...
+
+    Returns:
+        the :class:`~kbv.records.Verdict`. Whatever the candidate does, it gets a verdict: a
+        candidate failing static vetting is ``COMPILE_ERROR`` without running, and a failure of
+        kbv itself is ``EVAL_ERROR`` (the reference worker is restarted for the next call).
+    Raises:
+        FileNotFoundError: a path names no file.
+        kbv.problems.ProblemError: the problem is broken (static vetting, or its import,
+            constructor, inputs or reference forward failed in the reference worker).
+        TypeError, ValueError: a bad ``config`` (:func:`make_config`) or argument type.
+        OSError: source text cannot be written to the kbv cache.
+    Thread-safe: calls for one device run one after another in one reference worker.
+    """
+    config = make_config(config)
+    pref = problem_ref(problem)
+    cref, fault = _candidate(candidate)
+    if fault is not None:
+        from kbv.orchestrator import rejection_verdict
+
+        return rejection_verdict(pref, cref, config, fault)
+    ht = str(Path(hidden_tests).expanduser().resolve()) if hidden_tests is not None else None
+    return _session(config.device).call(lambda ev: ev.evaluate(pref, cref, config, hidden_tests=ht))
+
+
+# A batch ------------------------------------------------------------------------------------------
+
+def _ids(values: Iterable[int] | str | None, what: str) -> frozenset[int] | None:
+    if values is None:
+        return None
+    if isinstance(values, str):
+        from kbv.batch import parse_ids
+
+        return parse_ids(values)
+    try:
+        return frozenset(int(v) for v in values)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be integers or a string like '1,2,5-8', not {values!r}") from None
+
+
+def plan(problems: str | os.PathLike[str], candidates: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+         config: ConfigLike = None, *, layout: str = "auto", levels: Iterable[int] | str | None = None,
+         problem_ids: Iterable[int] | str | None = None, runs: Iterable[str] | None = None,
+         hidden_tests: str | os.PathLike[str] | None = None) -> "BatchPlan":
+    """Plan a batch as ``kbv run`` does, statically (nothing runs): problem files vetted one by
+    one (a broken one is collected in ``broken_files``), candidates found by layout
+    (``runs/<run>/level_L_problem_P_sample_S_kernel.py`` or ``<run>/<level>/<id>/<sample>.py``),
+    paired with their problem and vetted (a fault becomes a COMPILE_ERROR job).
+
+    Args:
+        problems: a KernelBench checkout, a ``levelN`` folder or a folder of ``levelN/ID_Name.py``.
+        candidates: one candidate folder or several (one run, or a folder of runs, each).
+        config: as for :func:`verify`; stored with the batch (one store holds one config).
+        layout: ``"auto"``, ``"kernelbench"`` or ``"plain"``.
+        levels, problem_ids: only these (integers, or a string like ``"1,2,5-8"``); None for all.
+        runs: only these run names (an iterable, or a string like ``"a,b"``); None for all.
+        hidden_tests: a KernelBench-Verified ``hidden_tests`` folder (default: looked for beside
+            the problems).
+    Returns:
+        a :class:`kbv.batch.BatchPlan` (``jobs``, ``problems``, ``broken_files``, ``orphans``, ...).
+    Raises:
+        kbv.layout.LayoutError: a folder fits no layout, or two files claim one identity.
+        TypeError, ValueError: a bad ``config``, ``layout`` or selection.
+    """
+    from kbv.batch import Selection, plan_batch
+    from kbv.layout import Layout
+
+    config = make_config(config)
+    try:
+        lay = Layout(layout)
+    except ValueError:
+        raise ValueError(f"layout must be one of {', '.join(l.value for l in Layout)}, not {layout!r}") from None
+    roots = [candidates] if isinstance(candidates, (str, os.PathLike)) else list(candidates)
+    if isinstance(runs, str):
+        runs = [r for r in runs.split(",")]
+    names = frozenset(r.strip() for r in runs if r.strip()) if runs is not None else None
+    selection = Selection(levels=_ids(levels, "levels"), problem_ids=_ids(problem_ids, "problem_ids"), runs=names)
+    return plan_batch(problems, roots, config, layout=lay, selection=selection, hidden_tests_root=hidden_tests)
+
+
+def run(batch: "BatchPlan", store: "str | os.PathLike[str] | Store", *, retry_excluded: bool = False,
+        on_verdict: Callable[["PlannedJob", Verdict], None] | None = None,
+        progress: bool = False, **options: Any) -> "BatchOutcome":
+    """Run every job of ``batch`` (from :func:`plan`) that has no verdict in ``store`` yet, writing
+    each verdict the moment it finishes, as ``kbv run`` does: a rerun resumes, ``kill -9`` loses at
+    most the job in flight.
+
+    It starts its own reference worker and closes it at the end. Call it from the thread that
+    waits for it; in the main thread SIGTERM and Ctrl-C release the job in flight and return with
+    ``outcome.interrupted``.
+
+    Args:
+        store: a SQLite store path (created if missing) or an open :class:`kbv.store.Store`.
+        retry_excluded: run the jobs of problems excluded as broken again.
+        on_verdict: called with (planned job, verdict) after each verdict is stored.
+        progress: show ``kbv run``'s progress bar and one line per verdict on the terminal.
+        options: passed on to :func:`kbv.batch.run_batch` (``lanes``, ``builds``, ... as ``kbv run
+            --lanes/--builds``).
+    Returns:
+        a :class:`kbv.batch.BatchOutcome` (counts, statuses, exclusions, internal errors).
+    Raises:
+        kbv.batch.ConfigMismatch: the store holds results of another configuration.
+        ValueError: ``batch`` asks for ``cuda`` on a machine without CUDA.
+    """
+    from kbv.batch import run_batch
+    from kbv.store import Store
+
+    make_config(batch.config)  # a clear error before any worker starts
+    console = None
+    if progress:
+        from rich.console import Console
+
+        console = Console()
+    if isinstance(store, Store):
+        return run_batch(batch, store, console=console, retry_excluded=retry_excluded, on_verdict=on_verdict,
+                         **options)
+    with Store(store) as st:
+        return run_batch(batch, st, console=console, retry_excluded=retry_excluded, on_verdict=on_verdict,
+                         **options)
+
+
+def metrics(store: "str | os.PathLike[str] | Store", *, baseline: str = "eager-tf32",
+            include_excluded: bool = False) -> "BatchMetrics":
+    """Every metric of the batch in ``store``, as ``kbv report`` computes them: per run and level,
+    both correctness policies, fast_p, pass@k, geomeans with their "n of N", memory ratios
+    (definitions: docs/metrics.md). Reads the store only.
+
+    Args:
+        baseline: ``eager-tf32``, ``eager-fp32``, ``eager-fp32-cudnn-tf32`` or ``compile``.
+        include_excluded: score problems excluded by vetting too.
+    Returns:
+        a :class:`kbv.metrics.BatchMetrics` (``runs``, ``run(name).overall``, ``excluded``, ...).
+    Raises:
+        FileNotFoundError: no store at that path.
+        ValueError: an unknown ``baseline``.
+    """
+    from kbv.report import load_metrics
+    from kbv.store import SPEEDUP_COLUMNS, Store
+
+    if baseline not in SPEEDUP_COLUMNS:
+        raise ValueError(f"baseline must be one of {', '.join(SPEEDUP_COLUMNS)}, not {baseline!r}")
+    if isinstance(store, Store):
+        return load_metrics(store, baseline=baseline, include_excluded=include_excluded)
+    if not Path(store).is_file():
+        raise FileNotFoundError(f"no kbv store at {str(store)!r}")
+    with Store(store) as st:
+        return load_metrics(st, baseline=baseline, include_excluded=include_excluded)
