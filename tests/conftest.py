@@ -1,4 +1,5 @@
-"""Shared fixtures: one build cache for the whole session, one CPU evaluator, the cuda marker."""
+"""Shared fixtures: one build cache for the whole session, one CPU evaluator, the cuda marker, and
+the ``e2e`` marking of the fast tier (``python -m pytest -m "not e2e"``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,21 @@ DATA = Path(__file__).resolve().parent / "data"
 os.environ.setdefault("KBV_CACHE_DIR", str(ROOT / ".kbv-cache"))
 
 
+#: fixtures that start kbv's workers: a test using one (even through another fixture) is ``e2e``;
+#: so is one using any fixture named ``*_evaluator`` (a module's own evaluator, e.g. test_honest's).
+E2E_FIXTURES = frozenset({"cpu_evaluator", "gpu_evaluator"})
+#: markers that imply ``e2e`` (a compile, a long evaluation, a GPU run: all start workers).
+E2E_MARKERS = ("slow", "cuda")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: the marks added here count
 def pytest_collection_modifyitems(config, items):
+    e2e = pytest.mark.e2e
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if (E2E_FIXTURES & fixtures or any(f.endswith("_evaluator") for f in fixtures)
+                or any(m in item.keywords for m in E2E_MARKERS)):
+            item.add_marker(e2e)
     import torch
 
     if torch.cuda.is_available():
@@ -23,6 +38,22 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_starts_no_worker(request, monkeypatch):
+    """In the fast tier (``-m "not e2e"``), a test that starts a kbv worker fails at once, naming
+    the fix, instead of making the tier slow: mark it ``e2e`` (or use an evaluator fixture)."""
+    if "not e2e" not in (request.config.option.markexpr or "") or "e2e" in request.keywords:
+        return
+    from kbv import workers
+
+    def refuse(self, *args, **kwargs):  # noqa: ARG001
+        pytest.fail(f"{request.node.nodeid} starts a kbv worker ({type(self).__name__}): mark it "
+                    "@pytest.mark.e2e (the fast tier, -m 'not e2e', starts none)", pytrace=False)
+
+    monkeypatch.setattr(workers.CandidateProcess, "__init__", refuse)
+    monkeypatch.setattr(workers.ReferenceProcess, "__init__", refuse)
 
 
 @pytest.fixture(scope="session")

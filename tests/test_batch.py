@@ -27,6 +27,8 @@ from typer.testing import CliRunner
 from kbv.cli import app
 from kbv.demo import data_path
 
+pytestmark = pytest.mark.e2e  # every test reads one real batch (kbv run, kill -9, resume)
+
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "tests" / "data" / "runs"
 JOBS = 7

@@ -26,6 +26,7 @@ def test_cpp_candidate_builds_once_and_is_reused(cpu_evaluator, fast_config):
     assert [os.stat(p).st_mtime_ns for p in sorted(root.rglob("*.so"))] == mtimes  # not rebuilt
 
 
+@pytest.mark.e2e
 def test_triton_candidate_under_the_interpreter(monkeypatch, fast_config):
     pytest.importorskip("triton")
     from kbv.orchestrator import Evaluator

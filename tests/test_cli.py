@@ -18,6 +18,7 @@ def kbv(*args, timeout=600):
                           timeout=timeout)
 
 
+@pytest.mark.e2e
 def test_eval_writes_the_record_and_exits_zero_even_when_incorrect(tmp_path):
     out = tmp_path / "v.json"
     r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_wrong_shape.py", "--device", "cpu", "--trials", "3",
@@ -34,6 +35,7 @@ def test_eval_writes_the_record_and_exits_zero_even_when_incorrect(tmp_path):
     assert rec["environment"]["torch"] and rec["environment"]["kbv_version"]
 
 
+@pytest.mark.e2e
 def test_eval_pass_record_has_timing_and_speedups(tmp_path):
     out = tmp_path / "v.json"
     r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cpu", "--trials", "3",
@@ -71,6 +73,7 @@ def test_missing_model_new_is_one_line_and_exit_2(tmp_path):
     assert r.stderr.strip() == f"kbv: error: {cand}: no ModelNew defined at module level"
 
 
+@pytest.mark.e2e
 def test_problem_that_fails_at_import_is_one_line_and_exit_2(tmp_path):
     bad = tmp_path / "1_Broken.py"
     bad.write_text("import torch\nraise ImportError('needs transformers')\n"
@@ -81,6 +84,7 @@ def test_problem_that_fails_at_import_is_one_line_and_exit_2(tmp_path):
     assert len(lines) == 1 and "import failed: ImportError: needs transformers" in lines[0] and str(bad) in lines[0]
 
 
+@pytest.mark.e2e
 def test_cuda_requested_without_cuda_is_a_usage_error():
     import torch
 
@@ -95,6 +99,7 @@ def test_json_path_that_is_a_directory_is_refused_before_running(tmp_path):
     assert r.returncode == 2 and "is a directory" in r.stderr
 
 
+@pytest.mark.e2e
 def test_trials_is_exactly_the_number_of_timed_calls(tmp_path):
     out = tmp_path / "v.json"
     r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cpu", "--trials", "5",

@@ -210,6 +210,7 @@ COMPILE_CASES = [
 ]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("device, problem", COMPILE_CASES)
 def test_honest_torch_compile_is_shortcut_not_hack(request, device, problem):
     cfg = EvalConfig(device="cpu", trials=6, timing_rounds=2, warmup=1, call_timeout_s=240) if device == "cpu" \

@@ -169,6 +169,7 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and /proc are Linux's")
 def test_kill_9_of_kbv_run_leaves_no_worker(tmp_path):
     token = f"{300 + os.getpid() % 1000}.{time.time_ns() % 10**6}"  # a sleep nobody else runs
@@ -235,6 +236,7 @@ def test_capped_log_keeps_head_and_tail_and_names_the_cap(tmp_path):
     assert "log cap" in log.tail() and log.tail().endswith("the last line\n")
 
 
+@pytest.mark.e2e
 def test_a_candidate_printing_a_lot_is_not_killed_and_its_log_is_capped(tmp_path, monkeypatch):
     from kbv import protocol, workers
     from kbv.baselines import flags_for

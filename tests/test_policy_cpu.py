@@ -78,6 +78,7 @@ def test_kernel_exact_on_d1_d4_but_wrong_on_mixed_signs_fails(cpu_evaluator, fas
     assert "wrong on" in v.message and "normal" in v.message
 
 
+@pytest.mark.e2e
 def test_honest_triton_layernorm_over_a_large_row_passes_the_kbv_policy(monkeypatch, fast_config):
     pytest.importorskip("triton")
     from kbv.orchestrator import Evaluator
@@ -152,6 +153,7 @@ def kbv(*args, env=None, timeout=600):
                           timeout=timeout, env=env)
 
 
+@pytest.mark.e2e
 def test_kbv_vet_command_and_eval_warning(tmp_path):
     import os
 

@@ -192,6 +192,7 @@ def test_candidate_has_no_network(tmp_path, cpu_evaluator, fast_config):
     assert any("network: isolated" in n for n in v.evidence["sandbox"])
 
 
+@pytest.mark.e2e
 @linux_only
 def test_candidate_runs_in_a_fresh_directory_and_sees_no_secret(tmp_path, monkeypatch, fast_config):
     from kbv.orchestrator import Evaluator
