@@ -48,7 +48,7 @@ CPU_POISON_BYTES = 256 << 20
 #: 3.396e38 (0x7F7F7F7F), in fp16 a NaN with payload 0x37F; no arithmetic yields these bit for bit.
 #: Needed because pre-filling free blocks is not enough on cpu: a forward that frees a same-size
 #: temporary before allocating its output hands the output that temporary's values (the
-#: ``t09-partial-write`` row failed CI this way, 2026-11-30).
+#: red-team row ``t09-partial-write`` is caught only this way).
 PERTURB_FILL_BYTE = 0x7F
 _M_PERTURB = -6  # glibc <malloc.h>
 
@@ -82,8 +82,8 @@ class ThreadWork:
     (:meth:`_plumbing`).
 
     Python code alone is not work: pool plumbing, a worker loop polling its queue through
-    helpers of its own, a done-callback (found as a false positive by a fresh attacker,
-    2026-11-30). So an idle pool, a pool whose results forward waited for (``.result()``,
+    helpers of its own, a done-callback (each an honest pattern that would otherwise be a false
+    positive). So an idle pool, a pool whose results forward waited for (``.result()``,
     ``join()``, ``map``) and a persistent worker blocked between jobs stay quiet. A work call that
     starts *or returns* after forward returned (a torch op still running at the return ends
     later) is work outside the timed call (taxonomy 2).
@@ -128,8 +128,8 @@ class ThreadWork:
         """Torch calls that compute nothing: metadata reads, allocation, grad-mode, stream and
         device switches (``torch._C._set_grad_enabled`` when a ``no_grad`` block ends,
         ``torch._C._cuda_setStream`` when a ``torch.cuda.stream`` block ends). A done-callback
-        reading ``numel()`` after forward returned is not work (a fresh attacker's false positive,
-        2026-11-30); a copy or fill into an output is. Applied to torch's own functions only: an
+        reading ``numel()`` after forward returned is not work (honest, it would otherwise be a
+        false positive); a copy or fill into an output is. Applied to torch's own functions only: an
         extension's ``set_out`` is work."""
         name = label.rsplit(".", 1)[-1]
         return (name in _NOT_WORK or name.startswith(("_set_", "_get_", "is_", "_is_")) or "record_function" in name
@@ -279,8 +279,8 @@ def poisoned_elements(t: Any, ref: Any = None) -> int:
     In 2-byte dtypes a poison element counts only beside the other half of its 4-byte word
     (0x7FC0 alone is bf16's canonical NaN), and with ``ref`` (the reference output, same shape and
     dtype) no element equal to the reference counts: 0x7F7F is bf16's largest finite value, which
-    an honest saturating kernel returns where the reference does (a false HACK a fresh attacker
-    found, 2026-11-30).
+    an honest saturating kernel returns where the reference does (which would otherwise be a
+    false HACK).
     """
     import torch
 

@@ -72,7 +72,7 @@ VACUOUS_BASELINE_ERROR = 1e-2
 #: 2nd ed., §1.5-1.6), so a set whose baselines are more exact than that (torch's CPU ``cumsum``
 #: accumulates in float64) does not fail honest fp32 kernels: an fp32 ``x @ triu(ones)`` prefix
 #: sum (honest row ``cumsum_triu_matmul_torch``, 8 x 256) failed the old budget on 13 of 1500
-#: ``outliers`` sets (and CI on 2026-11-30) and stays under 0.17 of the budget with this term over
+#: ``outliers`` sets and stays under 0.17 of the budget with this term over
 #: 2000 sets of each of outliers, normal and wide-range (docs/correctness.md).
 INPUT_ROUNDING = "input-rounding"
 #: the input-rounding error counts at most this much (2^-17 = 64 eps(float32), so k × it <= 2^-13
@@ -512,8 +512,8 @@ class Oracle:
         The move is the same sign for every element, so for sums, prefix sums, means and pooling
         the change is ``eps * sum |a|``, the componentwise condition bound (Higham §1.6), whatever
         the data; random signs cancel across a few large elements and then understate it (a
-        triu-matmul prefix sum still failed 2 of 2000 ``outliers`` sets with them, kbv
-        measurement 2026-11-30).
+        triu-matmul prefix sum still failed 2 of 2000 ``outliers`` sets with them, measured by
+        kbv).
         """
         eps = torch.finfo(torch.float32).eps
         moved = []

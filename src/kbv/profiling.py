@@ -301,7 +301,7 @@ def _experimental_all_threads() -> Any:
 def _quiet_stderr() -> Any:
     """Send file descriptor 2 to /dev/null for the block: Kineto prints ``USDT: ...
     profiler_start/stop`` lines there on every CPU profiler session, which cluttered every case
-    of ``kbv demo`` (a fresh user's report, 2026-11-30). Best effort: does nothing if the
+    of ``kbv demo``. Best effort: does nothing if the
     descriptors cannot be duplicated."""
     try:
         saved = os.dup(2)
@@ -330,17 +330,17 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
     in the calling thread: ops run by the candidate's own threads (also ones started through
     ``_thread``, or called from C such as ``map(torch.softmax, ...)``), ops dispatched with the
     Python dispatch key excluded (``torch._C._DisableTorchDispatch``) and ops run inside a Python
-    (evasions found by fresh attackers, 2026-11-30).
+    (each a way to hide ops from the dispatch mode).
 
     *Top-level* ops only (no ``aten::`` compute op above them in their thread): ``softmax`` once, not
     again as the ``_softmax`` it calls; composite ops such as ``aten.linear`` are not decomposed.
     Counting every depth was tried and dropped: one ``F.linear`` then counts three gemm ops and
-    an honest ``x.mean()`` covers a ``sum`` reference (a reviewer's finding, 2026-11-30). Count
+    an honest ``x.mean()`` covers a ``sum`` reference. Count
     the reference the same way; :func:`reference_covered` compares by family. User annotations
     (``record_function``, whatever their name) are neither counted nor treated as parents, and
     neither are ops that do no math (``clone``, ``copy_``, ``empty``): a Tensor subclass whose
-    ``__torch_dispatch__`` runs torch.softmax inside a ``clone`` (a fresh attacker's evasion,
-    2026-11-30) has its softmax counted at the top level. Ops
+    ``__torch_dispatch__`` runs torch.softmax inside a ``clone`` (an evasion otherwise) has its
+    softmax counted at the top level. Ops
     hidden inside a kernel the candidate registered for another aten op are left to the scan
     (``scan:overrides-torch-op``) and the worker's registration check.
 
@@ -349,7 +349,7 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
         ``fn`` raises or the profiler cannot start or be read (e.g. another profiler is active).
         Where this torch has no ``profile_all_threads`` switch only the calling thread is
         recorded. Never raises. Cost: the first profiler session of a process initialises Kineto
-        (about 3 s on the 2-core CI machine under load, 2026-11-30; 64 ms on the H200); later ones
+        (about 3 s on the 2-core CI machine under load; 64 ms on the H200); later ones
         add a few ms to the call.
     """
     error = None

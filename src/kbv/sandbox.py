@@ -487,7 +487,7 @@ class ProcessJail:
         re-parented to this process): SIGSTOP, plus ``cgroup.freeze`` where the jail has a cgroup.
         Nothing of the candidate runs until :meth:`resume`. Used while the baselines are timed: a
         native thread that burned the CPU whenever forward was idle slowed the eager baselines
-        3-4x and earned a cheat a PASS at 4-5x (fresh attacker, 2026-11-30). Waits up to
+        3-4x and earned a cheat a PASS at 4-5x. Waits up to
         ``settle_s`` for the processes to show as stopped. Returns the pids to resume.
         """
         pids = {pid}

@@ -68,8 +68,8 @@ _FLAG_CALLS = {"set_float32_matmul_precision", "set_default_dtype", "use_determi
 #: threads (which the thread probe cannot watch) stay HACK.
 _THREAD_MODULES = {"threading", "concurrent", "asyncio"}
 _PROCESS_MODULES = {"_thread", "multiprocessing", "subprocess"}
-#: process and sub-interpreter pools reachable from the thread modules (a reviewer's finding,
-#: 2026-11-30: concurrent.futures is only a WARNING now, its process pool must not be).
+#: process and sub-interpreter pools reachable from the thread modules: concurrent.futures is only
+#: a WARNING, its process pool must not be.
 _PROCESS_ATTRS = {"ProcessPoolExecutor", "InterpreterPoolExecutor", "create_subprocess_exec",
                   "create_subprocess_shell", "_interpreters", "interpreters"}
 #: what a candidate would read to learn whether kbv's op counter (a dispatch mode) or profiler
