@@ -8,9 +8,10 @@ kernels, Triton kernels: ``--copies`` each, 42 by default; the SHORTCUT and HACK
 its own extension name, so every CUDA copy is a separate build, plus one CUDA file that does not
 compile. Each mode runs ``kbv run`` in a fresh
 process with a fresh build cache. The ratio is the pooled wall time over
-max(build seconds / cores, GPU-busy seconds), where build seconds is the sum of the sequential
-run's ``compile`` phases (builds ran one at a time there) and GPU-busy seconds the sum of the pooled
-run's non-compile phases (the lanes' verification time; an upper bound of GPU-busy time).
+max(build seconds / cores, GPU-busy seconds / GPUs), where build seconds is the sum of the
+sequential run's ``compile`` phases (builds ran one at a time there: wall seconds of builds of one
+or two translation units, so a lower bound of their CPU-seconds) and GPU-busy seconds the sum of the
+pooled run's non-compile phases (the lanes' verification time: an upper bound of GPU-busy time).
 """
 
 from __future__ import annotations

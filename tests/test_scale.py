@@ -254,3 +254,60 @@ def _is_kbv_worker(pid: str) -> bool:
         return False
     return b"kbv.reference_worker" in cmd or (b"multiprocessing" in cmd and b"spawn_main" in cmd and
                                               ppid_line.split()[1] == "1")
+
+
+def _descendants(pid: int) -> set[int]:
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            kids = {int(c) for t in os.listdir(f"/proc/{p}/task")
+                    for c in Path(f"/proc/{p}/task/{t}/children").read_text().split()}
+        except OSError:
+            continue
+        todo.extend(kids - out)
+        out |= kids
+    return out
+
+
+@pytest.mark.slow
+def test_sigterm_with_lanes_and_pool_releases_jobs_and_leaves_no_process(tmp_path):
+    """``kbv run --lanes 2 --builds 1`` stopped by SIGTERM while it verifies and builds: exit 130,
+    every unfinished job pending again, and nothing it started (reference, build and candidate
+    workers, compilers) still running."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    runs = _cpp_run(tmp_path)
+    (runs / "m" / "level_1_problem_1_sample_1_kernel.py").write_text(
+        (DEMO / "candidates" / "relu_cpp.py").read_text().replace("kbv_demo_relu_cpp", "kbv_sigterm_relu_cpp"))
+    db = tmp_path / "s.db"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "KBV_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen([sys.executable, "-m", "kbv", "run", str(DEMO / "problems_cpu"), str(runs), "--store", str(db),
+                             "--device", "cpu", "--lanes", "2", "--builds", "1", "--trials", "3", "--warmup", "1"],
+                            env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        seen: set[int] = set()
+        while time.monotonic() < deadline and proc.poll() is None:
+            seen |= _descendants(proc.pid)
+            names = {Path(f"/proc/{p}/comm").read_text().strip() for p in seen if Path(f"/proc/{p}/comm").exists()}
+            if len(seen) >= 6 and any(n.startswith(("cc1plus", "c++", "ninja")) for n in names):
+                break  # lanes' and the pool's workers up, a compiler running
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()[0]
+        seen |= _descendants(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=120)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, output
+    time.sleep(2)
+    alive = [p for p in seen if Path(f"/proc/{p}").exists() and Path(f"/proc/{p}/stat").read_text().split()[2] != "Z"]
+    assert not alive, alive
+    con = sqlite3.connect(db)
+    states = Counter(s for (s,) in con.execute("SELECT state FROM jobs"))
+    con.close()
+    assert states["running"] == 0 and states["pending"] >= 1, states
