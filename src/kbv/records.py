@@ -260,7 +260,42 @@ class Environment:
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """Fully resolved settings of one verification, stored with every result."""
+    """Fully resolved settings of one verification, stored with every result (and part of a batch
+    store's identity: one store holds one config). Frozen; construction checks the values.
+
+    Fields (defaults are ``kbv eval``'s):
+        device: ``"cpu"`` or ``"cuda"`` (default ``"cpu"``; ``kbv.make_config`` picks cuda when available).
+        precision: ``"fp32"``, ``"bf16"`` or ``"fp16"``: dtype of both models and of the
+            floating-point inputs (integer inputs keep theirs).
+        nominal_seeds: nominal input sets, each ``get_inputs()`` under a fresh secret seed (>= 1).
+        hidden: KernelBench-Verified's hidden distributions to check (``D1``-``D4``: inputs x1,
+            x3, x0.01, x-1).
+        atol, rtol: ``allclose`` tolerances of the ``kbv-compat`` policy and of the recorded
+            allclose verdicts (KernelBench-Verified: 1e-3 for fp32, 1e-2 for bf16/fp16; see
+            :meth:`default_tolerance`).
+        warmup: untimed calls before each timing round.
+        trials: timed calls per subject in all (>= 1), split over ``timing_rounds`` interleaved
+            rounds; rounds after the first are cut by ``time_budget_ms``.
+        timing_rounds: interleaved rounds of candidate and baselines (>= 1).
+        init_seed: ``torch.manual_seed`` before both constructors (KernelBench's 42).
+        baselines: baselines timed beside the candidate (``eager-fp32``, ``eager-tf32``,
+            ``eager-fp32-cudnn-tf32``; ``kbv.baselines``).
+        compile_timeout_s: seconds allowed to import and build ``ModelNew`` (extension builds).
+        call_timeout_s: seconds allowed per checked forward call.
+        timing_timeout_s: seconds allowed per timing round.
+        time_budget_ms: milliseconds of calls per subject in a round after the first (>= 0; 0: no cap).
+        policy: ``"kbv"`` (float64 oracle, budget from the baselines' own errors) or
+            ``"kbv-compat"`` (``allclose`` on nominal + D1-D4); decides ``passed``.
+        distributions: kbv's secret randomised distributions (``kbv.inputs.DISTRIBUTIONS``);
+            ``()`` for none, as ``kbv-compat`` runs.
+        kbv_k, kbv_floor_eps, kbv_tf32_floor: the ``kbv`` policy's budget: candidate error <=
+            kbv_k x max(baseline errors) + kbv_floor_eps x eps(float32) (+ kbv_tf32_floor where TF32
+            is in play); docs/correctness.md.
+        integrity: run the anti-cheat detectors (only off to measure their cost).
+
+    Raises:
+        ValueError: a value out of range (device, precision, policy, counts, budgets).
+    """
 
     device: str = "cpu"
     precision: str = "fp32"  #: ``fp32`` | ``bf16`` | ``fp16``: dtype of models and float inputs.
