@@ -14,8 +14,8 @@ spent. A build that timed out, whose worker died, or whose verification went pas
 candidate built the second time) gives no verdict here: the job goes to a lane as if never built.
 
 Builds must not slow the timing in the lanes: every build process runs under ``SCHED_IDLE`` with
-nice 19 (set on the pool's thread before it spawns its reference worker; Linux threads pass both to
-what they spawn, so the candidate workers and their compilers inherit them). A ``SCHED_IDLE``
+nice 19 (set on the pool's reference worker as soon as it is spawned; Linux passes both on to the
+threads and processes it starts, so the candidate workers and their compilers inherit them). A ``SCHED_IDLE``
 process gets a core only when no normal process wants it, so a lane's timing loop (a normal
 process) takes the core back at once. ``MAX_JOBS`` (ninja's parallel jobs per build) is set in the
 build workers' environment.
@@ -66,14 +66,15 @@ class BuildResult:
     seconds: float = 0.0  #: wall time of the build (s).
 
 
-def _lower_priority() -> None:
-    """This thread, and what it spawns from now on, gets CPU only when nothing else wants it."""
+def _lower_priority(pid: int) -> None:
+    """Process ``pid`` (its main thread, and every thread and process it starts from now on) gets
+    CPU only when nothing else wants it: ``SCHED_IDLE`` and nice 19."""
     try:
-        os.setpriority(os.PRIO_PROCESS, 0, 19)  # Linux: the calling thread
+        os.setpriority(os.PRIO_PROCESS, pid, 19)
     except (AttributeError, OSError):
         pass
     try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
     except (AttributeError, OSError):
         pass
 
@@ -130,6 +131,9 @@ class BuildPool:
             env["CUDA_VISIBLE_DEVICES"] = visible
         with _environment(env):  # inherited at spawn; os.environ is restored after
             ref = ReferenceProcess(self.config.device)
+        # at once, while the worker is still unpickling its start-up data (before torch makes a
+        # thread): spawning at normal priority keeps this thread from holding the spawn lock at idle
+        _lower_priority(ref.proc.pid)
         with self._lock:
             self._refs.append(ref)
         return ref
@@ -137,7 +141,6 @@ class BuildPool:
     def _serve(self, visible: str | None) -> None:
         import time
 
-        _lower_priority()  # before the reference worker is spawned: it and its children inherit it
         ref = None
         timeout = self.config.compile_timeout_s + job_timeout_s(self.config)
         while not self._closed.is_set():
