@@ -75,6 +75,21 @@ def test_throttle_reasons_and_no_nvml_on_cpu():
     assert w.stop() is None
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--device", "cpu", "--gpus", "0"], "--gpus needs --device cuda"),
+    (["--device", "cpu", "--lanes", "2", "--executor", "ray"], "places tasks itself"),
+    (["--device", "cpu", "--address", "auto"], "--address is for --executor ray"),
+])
+def test_run_refuses_contradictory_scale_options(tmp_path, args, message):
+    from typer.testing import CliRunner
+
+    from kbv.cli import app
+
+    r = CliRunner().invoke(app, ["run", str(DEMO / "problems"), str(DATA / "runs"), "--store",
+                                 str(tmp_path / "s.db"), *args])
+    assert r.exit_code == 2 and message in r.output, r.output
+
+
 # claims: several claimers in one process ---------------------------------------------------------
 
 def _jobs(n: int) -> list[Job]:
