@@ -2,7 +2,8 @@
 
 The driver (``kbv run``) plans the batch, claims each job in its SQLite store and submits one task
 per job; each task runs the job through an :class:`~kbv.orchestrator.Evaluator` on its node (a
-reference worker and a sandboxed candidate worker there, exactly as a local lane does) and returns
+reference worker and a sandboxed candidate worker there, exactly as a local lane does; the Ray
+worker process keeps its evaluator for its next tasks, see :func:`_evaluator`) and returns
 the verdict as JSON, which the driver writes to the store as it arrives
 (:func:`kbv.batch.run_batch`). Nothing but the driver writes to the store.
 
@@ -77,6 +78,28 @@ def _local_file(path: str, sha256: str, data: bytes | None) -> str:
     return str(target)
 
 
+_EVALUATOR: dict = {}  #: this Ray worker process's evaluator, keyed by (device, its GPUs)
+
+
+def _evaluator(device: str):
+    """The evaluator of this Ray worker process, kept across its tasks: the reference worker's
+    start (torch import, CUDA initialisation) and the problem's reference model are paid once per
+    worker process, not per task (secrets are drawn per verification either way). A task given
+    other GPUs than the one that started it (``CUDA_VISIBLE_DEVICES``, set by Ray per task) gets a
+    fresh one, so a reference worker never runs on a GPU Ray did not give its task."""
+    import os
+
+    from kbv.orchestrator import Evaluator
+
+    key = (device, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if key not in _EVALUATOR:
+        for ev in _EVALUATOR.values():
+            ev.close()
+        _EVALUATOR.clear()
+        _EVALUATOR[key] = Evaluator(device)
+    return _EVALUATOR[key]
+
+
 def verify_on_node(problem, candidate, config: EvalConfig, hidden_tests: str | None,
                    files: dict[str, bytes]) -> dict[str, Any]:
     """The body of one Ray task: verify ``candidate`` against ``problem`` on this node.
@@ -85,8 +108,6 @@ def verify_on_node(problem, candidate, config: EvalConfig, hidden_tests: str | N
         ``{"verdict": JSON text}``, ``{"problem_error": fault}`` (the problem file is broken) or
         ``{"error": text}`` (kbv failed on the node: the driver releases the job).
     """
-    from kbv.orchestrator import Evaluator
-
     try:
         lp = dataclasses.replace(problem, path=_local_file(problem.path, problem.sha256, files.get("problem")))
         lc = dataclasses.replace(candidate, path=_local_file(candidate.path, candidate.sha256,
@@ -98,8 +119,7 @@ def verify_on_node(problem, candidate, config: EvalConfig, hidden_tests: str | N
     except (OSError, ValueError) as exc:
         return {"error": f"files on node: {exc}"}
     try:
-        with Evaluator(config.device) as ev:
-            verdict = ev.evaluate(lp, lc, config, hidden_tests=ht)
+        verdict = _evaluator(config.device).evaluate(lp, lc, config, hidden_tests=ht)
     except ProblemError as exc:
         return {"problem_error": exc.fault}
     except EvaluationError as exc:
