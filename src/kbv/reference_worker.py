@@ -102,10 +102,25 @@ def reference_main(conn: Connection, device: str) -> None:
         conn.send_bytes(json.dumps(reply, allow_nan=False).encode())
 
 
+_BUILD_REFERENCE: dict = {}  #: the last problem's reference of a build worker: (key, ReferenceProblem)
+
+
+def _build_reference(problem, config):
+    """``build_reference`` for build jobs, the last problem's kept: a build pool gets the samples
+    of one problem one after another, and each build needs only the reference's init args."""
+    from kbv import pipeline
+
+    key = (problem.sha256, problem.path, config.device, config.precision, config.init_seed)
+    if key not in _BUILD_REFERENCE:
+        _BUILD_REFERENCE.clear()  # one reference resident at a time
+        _BUILD_REFERENCE[key] = pipeline.build_reference(problem, config)
+    return _BUILD_REFERENCE[key]
+
+
 def _build(pairs: list[dict], config) -> dict[str, str]:
     """Load every candidate of ``pairs`` in its own candidate worker at the same time (their
     ``load_inline`` builds run in parallel); close them. Candidate path -> "ok" or the failure."""
-    from kbv import pipeline as verify, protocol
+    from kbv import protocol
     from kbv.baselines import flags_for
     from kbv.candidates import build_dir
     from kbv.problems import ProblemError
@@ -118,7 +133,7 @@ def _build(pairs: list[dict], config) -> dict[str, str]:
         for pair in pairs:
             cand = CandidateRef(**pair["candidate"])
             try:
-                rp = verify.build_reference(ProblemRef(**pair["problem"]), config)
+                rp = _build_reference(ProblemRef(**pair["problem"]), config)
             except ProblemError as exc:
                 out[cand.path] = str(exc)
                 continue
@@ -152,7 +167,7 @@ def _failed_build_verdict(pair: dict, built: dict, config, env) -> dict | None:
     if built.get(cand.path, "ok") == "ok":
         return None
     try:
-        rp = verify.build_reference(ProblemRef(**pair["problem"]), config)
+        rp = _build_reference(ProblemRef(**pair["problem"]), config)
     except ProblemError:
         return None
     return to_dict(verify.verify(rp, cand, config, env, hidden_tests=pair.get("hidden_tests")))
