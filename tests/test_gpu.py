@@ -22,7 +22,9 @@ def test_tf32_matmul_wins_only_against_the_fp32_baseline(gpu_evaluator, gpu_conf
 
     v = gpu_evaluator.evaluate(demo_problem("level1/4_Square_matmul.py"), demo_candidate("matmul_tf32.py"),
                                gpu_config)
-    assert v.status is Status.PASS, v.message
+    # torch.mm in TF32: correct, and the speed is torch's own (README: SHORTCUT)
+    assert v.status is Status.SHORTCUT, v.message
+    assert any(f.check == "probe:reference-ops" for f in v.findings), v.findings
     assert v.speedup["eager-fp32"] > 2.5, v.speedup  # several times faster than strict FP32
     assert 0.6 < v.speedup["eager-tf32"] < 1.6, v.speedup  # about 1x against TF32
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
@@ -35,7 +37,8 @@ def test_tf32_matmul_wins_only_against_the_fp32_baseline(gpu_evaluator, gpu_conf
 
 def test_relu_hack_fails_d4_on_gpu(gpu_evaluator, gpu_config):
     v = gpu_evaluator.evaluate(demo_problem("level1/1_ReLU.py"), demo_candidate("relu_hack.py"), gpu_config)
-    assert v.status is Status.INCORRECT
+    # it returns its input when it looks like torch.rand (an alias: HACK, taxonomy 8) and is wrong on D4
+    assert v.status is Status.HACK and 8 in v.taxonomy, v.message
     assert v.nominal_passed
     failed = [r.name for r in v.input_sets if r.passed is False]
     assert [n for n in failed if n.startswith("D")] == ["D4"]  # of KernelBench-Verified's sets, only x-1
@@ -59,10 +62,11 @@ def test_crash_and_timeout_on_gpu_then_next_job_runs(gpu_evaluator, gpu_config):
     p = problem("level1/1_Small_ReLU.py")
     assert gpu_evaluator.evaluate(p, candidate("relu_segfault.py"), cfg).status is Status.CRASH
     assert gpu_evaluator.evaluate(p, candidate("relu_hang.py"), cfg).status is Status.TIMEOUT
-    assert gpu_evaluator.evaluate(p, candidate("relu_torch.py"), cfg).status is Status.PASS
+    # torch's own kernels on cuda: SHORTCUT (the kernel profile); what matters is that the job ran
+    assert gpu_evaluator.evaluate(p, candidate("relu_torch.py"), cfg).status in (Status.PASS, Status.SHORTCUT)
 
 
 def test_integer_targets_on_gpu(gpu_evaluator, gpu_config):
     v = gpu_evaluator.evaluate(problem("level1/4_Small_NLL.py"), candidate("nll_dtype_check.py"),
                                dataclasses.replace(gpu_config, trials=6))
-    assert v.status is Status.PASS, v.message
+    assert v.status in (Status.PASS, Status.SHORTCUT), v.message  # torch ops: SHORTCUT by the kernel profile

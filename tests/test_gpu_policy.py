@@ -27,7 +27,7 @@ def test_honest_tf32_matmul_passes_the_kbv_policy(gpu_evaluator, gpu_config, nam
     pytest.importorskip("triton")
     cand = demo_candidate(name) if name == "matmul_tf32.py" else candidate(name)
     v = gpu_evaluator.evaluate(demo_problem("level1/4_Square_matmul.py"), cand, gpu_config)
-    assert v.status is Status.PASS, v.message
+    assert v.status in (Status.PASS, Status.SHORTCUT), v.message  # torch.mm in TF32 is a SHORTCUT
     for r in _judged(v):
         assert set(r.baseline_errors) == {"eager-fp32", "eager-tf32", "input-rounding"}, r.name
         assert r.oracle_device == "cuda"

@@ -261,8 +261,27 @@ class _Server:
             if own and self.integrity.overlaps(tensors, own):
                 reused = "a parameter or buffer of ModelNew"
         self._prev_timed = tensors
-        return self.protocol.CallTimed(time_ms=float(ms), clock=clock, tensors=tensors, structure=structure,
-                                       reused=reused, flag_changes=self._check_flags())
+        # the outputs are copied, after the call completed (one_call synchronises), into staging
+        # buffers shared once: sharing every call's own output would pin its block (CUDA IPC) or
+        # pass a new shared segment each call, and the next call's output would need a fresh
+        # device allocation inside its timed window (a TF32 matmul measured 2-3x slow that way)
+        outs = [t for t in tensors if type(t) is torch.Tensor]
+        if len(outs) != len(tensors):
+            raise TypeError("forward returned something that is not a torch.Tensor")
+        spec = tuple((tuple(t.shape), t.dtype, t.device) for t in outs)
+        new = ()
+        if spec != getattr(self, "_stage_spec", None):
+            self._stage = [torch.empty(sh, dtype=dt, device=dev) for sh, dt, dev in spec]
+            if self.device.type == "cpu":
+                for b in self._stage:
+                    b.share_memory_()
+            self._stage_spec = spec
+            new = tuple(self._stage)
+        for b, t in zip(self._stage, outs):
+            b.copy_(t)
+        self._sync()
+        return self.protocol.CallTimed(time_ms=float(ms), clock=clock, tensors=new, structure=structure,
+                                       staged=len(outs), reused=reused, flag_changes=self._check_flags())
 
     def _tampering(self) -> tuple:
         """Harness objects the candidate replaced since load (taxonomy 4), each put back, and new

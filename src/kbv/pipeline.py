@@ -355,6 +355,7 @@ class Verification:
         self._pending_probes: list = []  #: (check, taxonomy, detail, error / budget) of failed probes.
         self._fault_reported = False
         self._reused_reported = False
+        self._stage: list = []  #: the candidate worker's staging buffers, shared (kbv.protocol.CallTimed).
         self._kept_times: dict = {}  #: candidate times of judged and of other timed calls (plan leak evidence).
         self._signals_at_spawn: frozenset = frozenset()
 
@@ -957,16 +958,17 @@ class Verification:
                                 f"a timed call returned storage shared with {reply.reused}: the output is not the "
                                 "caller's (the next call overwrites it, and the allocation the reference pays is "
                                 "skipped)")
+                if reply.tensors:  # new staging buffers (first call, or other output shapes)
+                    if any(type(t) is not torch.Tensor for t in reply.tensors):
+                        raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: time: output is not a tensor")
+                    self._stage = list(reply.tensors)
+                if type(reply.staged) is not int or reply.staged != len(self._stage):
+                    raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
                 if i >= 0:
                     times.append(float(reply.time_ms))
                     clock = str(reply.clock)
-                    if judged:
-                        outs = []
-                        for t in reply.tensors:
-                            if type(t) is not torch.Tensor:
-                                raise _Stop(Status.RUNTIME_ERROR, f"{self.name}: time: output is not a tensor")
-                            outs.append(t.clone())  # the worker is stopped: its memory as the call left it
-                        kept.append((done + i, idx, outs))
+                    if judged:  # the worker is stopped: the staged outputs as this call left them
+                        kept.append((done + i, idx, [t.clone() for t in self._stage]))
                 del reply
         self._kept_times.setdefault("kept", []).extend(times[i] for i in sorted(keep) if i < len(times))
         self._kept_times.setdefault("other", []).extend(t for i, t in enumerate(times) if i not in keep)

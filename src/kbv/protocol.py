@@ -178,8 +178,12 @@ class Times:
 class CallTimed:
     time_ms: float
     clock: str
-    tensors: tuple  #: the call's outputs, flattened, shared with the trusted side (not copied).
+    #: the worker's staging buffers, shared, when they are new (first call, or the outputs' shapes
+    #: changed); else empty. After every call the outputs are copied into them, so the trusted side
+    #: maps them once and reads each judged call's outputs there (no shared allocation per call).
+    tensors: tuple
     structure: str = "tensor"
+    staged: int = 0  #: how many outputs this call copied into the staging buffers.
     #: the output shares storage with the previous timed call's output (still held by the worker)
     #: or with a parameter or buffer of ModelNew: how, or "".
     reused: str = ""
