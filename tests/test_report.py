@@ -245,3 +245,33 @@ def test_every_ranked_speedup_has_an_interval_in_the_matrix(rich_page):
     matrix = text.split('<section id="matrix">')[1].split("</section>")[0]
     speeds = re.findall(r"\d+\.\d\d×</span>( <span class=\"ci\">\[[^\]]+\]</span>)?", matrix)
     assert speeds and all(speeds)
+
+
+def test_audit_labels_show_per_sample_and_filter_the_problem_pages(tmp_path):
+    """kbv audit's labels: a column on every sample (the judges' shared label, or review: a / b)
+    and ``kbv report --audit LABEL|review`` keeping only those samples on the problem pages."""
+    from kbv.generate.audit_store import Judgement, connect, put_judgements, verdict_key
+    from kbv.report import render_html
+
+    with Store(tmp_path / "s.db") as s:
+        verdicts = make_batch(runs=("m",), levels={1: 2}, samples=1)
+        for v in verdicts:
+            s.put_verdict(job_for(v), v)
+        a, b = verdicts[0], verdicts[1]
+
+        def judge(v, who, label):
+            run, psha, csha, sid = verdict_key(v)
+            return Judgement(job_key=job_for(v).key, judge=who, label=label, rationale="r", raw="", prompt_hash="h",
+                             run=run, problem_key=f"p{v.problem.problem_id}", problem_sha256=psha,
+                             candidate_sha256=csha, sample_id=sid, speedup=2.0)
+
+        db = connect(s.path)
+        put_judgements(db, [judge(a, "j1", "genuine"), judge(a, "j2", "genuine"),
+                            judge(b, "j1", "exploit"), judge(b, "j2", "genuine")])
+        db.close()
+        full = render_html(s)
+        assert ">genuine<" in full and "review: exploit / genuine" in full
+        only_review = render_html(s, audit="review")
+        assert "review: exploit / genuine" in only_review and ">genuine<" not in only_review
+        only_genuine = render_html(s, audit="genuine")
+        assert ">genuine<" in only_genuine and "review: exploit" not in only_genuine

@@ -426,6 +426,9 @@ def report_cmd(
     baseline: ReportBaseline = typer.Option(ReportBaseline.eager_tf32, help="Baseline the speedups are measured against."),
     title: str = typer.Option("kbv report", help="Title of the HTML and Markdown reports."),
     include_excluded: bool = typer.Option(False, "--include-excluded", help="Score excluded problems too."),
+    audit: Optional[str] = typer.Option(None, "--audit", metavar="LABEL|review",
+                                        help="List only samples kbv audit's judges labelled LABEL, or 'review' "
+                                             "(judges disagree)."),
 ) -> None:
     """Write the leaderboard (self-contained HTML that opens offline), CSV, Markdown and
     KernelBench-style eval_results.json, from the store only."""
@@ -435,7 +438,8 @@ def report_cmd(
     if not store.is_file():
         fail(f"{store}: no such store")
     with Store(store) as st:
-        written = write_all(st, out, baseline=baseline.value, include_excluded=include_excluded, title=title)
+        written = write_all(st, out, baseline=baseline.value, include_excluded=include_excluded, title=title,
+                            audit=audit)
     console.print(f"report written to {written['html']}", highlight=False)
     console.print(f"also {written['leaderboard_csv'].name}, {written['samples_csv'].name}, "
                   f"{written['markdown'].name} and {len(written['eval_results'])} eval_results JSON file(s) "

@@ -179,8 +179,13 @@ def _source(v: Verdict) -> dict[str, Any]:
     return out
 
 
-def _sample_view(v: Verdict) -> dict[str, Any]:
+def _sample_view(v: Verdict, audits: dict | None = None) -> dict[str, Any]:
+    from kbv.generate.audit_store import verdict_key
+
+    row = (audits or {}).get(verdict_key(v))
     return {
+        "audit": row.display if row is not None else "",
+        "audit_review": bool(row is not None and row.needs_review),
         "run": v.candidate.run or "(unnamed)",
         "sample_id": "–" if v.candidate.sample_id is None else v.candidate.sample_id,
         "status": v.status.value,
@@ -201,7 +206,8 @@ def _sample_view(v: Verdict) -> dict[str, Any]:
     }
 
 
-def _problems(verdicts: list[Verdict], exclusions: dict[str, tuple[str, ...]]) -> list[dict[str, Any]]:
+def _problems(verdicts: list[Verdict], exclusions: dict[str, tuple[str, ...]],
+              audits: dict | None = None) -> list[dict[str, Any]]:
     groups: dict[str, list[Verdict]] = defaultdict(list)
     refs = {}
     for v in verdicts:
@@ -210,7 +216,7 @@ def _problems(verdicts: list[Verdict], exclusions: dict[str, tuple[str, ...]]) -
         refs[k] = v.problem
     order = sorted(groups, key=lambda k: (refs[k].level or 0, refs[k].problem_id or 0, k))
     return [{"key": k, "anchor": _anchor(k), "path": refs[k].path, "excluded": exclusions.get(k, ()),
-             "samples": [_sample_view(v) for v in groups[k]]} for k in order]
+             "samples": [_sample_view(v, audits) for v in groups[k]]} for k in order]
 
 
 def _matrix(metrics: BatchMetrics, verdicts: list[Verdict]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -244,11 +250,29 @@ def _job_problem_key(job) -> str:
     return f"level{job.level}/{stem}" if job.level is not None else stem
 
 
+def audit_filter(audits: dict, label: str | None) -> Any:
+    """A predicate on verdicts for ``kbv report --audit LABEL``: samples whose judges agreed on
+    ``LABEL``, or (``review``) whose judges disagree; None keeps every sample."""
+    from kbv.generate.audit_store import verdict_key
+
+    if not label:
+        return None
+    if label == "review":
+        return lambda v: (r := audits.get(verdict_key(v))) is not None and r.needs_review
+    return lambda v: (r := audits.get(verdict_key(v))) is not None and r.consensus == label
+
+
 def render_html(store: Store, *, baseline: str = DEFAULT_BASELINE, include_excluded: bool = False,
-                title: str = "kbv report", metrics: BatchMetrics | None = None) -> str:
-    """The HTML report as a string (see :func:`write_html`)."""
+                title: str = "kbv report", metrics: BatchMetrics | None = None, audit: str | None = None) -> str:
+    """The HTML report as a string (see :func:`write_html`). Each sample shows its ``kbv audit``
+    label (the judges' shared one, or ``review: a / b``); with ``audit`` the per-problem pages list
+    only the samples :func:`audit_filter` keeps (the figures above them stay over every sample)."""
+    from kbv.generate.audit_store import labels_by_verdict
+
     metrics = metrics or load_metrics(store, baseline=baseline, include_excluded=include_excluded)
     verdicts = list(store.verdicts())
+    audits = labels_by_verdict(store.path)
+    keep = audit_filter(audits, audit)
     exclusions = store.exclusions()
     groups, head, rows = _leaderboard(metrics)
     matrix_runs, matrix = _matrix(metrics, verdicts)
@@ -281,7 +305,8 @@ def render_html(store: Store, *, baseline: str = DEFAULT_BASELINE, include_exclu
             "cdf": report_plots.speedup_cdf(metrics),
             "scatter": [(lv, report_plots.memory_speedup_scatter(metrics, lv)) for lv in levels],
         },
-        problems=_problems(verdicts, exclusions),
+        problems=_problems([v for v in verdicts if keep is None or keep(v)], exclusions, audits),
+        audit_filter=audit,
     )
 
 
@@ -348,13 +373,15 @@ def write_policy_csv(metrics: BatchMetrics, path: Path | str) -> Path:
 
 
 def write_all(store: Store, out_dir: Path | str, *, baseline: str = DEFAULT_BASELINE,
-              include_excluded: bool = False, title: str = "kbv report") -> dict[str, Path | list[Path]]:
+              include_excluded: bool = False, title: str = "kbv report",
+              audit: str | None = None) -> dict[str, Path | list[Path]]:
     """Every output under ``out_dir``: ``report.html``, ``leaderboard.csv``, ``policies.csv``, ``samples.csv``,
-    ``report.md`` and ``eval_results/<run>/level<L>/eval_results{,_hidden}.json``."""
+    ``report.md`` and ``eval_results/<run>/level<L>/eval_results{,_hidden}.json``. ``audit``: see
+    :func:`render_html`."""
     out = Path(out_dir)
     metrics = load_metrics(store, baseline=baseline, include_excluded=include_excluded)
     return {
-        "html": write_html(store, out / "report.html", metrics=metrics, title=title),
+        "html": write_html(store, out / "report.html", metrics=metrics, title=title, audit=audit),
         "leaderboard_csv": write_leaderboard_csv(metrics, out / "leaderboard.csv"),
         "policies_csv": write_policy_csv(metrics, out / "policies.csv"),
         "samples_csv": write_samples_csv(store, out / "samples.csv"),
