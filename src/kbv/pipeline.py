@@ -19,6 +19,7 @@ import dataclasses
 import signal
 import importlib.util
 import math
+import os
 import secrets
 import sys
 import time
@@ -92,6 +93,10 @@ SYNC_GAP_MIN_MS = 0.05
 WALL_FACTOR = 3.0
 WALL_SLACK_MS = 1.0
 WALL_REPEATS = 3
+#: on cpu a confirmed parent wall figure is HACK only when the worker's own CPU time per call (all its
+#: threads, from /proc) is also over cores x WALL_FACTOR x its claimed time plus this (loop and pipe
+#: overhead in the worker; /proc counts 10 ms ticks, 0.25 ms per call over a 40-call request).
+WALL_CPU_SLACK_MS = 0.3
 #: a parent wall figure over the bound is re-measured with this many times more calls (kbv choice),
 #: twice: a figure counts (HACK) only when every re-measure repeats it, else it is a WARNING.
 WALL_CONFIRM = 4
@@ -1064,11 +1069,17 @@ class Verification:
         # again with WALL_CONFIRM times more calls before it counts, since noise does not persist.
         estimates, times, requests = [], [], []
 
+        cpu_per_call: list = []  #: the worker's own CPU ms per call over each long request (cpu only)
+
         def estimate(calls: int) -> float:
             requests.append(calls)
             for _ in range(WALL_REPEATS):
                 _, wall_short = synced(1)
+                c0 = process_cpu_ms(worker.proc.pid)
                 t, wall_long = synced(calls)
+                c1 = process_cpu_ms(worker.proc.pid)
+                if c0 is not None and c1 is not None:
+                    cpu_per_call.append((c1 - c0) / calls)
                 times.extend(t)
                 estimates.append(max(0.0, wall_long - wall_short) / (calls - 1))
             return min(estimates)
@@ -1093,6 +1104,14 @@ class Verification:
             cand_sync = float(np.median(times))
             repeats = parent_per_call > WALL_FACTOR * cand_sync + WALL_SLACK_MS and \
                 again > WALL_FACTOR * cand_sync + WALL_SLACK_MS
+            if repeats and self.rp.device.type == "cpu" and cpu_per_call:
+                # on cpu a faked clock hides work the worker's threads still do: its own CPU time (from
+                # /proc, not its clock) exceeds what its claimed times allow on every core. Wall time the
+                # worker spent waiting for a busy machine is no such proof (an honest 0.07 ms ReLU saw
+                # 1.5 ms per call of parent wall clock on a loaded 2-core host)
+                allowed = (os.cpu_count() or 1) * WALL_FACTOR * cand_sync + WALL_CPU_SLACK_MS
+                evidence["worker_cpu_ms_per_call"] = min(cpu_per_call)
+                repeats = min(cpu_per_call) > allowed
             detail = (f"the worker's clock reported {cand_sync:.4g} ms per synchronised call; the parent's wall "
                       f"clock saw at least {min(parent_per_call, again):.4g} ms per call")
             if repeats:
@@ -1362,6 +1381,18 @@ STRUCTURED_DOMAINS = ("fixed", "probability", "symmetric", "spd")
 
 #: signals whose handler in the candidate's process means memory that fills itself on a fault.
 FAULT_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS})
+
+
+def process_cpu_ms(pid: int | None) -> float | None:
+    """User + system CPU time of process ``pid`` (all its threads) in ms, from /proc/<pid>/stat."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1e3 / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def caught_signals(pid: int) -> frozenset:
