@@ -368,3 +368,21 @@ def test_runtime_error_shows_the_exception_and_last_frames():
     assert lines[-1] == "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x8 and 9x3)"
     assert '  File "/runs/c.py", line 20, in f' in lines and not any("candidate_worker" in ln for ln in lines)
     assert failure_details(make_verdict("PASS")) == []
+
+
+def test_verdict_message_keeps_its_taxonomy_tag_on_the_terminal():
+    """A message holding ``[taxonomy 8 ...]`` is printed as text, not read as rich markup (the tag
+    vanished from kbv eval's summary line)."""
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from kbv import console as kc
+    from verdict_factory import make_batch
+
+    v = make_batch(runs=("m",), levels={1: 1}, samples=1)[0]
+    v = dataclasses.replace(v, message="x.py: correct on 15 input set(s) [taxonomy 8 identity/passthrough/constant]")
+    buf = io.StringIO()
+    kc.print_verdict(v, Console(file=buf, width=300, color_system=None))
+    assert "[taxonomy 8 identity/passthrough/constant]" in buf.getvalue()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kbv.records import Status, Verdict, VettingReport
@@ -120,7 +121,7 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
     """Verdict, each input set, times, speedups and memory; below a failure its cause
     (:func:`failure_details`, all of it with ``verbose``)."""
     c = console or Console()
-    c.print(f"{status_text(v.status)}  {v.message}", highlight=False, soft_wrap=True)
+    c.print(f"{status_text(v.status)}  {escape(v.message)}", highlight=False, soft_wrap=True)
     for line in failure_details(v, verbose=verbose):
         c.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
     c.print(f"problem {v.problem.path}  candidate {v.candidate.path} ({v.candidate.backend})  "
@@ -184,10 +185,10 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
         c.print("peak memory: not applicable on cpu")
     if v.weight_mismatches:
         c.print(f"[yellow]parameters differing from Model's after identical seeding:[/] "
-                f"{', '.join(v.weight_mismatches)}")
+                f"{escape(', '.join(v.weight_mismatches))}")
     if v.flag_changes:
         c.print(f"[yellow]candidate changed global numeric flags (reset after every call):[/] "
-                f"{'; '.join(v.flag_changes)}")
+                f"{escape('; '.join(v.flag_changes))}")
     if v.findings:
         t = Table(title="Integrity findings (docs/anti-cheat.md)", title_justify="left")
         for col in ("severity", "taxonomy", "detector", "detail"):
@@ -220,7 +221,7 @@ def print_vetting(rep: VettingReport, console: Console | None = None) -> None:
     head = "[bold red]FLAGGED[/]" if rep.flagged else "[bold green]OK[/]"
     c.print(f"{head}  {rep.problem.path}", highlight=False, soft_wrap=True)
     for f in rep.findings:
-        c.print(f"  [red]{f.flag.value}[/]: {f.reason}", highlight=False, soft_wrap=True)
+        c.print(f"  [red]{f.flag.value}[/]: {escape(f.reason)}", highlight=False, soft_wrap=True)
     t = Table(title_justify="left", show_edge=False)
     for col in ("input set", "kind", "seed", "reference", "output rms", "fp32 err vs fp64", "zeros pass"):
         t.add_column(col, no_wrap=True)
