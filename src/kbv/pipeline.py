@@ -68,7 +68,7 @@ RECHECKS_PER_ROUND = 2
 #: bytes of candidate outputs kept per timing round for the re-check (taxonomy 5, 6). Every timed
 #: call is re-checked while a round's outputs fit; beyond that a secret random subset of at least
 #: RECHECKS_PER_ROUND calls that fits. With only 2 of 3 calls re-checked, a candidate that skips
-#: every other timed call escaped in about 1 of 36 verifies (CI, 2026-11-30); checking all calls
+#: every other timed call escaped in about 1 of 36 verifies; checking all calls
 #: makes that deterministic, and a subset of m of n calls misses it with chance C(n/2, m)/C(n, m)
 #: per round.
 RECHECK_BYTES_PER_ROUND = 1 << 30
@@ -89,7 +89,7 @@ SYNC_GAP_MIN_MS = 0.05
 #: factor plus slack (launch, loop and pipe overhead) before the worker's clock is called a lie.
 #: The least of WALL_REPEATS estimates is used. A faked clock that hides real work (a 1 ms
 #: kernel reported as 0.01 ms) is far outside these bounds; host jitter on a loaded 2-core CI
-#: machine reached 0.75 ms per call in a single estimate (2026-11-30), hence the minimum of three.
+#: machine reached 0.75 ms per call in a single estimate, hence the minimum of three.
 WALL_FACTOR = 3.0
 WALL_SLACK_MS = 1.0
 WALL_REPEATS = 3
@@ -1064,8 +1064,8 @@ class Verification:
         # truth. The long request has SYNC_PASS_TRIALS calls whatever cfg.trials is, fewer only where
         # cfg.time_budget_ms cuts it (calls of over 200 ms by default, where host noise is far under
         # the bound); with 4 calls
-        # a few ms of host noise on a loaded CI machine passed the bound: an honest softmax was
-        # HACK in 2 of 4 runs, fresh attacker, 2026-11-30); a figure over the bound is measured
+        # a few ms of host noise on a loaded CI machine passed the bound, an honest softmax was
+        # HACK in 2 of 4 runs); a figure over the bound is measured
         # again with WALL_CONFIRM times more calls before it counts, since noise does not persist.
         estimates, times, requests = [], [], []
 
@@ -1430,7 +1430,7 @@ def timed_mutation(args: list, spare: list, g: torch.Generator, skip: tuple = ()
     see the same values: a cache keyed by the whole input never hits, and one keyed by a sample of
     it returns a stale answer that the timed re-check sees (taxonomy 11; a softmax that computed
     honestly only when it sniffed kbv's checks and answered timed calls from such a cache got PASS
-    at 2.8x, fresh attacker 2026-11-30)."""
+    at 2.8x before, row t11-sniff-sample-cache)."""
     out = []
     for ai, (a, b) in enumerate(zip(args, spare)):
         if ai not in skip and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) \

@@ -87,8 +87,7 @@ def _flat(out: object) -> list:
 
 
 #: share of each input tensor's elements that a timed call of the candidate takes from another
-#: timing set (kbv choice). With one element changed per call a fresh attacker's candidates still
-#: won: a matmul that patched only the rows and columns of C whose inputs changed (PASS 6.2x) and a
+#: timing set (kbv choice). With one element changed per call, two caches still won: a matmul that patched only the rows and columns of C whose inputs changed (PASS 6.2x) and a
 #: mean cross-entropy that ignored changes too small to move it (PASS 8.9x). At 1/8 every row and
 #: column of a large operand changes and the output moves by far more than any error budget.
 MIX_FRACTION = 0.125
