@@ -191,7 +191,8 @@ def _expected(db: Path) -> dict[tuple[str, str], dict]:
                         _pass_at_k(len(s), sum(v["status"] == "PASS" for v in s), k) if s else 0.0
                         for s in by_p.values()) / n
             counts = Counter(v["status"] for s in by_p.values() for v in s)
-            for st in ("PASS", "INCORRECT", "HACK", "SHORTCUT", "COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "CRASH"):
+            for st in ("PASS", "INCORRECT", "HACK", "SHORTCUT", "COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "CRASH",
+                       "EVAL_ERROR"):
                 e[f"n_{st.lower()}"] = counts.get(st, 0)
             shortcut = [_best([v for v in s if v["status"] == "SHORTCUT"], lambda v: v["speedup"].get(BASELINE))
                         for s in by_p.values() if any(v["status"] == "SHORTCUT" for v in s)]
