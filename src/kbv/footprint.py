@@ -17,7 +17,31 @@ from typing import Any
 
 import torch
 
-from kbv.oracle import host_available_bytes
+
+def host_available_bytes() -> int:
+    """``MemAvailable`` of /proc/meminfo (bytes), the least of it and a cgroup v2 memory limit
+    left; a large number where neither can be read."""
+    avail = 1 << 62
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        with open("/proc/self/cgroup") as f:
+            rel = f.read().strip().split("::")[-1]
+        base = "/sys/fs/cgroup" + rel
+        with open(base + "/memory.max") as f:
+            limit = f.read().strip()
+        if limit != "max":
+            with open(base + "/memory.current") as f:
+                avail = min(avail, int(limit) - int(f.read().strip()))
+    except (OSError, ValueError):
+        pass
+    return avail
+
 
 #: what a process of kbv needs beyond the problem's tensors (interpreter, torch, allocator slack).
 PROCESS_OVERHEAD_BYTES = 1 << 30

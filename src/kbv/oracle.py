@@ -55,6 +55,8 @@ from typing import Any, Sequence
 
 import torch
 
+from kbv.footprint import host_available_bytes
+
 POLICIES = ("kbv", "kbv-compat")
 
 #: eager-tf32 error / eager-fp32 error above which TF32 counts as in play on an input set.
@@ -295,31 +297,6 @@ class OracleUnavailable(RuntimeError):
     def __init__(self, message: str, memory: bool = False):
         super().__init__(message)
         self.memory = memory
-
-
-def host_available_bytes() -> int:
-    """``MemAvailable`` of /proc/meminfo (bytes), the least of it and a cgroup v2 memory limit
-    left; a large number where neither can be read."""
-    avail = 1 << 62
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        with open("/proc/self/cgroup") as f:
-            rel = f.read().strip().split("::")[-1]
-        base = "/sys/fs/cgroup" + rel
-        with open(base + "/memory.max") as f:
-            limit = f.read().strip()
-        if limit != "max":
-            with open(base + "/memory.current") as f:
-                avail = min(avail, int(limit) - int(f.read().strip()))
-    except (OSError, ValueError):
-        pass
-    return avail
 
 
 def _batch_size(args: Sequence[Any]) -> int | None:

@@ -814,7 +814,7 @@ class Verification:
         if dev.type == "cuda":
             budget = fp.device_free_bytes(dev) * TIMING_INPUT_MEMORY_FRACTION / 3
         else:
-            budget = min(CPU_TIMING_INPUT_BYTES, orc.host_available_bytes() * TIMING_INPUT_MEMORY_FRACTION / 3)
+            budget = min(CPU_TIMING_INPUT_BYTES, fp.host_available_bytes() * TIMING_INPUT_MEMORY_FRACTION / 3)
         # at least two, whatever the size: every timed call takes a fraction of its values from
         # another set (kbv.timing.mix_values), so no call repeats another's inputs
         count = int(max(2, min(MAX_TIMING_SETS, budget // size, max(TIMING_SETS_SMALL_BYTES, 2 * size) // size)))

@@ -472,17 +472,11 @@ def _oom_killed(pid: int | None) -> bool:
 
 
 def _memory_sample(pid: int | None) -> tuple[int, int] | None:
-    """(resident bytes of ``pid``, MemAvailable bytes of the host) now, or None."""
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            rss = next((int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:")), 0)
-        with open("/proc/meminfo") as f:
-            avail = next((int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:")), 0)
-        return rss, avail
-    except (OSError, ValueError, IndexError):
-        return None
+    """(resident bytes of ``pid``, available host bytes) now, or None (:mod:`kbv.footprint`)."""
+    from kbv.footprint import host_available_bytes, host_rss_bytes
+
+    rss = host_rss_bytes(pid) if pid is not None else None
+    return None if rss is None else (rss, host_available_bytes())
 
 
 class ReferenceProcess:
