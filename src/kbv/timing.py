@@ -263,23 +263,10 @@ def time_calls(
                    for b in range(2)]
 
     def args_for(j: int) -> Sequence[object]:
-        src = arg_sets[(first_set + j) % n]
         if not refresh:
-            return src
-        buf = buffers[j % 2]
-        for k, a in enumerate(src):
-            if isinstance(a, torch.Tensor):
-                buf[k].copy_(a)
-            else:
-                buf[k] = a
-        if j - warmup in mix:
-            source, seed, *rest = mix[j - warmup]
-            for k, a in enumerate(mix_values(buf, arg_sets[int(source) % n], seed, *rest)):
-                if isinstance(a, torch.Tensor) and a is not buf[k]:
-                    buf[k].copy_(a)
-        for ai, where, value in mutate.get(j - warmup, ()):
-            buf[ai][tuple(where)] = value
-        return buf
+            return arg_sets[(first_set + j) % n]
+        return call_inputs(buffers[j % 2], arg_sets, first_set + j, tuple(mix.get(j - warmup, ())),
+                           mutate.get(j - warmup, ()))
 
     def keep_output(i: int, out: object) -> None:
         if i in keep and kept is not None:
