@@ -1,0 +1,40 @@
+"""Diagnose the per-call TF32 matmul timing gap (candidate 0.14 ms vs eager-tf32 0.05 ms)."""
+import json, os, sys, time, statistics as st
+import torch
+sys.path.insert(0, "src")
+from kbv import timing
+
+dev = torch.device("cuda:0")
+A = torch.rand(2048, 2048, device=dev); B = torch.rand(2048, 2048, device=dev)
+l2 = torch.cuda.get_device_properties(0).L2_cache_size
+
+def plain(a, b):
+    return torch.matmul(a, b)
+
+def flipping(a, b):
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        return torch.matmul(a, b)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+
+res = {}
+for cover in (timing.LAUNCH_COVER_CYCLES, 10 * timing.LAUNCH_COVER_CYCLES):
+    timing.LAUNCH_COVER_CYCLES = cover
+    for name, fn, tf32 in (("plain-tf32", plain, True), ("flip", flipping, False), ("plain-fp32", plain, False)):
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        for gap_ms in (0, 1, 5):
+            ts = []
+            for i in range(40):
+                if gap_ms:
+                    time.sleep(gap_ms / 1e3)
+                ms, out, _ = timing.one_call(fn, (A, B), device=dev, flush_bytes=2 * l2)
+                del out
+                ts.append(ms)
+            key = f"cover{cover}-{name}-gap{gap_ms}ms"
+            res[key] = [round(st.median(ts[5:]), 4), round(min(ts[5:]), 4), round(max(ts[5:]), 4), [round(t, 3) for t in ts[5:15]]]
+            print(key, res[key][:3], res[key][3], flush=True)
+torch.backends.cuda.matmul.allow_tf32 = False
+os.makedirs(os.environ.get("OUT", "/tmp"), exist_ok=True)
+json.dump(res, open(os.path.join(os.environ.get("OUT", "/tmp"), "diag_tf32.json"), "w"), indent=1)
