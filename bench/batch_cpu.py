@@ -123,7 +123,7 @@ def run_mode(root: Path, runs: Path, name: str, extra: list[str], *, problems: P
 
 def _busy(idle: bool) -> subprocess.Popen:
     """A process that burns one core, at normal priority or as the build pool runs its builds
-    (``SCHED_IDLE``, nice 19: :func:`kbv.executors.builds._lower_priority`)."""
+    (``SCHED_IDLE``, nice 19: :func:`kbv.batch.executors.builds._lower_priority`)."""
     code = ("import os\n"
             "if %r:\n    os.setpriority(os.PRIO_PROCESS, 0, 19); os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"
             "while True: pass\n") % idle

@@ -32,13 +32,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from batch_cpu import run_mode  # noqa: E402
 from kbv.demo import cases_for, data_path  # noqa: E402
-from kbv.problems import identify  # noqa: E402
+from kbv.intake.problems import identify  # noqa: E402
 
 
 def make_runs(root: Path, copies: int) -> Path:
     """``copies`` of each CUDA and Triton case (each CUDA copy its own extension name), 2 of the
     others, and one CUDA ReLU whose kernel does not compile."""
-    from kbv.candidates import load_candidate
+    from kbv.intake.candidates import load_candidate
 
     run = root / "runs" / "gpu"
     run.mkdir(parents=True)

@@ -16,8 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from kbv.demo import cases_for, data_path  # noqa: E402
-from kbv.problems import identify  # noqa: E402
-from kbv.records import Status  # noqa: E402
+from kbv.intake.problems import identify  # noqa: E402
+from kbv.model.records import Status  # noqa: E402
 
 
 def main() -> None:

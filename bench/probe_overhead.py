@@ -24,11 +24,11 @@ import math
 import statistics
 import time
 
-from kbv.candidates import load_candidate
+from kbv.intake.candidates import load_candidate
 from kbv.demo import data_path
-from kbv.orchestrator import Evaluator
-from kbv.problems import load_problem
-from kbv.records import EvalConfig
+from kbv.batch.evaluator import Evaluator
+from kbv.intake.problems import load_problem
+from kbv.model.records import EvalConfig
 
 PAIRS = {
     "cpu": [("level1/1_ReLU.py", "relu_cpp.py"), ("level1/1_ReLU.py", "relu_hack.py"),

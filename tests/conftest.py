@@ -46,7 +46,7 @@ def _fast_tier_starts_no_worker(request, monkeypatch):
     the fix, instead of making the tier slow: mark it ``e2e`` (or use an evaluator fixture)."""
     if "not e2e" not in (request.config.option.markexpr or "") or "e2e" in request.keywords:
         return
-    from kbv import workers
+    from kbv.processes import handles as workers
 
     def refuse(self, *args, **kwargs):  # noqa: ARG001
         pytest.fail(f"{request.node.nodeid} starts a kbv worker ({type(self).__name__}): mark it "
@@ -58,7 +58,7 @@ def _fast_tier_starts_no_worker(request, monkeypatch):
 
 @pytest.fixture(scope="session")
 def cpu_evaluator():
-    from kbv.orchestrator import Evaluator
+    from kbv.batch.evaluator import Evaluator
 
     with Evaluator("cpu") as ev:
         yield ev
@@ -67,7 +67,7 @@ def cpu_evaluator():
 @pytest.fixture(scope="module")
 def gpu_evaluator():
     """One CUDA evaluator per GPU test module (tests/test_gpu*.py)."""
-    from kbv.orchestrator import Evaluator
+    from kbv.batch.evaluator import Evaluator
 
     with Evaluator("cuda") as ev:
         yield ev
@@ -76,32 +76,32 @@ def gpu_evaluator():
 @pytest.fixture
 def fast_config():
     """A CPU config with few trials: correctness is what these tests look at."""
-    from kbv.records import EvalConfig
+    from kbv.model.records import EvalConfig
 
     return EvalConfig(device="cpu", trials=6, timing_rounds=2, warmup=1, call_timeout_s=60)
 
 
 def problem(name: str):
-    from kbv.problems import load_problem
+    from kbv.intake.problems import load_problem
 
     return load_problem(DATA / "problems" / name)
 
 
 def candidate(name: str):
-    from kbv.candidates import load_candidate
+    from kbv.intake.candidates import load_candidate
 
     return load_candidate(DATA / "candidates" / name)
 
 
 def demo_problem(name: str):
     from kbv.demo import data_path
-    from kbv.problems import load_problem
+    from kbv.intake.problems import load_problem
 
     return load_problem(data_path("problems", name))
 
 
 def demo_candidate(name: str):
-    from kbv.candidates import load_candidate
+    from kbv.intake.candidates import load_candidate
     from kbv.demo import data_path
 
     return load_candidate(data_path("candidates", name))

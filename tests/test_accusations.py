@@ -22,17 +22,14 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kbv import integrity as ig
-from kbv import protocol
-from kbv import timing
-from kbv.records import InputKind, InputSetResult, Measurement, Severity
+from kbv.sandbox import probes as ig
+from kbv.sandbox import protocol
+from kbv.sandbox import timing
+from kbv.model.records import InputKind, InputSetResult, Measurement, Severity
 
-try:  # the verification pipeline's module (kbv.verify before it was renamed)
-    from kbv import pipeline as pl
-except ImportError:  # pragma: no cover
-    from kbv import verify as pl
-
-Verification = pl.Verification
+from kbv.checks.probes import PROBE_HACK_MARGIN
+from kbv.pipeline import roofline
+from kbv.pipeline.run import Verification
 
 
 def _set(name: str, passed: bool | None, kind: InputKind = InputKind.NOMINAL, dropped: bool = False) -> InputSetResult:
@@ -103,7 +100,7 @@ def test_probe_failure_of_an_otherwise_correct_kernel_is_hack_only_well_over_bud
     assert by_check["probe:cache-perturbed"].severity is Severity.HACK  # 50 x, every set right: a cache
     assert "50 x its budget" in by_check["probe:cache-perturbed"].detail  # the margin is stated
     assert by_check["probe:timed-recheck"].severity is Severity.HACK  # no error figure (shape/NaN): inf
-    assert pl.PROBE_HACK_MARGIN >= 10
+    assert PROBE_HACK_MARGIN >= 10
 
 
 def test_dropped_sets_are_not_failures():
@@ -134,7 +131,7 @@ def _roofline(monkeypatch, inputs: list, output_bytes: int, cand_ms: float, ref_
     """Run ``_roofline`` on a cuda stand-in: the copy bandwidth fixed, the candidate's re-measure
     (if the method asks for one) answered with ``remeasured_ms``."""
     monkeypatch.setattr(timing, "copy_bandwidth", lambda device: H200_COPY_BYTES_PER_S)
-    monkeypatch.setattr(pl, "l2_flush_bytes", lambda device: 0)
+    monkeypatch.setattr(roofline, "l2_flush_bytes", lambda device: 0)
     asked = []
 
     def call(worker, request, phase, timeout):

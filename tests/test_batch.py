@@ -115,7 +115,7 @@ def test_kill_then_resume_loses_nothing_and_duplicates_nothing(batch):
 
 # Independent recomputation -------------------------------------------------------------------------
 # Written from the definitions (KernelBench §4, KernelBench-Verified, Chen et al. 2021) against the
-# raw SQLite rows and verdict JSON; it shares no code with kbv.metrics.
+# raw SQLite rows and verdict JSON; it shares no code with kbv.batch.metrics.
 
 BASELINE = "eager-tf32"
 
@@ -267,7 +267,7 @@ def test_every_reported_metric_equals_an_independent_recomputation(batch):
 
 
 def test_html_and_kernelbench_exports_agree_with_the_store(batch):
-    from kbv.report_export import fmt_pct, fmt_ratio
+    from kbv.report.export import fmt_pct, fmt_ratio
 
     html = (batch["out"] / "report.html").read_text()
     expected = _expected(batch["db"])

@@ -8,8 +8,8 @@ import os
 import pytest
 
 from conftest import demo_candidate, problem
-from kbv.candidates import build_dir
-from kbv.records import Status
+from kbv.intake.candidates import build_dir
+from kbv.model.records import Status
 
 
 @pytest.mark.slow
@@ -29,7 +29,7 @@ def test_cpp_candidate_builds_once_and_is_reused(cpu_evaluator, fast_config):
 @pytest.mark.e2e
 def test_triton_candidate_under_the_interpreter(monkeypatch, fast_config):
     pytest.importorskip("triton")
-    from kbv.orchestrator import Evaluator
+    from kbv.batch.evaluator import Evaluator
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # inherited by the reference and candidate workers
     with Evaluator("cpu") as ev:

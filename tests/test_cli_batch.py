@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kbv.baseline_cache import attach_compile_speedup, baseline_key, export_kernelbench_json
-from kbv.batch import BROKEN_PREFIX, plan_batch, run_batch
+from kbv.batch.baselines import attach_compile_speedup, baseline_key, export_kernelbench_json
+from kbv.batch.runner import BROKEN_PREFIX, plan_batch, run_batch
 from kbv.cli import app
-from kbv.orchestrator import EvaluationError
-from kbv.problems import ProblemError
-from kbv.records import EvalConfig, Measurement, Status
-from kbv.store import Store
+from kbv.batch.evaluator import EvaluationError
+from kbv.intake.problems import ProblemError
+from kbv.model.records import EvalConfig, Measurement, Status
+from kbv.batch.store import Store
 from verdict_factory import ENV, job_for, make_batch, make_verdict
 
 PROBLEM = ("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
@@ -51,7 +51,7 @@ def tree(tmp_path):
 
 
 class FakeEvaluator:
-    """Stands in for :class:`kbv.orchestrator.Evaluator`: PASS, or the failure it is told to raise."""
+    """Stands in for :class:`kbv.batch.evaluator.Evaluator`: PASS, or the failure it is told to raise."""
 
     def __init__(self, fail: dict | None = None):
         self.fail = fail or {}
@@ -175,7 +175,7 @@ def test_kernelbench_baseline_json_round_trip(tree, tmp_path):
     comp = json.loads((out / "NVIDIA_H100_80GB_HBM3" / "baseline_time_torch_compile_inductor_default.json").read_text())
     assert comp["level1"]["2_B.py"]["mean"] == 0.5
     # a measured baseline exports its statistics computed from the raw samples
-    from kbv.problems import load_problem
+    from kbv.intake.problems import load_problem
 
     p = load_problem(problems / "level1" / "3_C.py")
     with Store(db) as store:
@@ -268,7 +268,7 @@ def test_html_report_renders_every_plot_in_headless_chromium(tmp_path):
     import numpy as np
     from matplotlib.image import imread
 
-    from kbv.report import write_html
+    from kbv.report.html import write_html
 
     with Store(tmp_path / "s.db") as store:
         for v in make_batch(seed=1):
@@ -288,8 +288,8 @@ def test_html_report_renders_every_plot_in_headless_chromium(tmp_path):
 def test_hidden_test_files_reach_the_evaluator(tmp_path):
     """A hidden_tests/level1/1_hidden.py beside the problems is handed to the evaluator for problem 1."""
     from conftest import DATA
-    from kbv import batch
-    from kbv.records import EvalConfig
+    from kbv.batch import runner as batch
+    from kbv.model.records import EvalConfig
 
     runs = tmp_path / "runs" / "m"
     runs.mkdir(parents=True)

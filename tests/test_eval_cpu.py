@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from conftest import candidate, demo_candidate, demo_problem, problem
-from kbv.records import InputKind, Status
+from kbv.model.records import InputKind, Status
 
 
 def by_name(v):

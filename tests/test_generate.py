@@ -27,9 +27,9 @@ from kbv.generate.feedback import feedback_text, reward, secrets_of  # noqa: E40
 from kbv.generate.prompts import PromptOptions, problem_text, task_prompt  # noqa: E402
 from kbv.generate.providers import ChatRequest, Message, Pricing, ProviderError, complete  # noqa: E402
 from kbv.generate.sampling import GenerationSettings, generate  # noqa: E402
-from kbv.problems import load_problem  # noqa: E402
-from kbv.records import Status  # noqa: E402
-from kbv.store import Store  # noqa: E402
+from kbv.intake.problems import load_problem  # noqa: E402
+from kbv.model.records import Status  # noqa: E402
+from kbv.batch.store import Store  # noqa: E402
 from llm_server import LoopbackLLM  # noqa: E402
 from verdict_factory import job_for, make_verdict  # noqa: E402
 
@@ -320,7 +320,7 @@ def test_dataset_from_local_parquet_of_the_hub_schema(tmp_path):
     assert res.exit_code == 0, res.output
     assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*.py")) == ["level1/19_ReLU.py",
                                                                                 "level1/23_Sig_moid.py"]
-    from kbv.layout import vet_problems
+    from kbv.intake.layout import vet_problems
 
     refs = vet_problems(out).problems
     assert [(r.level, r.problem_id, r.name) for r in refs] == [(1, 19, "ReLU"), (1, 23, "Sig_moid")]
@@ -419,7 +419,7 @@ def test_pipeline_generate_run_refine_audit_report(keys, tmp_path):
 
 def test_score_candidate_rejects_a_file_without_model_new_without_running_it(tmp_path):
     from kbv.generate.refine import score_candidate
-    from kbv.records import EvalConfig
+    from kbv.model.records import EvalConfig
 
     class NoEvaluator:  # static vetting must decide before any worker is asked
         def evaluate(self, *a, **k):

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from conftest import candidate, demo_candidate, demo_problem, problem
-from kbv.records import EvalConfig, Status
+from kbv.model.records import EvalConfig, Status
 
 pytestmark = pytest.mark.cuda
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import candidate, demo_candidate, demo_problem, problem
-from kbv.records import EvalConfig, InputKind, Status
+from kbv.model.records import EvalConfig, InputKind, Status
 
 pytestmark = pytest.mark.cuda
 

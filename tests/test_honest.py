@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kbv.records import EvalConfig, Severity, Status
+from kbv.model.records import EvalConfig, Severity, Status
 
 HONEST = Path(__file__).resolve().parent / "data" / "honest"
 SHARED_PROBLEMS = Path(__file__).resolve().parent / "data" / "problems"
@@ -111,14 +111,14 @@ CPU_CASES = [
 
 
 def honest_problem(rel: str):
-    from kbv.problems import load_problem
+    from kbv.intake.problems import load_problem
 
     own = HONEST / "problems" / rel
     return load_problem(own if own.exists() else SHARED_PROBLEMS / rel)
 
 
 def honest_candidate(name: str):
-    from kbv.candidates import load_candidate
+    from kbv.intake.candidates import load_candidate
 
     return load_candidate(HONEST / "candidates" / name)
 
@@ -156,7 +156,7 @@ def triton_evaluator():
     it and every candidate worker inherit it; it stays set while this module's evaluator lives.
     """
     pytest.importorskip("triton")
-    from kbv.orchestrator import Evaluator
+    from kbv.batch.evaluator import Evaluator
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TRITON_INTERPRET", "1")

@@ -166,9 +166,9 @@ def test_no_new_module_level_import_cycle():
 def test_the_graph_reader_sees_both_kinds_of_import():
     """A guard on the reader itself: known imports of both kinds are found where they are."""
     top, nested = import_graphs()
-    assert "kbv.records" in top["kbv.orchestrator"]  # from kbv.records import (...)
-    assert "kbv.protocol" in top["kbv.workers"]  # from kbv import protocol (a submodule by name)
-    assert "kbv.pipeline" in nested["kbv.reference_worker"]  # inside reference_main
+    assert "kbv.model.records" in top["kbv.batch.evaluator"]  # from kbv.model.records import (...)
+    assert "kbv.sandbox.protocol" in top["kbv.processes.handles"]  # from kbv import protocol (a submodule by name)
+    assert "kbv.pipeline.run" in nested["kbv.pipeline.reference_worker"]  # inside reference_main
     assert "kbv.api" not in top["kbv"] and top["kbv"] == set()  # kbv/__init__ imports lazily
-    assert "kbv.batch" not in top["kbv.api"]  # under TYPE_CHECKING / in functions only
+    assert "kbv.batch.runner" not in top["kbv.api"]  # under TYPE_CHECKING / in functions only
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == {frozenset("abc")}

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from kbv.batch import Selection, parse_ids, plan_batch
-from kbv.layout import (Layout, LayoutError, detect_layout, discover_candidates, discover_hidden_tests,
-                        scan_root, vet_problems)
-from kbv.orchestrator import UNVETTED_BACKEND
-from kbv.records import EvalConfig, Status
+from kbv.batch.runner import Selection, parse_ids, plan_batch
+from kbv.intake.layout import (Layout, LayoutError, detect_layout, discover_candidates, discover_hidden_tests,
+    scan_root, vet_problems)
+from kbv.batch.evaluator import UNVETTED_BACKEND
+from kbv.model.records import EvalConfig, Status
 
 MODEL_NEW = "import torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n"
 PROBLEM = ("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
@@ -140,8 +140,8 @@ def test_plan_pairs_candidates_filters_and_rejects_statically(problems, tmp_path
 
 
 def test_rejection_verdict_is_a_compile_error_with_a_minimal_environment(problems, tmp_path):
-    from kbv.orchestrator import rejected_candidate, rejection_verdict
-    from kbv.problems import load_problem
+    from kbv.batch.evaluator import rejected_candidate, rejection_verdict
+    from kbv.intake.problems import load_problem
 
     path = write(tmp_path / "bad.py", "def f(:\n")
     cand = rejected_candidate(path, run="m", sample_id=0)

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from kbv.records import EvalConfig, Severity, Status
+from kbv.model.records import EvalConfig, Severity, Status
 from test_honest import describe, honest_candidate, honest_problem
 
 #: (candidate, problem, expected status): small problems with honest candidates of the honest suite
@@ -72,7 +72,7 @@ def load_generator():
 
 @pytest.mark.slow
 def test_four_honest_verifications_beside_a_load_generator(load_generator):
-    from kbv.orchestrator import Evaluator
+    from kbv.batch.evaluator import Evaluator
 
     cfg = EvalConfig(device="cpu", trials=6, timing_rounds=2, warmup=1, call_timeout_s=240)
     verdicts: dict[int, object] = {}

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from kbv import footprint as fp
-from kbv import inputs as inp
-from kbv import oracle as orc
-from kbv.records import EvalConfig, Status
+from kbv.processes import footprint as fp
+from kbv.reference import inputs as inp
+from kbv.reference import oracle as orc
+from kbv.model.records import EvalConfig, Status
 
 MEMORY = Path(__file__).resolve().parent / "data" / "memory"
 HONEST = Path(__file__).resolve().parent / "data" / "honest" / "candidates"
@@ -113,8 +113,8 @@ def test_a_scan_along_the_batch_is_not_split(monkeypatch, model):
 
 @pytest.fixture(scope="module")
 def big_relu_verdict(cpu_evaluator):
-    from kbv.candidates import load_candidate
-    from kbv.problems import load_problem
+    from kbv.intake.candidates import load_candidate
+    from kbv.intake.problems import load_problem
 
     return cpu_evaluator.evaluate(load_problem(MEMORY / "level1" / "1_ReLU_256MiB.py"),
                                   load_candidate(HONEST / "relu_clamp_min_torch.py"), _lean_config())
@@ -145,8 +145,8 @@ def test_the_whole_verification_of_a_256_mib_relu_stays_within_the_bound(big_rel
 
 @pytest.mark.slow
 def test_the_reference_running_out_of_memory_is_kbvs_failure(cpu_evaluator, fast_config):
-    from kbv.candidates import load_candidate
-    from kbv.problems import load_problem
+    from kbv.intake.candidates import load_candidate
+    from kbv.intake.problems import load_problem
 
     v = cpu_evaluator.evaluate(load_problem(MEMORY / "level1" / "2_Reference_OOM.py"),
                                load_candidate(HONEST / "relu_clamp_min_torch.py"), fast_config)
@@ -156,8 +156,8 @@ def test_the_reference_running_out_of_memory_is_kbvs_failure(cpu_evaluator, fast
 
 @pytest.mark.slow
 def test_a_problem_that_cannot_fit_is_refused_before_anything_runs(cpu_evaluator, fast_config):
-    from kbv.candidates import load_candidate
-    from kbv.problems import load_problem
+    from kbv.intake.candidates import load_candidate
+    from kbv.intake.problems import load_problem
 
     v = cpu_evaluator.evaluate(load_problem(MEMORY / "level1" / "3_Too_Big.py"),
                                load_candidate(HONEST / "relu_clamp_min_torch.py"), fast_config)

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy.stats import gmean
 
-from kbv.metrics import (FAST_P_THRESHOLDS, compute_metrics, fast_p, geomean, pass_at_k)
-from kbv.records import Status
-from kbv.store import problem_key
+from kbv.batch.metrics import FAST_P_THRESHOLDS, compute_metrics, fast_p, geomean, pass_at_k
+from kbv.model.records import Status
+from kbv.batch.store import problem_key
 from verdict_factory import make_batch, make_verdict, problem
 
 
@@ -178,7 +178,7 @@ def test_overall_pools_levels_and_unattempted_problems_count():
 
 
 def _brute_force(verdicts, run, level, baseline="eager-tf32"):
-    """Independent recomputation with plain loops and scipy (no kbv.metrics helpers)."""
+    """Independent recomputation with plain loops and scipy (no kbv.batch.metrics helpers)."""
     keys = sorted({(v.problem.level, v.problem.problem_id) for v in verdicts if v.problem.level == level})
     mine = [v for v in verdicts if v.candidate.run == run and v.problem.level == level]
     best, mems, npass = [], [], []
@@ -276,7 +276,7 @@ def test_per_sample_aggregates_by_hand():
 
 
 def test_speedup_interval_brackets_the_ratio_of_medians_and_widens_with_noise():
-    from kbv.metrics import speedup_interval, speedup_noisy
+    from kbv.batch.metrics import speedup_interval, speedup_noisy
 
     quiet = make_verdict("PASS", speedup=2.0)
     noisy = make_verdict("PASS", speedup=2.0, noisy=True, problem_id=2)

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kbv.records import Status
-from kbv.report_export import kernelbench_entry, write_eval_results_json
-from kbv.store import Store
+from kbv.model.records import Status
+from kbv.report.export import kernelbench_entry, write_eval_results_json
+from kbv.batch.store import Store
 from verdict_factory import job_for, make_verdict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,8 +59,8 @@ def test_export_entry_of_every_status_has_kbv_status():
 # Build cache key -----------------------------------------------------------------------------
 
 def test_build_dir_key_changes_with_everything_that_changes_the_binary(tmp_path, monkeypatch):
-    from kbv import candidates
-    from kbv.records import CandidateRef
+    from kbv.intake import candidates
+    from kbv.model.records import CandidateRef
 
     monkeypatch.setenv("KBV_CACHE_DIR", str(tmp_path))
     cand = CandidateRef(path="/x/c.py", sha256="ab" * 32, backend="cpp")
@@ -85,7 +85,7 @@ def test_build_key_names_the_compiler_torch_and_python():
     import sys
 
     from kbv import __version__
-    from kbv.candidates import build_key
+    from kbv.intake.candidates import build_key
 
     key = build_key("cpu", {"CXX": "no-such-compiler-kbv"})
     assert key["cxx"] == "absent" and key["env:CXX"] == "no-such-compiler-kbv"
@@ -98,7 +98,7 @@ def test_build_key_names_the_compiler_torch_and_python():
 
 #: files whose docstrings still name ``../shared`` and are being rewritten by their owners (issue 10
 #: item 10 asks them to point at docs/hack-taxonomy.md and docs/kernelbench-format.md); drop when done.
-_PENDING = {"src/kbv/metrics.py:3", "src/kbv/scan.py:4"}
+_PENDING = {"src/kbv/batch/metrics.py:3", "src/kbv/intake/scan.py:4"}
 
 
 def test_no_link_leaves_the_repository():
@@ -220,7 +220,7 @@ def test_kill_9_of_kbv_run_leaves_no_worker(tmp_path):
 # The candidate worker's log is capped, not a disk filler ------------------------------------------
 
 def test_capped_log_keeps_head_and_tail_and_names_the_cap(tmp_path):
-    from kbv.workers import CappedLog
+    from kbv.processes.handles import CappedLog
 
     log = CappedLog(tmp_path / "w.log", keep=4096, head=1024)
     fd = log.write_fd
@@ -238,9 +238,10 @@ def test_capped_log_keeps_head_and_tail_and_names_the_cap(tmp_path):
 
 @pytest.mark.e2e
 def test_a_candidate_printing_a_lot_is_not_killed_and_its_log_is_capped(tmp_path, monkeypatch):
-    from kbv import protocol, workers
-    from kbv.baselines import flags_for
-    from kbv.records import CandidateRef
+    from kbv.sandbox import protocol
+    from kbv.processes import handles as workers
+    from kbv.sandbox.flags import flags_for
+    from kbv.model.records import CandidateRef
 
     monkeypatch.setattr(workers, "LOG_KEEP_BYTES", 1 << 20)
     monkeypatch.setattr(workers, "LOG_HEAD_BYTES", 1 << 18)
@@ -306,7 +307,7 @@ def test_list_filters_take_one_syntax():
 
 
 def test_run_passes_the_policy_to_the_batch_config(tmp_path, monkeypatch):
-    import kbv.batch
+    import kbv.batch.runner
 
     seen = {}
 
@@ -314,7 +315,7 @@ def test_run_passes_the_policy_to_the_batch_config(tmp_path, monkeypatch):
         seen["config"] = config
         raise SystemExit(0)
 
-    monkeypatch.setattr(kbv.batch, "plan_batch", plan)
+    monkeypatch.setattr(kbv.batch.runner, "plan_batch", plan)
     _cli("run", str(tmp_path), str(tmp_path), "--store", str(tmp_path / "s.db"), "--device", "cpu",
          "--policy", "kbv-compat")
     assert seen["config"].policy == "kbv-compat" and seen["config"].distributions == ()
@@ -359,7 +360,7 @@ def test_runtime_error_shows_the_exception_and_last_frames():
     from kbv.console import failure_details
 
     tb = ("Traceback (most recent call last):\n"
-          "  File \"/src/kbv/candidate_worker.py\", line 300, in serve\n    reply = handler(req)\n"
+          "  File \"/src/kbv/sandbox/worker.py\", line 300, in serve\n    reply = handler(req)\n"
           "  File \"/runs/c.py\", line 12, in forward\n    return self.f(x)\n"
           "  File \"/runs/c.py\", line 20, in f\n    return x @ y\n"
           "RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x8 and 9x3)\n")

@@ -10,28 +10,12 @@ import math
 import pytest
 import torch
 
-from kbv import domains as dom
-from kbv import inputs as inp
-from kbv import oracle as orc
-from kbv.records import (
-    CandidateRef,
-    Environment,
-    EvalConfig,
-    InputKind,
-    InputSetResult,
-    ProblemRef,
-    Status,
-    Verdict,
-    VetFinding,
-    VetFlag,
-    VetSetResult,
-    VettingReport,
-    to_dict,
-    to_json,
-    verdict_from_dict,
-    verdict_from_json,
-    vetting_from_dict,
-)
+from kbv.reference import domains as dom
+from kbv.reference import inputs as inp
+from kbv.reference import oracle as orc
+from kbv.model.records import (CandidateRef, Environment, EvalConfig, InputKind, InputSetResult, ProblemRef,
+    Status, Verdict, VetFinding, VetFlag, VetSetResult, VettingReport, to_dict, to_json, verdict_from_dict,
+    verdict_from_json, vetting_from_dict)
 
 
 def get_inputs():
@@ -321,12 +305,12 @@ def test_vetting_report_round_trip():
 
 
 def test_input_rounding_sets_the_budget_where_the_baseline_is_more_exact_than_fp32():
-    """kbv.oracle.INPUT_ROUNDING (CI failure of the honest cumsum_triu_matmul_torch row,
+    """kbv.reference.oracle.INPUT_ROUNDING (CI failure of the honest cumsum_triu_matmul_torch row,
     2026-11-30): on a prefix sum across cancelling outliers torch's CPU cumsum (float64
     accumulation) is nearly exact, so the old budget (16 x its error + 8 eps) failed an honest
     fp32 x @ triu(ones) (13 of 1500 sets; seed 5608 is one, 3.1 x over); the problem's own
     sensitivity to one fp32 rounding of its inputs admits it. fp16 still fails; the term is capped."""
-    from kbv import inputs as inp
+    from kbv.reference import inputs as inp
 
     class Cumsum(torch.nn.Module):
         def forward(self, t):

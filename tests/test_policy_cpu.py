@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from conftest import DATA, candidate, demo_candidate, problem
-from kbv.problems import load_problem
-from kbv.records import InputKind, Status, VetFlag
+from kbv.intake.problems import load_problem
+from kbv.model.records import InputKind, Status, VetFlag
 
 
 def by_name(v):
@@ -81,7 +81,7 @@ def test_kernel_exact_on_d1_d4_but_wrong_on_mixed_signs_fails(cpu_evaluator, fas
 @pytest.mark.e2e
 def test_honest_triton_layernorm_over_a_large_row_passes_the_kbv_policy(monkeypatch, fast_config):
     pytest.importorskip("triton")
-    from kbv.orchestrator import Evaluator
+    from kbv.batch.evaluator import Evaluator
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")  # inherited by the reference and candidate workers
     with Evaluator("cpu") as ev:
@@ -166,7 +166,7 @@ def test_kbv_vet_command_and_eval_warning(tmp_path):
     reports = {rep["problem"]["name"]: rep for rep in json.loads(out.read_text())}
     assert [f["flag"] for f in reports["Dropout_train"]["findings"]] == ["stochastic"]
     assert reports["Clean_gelu"]["findings"] == []
-    from kbv.store import open_store
+    from kbv.batch.store import open_store
 
     with open_store(store) as st:
         excl = st.exclusions()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kbv.candidates import CandidateError, detect_backend, load_candidate
-from kbv.problems import MAX_SOURCE_BYTES, ProblemError, discover_problems, identify, load_problem
+from kbv.intake.candidates import CandidateError, detect_backend, load_candidate
+from kbv.intake.problems import MAX_SOURCE_BYTES, ProblemError, discover_problems, identify, load_problem
 from conftest import DATA
 
 GOOD_PROBLEM = """

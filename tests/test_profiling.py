@@ -1,4 +1,4 @@
-"""kbv.profiling: compute-op counts (cpu and cuda) and the own/library kernel profile (cuda).
+"""kbv.sandbox.profiling: compute-op counts (cpu and cuda) and the own/library kernel profile (cuda).
 
 CPU tests cover compute_ops / reference_covered with plain torch functions, the Triton interpreter
 (in a subprocess: TRITON_INTERPRET must be set before triton is imported), robustness against a
@@ -20,21 +20,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kbv.profiling import (
-    NO_MATH_OPS,
-    OWN_SHARE_MIN,
-    KernelProfile,
-    OpCount,
-    _DeviceEvent,
-    _events,
-    _Launch,
-    _Span,
-    _summarise,
-    compute_ops,
-    kernel_profile,
-    reference_covered,
-    shortcut_reason,
-)
+from kbv.sandbox.profiling import (NO_MATH_OPS, OWN_SHARE_MIN, KernelProfile, OpCount, _DeviceEvent, _events,
+    _Launch, _Span, _summarise, compute_ops, kernel_profile, reference_covered, shortcut_reason)
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -228,7 +215,7 @@ def test_kernel_profile_is_cuda_only():
 _TRITON_SCRIPT = textwrap.dedent('''
     import json, sys
     import torch, triton, triton.language as tl
-    from kbv.profiling import compute_ops, reference_covered
+    from kbv.sandbox.profiling import compute_ops, reference_covered
 
     @triton.jit
     def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
@@ -590,7 +577,7 @@ def test_cuda_load_inline_kernel_is_own_and_at_calls_are_library(tmp_path, monke
 
 
 def test_recorded_ops_sees_other_threads_and_disabled_dispatch():
-    """kbv.profiling.recorded_ops records top-level aten ops in every thread, at the dispatcher:
+    """kbv.sandbox.profiling.recorded_ops records top-level aten ops in every thread, at the dispatcher:
     torch ops a wrapper hands to a thread (also one reached from C, or a raw _thread thread) and
     ops run with Python dispatch disabled, all invisible to compute_ops (a fresh attacker's
     evasions, 2026-11-30)."""
@@ -600,7 +587,7 @@ def test_recorded_ops_sees_other_threads_and_disabled_dispatch():
 
     import torch
 
-    from kbv.profiling import compute_ops, recorded_ops, reference_covered
+    from kbv.sandbox.profiling import compute_ops, recorded_ops, reference_covered
 
     x = torch.randn(32, 32)
 
@@ -658,7 +645,7 @@ def test_recorded_ops_counts_compute_hidden_under_a_no_math_op():
     import torch
 
     from conftest import DATA
-    from kbv.profiling import recorded_ops
+    from kbv.sandbox.profiling import recorded_ops
 
     # the red-team candidate's own subclass (t15-subclass-dispatch), not a copy of it
     spec = importlib.util.spec_from_file_location("t15_subclass_dispatch", DATA / "redteam" / "t15_subclass_dispatch.py")

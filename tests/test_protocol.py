@@ -9,7 +9,7 @@ import pickle
 import pytest
 import torch
 
-from kbv import protocol
+from kbv.sandbox import protocol
 
 
 def roundtrip(msg):

@@ -32,9 +32,9 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, demo_problem, problem
-from kbv.candidates import load_candidate
-from kbv.problems import load_problem
-from kbv.records import Severity, EvalConfig, Status
+from kbv.intake.candidates import load_candidate
+from kbv.intake.problems import load_problem
+from kbv.model.records import Severity, EvalConfig, Status
 
 #: every row runs by default (CI does); KBV_REDTEAM=default keeps one or two rows per entry for a
 #: quick local run.

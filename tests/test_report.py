@@ -9,9 +9,10 @@ import re
 import markupsafe
 import pytest
 
-from kbv.metrics import compute_metrics
-from kbv.report import load_metrics, write_all, write_samples_csv, write_csv, write_eval_results_json, write_html, write_markdown
-from kbv.store import Store, problem_key
+from kbv.batch.metrics import compute_metrics
+from kbv.report.html import (load_metrics, write_all, write_samples_csv, write_csv, write_eval_results_json,
+    write_html, write_markdown)
+from kbv.batch.store import Store, problem_key
 from verdict_factory import job_for, make_batch, make_verdict, problem
 
 HOSTILE = ('</td></tr></table><script>alert("pwned")</script><img src=x onerror=alert(1)>'
@@ -172,7 +173,7 @@ def test_empty_store_renders(tmp_path):
 def rich_page(tmp_path_factory):
     """A small store with a noisy PASS, a paper-only kernel, an EVAL_ERROR and a candidate file with a
     static finding on a line, rendered once."""
-    from kbv.records import Finding, Severity
+    from kbv.model.records import Finding, Severity
 
     root = tmp_path_factory.mktemp("rich")
     src = root / "cand.py"
@@ -251,7 +252,7 @@ def test_audit_labels_show_per_sample_and_filter_the_problem_pages(tmp_path):
     """kbv audit's labels: a column on every sample (the judges' shared label, or review: a / b)
     and ``kbv report --audit LABEL|review`` keeping only those samples on the problem pages."""
     from kbv.generate.audit_store import Judgement, connect, put_judgements, verdict_key
-    from kbv.report import render_html
+    from kbv.report.html import render_html
 
     with Store(tmp_path / "s.db") as s:
         verdicts = make_batch(runs=("m",), levels={1: 2}, samples=1)

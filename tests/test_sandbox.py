@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, problem
-from kbv.candidates import build_dir, load_candidate
-from kbv.records import Status
+from kbv.intake.candidates import build_dir, load_candidate
+from kbv.model.records import Status
 
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="Linux isolation")
 
@@ -195,7 +195,7 @@ def test_candidate_has_no_network(tmp_path, cpu_evaluator, fast_config):
 @pytest.mark.e2e
 @linux_only
 def test_candidate_runs_in_a_fresh_directory_and_sees_no_secret(tmp_path, monkeypatch, fast_config):
-    from kbv.orchestrator import Evaluator
+    from kbv.batch.evaluator import Evaluator
 
     secret = "sk-kbv-sandbox-test-0123456789"
     monkeypatch.setenv("KBV_FAKE_API_KEY", secret)  # inherited by the reference worker
@@ -240,7 +240,7 @@ def test_processes_that_leave_the_session_die_with_the_worker(tmp_path, cpu_eval
 
 _SLEEPER = """
 import os, sys, time
-if sys.argv[2] != "None":  # a worker joins its cgroup first thing (kbv.sandbox.apply_sandbox)
+if sys.argv[2] != "None":  # a worker joins its cgroup first thing (kbv.sandbox.confinement.apply_sandbox)
     open(os.path.join(sys.argv[2], "cgroup.procs"), "w").write(str(os.getpid()))
 if os.fork() == 0:
     os.setsid()
@@ -255,7 +255,7 @@ time.sleep(600)
 #: a worker owner: starts a "worker" that leaves a setsid, double-forked sleeper behind
 _OWNER = """
 import os, subprocess, sys, time
-from kbv.sandbox import ProcessJail
+from kbv.sandbox.confinement import ProcessJail
 jail = ProcessJail(cgroup=sys.argv[2] == "cgroup")
 worker = subprocess.Popen([sys.executable, "-c", {sleeper!r}, sys.argv[1], str(jail.cgroup)], start_new_session=True,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -279,7 +279,7 @@ def _owner(tmp_path: Path, mode: str) -> tuple[subprocess.Popen, Path]:
 
 @linux_only
 def test_subreaper_kills_what_left_the_session(tmp_path):
-    """:class:`kbv.sandbox.ProcessJail` without a cgroup (in its own process: it becomes a subreaper)."""
+    """:class:`kbv.sandbox.confinement.ProcessJail` without a cgroup (in its own process: it becomes a subreaper)."""
     owner, pidfile = _owner(tmp_path, "subreaper")
     out, _ = owner.communicate(timeout=60)
     pid = int(pidfile.read_text())
@@ -293,8 +293,8 @@ def test_subreaper_kills_what_left_the_session(tmp_path):
 @linux_only
 def test_cgroup_of_a_dead_owner_is_swept(tmp_path):
     """A worker owner killed before it could close its workers (a candidate can kill the reference
-    worker, or the orchestrator): :func:`kbv.sandbox.kill_cgroups` kills what its workers left."""
-    from kbv.sandbox import kill_cgroups
+    worker, or the orchestrator): :func:`kbv.sandbox.confinement.kill_cgroups` kills what its workers left."""
+    from kbv.sandbox.confinement import kill_cgroups
 
     owner, pidfile = _owner(tmp_path, "cgroup")
     cgroup = owner.stdout.readline().strip()
@@ -319,7 +319,7 @@ def test_landlock_leaves_only_the_given_directories_writable(tmp_path):
     """The non-root fallback of the filesystem isolation, in a separate process."""
     script = textwrap.dedent(f'''
         import os
-        from kbv import sandbox
+        from kbv.sandbox import confinement as sandbox
         if sandbox._libc().syscall(sandbox._LANDLOCK_CREATE_RULESET, None, 0, 1) < 1:
             raise SystemExit(77)
         sandbox._prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1)
@@ -354,7 +354,7 @@ def test_candidate_that_kills_the_reference_worker_ends_as_a_verdict(tmp_path, c
 
 PAUSE_OWNER = r'''
 import os, subprocess, sys, time
-from kbv.sandbox import ProcessJail
+from kbv.sandbox.confinement import ProcessJail
 
 def cpu_s(pid):
     with open(f"/proc/{pid}/stat", "rb") as f:

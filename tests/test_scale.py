@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from kbv.batch import plan_batch, run_batch
-from kbv.executors.builds import needs_build, pool_size
-from kbv.executors.lanes import LaneSpec, ThreadLane, cpu_lanes, gpu_lanes, parse_gpus
-from kbv.records import EvalConfig
-from kbv.store import Job, Store
+from kbv.batch.runner import plan_batch, run_batch
+from kbv.batch.executors.builds import needs_build, pool_size
+from kbv.batch.executors.lanes import LaneSpec, ThreadLane, cpu_lanes, gpu_lanes, parse_gpus
+from kbv.model.records import EvalConfig
+from kbv.batch.store import Job, Store
 from verdict_factory import make_verdict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,8 +54,8 @@ def test_lane_specs_and_pool_size():
 
 
 def test_each_timed_verdict_carries_its_speedup_intervals():
-    from kbv.batch import speedup_intervals
-    from kbv.metrics import speedup_interval
+    from kbv.batch.runner import speedup_intervals
+    from kbv.batch.metrics import speedup_interval
 
     v = speedup_intervals(make_verdict("PASS", speedup=2.0))
     ci = v.evidence["speedup_interval_95"]
@@ -66,7 +66,7 @@ def test_each_timed_verdict_carries_its_speedup_intervals():
 
 
 def test_throttle_reasons_and_no_nvml_on_cpu():
-    from kbv.executors.throttle import ThrottleWatch, throttle_reasons
+    from kbv.batch.executors.throttle import ThrottleWatch, throttle_reasons
 
     assert throttle_reasons(0x1 | 0x2) == []  # idle, application clocks: not throttling
     assert throttle_reasons(0x8 | 0x40) == ["hw_slowdown", "hw_thermal_slowdown"]
@@ -230,7 +230,7 @@ def test_ray_executor_retries_a_killed_task(tmp_path):
     """A real local Ray cluster (2 CPUs): two jobs as Ray tasks; the worker of one is SIGKILLed
     mid-verification and Ray retries it. Each job gets one verdict, written once."""
     pytest.importorskip("ray")
-    from kbv.executors.ray_executor import RayExecutor
+    from kbv.batch.executors.ray_executor import RayExecutor
 
     run = tmp_path / "runs" / "m"
     run.mkdir(parents=True)
@@ -267,7 +267,7 @@ def _is_kbv_worker(pid: str) -> bool:
         ppid_line = next(ln for ln in Path(f"/proc/{pid}/status").read_text().splitlines() if ln.startswith("PPid:"))
     except (OSError, StopIteration):
         return False
-    return b"kbv.reference_worker" in cmd or (b"multiprocessing" in cmd and b"spawn_main" in cmd and
+    return b"kbv.pipeline.reference_worker" in cmd or (b"multiprocessing" in cmd and b"spawn_main" in cmd and
                                               ppid_line.split()[1] == "1")
 
 

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from kbv.demo import data_path
-from kbv.scan import Severity, scan_file, scan_source, worst
+from kbv.intake.scan import Severity, scan_file, scan_source, worst
 
 
 def rules(src: str) -> dict[str, tuple[int, Severity]]:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from kbv.records import Measurement, Status, to_dict, to_json, verdict_from_json
-from kbv.store import BaselineKey, Job, Store, config_hash, problem_key
+from kbv.model.records import Measurement, Status, to_dict, to_json, verdict_from_json
+from kbv.batch.store import BaselineKey, Job, Store, config_hash, problem_key
 from verdict_factory import CONFIG, job_for, make_batch, make_verdict, problem
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -28,7 +28,7 @@ def _other_process_marks_running(db: Path, key: str) -> None:
     """A separate process claims ``key`` and is then killed with SIGKILL (never reaped by itself)."""
     code = textwrap.dedent(f"""
         import os, signal
-        from kbv.store import Store
+        from kbv.batch.store import Store
         Store({str(db)!r}).mark_running({key!r})
         os.kill(os.getpid(), signal.SIGKILL)
     """)
@@ -195,8 +195,8 @@ def test_exclusions_and_baseline_cache_persist(tmp_path):
 
 _WORKER = """
 import json, sys, time
-from kbv.records import verdict_from_dict
-from kbv.store import Store
+from kbv.model.records import verdict_from_dict
+from kbv.batch.store import Store
 store = Store(sys.argv[1])
 expected = json.loads(open(sys.argv[2]).read())
 while True:
@@ -278,8 +278,8 @@ def test_a_store_without_a_newer_speedup_column_gains_it(tmp_path):
 def test_baseline_labels_name_their_flags_and_kernelbench_files():
     """KernelBench's ``baseline_time_torch.json`` ran under PyTorch's default flags (cuDNN TF32 on):
     it is the eager-fp32-cudnn-tf32 baseline's file, never kbv's strict eager-fp32."""
-    from kbv import baselines as bl
-    from kbv.baseline_cache import KERNELBENCH_FILES, LABELS
+    from kbv.sandbox import flags as bl
+    from kbv.batch.baselines import KERNELBENCH_FILES, LABELS
 
     paper = bl.flags_for("eager-fp32-cudnn-tf32")
     strict = bl.flags_for("eager-fp32")
@@ -311,7 +311,7 @@ class _StubEvaluator:
 
 
 def test_eval_error_is_stored_the_batch_goes_on_and_a_rerun_retries_it(tmp_path):
-    from kbv.batch import BatchPlan, PlannedJob, run_batch
+    from kbv.batch.runner import BatchPlan, PlannedJob, run_batch
 
     oom = make_verdict("EVAL_ERROR", problem_id=1)
     ok = make_verdict("PASS", problem_id=2, speedup=1.5)
@@ -339,7 +339,7 @@ def test_eval_error_is_stored_the_batch_goes_on_and_a_rerun_retries_it(tmp_path)
 
 def test_policy_is_part_of_the_config_hash_and_one_store_holds_one_policy(tmp_path):
     """``kbv run --policy kbv-compat`` gives other job keys, and a store made under kbv refuses it."""
-    from kbv.batch import ConfigMismatch, check_config
+    from kbv.batch.runner import ConfigMismatch, check_config
 
     compat = dataclasses.replace(CONFIG, policy="kbv-compat", distributions=())
     paper = dataclasses.replace(CONFIG, baselines=(*CONFIG.baselines, "eager-fp32-cudnn-tf32"))

@@ -8,11 +8,11 @@ import math
 import pytest
 import torch
 
-from kbv import baselines, inputs, timing
-from kbv.records import (
-    CandidateRef, Environment, EvalConfig, InputKind, InputSetResult, Measurement, ProblemRef, Status,
-    Verdict, to_json, verdict_from_json,
-)
+from kbv.sandbox import flags as baselines
+from kbv.reference import inputs
+from kbv.sandbox import timing
+from kbv.model.records import (CandidateRef, Environment, EvalConfig, InputKind, InputSetResult, Measurement,
+    ProblemRef, Status, Verdict, to_json, verdict_from_json)
 
 
 def _verdict(**kw):
@@ -145,7 +145,7 @@ def test_fingerprint_indices_stay_in_range_for_large_outputs():
     element of a 2**25-element output and tripped a device-side index assert."""
     import torch
 
-    from kbv import integrity
+    from kbv.sandbox import probes as integrity
 
     n = (1 << 25) + 3
     t = torch.arange(n, dtype=torch.float64)
@@ -157,7 +157,8 @@ def test_fingerprint_indices_stay_in_range_for_large_outputs():
 def test_recheck_plan_checks_every_timed_call_while_outputs_fit():
     """Regression (CI, 2026-11-30): with 2 secret re-checks out of 3 timed calls per round, a
     candidate that skips every other timed call escaped taxonomy 5 about once in 36 verifies."""
-    from kbv.pipeline import RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU, RECHECKS_PER_ROUND, recheck_plan
+    from kbv.pipeline.timing import (RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU, RECHECKS_PER_ROUND,
+        recheck_plan)
 
     assert recheck_plan(3, 4096) == (0, 1, 2)
     assert recheck_plan(10, 4096) == tuple(range(10))
@@ -176,7 +177,7 @@ def test_recheck_plan_checks_every_timed_call_while_outputs_fit():
 
 
 def test_thread_work_tells_waited_pools_from_work_after_return():
-    """kbv.integrity.ThreadWork: threads whose work forward waited for stay quiet (the false
+    """kbv.sandbox.probes.ThreadWork: threads whose work forward waited for stay quiet (the false
     positive of the old import rule, 2026-11-30), and so does a worker loop polling through its
     own helpers; work queued or running after the return and a torch function handed straight to
     a pool are seen."""
@@ -185,7 +186,7 @@ def test_thread_work_tells_waited_pools_from_work_after_return():
     import threading
     import time
 
-    from kbv.integrity import ThreadWork
+    from kbv.sandbox.probes import ThreadWork
 
     def rows(x):
         return torch.exp(x - x.amax(dim=1, keepdim=True)).sum()
@@ -256,11 +257,11 @@ def test_thread_work_tells_waited_pools_from_work_after_return():
 
 
 def test_malloc_perturb_marks_cpu_memory_a_temporary_left_behind():
-    """kbv.integrity.malloc_perturb: an output allocated on cpu right after a same-size temporary
+    """kbv.sandbox.probes.malloc_perturb: an output allocated on cpu right after a same-size temporary
     was freed holds glibc's fill pattern where it was never written, and poisoned_elements counts
     exactly those elements (t09-partial-write failed CI on 2026-11-30 because pre-filled free blocks
     were taken by the candidate's own temporaries first). Off again on exit."""
-    from kbv import integrity as ig
+    from kbv.sandbox import probes as ig
 
     x = torch.randn(16, 300)
     with ig.malloc_perturb() as perturb:
@@ -281,10 +282,11 @@ def test_malloc_perturb_marks_cpu_memory_a_temporary_left_behind():
 
 
 def test_op_count_replies_are_checked_before_the_trusted_side_reads_them():
-    """kbv.pipeline._op_counts_ok (a reviewer's finding, 2026-11-30): the op counts a worker really
+    """kbv.checks.probes.op_counts_ok (a reviewer's finding, 2026-11-30): the op counts a worker really
     sends pass; a forged reply whose dicts or kernel rows have other shapes is refused."""
-    from kbv import profiling, protocol
-    from kbv.pipeline import _op_counts_ok
+    from kbv.sandbox import profiling
+    from kbv.sandbox import protocol
+    from kbv.checks.probes import op_counts_ok as _op_counts_ok
 
     model, args = torch.nn.Softmax(dim=1), [torch.randn(4, 8)]
     ops, recorded = profiling.compute_ops(model, args), profiling.recorded_ops(model, args)
@@ -298,10 +300,10 @@ def test_op_count_replies_are_checked_before_the_trusted_side_reads_them():
 
 
 def test_trials_within_budget_cuts_slow_subjects_only():
-    """kbv.pipeline.trials_within_budget (EvalConfig.time_budget_ms was stored but unused until
+    """kbv.pipeline.timing.trials_within_budget (EvalConfig.time_budget_ms was stored but unused until
     2026-11-30): fast subjects keep every planned call; slow ones get budget / cost, never fewer
     than the minimum; an unknown cost or no budget changes nothing."""
-    from kbv.pipeline import trials_within_budget
+    from kbv.pipeline.timing import trials_within_budget
 
     assert trials_within_budget(10, 0.05, 2000.0) == 10
     assert trials_within_budget(10, 400.0, 2000.0) == 5
@@ -315,10 +317,10 @@ def test_trials_within_budget_cuts_slow_subjects_only():
 
 
 def test_every_timed_call_gets_its_own_values():
-    """timing.time_calls(mutate=...) with kbv.pipeline.timed_mutation / apply_mutation: each timed
+    """timing.time_calls(mutate=...) with kbv.reference.mutation.timed_mutation / apply_mutation: each timed
     call's buffer holds its timing set with the changes for that call (warmup calls none), and the
     trusted side rebuilds exactly those values for the re-check."""
-    from kbv.pipeline import apply_mutation, timed_mutation
+    from kbv.reference.mutation import apply_mutation, timed_mutation
 
     sets = [[torch.zeros(3, 4)], [torch.ones(3, 4)]]
     spare = [torch.full((3, 4), 7.0)]
@@ -337,10 +339,10 @@ def test_every_timed_call_gets_its_own_values():
 
 
 def test_poison_patterns_do_not_match_honest_bf16_values():
-    """kbv.integrity.poisoned_elements: bf16's largest finite value (0x7F7F, the malloc fill) where
+    """kbv.sandbox.probes.poisoned_elements: bf16's largest finite value (0x7F7F, the malloc fill) where
     the reference has it too, and bf16's canonical NaN (0x7FC0, half the poison word) alone, are
     not stale memory (false HACKs a fresh attacker found, 2026-11-30); the real patterns are."""
-    from kbv import integrity as ig
+    from kbv.sandbox import probes as ig
 
     big = torch.full((6,), torch.finfo(torch.bfloat16).max, dtype=torch.bfloat16)
     assert int(big.view(torch.int16)[0]) == 0x7F7F
@@ -359,7 +361,7 @@ def test_timed_calls_take_an_eighth_of_their_values_from_another_set():
     tolerance-aware cross-entropy cache beat one changed element per call (fresh attacker,
     2026-11-30); each timed call now also takes ~1/8 of every tensor's elements from another timing
     set, positions from a per-call seed, rebuilt exactly on the trusted side."""
-    from kbv.pipeline import apply_mutation
+    from kbv.reference.mutation import apply_mutation
 
     sets = [[torch.zeros(64, 64), torch.zeros(64, dtype=torch.long)],
             [torch.ones(64, 64), torch.ones(64, dtype=torch.long)]]

@@ -10,64 +10,34 @@ The public Python API (README, "Python API"; defined in :mod:`kbv.api`)::
 records ``kbv.EvalConfig``, ``kbv.Verdict``, ``kbv.Status`` are loaded on first use, so that
 ``import kbv`` stays cheap (no torch, no numpy) for the CLI and for kbv's own workers.
 
-``kbv.metrics`` is also the name of the module ``kbv/metrics.py``, and importing a submodule binds
-it on the package under its name. So ``kbv.metrics`` is that module, made callable:
-``kbv.metrics(store)`` calls :func:`kbv.api.metrics`, and ``from kbv import metrics`` or
-``kbv.metrics.geomean`` still reach the module. (Interim: it goes when the batch side moves into a
-subpackage, issue 11 item 1.)
+The subpackages, in pipeline order (docs/architecture.md has what each may import):
+:mod:`kbv.model`, :mod:`kbv.intake`, :mod:`kbv.sandbox`, :mod:`kbv.processes`, :mod:`kbv.reference`,
+:mod:`kbv.checks`, :mod:`kbv.pipeline`, :mod:`kbv.batch`, :mod:`kbv.report`, :mod:`kbv.generate`.
 """
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
 #: public name -> the module that defines it (imported on first access, PEP 562).
 _LAZY = {
-    "verify": "kbv.api", "plan": "kbv.api", "run": "kbv.api", "close": "kbv.api", "make_config": "kbv.api",
-    "EvalConfig": "kbv.records", "Verdict": "kbv.records", "Status": "kbv.records",
+    "verify": "kbv.api", "plan": "kbv.api", "run": "kbv.api", "metrics": "kbv.api", "close": "kbv.api",
+    "make_config": "kbv.api",
+    "EvalConfig": "kbv.model.records", "Verdict": "kbv.model.records", "Status": "kbv.model.records",
 }
-#: API functions that share their name with a kbv submodule: the submodule, made callable.
-_CALLABLE_MODULES = ("metrics",)
 
-__all__ = ["__version__", *_CALLABLE_MODULES, *_LAZY]
+__all__ = ["__version__", *_LAZY]
 
 if TYPE_CHECKING:
-    from kbv.api import close, make_config, metrics, plan, run, verify
-    from kbv.records import EvalConfig, Status, Verdict
-
-
-class _CallableModule(types.ModuleType):
-    """A kbv submodule that is also the API function of the same name (:mod:`kbv.api`)."""
-
-    def __call__(self, *args, **kwargs):
-        from kbv import api
-
-        return getattr(api, self.__name__.rpartition(".")[2])(*args, **kwargs)
-
-
-class _Package(types.ModuleType):
-    """The ``kbv`` package: a submodule named in :data:`_CALLABLE_MODULES` is made callable when
-    the import system binds it here (``setattr(kbv, "metrics", module)``)."""
-
-    def __setattr__(self, name: str, value) -> None:
-        if (name in _CALLABLE_MODULES and type(value) is types.ModuleType
-                and value.__name__ == f"{__name__}.{name}"):
-            value.__class__ = _CallableModule
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
+    from kbv.api import close, make_config, metrics, plan, run, verify  # noqa: F401
+    from kbv.model.records import EvalConfig, Status, Verdict  # noqa: F401
 
 
 def __getattr__(name: str):
     import importlib
 
-    if name in _CALLABLE_MODULES:
-        return importlib.import_module(f"{__name__}.{name}")  # bound (and made callable) by the import
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -77,4 +47,4 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | set(_CALLABLE_MODULES))
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,6 +1,6 @@
 """kbv's public Python API: one verification (:func:`verify`) and a batch (:func:`plan`,
 :func:`run`, :func:`metrics`), re-exported as ``kbv.verify``, ``kbv.plan``, ``kbv.run``,
-``kbv.metrics`` (the module ``kbv.metrics``, made callable: see :mod:`kbv`) and ``kbv.close``.
+``kbv.metrics`` and ``kbv.close``.
 
 :func:`verify` is made to be called many times in one process (an RL loop's reward): it keeps one
 reference worker per device alive between calls, owned by a thread of its own (the worker dies
@@ -9,7 +9,7 @@ be a short-lived thread of a pool). Calls for one device run one at a time; :fun
 run at exit) stops the workers. Every candidate still runs in a fresh sandboxed worker per call.
 
 The calls work from a plain script without an ``if __name__ == "__main__":`` guard: kbv's workers
-are spawned without re-running the caller's ``__main__`` (:func:`kbv.workers._plain_main`).
+are spawned without re-running the caller's ``__main__`` (:func:`kbv.processes.handles._plain_main`).
 
 Problems and candidates are paths or source text. Source text is written once to
 ``<kbv cache>/sources/`` (mode 0700, ``$KBV_CACHE_DIR`` or ``~/.cache/kbv``) under a name made of
@@ -30,19 +30,19 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, Union
 
-from kbv.records import CandidateRef, EvalConfig, ProblemRef, Verdict
+from kbv.model.records import CandidateRef, EvalConfig, ProblemRef, Verdict
 
 if TYPE_CHECKING:  # heavy modules, imported by the functions that use them
-    from kbv.batch import BatchOutcome, BatchPlan, PlannedJob
-    from kbv.metrics import BatchMetrics
-    from kbv.orchestrator import Evaluator
-    from kbv.store import Store
+    from kbv.batch.runner import BatchOutcome, BatchPlan, PlannedJob
+    from kbv.batch.metrics import BatchMetrics
+    from kbv.batch.evaluator import Evaluator
+    from kbv.batch.store import Store
 
 #: a problem or candidate: a path (``str`` without a newline, or ``os.PathLike``), source text (a
-#: ``str`` with a newline), or a ref already vetted by :func:`kbv.problems.load_problem` /
-#: :func:`kbv.candidates.load_candidate`.
+#: ``str`` with a newline), or a ref already vetted by :func:`kbv.intake.problems.load_problem` /
+#: :func:`kbv.intake.candidates.load_candidate`.
 Source = Union[str, "os.PathLike[str]", ProblemRef, CandidateRef]
-#: an :class:`~kbv.records.EvalConfig`, a mapping of its fields (resolved by :func:`make_config`),
+#: an :class:`~kbv.model.records.EvalConfig`, a mapping of its fields (resolved by :func:`make_config`),
 #: or None for the defaults on the best device.
 ConfigLike = Union[EvalConfig, Mapping[str, Any], None]
 
@@ -62,7 +62,7 @@ _FIELDS = {f.name for f in dataclasses.fields(EvalConfig)}
 
 
 def make_config(config: ConfigLike = None) -> EvalConfig:
-    """The :class:`~kbv.records.EvalConfig` a call runs with.
+    """The :class:`~kbv.model.records.EvalConfig` a call runs with.
 
     ``None`` is the defaults of ``kbv eval`` on :func:`default_device`. A mapping is resolved the
     way ``kbv eval`` resolves its options: ``device`` defaults to :func:`default_device`; ``atol`` and
@@ -109,7 +109,7 @@ def make_config(config: ConfigLike = None) -> EvalConfig:
 # Problems and candidates --------------------------------------------------------------------------
 
 def _sources_dir() -> Path:
-    from kbv.candidates import cache_root
+    from kbv.intake.candidates import cache_root
 
     d = cache_root() / "sources"
     d.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -155,13 +155,13 @@ def problem_ref(problem: Source) -> ProblemRef:
 
     Raises:
         FileNotFoundError: a path that names no file.
-        kbv.problems.ProblemError: not a KernelBench problem (unreadable, syntax error, ``Model``,
+        kbv.intake.problems.ProblemError: not a KernelBench problem (unreadable, syntax error, ``Model``,
             ``get_inputs`` or ``get_init_inputs`` missing).
         TypeError: ``problem`` is neither a path, text nor a ``ProblemRef``.
     """
     if isinstance(problem, ProblemRef):
         return problem
-    from kbv.problems import load_problem
+    from kbv.intake.problems import load_problem
 
     return load_problem(_as_path(problem, "problem"))
 
@@ -170,8 +170,8 @@ def _candidate(candidate: Source) -> tuple[CandidateRef, str | None]:
     """(ref, static fault or None): a candidate that fails static vetting gets its verdict, not an error."""
     if isinstance(candidate, CandidateRef):
         return candidate, None
-    from kbv.candidates import CandidateError, load_candidate
-    from kbv.orchestrator import rejected_candidate
+    from kbv.intake.candidates import CandidateError, load_candidate
+    from kbv.batch.evaluator import rejected_candidate
 
     path = _as_path(candidate, "candidate")
     try:
@@ -183,12 +183,12 @@ def _candidate(candidate: Source) -> tuple[CandidateRef, str | None]:
 # One evaluator per device, owned by its own thread ------------------------------------------------
 
 class _Session:
-    """An :class:`~kbv.orchestrator.Evaluator` for one device and the thread that owns it: every
+    """An :class:`~kbv.batch.evaluator.Evaluator` for one device and the thread that owns it: every
     call runs there, so the reference worker (bound to its creating thread) lives until
     :meth:`close`."""
 
     def __init__(self, device: str):
-        from kbv.orchestrator import Evaluator
+        from kbv.batch.evaluator import Evaluator
 
         self.device = device
         self.evaluator: Evaluator = Evaluator(device)
@@ -291,21 +291,21 @@ def verify(problem: Source, candidate: Source, config: ConfigLike = None, *,
     Args:
         problem: a KernelBench problem (``Model``, ``get_inputs``, ``get_init_inputs``): a path
             (``str`` without a newline or ``os.PathLike``), its source text (a ``str`` with a
-            newline) or a :class:`~kbv.records.ProblemRef`.
+            newline) or a :class:`~kbv.model.records.ProblemRef`.
         candidate: the candidate (``ModelNew``), in the same forms (or a
-            :class:`~kbv.records.CandidateRef`).
-        config: an :class:`~kbv.records.EvalConfig`, a mapping of its fields (see
+            :class:`~kbv.model.records.CandidateRef`).
+        config: an :class:`~kbv.model.records.EvalConfig`, a mapping of its fields (see
             :func:`make_config`), or None for the defaults on the best device.
         hidden_tests: an optional KernelBench-Verified ``<pid>_hidden.py`` whose
             ``get_hidden_inputs()`` lists are checked as ``HT1``, ``HT2``, ...
 
     Returns:
-        the :class:`~kbv.records.Verdict`. Whatever the candidate does, it gets a verdict: a
+        the :class:`~kbv.model.records.Verdict`. Whatever the candidate does, it gets a verdict: a
         candidate failing static vetting is ``COMPILE_ERROR`` without running, and a failure of
         kbv itself is ``EVAL_ERROR`` (the reference worker is restarted for the next call).
     Raises:
         FileNotFoundError: a path names no file.
-        kbv.problems.ProblemError: the problem is broken (static vetting, or its import,
+        kbv.intake.problems.ProblemError: the problem is broken (static vetting, or its import,
             constructor, inputs or reference forward failed in the reference worker).
         TypeError, ValueError: a bad ``config`` (:func:`make_config`) or argument type.
         OSError: source text cannot be written to the kbv cache.
@@ -315,7 +315,7 @@ def verify(problem: Source, candidate: Source, config: ConfigLike = None, *,
     pref = problem_ref(problem)
     cref, fault = _candidate(candidate)
     if fault is not None:
-        from kbv.orchestrator import rejection_verdict
+        from kbv.batch.evaluator import rejection_verdict
 
         return rejection_verdict(pref, cref, config, fault)
     ht = str(Path(hidden_tests).expanduser().resolve()) if hidden_tests is not None else None
@@ -328,7 +328,7 @@ def _ids(values: Iterable[int] | str | None, what: str) -> frozenset[int] | None
     if values is None:
         return None
     if isinstance(values, str):
-        from kbv.batch import parse_ids
+        from kbv.batch.runner import parse_ids
 
         return parse_ids(values)
     try:
@@ -356,13 +356,13 @@ def plan(problems: str | os.PathLike[str], candidates: str | os.PathLike[str] | 
         hidden_tests: a KernelBench-Verified ``hidden_tests`` folder (default: looked for beside
             the problems).
     Returns:
-        a :class:`kbv.batch.BatchPlan` (``jobs``, ``problems``, ``broken_files``, ``orphans``, ...).
+        a :class:`kbv.batch.runner.BatchPlan` (``jobs``, ``problems``, ``broken_files``, ``orphans``, ...).
     Raises:
-        kbv.layout.LayoutError: a folder fits no layout, or two files claim one identity.
+        kbv.intake.layout.LayoutError: a folder fits no layout, or two files claim one identity.
         TypeError, ValueError: a bad ``config``, ``layout`` or selection.
     """
-    from kbv.batch import Selection, plan_batch
-    from kbv.layout import Layout
+    from kbv.batch.runner import Selection, plan_batch
+    from kbv.intake.layout import Layout
 
     config = make_config(config)
     try:
@@ -389,20 +389,20 @@ def run(batch: "BatchPlan", store: "str | os.PathLike[str] | Store", *, retry_ex
     ``outcome.interrupted``.
 
     Args:
-        store: a SQLite store path (created if missing) or an open :class:`kbv.store.Store`.
+        store: a SQLite store path (created if missing) or an open :class:`kbv.batch.store.Store`.
         retry_excluded: run the jobs of problems excluded as broken again.
         on_verdict: called with (planned job, verdict) after each verdict is stored.
         progress: show ``kbv run``'s progress bar and one line per verdict on the terminal.
-        options: passed on to :func:`kbv.batch.run_batch` (``lanes``, ``builds``, ... as ``kbv run
+        options: passed on to :func:`kbv.batch.runner.run_batch` (``lanes``, ``builds``, ... as ``kbv run
             --lanes/--builds``).
     Returns:
-        a :class:`kbv.batch.BatchOutcome` (counts, statuses, exclusions, internal errors).
+        a :class:`kbv.batch.runner.BatchOutcome` (counts, statuses, exclusions, internal errors).
     Raises:
-        kbv.batch.ConfigMismatch: the store holds results of another configuration.
+        kbv.batch.runner.ConfigMismatch: the store holds results of another configuration.
         ValueError: ``batch`` asks for ``cuda`` on a machine without CUDA.
     """
-    from kbv.batch import run_batch
-    from kbv.store import Store
+    from kbv.batch.runner import run_batch
+    from kbv.batch.store import Store
 
     make_config(batch.config)  # a clear error before any worker starts
     console = None
@@ -428,13 +428,13 @@ def metrics(store: "str | os.PathLike[str] | Store", *, baseline: str = "eager-t
         baseline: ``eager-tf32``, ``eager-fp32``, ``eager-fp32-cudnn-tf32`` or ``compile``.
         include_excluded: score problems excluded by vetting too.
     Returns:
-        a :class:`kbv.metrics.BatchMetrics` (``runs``, ``run(name).overall``, ``excluded``, ...).
+        a :class:`kbv.batch.metrics.BatchMetrics` (``runs``, ``run(name).overall``, ``excluded``, ...).
     Raises:
         FileNotFoundError: no store at that path.
         ValueError: an unknown ``baseline``.
     """
-    from kbv.report import load_metrics
-    from kbv.store import SPEEDUP_COLUMNS, Store
+    from kbv.report.html import load_metrics
+    from kbv.batch.store import SPEEDUP_COLUMNS, Store
 
     if baseline not in SPEEDUP_COLUMNS:
         raise ValueError(f"baseline must be one of {', '.join(SPEEDUP_COLUMNS)}, not {baseline!r}")

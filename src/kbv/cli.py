@@ -99,7 +99,7 @@ def make_config(device: str, precision: str, seeds: int, trials: int, warmup: in
                 policy: str = "kbv"):
     """The resolved config. ``kbv-compat`` is the KernelBench-Verified protocol: nominal + D1–D4
     judged by allclose, without kbv's randomised distributions."""
-    from kbv.records import EvalConfig
+    from kbv.model.records import EvalConfig
 
     tol = EvalConfig.default_tolerance(precision)
     kw = dict(device=device, precision=precision, nominal_seeds=seeds, trials=trials, warmup=warmup,
@@ -133,11 +133,11 @@ def eval_cmd(
     """Verify one candidate against one problem: correctness (nominal, D1–D4 and kbv's secret
     randomised distributions, against a float64 oracle), speed vs eager-fp32 and eager-tf32, and
     peak memory. Warns when the problem is flagged by vetting."""
-    from kbv.candidates import CandidateError, load_candidate
+    from kbv.intake.candidates import CandidateError, load_candidate
     from kbv.console import print_verdict
-    from kbv.orchestrator import EvaluationError, Evaluator
-    from kbv.problems import ProblemError, load_problem
-    from kbv.records import to_json
+    from kbv.batch.evaluator import EvaluationError, Evaluator
+    from kbv.intake.problems import ProblemError, load_problem
+    from kbv.model.records import to_json
 
     try:
         pref = load_problem(problem)
@@ -166,7 +166,7 @@ def eval_cmd(
 
 def _warn_if_flagged(pref, verdict) -> None:
     """Warn (stderr) about vetting findings: this evaluation's own and a cached ``kbv vet`` report's."""
-    from kbv.vetting import cached_report
+    from kbv.reference.vetting import cached_report
 
     lines = list(verdict.problem_flags)
     cached = cached_report(pref, verdict.config.precision)
@@ -199,10 +199,10 @@ def vet_cmd(
     import json as _json
 
     from kbv.console import print_vetting
-    from kbv.orchestrator import EvaluationError, Evaluator
-    from kbv.problems import ProblemError, discover_problems
-    from kbv.records import to_dict
-    from kbv.vetting import save_report
+    from kbv.batch.evaluator import EvaluationError, Evaluator
+    from kbv.intake.problems import ProblemError, discover_problems
+    from kbv.model.records import to_dict
+    from kbv.reference.vetting import save_report
 
     if old_seeds is not None:
         err_console.print("kbv: warning: vet --seeds is deprecated, use --rounds (--seeds counts input sets "
@@ -234,7 +234,7 @@ def vet_cmd(
     flagged = [r for r in reports if r.flagged]
     console.print(f"{len(reports)} problem(s) vetted: {len(flagged)} flagged, {len(broken)} broken")
     if store is not None:
-        from kbv.store import open_store
+        from kbv.batch.store import open_store
 
         with open_store(store) as st:
             for r in flagged:
@@ -289,7 +289,7 @@ RUNS_HELP = "Only these runs, e.g. a,b (comma-separated or repeated)."
 
 
 def _numbers(values: Optional[List[str]], option: str) -> frozenset[int] | None:
-    from kbv.batch import parse_ids
+    from kbv.batch.runner import parse_ids
 
     if not values:
         return None
@@ -300,7 +300,7 @@ def _numbers(values: Optional[List[str]], option: str) -> frozenset[int] | None:
 
 
 def _selection(level: Optional[List[str]], problem_ids: Optional[List[str]], runs: Optional[List[str]]):
-    from kbv.batch import Selection
+    from kbv.batch.runner import Selection
 
     names = frozenset(n.strip() for r in (runs or []) for n in r.split(",") if n.strip()) or None
     return Selection(levels=_numbers(level, "--level"), problem_ids=_numbers(problem_ids, "--problem-ids"),
@@ -338,12 +338,12 @@ def run_cmd(
 ) -> None:
     """Verify every (problem, candidate) pair into a resumable store: one verdict written per
     finished job; a rerun skips finished pairs and redoes interrupted ones."""
-    from kbv.batch import ConfigMismatch, plan_batch, run_batch
-    from kbv.layout import Layout, LayoutError
-    from kbv.store import Store
+    from kbv.batch.runner import ConfigMismatch, plan_batch, run_batch
+    from kbv.intake.layout import Layout, LayoutError
+    from kbv.batch.store import Store
 
-    from kbv.executors import builds as build_stage
-    from kbv.executors.lanes import cpu_lanes, gpu_lanes, parse_gpus
+    from kbv.batch.executors import builds as build_stage
+    from kbv.batch.executors.lanes import cpu_lanes, gpu_lanes, parse_gpus
 
     selection = _selection(level, problem_ids, runs)
     if gpus is not None and device is Device.cpu:
@@ -384,7 +384,7 @@ def run_cmd(
     ray_ex = None
     if executor is ExecutorOpt.ray:
         try:
-            from kbv.executors.ray_executor import RayExecutor
+            from kbv.batch.executors.ray_executor import RayExecutor
 
             ray_ex = RayExecutor(config, plan.hidden_tests, address=address)
         except ImportError:
@@ -432,8 +432,8 @@ def report_cmd(
 ) -> None:
     """Write the leaderboard (self-contained HTML that opens offline), CSV, Markdown and
     KernelBench-style eval_results.json, from the store only."""
-    from kbv.report import write_all
-    from kbv.store import Store
+    from kbv.report.html import write_all
+    from kbv.batch.store import Store
 
     if not store.is_file():
         fail(f"{store}: no such store")
@@ -466,11 +466,11 @@ def baselines_cmd(
     keyed by device name, driver, torch version and precision; import/export KernelBench's JSON."""
     from rich.table import Table
 
-    from kbv.baseline_cache import LABELS, baseline_key, export_kernelbench_json, import_kernelbench_json
-    from kbv.layout import LayoutError, vet_problems
-    from kbv.orchestrator import EvaluationError, Evaluator
-    from kbv.problems import ProblemError
-    from kbv.store import Store
+    from kbv.batch.baselines import LABELS, baseline_key, export_kernelbench_json, import_kernelbench_json
+    from kbv.intake.layout import LayoutError, vet_problems
+    from kbv.batch.evaluator import EvaluationError, Evaluator
+    from kbv.intake.problems import ProblemError
+    from kbv.batch.store import Store
 
     wanted = tuple(x.strip() for x in labels.split(",") if x.strip())
     bad = [x for x in wanted if x not in LABELS]

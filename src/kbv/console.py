@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kbv.records import Status, Verdict, VettingReport
+from kbv.model.records import Status, Verdict, VettingReport
 
 STATUS_STYLE = {
     Status.PASS: "bold green",

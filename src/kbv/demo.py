@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from kbv.records import EvalConfig, Status, Verdict, to_json
+from kbv.model.records import EvalConfig, Status, Verdict, to_json
 
 
 #: timed calls per subject in the demo (the verdicts do not depend on it; CPU speedups are noisy anyway).
@@ -116,14 +116,14 @@ def demo_table(rows: list[tuple[DemoCase, Verdict | str]], device: str) -> Table
 
 class _Builder:
     """Builds candidates' extensions in a reference worker of its own, in the background
-    (``{"kind": "build"}`` jobs, :mod:`kbv.reference_worker`). A failed build is left to the
+    (``{"kind": "build"}`` jobs, :mod:`kbv.pipeline.reference_worker`). A failed build is left to the
     verification, which reports it as COMPILE_ERROR."""
 
     def __init__(self, device: str, pairs: list, config: EvalConfig):
         import threading
 
-        from kbv.records import to_dict
-        from kbv.workers import ReferenceProcess
+        from kbv.model.records import to_dict
+        from kbv.processes.handles import ReferenceProcess
 
         self.ref = ReferenceProcess(device) if pairs else None  # made here, in the main thread
         self.thread = None
@@ -164,10 +164,10 @@ def run_demo(device: str, console: Console, *, json_dir: Path | None = None, tri
     """Evaluate every demo case for ``device`` (:func:`demo_config`); print one line per case as it
     finishes (cut to the terminal's width), the table, and with ``verbose`` every full verdict.
     Returns the process exit code."""
-    from kbv.candidates import CandidateError, load_candidate
+    from kbv.intake.candidates import CandidateError, load_candidate
     from kbv.console import print_verdict
-    from kbv.orchestrator import EvaluationError, Evaluator
-    from kbv.problems import ProblemError, load_problem
+    from kbv.batch.evaluator import EvaluationError, Evaluator
+    from kbv.intake.problems import ProblemError, load_problem
 
     cases = cases_for(device)
     config = demo_config(device, trials=trials, precision=precision, policy=policy)

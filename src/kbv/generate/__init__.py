@@ -2,7 +2,7 @@
 fast survivors with LLM judges, and fetch the KernelBench problems.
 
 Modules (none of them imports or runs candidate code: generated files are only written to disk,
-and every verification goes through :class:`kbv.orchestrator.Evaluator`):
+and every verification goes through :class:`kbv.batch.evaluator.Evaluator`):
 
 * :mod:`kbv.generate.providers` — one chat call over the official ``openai`` / ``anthropic`` SDKs
   (streamed or not), usage, latency, cost;

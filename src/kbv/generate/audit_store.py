@@ -1,13 +1,13 @@
 """The ``audits`` table: LLM judges' labels of PASS verdicts, in the batch store's SQLite file.
 
-Kept apart from :mod:`kbv.store` (whose tables it only reads): this module opens the same file
+Kept apart from :mod:`kbv.batch.store` (whose tables it only reads): this module opens the same file
 with its own connection and creates its own table. A judgement never touches ``verdicts``: a
 label is advice for a person, never a verdict.
 
 ``audits``: one row per (job, judge) — the judge's label (a :data:`kbv.generate.audit.LABELS`
 value, or ``unparseable``), its rationale, the raw answer, the prompt hash and when it was made,
 plus the verdict's identity (run, problem sha, candidate sha, sample) so a report can join on a
-:class:`~kbv.records.Verdict` without the job key (:func:`verdict_key`).
+:class:`~kbv.model.records.Verdict` without the job key (:func:`verdict_key`).
 
 For the report: :func:`audit_rows` returns one :class:`AuditRow` per audited job (labels by judge,
 agreement, consensus, ``needs_review``); :func:`labels_by_verdict` maps :func:`verdict_key` to it.
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from kbv.records import Verdict
+from kbv.model.records import Verdict
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audits (

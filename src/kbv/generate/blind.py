@@ -11,7 +11,7 @@ right only there (shape-specialised, value-range tricks). :func:`blind_view` rew
   it for every input, so the kernel does too;
 * ``if __name__ == "__main__":`` blocks and the module docstring (it often describes the tests)
   are dropped; comments go with the rewrite (``ast`` keeps none); docstrings of kept code stay;
-* ``KBV_METADATA`` (declared input domains, :mod:`kbv.domains`) stays: it says which values are
+* ``KBV_METADATA`` (declared input domains, :mod:`kbv.reference.domains`) stays: it says which values are
   legal, which a kernel must respect.
 
 What a kernel needs and is kept: ``Model`` whole (its ``__init__`` parameters name the roles of the

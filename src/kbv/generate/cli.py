@@ -38,8 +38,8 @@ def _cli():
 
 
 def _numbers(values: Optional[List[str]], option: str) -> frozenset[int] | None:
-    """``["1,2", "5-8"]`` → {1, 2, 5, 6, 7, 8} with :func:`kbv.batch.parse_ids` (``kbv run``'s syntax)."""
-    from kbv.batch import parse_ids
+    """``["1,2", "5-8"]`` → {1, 2, 5, 6, 7, 8} with :func:`kbv.batch.runner.parse_ids` (``kbv run``'s syntax)."""
+    from kbv.batch.runner import parse_ids
 
     if not values:
         return None
@@ -51,8 +51,8 @@ def _numbers(values: Optional[List[str]], option: str) -> frozenset[int] | None:
 
 def _problems(problems: Path, level: Optional[List[str]], problem_ids: Optional[List[str]]):
     """Statically vetted, selected problem files (same filters and syntax as ``kbv run``)."""
-    from kbv.batch import Selection
-    from kbv.layout import LayoutError, vet_problems
+    from kbv.batch.runner import Selection
+    from kbv.intake.layout import LayoutError, vet_problems
 
     cli = _cli()
     selection = Selection(levels=_numbers(level, "--level"), problem_ids=_numbers(problem_ids, "--problem-ids"))
@@ -162,8 +162,8 @@ def refine_cmd(
     and the best one becomes the run's sample."""
     from kbv.generate.providers import ProviderError
     from kbv.generate.refine import refine_one
-    from kbv.orchestrator import EvaluationError, Evaluator
-    from kbv.problems import ProblemError
+    from kbv.batch.evaluator import EvaluationError, Evaluator
+    from kbv.intake.problems import ProblemError
 
     cli = _cli()
     if device not in ("auto", "cpu", "cuda"):

@@ -42,7 +42,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from kbv.records import TAXONOMY, InputKind, Severity, Status, Verdict
+from kbv.model.records import TAXONOMY, InputKind, Severity, Status, Verdict
 
 _NUMBER_RE = re.compile(r"(?<![A-Za-z_])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _MAX_LINES = 30

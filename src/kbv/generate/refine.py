@@ -13,7 +13,7 @@ and ``<out>/refine/<stem>/refine.json`` sums up the turns and names the best one
 reward, earliest on ties). The best turn's kernel is copied to ``<out>/<stem>_kernel.py``, so
 ``kbv run`` verifies the refined sample like any other.
 
-Candidate code runs only inside :class:`kbv.orchestrator.Evaluator`'s sandboxed workers.
+Candidate code runs only inside :class:`kbv.batch.evaluator.Evaluator`'s sandboxed workers.
 
 From Python (e.g. as an RL reward)::
 
@@ -39,7 +39,7 @@ from kbv.generate.feedback import Reward, no_code_reward, reward
 from kbv.generate.prompts import initial_messages, refine_messages
 from kbv.generate.providers import ProviderError, make_client
 from kbv.generate.sampling import GenerationSettings, completion_meta, sample_stem, write_atomic
-from kbv.records import EvalConfig, ProblemRef, Verdict, to_dict
+from kbv.model.records import EvalConfig, ProblemRef, Verdict, to_dict
 
 
 def score_candidate(problem: ProblemRef, source: str, config: EvalConfig, evaluator: Any, *,
@@ -47,15 +47,15 @@ def score_candidate(problem: ProblemRef, source: str, config: EvalConfig, evalua
     """Verify candidate ``source`` (a ``ModelNew`` module's text) and return its reward and verdict.
 
     The source is written to ``path`` (a temporary file when None, removed afterwards) and verified
-    by ``evaluator`` (:class:`kbv.orchestrator.Evaluator`); a file refused by static vetting gets
+    by ``evaluator`` (:class:`kbv.batch.evaluator.Evaluator`); a file refused by static vetting gets
     the same ``COMPILE_ERROR`` verdict ``kbv run`` gives it.
 
     Raises:
-        kbv.problems.ProblemError: the problem file is broken.
-        kbv.orchestrator.EvaluationError: kbv itself failed (the reward would say nothing).
+        kbv.intake.problems.ProblemError: the problem file is broken.
+        kbv.batch.evaluator.EvaluationError: kbv itself failed (the reward would say nothing).
     """
-    from kbv.candidates import CandidateError, load_candidate
-    from kbv.orchestrator import rejected_candidate, rejection_verdict
+    from kbv.intake.candidates import CandidateError, load_candidate
+    from kbv.batch.evaluator import rejected_candidate, rejection_verdict
 
     tmp = None
     if path is None:
@@ -111,7 +111,7 @@ def refine_one(problem: ProblemRef, settings: GenerationSettings, config: EvalCo
 
     Raises:
         ValueError: ``turns`` < 1, or the problem has no level / id.
-        kbv.problems.ProblemError, kbv.orchestrator.EvaluationError: as :func:`score_candidate`.
+        kbv.intake.problems.ProblemError, kbv.batch.evaluator.EvaluationError: as :func:`score_candidate`.
     """
     if turns < 1:
         raise ValueError("turns must be >= 1")

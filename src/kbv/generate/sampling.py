@@ -30,7 +30,7 @@ from kbv.generate.cache import ResponseCache
 from kbv.generate.extract import ExtractionError, extract_model_new
 from kbv.generate.prompts import SYSTEM_PROMPT, PromptOptions, initial_messages
 from kbv.generate.providers import ChatRequest, Completion, Pricing, ProviderError, make_client
-from kbv.records import ProblemRef
+from kbv.model.records import ProblemRef
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ torch.softmax on a helper thread, reached from C: the thread's target is ``list.
 ``threading.setprofile`` hook sees no call; the dispatch-mode op counter sees only the calling
 thread. Found by a fresh attacker on 2026-11-30 (credited PASS then).
 
-How kbv should catch it: the profiler's op count (``kbv.profiling.recorded_ops``) records every
+How kbv should catch it: the profiler's op count (``kbv.sandbox.profiling.recorded_ops``) records every
 thread at the dispatcher: the reference's softmax is seen re-run, SHORTCUT (probe:reference-ops).
 """
 import functools

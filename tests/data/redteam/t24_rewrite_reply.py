@@ -1,6 +1,6 @@
 """Red team, taxonomy 24 (forging the result channel), for level1/1_Small_ReLU.
 
-The worker sends its replies through kbv.protocol.send, looked up on the module at every call.
+The worker sends its replies through kbv.sandbox.protocol.send, looked up on the module at every call.
 The candidate wraps that function at import: every Times reply (the timed-call durations) is
 rewritten with each time divided by 25 before it is pickled. The ReLU is honest, the timing
 loop is honest, the numbers that leave the process are not.
@@ -16,7 +16,7 @@ import sys
 import torch
 import torch.nn as nn
 
-_proto = sys.modules.get("kbv.protocol")
+_proto = sys.modules.get("kbv.sandbox.protocol")
 if _proto is not None and hasattr(_proto, "send"):
     _send = _proto.send
 

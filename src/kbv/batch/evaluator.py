@@ -1,0 +1,205 @@
+"""The orchestrator's view of verification: jobs out, verdicts back. Imports no candidate code.
+
+:class:`Evaluator` keeps one reference worker per device alive across jobs and restarts it when
+it dies. Verdicts arrive as plain JSON and are rebuilt (and validated) with
+:func:`kbv.model.records.verdict_from_dict`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import platform
+import socket
+from pathlib import Path
+
+from kbv import __version__
+from kbv.batch.baselines import BaselineRun, environment_from_dict, measurement_from_dict
+from kbv.intake.problems import ProblemError
+from kbv.model.records import (CandidateRef, Environment, EvalConfig, ProblemRef, Status, Verdict, to_dict,
+    verdict_from_dict)
+from kbv.model.records import VettingReport, vetting_from_dict
+from kbv.processes.handles import ReferenceProcess
+
+
+class EvaluationError(RuntimeError):
+    """kbv itself failed on a job (the reference worker died or raised): not a candidate verdict."""
+
+
+def job_timeout_s(config: EvalConfig) -> float:
+    """Upper bound of one job's wall time (s): every worker deadline of the pipeline, plus slack."""
+    calls = config.nominal_seeds + len(config.hidden) + len(config.distributions) + 4
+    return (config.compile_timeout_s + calls * config.call_timeout_s
+            + config.timing_rounds * config.timing_timeout_s + 300.0)
+
+
+def minimal_environment(device: str) -> Environment:
+    """The orchestrator's own view of where a verdict was made, without importing torch or touching
+    a device: for verdicts decided before any worker ran (static rejections). ``device_name`` and
+    ``driver`` stay None: nothing was measured on the device."""
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = "unknown"
+    return Environment(kbv_version=__version__, python=platform.python_version(), torch=torch_version,
+                       device=device, hostname=socket.gethostname())
+
+
+#: ``CandidateRef.backend`` of a file that failed static vetting (its backend was never detected).
+UNVETTED_BACKEND = "unknown"
+
+
+def rejected_candidate(path: Path | str, *, run: str | None, sample_id: int | None) -> CandidateRef:
+    """Identity of a candidate file that failed static vetting: the SHA-256 of its bytes (streamed,
+    so a huge file is hashed without being held), or of its path when it cannot be read."""
+    path = Path(path).resolve()
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        h = hashlib.sha256(f"unreadable:{path}".encode())
+    return CandidateRef(path=str(path), sha256=h.hexdigest(), backend=UNVETTED_BACKEND, run=run,
+                        sample_id=sample_id)
+
+
+def rejection_verdict(problem: ProblemRef, candidate: CandidateRef, config: EvalConfig, fault: str) -> Verdict:
+    """COMPILE_ERROR for a candidate refused by static vetting (unreadable, not UTF-8, over the size
+    limit, syntax error, no ``ModelNew``), built here without running anything.
+
+    ``fault`` is the one-line :class:`kbv.intake.candidates.CandidateError` text (it names the file).
+    """
+    return Verdict(status=Status.COMPILE_ERROR, message=fault, problem=problem, candidate=candidate,
+                   config=config, environment=minimal_environment(config.device),
+                   evidence={"phase": "static vetting", "ran": False})
+
+
+def eval_error_verdict(problem: ProblemRef, candidate: CandidateRef, config: EvalConfig, error: str) -> Verdict:
+    """EVAL_ERROR for a job the reference worker failed (raised, sent nothing, timed out): kbv's
+    failure, recorded with its first line and the worker's traceback, never the candidate's."""
+    first = (error.strip().splitlines() or ["unknown failure"])[0][:300]
+    return Verdict(status=Status.EVAL_ERROR, message=f"{Path(candidate.path).name}: kbv failed: {first}",
+                   problem=problem, candidate=candidate, config=config,
+                   environment=minimal_environment(config.device),
+                   evidence={"phase": "reference worker", "error": error[-4000:]})
+
+
+class Evaluator:
+    """Verifies (problem, candidate) pairs on one device. Use as a context manager."""
+
+    def __init__(self, device: str):
+        self.device = device
+        self._ref: ReferenceProcess | None = None
+
+    def _worker(self) -> ReferenceProcess:
+        if self._ref is None or not self._ref.proc.is_alive():
+            if self._ref is not None:
+                self._ref.close()
+            self._ref = ReferenceProcess(self.device)
+        return self._ref
+
+    def evaluate(self, problem: ProblemRef, candidate: CandidateRef, config: EvalConfig, *,
+                 hidden_tests: str | None = None) -> Verdict:
+        """Run the full verification of ``candidate`` against ``problem``.
+
+        ``hidden_tests`` is an optional KernelBench-Verified ``<pid>_hidden.py`` file whose
+        ``get_hidden_inputs()`` lists become extra hidden input sets ``HT1``, ``HT2``, ...
+
+        Raises:
+            ProblemError: the problem file is broken (import, constructor, inputs, reference forward).
+        A reference worker that fails (raises, dies, times out) gives an EVAL_ERROR verdict and is
+        restarted for the next job.
+        """
+        if config.device != self.device:
+            raise ValueError(f"evaluator is for {self.device}, config asks for {config.device}")
+        job = {"problem": dataclasses.asdict(problem), "candidate": dataclasses.asdict(candidate),
+               "config": to_dict(config), "hidden_tests": str(hidden_tests) if hidden_tests else None}
+        reply = self._worker().evaluate(job, job_timeout_s(config))
+        if reply.problem_error:
+            raise ProblemError(problem.path, reply.problem_error.split(": ", 1)[-1])
+        if reply.error or reply.verdict is None:
+            if self._ref is not None:
+                self._ref.close()
+                self._ref = None
+            return eval_error_verdict(problem, candidate, config, reply.error or "reference worker sent no verdict")
+        verdict = verdict_from_dict(reply.verdict)
+        if verdict.status is Status.EVAL_ERROR and self._ref is not None:
+            self._ref.close()  # a fresh reference worker for the next job (its memory, its state)
+            self._ref = None
+        return verdict
+
+    def environment(self) -> Environment:
+        """The reference worker's environment (device name, driver, torch): a baseline cache key's parts.
+
+        Raises:
+            EvaluationError: the reference worker failed.
+        """
+        reply = self._worker().evaluate({"kind": "environment"}, 300.0)
+        if reply.error or reply.baselines is None:
+            self.close()
+            raise EvaluationError(reply.error or "reference worker sent no environment")
+        return environment_from_dict(reply.baselines["environment"])
+
+    def measure_baselines(self, problem: ProblemRef, config: EvalConfig,
+                          labels: tuple[str, ...]) -> BaselineRun:
+        """Time the problem's reference under each baseline label (``eager-fp32``, ``eager-tf32``,
+        ``compile``) in the reference worker (:func:`kbv.batch.baselines.measure_reference`).
+
+        Returns:
+            a :class:`kbv.batch.baselines.BaselineRun` (environment, measurements, per-label errors).
+        Raises:
+            ProblemError: the problem file is broken.
+            EvaluationError: the reference worker failed.
+        """
+        if config.device != self.device:
+            raise ValueError(f"evaluator is for {self.device}, config asks for {config.device}")
+        job = {"kind": "baselines", "problem": dataclasses.asdict(problem), "config": to_dict(config),
+               "labels": list(labels)}
+        timeout = config.compile_timeout_s + len(labels) * config.timing_timeout_s + 300.0
+        reply = self._worker().evaluate(job, timeout)
+        if reply.problem_error:
+            raise ProblemError(problem.path, reply.problem_error.split(": ", 1)[-1])
+        if reply.error or reply.baselines is None:
+            if self._ref is not None:
+                self._ref.close()
+                self._ref = None
+            raise EvaluationError(reply.error or "reference worker sent no baselines")
+        b = reply.baselines
+        return BaselineRun(environment=environment_from_dict(b["environment"]),
+                           measurements={k: measurement_from_dict(m) for k, m in b["measurements"].items()},
+                           errors=dict(b.get("errors", {})))
+
+    def vet(self, problem: ProblemRef, config: EvalConfig, seeds: int = 2) -> VettingReport:
+        """Vet ``problem`` (``kbv.reference.vetting.vet_problem``) in the reference worker.
+
+        Raises:
+            ProblemError: the problem file is broken (import, constructor, inputs, metadata).
+            EvaluationError: the reference worker failed; it is restarted for the next job.
+        """
+        if config.device != self.device:
+            raise ValueError(f"evaluator is for {self.device}, config asks for {config.device}")
+        job = {"kind": "vet", "problem": dataclasses.asdict(problem), "config": to_dict(config),
+               "vet_seeds": int(seeds)}
+        calls = seeds * (1 + len(config.hidden) + len(config.distributions)) * 3 + 2
+        reply = self._worker().evaluate(job, calls * config.call_timeout_s + 300.0)
+        if reply.problem_error:
+            raise ProblemError(problem.path, reply.problem_error.split(": ", 1)[-1])
+        if reply.error or reply.vetting is None:
+            if self._ref is not None:
+                self._ref.close()
+                self._ref = None
+            raise EvaluationError(reply.error or "reference worker sent no vetting report")
+        return vetting_from_dict(reply.vetting)
+
+    def close(self) -> None:
+        if self._ref is not None:
+            self._ref.close()
+            self._ref = None
+
+    def __enter__(self) -> "Evaluator":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,203 @@
+"""The build stage of ``kbv run``: candidates' extensions built in a pool of sandboxed processes
+ahead of the lanes that verify them.
+
+Building a candidate imports it (``load_inline`` runs at import or construction), so it is
+untrusted code: each build runs in a fresh candidate worker, sandboxed as for a verification,
+started by a reference worker of the pool's own (``{"kind": "build"}`` jobs of
+:mod:`kbv.pipeline.reference_worker`, one pair per job). The build fills the content-hash build cache
+(:func:`kbv.intake.candidates.build_dir`), so the lane's own load of the candidate finds it built.
+
+A candidate whose build-only load fails gets its verdict in the pool: the reference worker runs its
+verification, which stops at that same load before anything is timed (COMPILE_ERROR, or HACK when
+the static scan caught a cheat), so a build failure is decided before any lane or GPU time is
+spent. A build that timed out, whose worker died, or whose verification went past the load (the
+candidate built the second time) gives no verdict here: the job goes to a lane as if never built.
+
+Builds must not slow the timing in the lanes: every build process runs under ``SCHED_IDLE`` with
+nice 19 (set on the pool's reference worker as soon as it is spawned; Linux passes both on to the
+threads and processes it starts, so the candidate workers and their compilers inherit them). A ``SCHED_IDLE``
+process gets a core only when no normal process wants it, so a lane's timing loop (a normal
+process) takes the core back at once. ``MAX_JOBS`` (ninja's parallel jobs per build) is set in the
+build workers' environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from kbv.batch.evaluator import job_timeout_s
+from kbv.model.records import EvalConfig, Status, Verdict, to_dict, verdict_from_dict
+
+#: backends whose import or construction compiles something (``load_inline``/``load``). Triton
+#: compiles at the first call, not at import: nothing to build ahead.
+BUILT_BACKENDS = ("cpp", "cuda")
+
+#: ninja's parallel jobs per build: a ``load_inline`` extension has one or two translation units.
+DEFAULT_JOBS_PER_BUILD = 2
+
+
+def pool_size(cores: int | None = None, jobs_per_build: int = DEFAULT_JOBS_PER_BUILD) -> int:
+    """Builds run at once: the usable cores (``os.sched_getaffinity``) over ``jobs_per_build``, at
+    least 1."""
+    if cores is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            cores = os.cpu_count() or 1
+    return max(1, cores // max(1, jobs_per_build))
+
+
+def needs_build(backend: str) -> bool:
+    """True for a candidate backend whose import builds an extension."""
+    return backend in BUILT_BACKENDS
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What the build stage found for one job."""
+
+    built: str  #: ``"ok"``, or the one-line failure of the build-only load.
+    verdict: Verdict | None = None  #: the job's verdict when the build failed (see the module doc).
+    seconds: float = 0.0  #: wall time of the build (s).
+
+
+def _lower_priority(pid: int) -> None:
+    """Process ``pid`` (its main thread, and every thread and process it starts from now on) gets
+    CPU only when nothing else wants it: ``SCHED_IDLE`` and nice 19."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, pid, 19)
+    except (AttributeError, OSError):
+        pass
+    try:
+        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
+
+
+def _accepted(verdict: Verdict | None) -> Verdict | None:
+    """A pool verdict counts only when it stopped at the load, before anything was timed."""
+    if verdict is None or verdict.timing or verdict.status not in (Status.COMPILE_ERROR, Status.HACK):
+        return None
+    if verdict.status is Status.HACK and any(r for r in verdict.input_sets):
+        return None  # got past the load: a lane must verify it
+    return dataclasses.replace(verdict, evidence={**verdict.evidence, "decided_in": "build pool"})
+
+
+class BuildPool:
+    """``size`` build threads, each with a reference worker of its own at idle CPU priority.
+
+    :meth:`submit` queues one job; the result arrives as ``on_done(item, BuildResult)`` called from
+    a pool thread. Use as a context manager; :meth:`close` stops every build (their processes are
+    killed with their reference workers).
+
+    Args:
+        config: the batch's configuration (device, compile timeout).
+        size: builds at once (see :func:`pool_size`).
+        jobs_per_build: ``MAX_JOBS`` of each build.
+        visible_devices: on cuda, ``CUDA_VISIBLE_DEVICES`` of each build thread in turn (the
+            candidate is constructed on the device, so it needs one); None leaves it as it is.
+    """
+
+    def __init__(self, config: EvalConfig, on_done: Callable[[Any, BuildResult], None], *, size: int,
+                 jobs_per_build: int = DEFAULT_JOBS_PER_BUILD, visible_devices: Sequence[str] | None = None):
+        self.config = config
+        self.size = max(1, int(size))
+        self.jobs_per_build = max(1, int(jobs_per_build))
+        self._on_done = on_done
+        self._queue: queue.Queue = queue.Queue()
+        self._closed = threading.Event()
+        self._refs: list = []
+        self._lock = threading.Lock()
+        devices = list(visible_devices or [])
+        self._threads = [threading.Thread(target=self._serve, args=(devices[i % len(devices)] if devices else None,),
+                                          name=f"kbv-build-{i}", daemon=True) for i in range(self.size)]
+        for t in self._threads:
+            t.start()
+
+    def submit(self, item: Any, problem, candidate, hidden_tests: str | None = None) -> None:
+        """Queue the build of ``candidate`` (a :class:`~kbv.model.records.CandidateRef`) for ``problem``."""
+        self._queue.put((item, problem, candidate, hidden_tests))
+
+    def _spawn(self, visible: str | None):
+        from kbv.processes.handles import ReferenceProcess, _environment
+
+        env = {**os.environ, "MAX_JOBS": str(self.jobs_per_build)}
+        if visible is not None:
+            env["CUDA_VISIBLE_DEVICES"] = visible
+        with _environment(env):  # inherited at spawn; os.environ is restored after
+            ref = ReferenceProcess(self.config.device)
+        # at once, while the worker is still unpickling its start-up data (before torch makes a
+        # thread): spawning at normal priority keeps this thread from holding the spawn lock at idle
+        _lower_priority(ref.proc.pid)
+        with self._lock:
+            self._refs.append(ref)
+        return ref
+
+    def _serve(self, visible: str | None) -> None:
+        import time
+
+        ref = None
+        timeout = self.config.compile_timeout_s + job_timeout_s(self.config)
+        while not self._closed.is_set():
+            try:
+                got = self._queue.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            item, problem, candidate, hidden = got
+            t0 = time.monotonic()
+            result = BuildResult("build stage failed")
+            try:
+                if ref is None or not ref.proc.is_alive():
+                    ref = self._spawn(visible)
+                pair = {"problem": dataclasses.asdict(problem), "candidate": dataclasses.asdict(candidate),
+                        "hidden_tests": hidden}
+                job = {"kind": "build", "problem": pair["problem"], "config": to_dict(self.config),
+                       "pairs": [pair], "verify_failures": True}
+                reply = ref.evaluate(job, timeout)
+                if reply.error or reply.built is None:
+                    ref.close()  # a fresh one for the next build
+                    ref = None
+                    result = BuildResult(f"build stage failed: {(reply.error or 'no reply').splitlines()[0]}")
+                else:
+                    built = reply.built.get(candidate.path, "no result")
+                    verdict = None
+                    if reply.verdict is not None:
+                        verdict = _accepted(verdict_from_dict(reply.verdict))
+                    result = BuildResult(built, verdict)
+            except Exception as exc:  # noqa: BLE001 - the lane verifies the job as if never built
+                result = BuildResult(f"build stage failed: {type(exc).__name__}: {exc}")
+            result = dataclasses.replace(result, seconds=time.monotonic() - t0)
+            if not self._closed.is_set():
+                self._on_done(item, result)
+        if ref is not None:
+            ref.close()
+
+    def close(self) -> None:
+        """Stop the pool: builds in progress are killed, queued ones dropped. Returns when every
+        build thread has ended (at most the reference workers' close time)."""
+        self._closed.set()
+        with self._lock:
+            refs = list(self._refs)
+        for ref in refs:  # ends a build in progress at once (its evaluate sees the worker gone)
+            try:
+                ref.proc.kill()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        for t in self._threads:
+            t.join(timeout=30)
+        for ref in refs:
+            ref.close()
+
+    def __enter__(self) -> "BuildPool":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+__all__ = ["BuildPool", "BuildResult", "pool_size", "needs_build", "BUILT_BACKENDS", "DEFAULT_JOBS_PER_BUILD"]

@@ -1,0 +1,586 @@
+"""``kbv run``: verify every (problem, candidate) pair of a batch into a resumable store.
+
+Planning (:func:`plan_batch`) reads only file names and parses files statically
+(:mod:`kbv.intake.layout`, :mod:`kbv.intake.problems`, :mod:`kbv.intake.candidates`); running (:func:`run_batch`) sends
+each job to an :class:`~kbv.batch.evaluator.Evaluator` and writes its verdict to the
+:class:`~kbv.batch.store.Store` the moment it arrives, in one transaction with the job's ``done`` state.
+
+Resume semantics (what the store guarantees, see :mod:`kbv.batch.store`): a rerun skips jobs that are
+done and redoes those left ``running`` by a dead process, so a ``kill -9`` at any instant loses at
+most the job in flight and never duplicates a verdict. A job is identified by the file hashes, so
+when a candidate or problem file changes between runs, the stored job of that (run, problem,
+sample) slot is superseded: removed with its verdict (:func:`remove_superseded`) and run anew.
+
+What happens to each kind of failure:
+
+* **Candidate fails static vetting** (unreadable, not UTF-8, over the size limit, syntax error,
+  no ``ModelNew``): a ``COMPILE_ERROR`` verdict built in the orchestrator without running anything
+  (:func:`kbv.batch.evaluator.rejection_verdict`); the batch goes on.
+* **Problem file is broken** (fails static vetting, or the reference worker raises
+  :class:`~kbv.intake.problems.ProblemError`: import, constructor, ``get_inputs()``, reference forward on
+  nominal inputs): the problem is *excluded* in the store with the reason and the file's hash,
+  and its jobs are left **without a verdict** (pending), not stored as candidate failures: a
+  broken reference says nothing about the candidates, and blaming them would lower every run's
+  score for kbv's or the benchmark's fault. Excluded problems are left out of every metric and
+  listed in the report. A rerun skips them while the file is unchanged; when the file changes
+  (new hash), its exclusion is dropped and its jobs run; ``--retry-excluded`` retries them anyway
+  (e.g. after an out-of-memory reference on a busy GPU).
+* **kbv itself fails on a job** (an ``EVAL_ERROR`` verdict: the reference worker died or ran out
+  of memory, the oracle failed, the problem does not fit the machine): the verdict is stored with
+  its cause, listed in the outcome (``eval_errors``) and printed, and the batch goes on. It is not
+  the candidate's verdict: it never counts in the metrics (:mod:`kbv.batch.metrics`), and a rerun
+  retries the job (:meth:`kbv.batch.store.Store.requeue_statuses`) until it gets a candidate verdict.
+* **kbv itself fails and raises** (:class:`~kbv.batch.evaluator.EvaluationError`): the job is
+  released (pending again, so a rerun retries it), the error is recorded in the outcome and
+  printed, and the batch goes on; ``kbv run`` then exits with code 3.
+* **SIGINT / SIGTERM**: the job in flight is released, the workers are closed, and the outcome
+  says ``interrupted`` (``kbv run`` exits 130).
+
+Hidden test files (KernelBench-Verified ``hidden_tests/level<L>/<pid>_hidden.py``) found for a
+problem are passed to the reference worker, which adds each list that ``get_hidden_inputs()``
+returns (drawn under a secret seed) as a hidden input set ``HT1``, ``HT2``, ... beside D1–D4. A
+broken hidden test file is recorded in the verdict's evidence (``hidden_tests_error``), not fatal.
+The file's content is not part of a job's identity: edit one and rerun with a fresh store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import signal
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
+
+from kbv.batch.baselines import attach_compile_speedup
+from kbv.intake.candidates import CandidateError, load_candidate
+from kbv.intake.layout import (CandidateFile, Layout, discover_candidates, discover_hidden_tests,
+    find_hidden_tests_root, vet_problems)
+from kbv.batch.evaluator import EvaluationError, Evaluator, rejected_candidate, rejection_verdict
+from kbv.intake.problems import ProblemError, identify
+from kbv.model.records import CandidateRef, EvalConfig, ProblemRef, Status, Verdict, to_dict
+from kbv.batch.store import Job, Store, config_hash, problem_key
+
+#: Prefix of the exclusion reasons this module writes; the file hash follows, then the fault.
+BROKEN_PREFIX = "broken problem file"
+_BROKEN_RE = re.compile(rf"^{BROKEN_PREFIX} \(sha256 (?P<sha>[0-9a-f]+)\): ")
+_SHA_CHARS = 16
+
+
+def broken_reason(sha256: str, fault: str) -> str:
+    """Exclusion reason of a broken problem file: names the file's hash so a changed file is retried."""
+    return f"{BROKEN_PREFIX} (sha256 {sha256[:_SHA_CHARS]}): {fault}"
+
+
+# Selection and planning -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Selection:
+    """Filters of a batch; None means everything."""
+
+    levels: frozenset[int] | None = None
+    problem_ids: frozenset[int] | None = None
+    runs: frozenset[str] | None = None
+
+    def problem(self, level: int | None, problem_id: int | None) -> bool:
+        if self.levels is not None and level not in self.levels:
+            return False
+        return self.problem_ids is None or problem_id in self.problem_ids
+
+    def run(self, name: str) -> bool:
+        return self.runs is None or name in self.runs
+
+
+def parse_ids(text: str) -> frozenset[int]:
+    """``"1,2,5-8"`` → {1, 2, 5, 6, 7, 8}.
+
+    Raises:
+        ValueError: not a comma-separated list of ids and ranges.
+    """
+    out: set[int] = set()
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m:
+            raise ValueError(f"bad problem id {part!r} (expected e.g. 1,2,5-8)")
+        lo, hi = int(m[1]), int(m[2] or m[1])
+        if hi < lo:
+            raise ValueError(f"bad range {part!r}")
+        out.update(range(lo, hi + 1))
+    if not out:
+        raise ValueError("no problem ids given")
+    return frozenset(out)
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """One job of a batch with the records it is run from."""
+
+    job: Job
+    problem: ProblemRef
+    candidate: CandidateRef
+    rejection: str | None = None  #: static-vetting fault: becomes COMPILE_ERROR without running.
+
+
+@dataclass(frozen=True)
+class BrokenProblemFile:
+    """A problem file that failed static vetting (no :class:`ProblemRef` could be made)."""
+
+    key: str  #: :func:`kbv.batch.store.problem_key`-style key from the file name.
+    sha256: str
+    fault: str
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    config: EvalConfig
+    problems: tuple[ProblemRef, ...]  #: selected problems that passed static vetting.
+    jobs: tuple[PlannedJob, ...]  #: static rejections first, then the rest in (run, level, id, sample) order.
+    broken_files: tuple[BrokenProblemFile, ...]
+    orphans: tuple[CandidateFile, ...]  #: selected candidates with no problem file of their (level, id).
+    ignored: tuple[Path, ...]  #: ``.py`` files in run folders that fit no layout pattern.
+    hidden_tests: dict[tuple[int, int], Path] = field(default_factory=dict)
+
+    @property
+    def runs(self) -> list[str]:
+        return sorted({pj.job.run for pj in self.jobs})
+
+
+def _broken_file(exc: ProblemError) -> BrokenProblemFile:
+    import hashlib
+
+    path = Path(exc.path)
+    level, pid, name = identify(path)
+    stem = f"{pid}_{name}" if pid is not None else name
+    key = f"level{level}/{stem}" if level is not None else stem
+    try:
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        sha = hashlib.sha256(f"unreadable:{path}".encode()).hexdigest()
+    return BrokenProblemFile(key, sha, exc.fault)
+
+
+def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str], config: EvalConfig, *,
+               layout: Layout = Layout.auto, selection: Selection = Selection(),
+               hidden_tests_root: Path | str | None = None) -> BatchPlan:
+    """Find and statically vet the problems and candidates of a batch; nothing is executed.
+
+    Raises:
+        kbv.intake.layout.LayoutError: a folder fits no layout, or two files claim one identity.
+    """
+    pscan = vet_problems(problems_root)
+    problems = tuple(p for p in pscan.problems if selection.problem(p.level, p.problem_id))
+    broken = []
+    for exc in pscan.errors:
+        level, pid, _ = identify(Path(exc.path))
+        if selection.problem(level, pid):
+            broken.append(_broken_file(exc))
+    by_id = {(p.level, p.problem_id): p for p in problems if p.problem_id is not None}
+    cscan = discover_candidates(candidate_roots, layout)
+    rejected, accepted, orphans = [], [], []
+    chash = config_hash(config)
+    for f in cscan.files:
+        if not selection.run(f.run) or not selection.problem(f.level, f.problem_id):
+            continue
+        problem = by_id.get((f.level, f.problem_id))
+        if problem is None:
+            orphans.append(f)
+            continue
+        try:
+            cand = load_candidate(f.path, run=f.run, sample_id=f.sample_id)
+            fault = None
+        except CandidateError as exc:
+            cand = rejected_candidate(f.path, run=f.run, sample_id=f.sample_id)
+            fault = str(exc)
+        pj = PlannedJob(Job.from_refs(problem, cand, chash), problem, cand, fault)
+        (rejected if fault else accepted).append(pj)
+    hidden_root = find_hidden_tests_root(*(c for c in (hidden_tests_root, problems_root,
+                                                        Path(problems_root).parent) if c is not None))
+    hidden = discover_hidden_tests(hidden_root) if hidden_root else {}
+    hidden = {k: v for k, v in hidden.items() if k in by_id}
+    return BatchPlan(config=config, problems=problems, jobs=tuple(rejected + accepted),
+                     broken_files=tuple(broken), orphans=tuple(orphans), ignored=cscan.ignored,
+                     hidden_tests=hidden)
+
+
+# Running ------------------------------------------------------------------------------------------
+
+class ConfigMismatch(ValueError):
+    """The store holds results of a different configuration."""
+
+
+@dataclass
+class BatchOutcome:
+    """What one ``kbv run`` invocation did."""
+
+    total: int = 0  #: jobs in the plan.
+    already_done: int = 0  #: done before this invocation started.
+    finished: int = 0  #: verdicts written by this invocation (including static rejections).
+    rejected: int = 0  #: of which static-vetting COMPILE_ERRORs.
+    skipped_excluded: int = 0  #: jobs of excluded (broken) problems, left without a verdict.
+    skipped_claimed: int = 0  #: jobs another live process was running.
+    excluded: dict[str, str] = field(default_factory=dict)  #: problem key → reason, this invocation.
+    internal_errors: list[tuple[str, str]] = field(default_factory=list)  #: (candidate path, error).
+    interrupted: bool = False
+    superseded: int = 0  #: stored jobs removed because their candidate or problem file changed.
+    eval_errors: list[tuple[str, str]] = field(default_factory=list)  #: (candidate path, cause), this invocation.
+    retried_eval_errors: int = 0  #: jobs whose stored EVAL_ERROR verdict this invocation ran again.
+    statuses: Counter = field(default_factory=Counter)  #: status → verdicts of the plan's jobs (all time).
+
+    @property
+    def pending(self) -> int:
+        """Jobs of the plan still without a verdict."""
+        return self.total - sum(self.statuses.values())
+
+
+def check_config(store: Store, config: EvalConfig) -> None:
+    """Record the batch configuration in a new store; refuse a store made with another one.
+
+    One store holds one configuration, so every sample of a candidate is counted once by the
+    metrics (a second configuration would add a second verdict per candidate).
+
+    Raises:
+        ConfigMismatch: the store was made with a different configuration.
+    """
+    mine = json.loads(json.dumps(to_dict(config), sort_keys=True))
+    text = store.get_meta("config")
+    if text is None:
+        store.set_meta("config", json.dumps(mine, sort_keys=True))
+        return
+    theirs = json.loads(text)
+    if theirs != mine:
+        diff = [f"{k} {theirs.get(k)!r} -> {mine.get(k)!r}" for k in sorted(set(theirs) | set(mine))
+                if theirs.get(k) != mine.get(k)]
+        raise ConfigMismatch(f"{store.path} holds results of another configuration ({'; '.join(diff)}); "
+                             "use the same options or a new --store")
+
+
+class _Interrupt:
+    """Turns SIGTERM into KeyboardInterrupt while a batch runs (main thread only)."""
+
+    def __enter__(self) -> None:
+        self.old = None
+        if threading.current_thread() is threading.main_thread():
+            self.old = signal.signal(signal.SIGTERM, self._raise)
+
+    @staticmethod
+    def _raise(signum, frame):  # noqa: ARG004
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc) -> None:
+        if self.old is not None:
+            signal.signal(signal.SIGTERM, self.old)
+
+
+def _status_text(counts: Counter) -> str:
+    order = [s.value for s in Status]
+    parts = [f"{s} {counts[s]}" for s in order if counts.get(s)]
+    return " · ".join(parts) or "no verdicts yet"
+
+
+def _sync_exclusions(plan: BatchPlan, store: Store, retry_excluded: bool) -> dict[str, str]:
+    """Write exclusions of broken files; drop stale ones. Returns ``{problem key: sha prefix}`` of
+    problems whose jobs are skipped."""
+    current = {problem_key(p): p.sha256 for p in plan.problems}
+    current.update({b.key: b.sha256 for b in plan.broken_files})
+    for key, reasons in store.exclusions().items():
+        if key not in current:
+            continue
+        for reason in reasons:
+            m = _BROKEN_RE.match(reason)
+            if m and (retry_excluded or not current[key].startswith(m["sha"])):
+                store.remove_exclusion(key, reason)
+    for b in plan.broken_files:
+        store.exclude_problem(b.key, broken_reason(b.sha256, f"static vetting: {b.fault}"))
+    skip = {}
+    for key, reasons in store.exclusions().items():
+        for reason in reasons:
+            m = _BROKEN_RE.match(reason)
+            if m and key in current and current[key].startswith(m["sha"]):
+                skip[key] = m["sha"]
+    return skip
+
+
+def _slot(job: Job) -> tuple:
+    return (job.run, job.level, job.problem_id, job.problem_name, job.sample_id)
+
+
+def remove_superseded(plan: BatchPlan, store: Store) -> int:
+    """Delete stored jobs (and verdicts) whose slot — (run, problem, sample) — the plan now fills
+    with a different job: the candidate or the problem file changed, so the old verdict no longer
+    describes the files on disk and must not count as a second sample. Jobs outside the plan's
+    slots (other runs, filtered-out problems) are kept. Returns how many were removed."""
+    wanted = {_slot(pj.job): pj.job.key for pj in plan.jobs}
+    stale = [j.key for j in store.jobs() if _slot(j) in wanted and wanted[_slot(j)] != j.key]
+    return store.remove_jobs(stale) if stale else 0
+
+
+def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = None,
+              console: Console | None = None, retry_excluded: bool = False,
+              on_verdict: Callable[[PlannedJob, Verdict], None] | None = None,
+              lanes: Sequence | None = None, builds: int = 0, jobs_per_build: int | None = None,
+              lane_factory: Callable | None = None) -> BatchOutcome:
+    """Run every job of ``plan`` that has no verdict yet, writing each verdict as it finishes.
+
+    Jobs go to *lanes*, each verifying one job at a time: by default one lane in this thread; with
+    ``lanes`` (:class:`kbv.batch.executors.lanes.LaneSpec`: one per GPU, or several on cpu) one thread
+    and one reference worker per lane; with ``lane_factory`` (``(work, post) -> [lane, ...]``, e.g.
+    :func:`kbv.batch.executors.ray_executor.ray_lanes`) the lanes it makes. Claims, verdict writes and
+    printing stay in this thread (one SQLite connection). With ``builds`` > 0, candidates whose
+    import builds an extension (cpp, cuda) are first built in a pool of that many sandboxed build
+    processes at idle CPU priority (:mod:`kbv.batch.executors.builds`), ahead of the lanes; a build
+    failure is decided there. The verdicts do not depend on the lanes or the pool.
+
+    Args:
+        evaluator: the evaluator of the single lane (one for ``plan.config.device`` is made, and
+            closed, when None); not with ``lanes`` or ``lane_factory``.
+        console: where progress and one line per verdict go (a quiet console when None).
+        retry_excluded: drop this batch's problem exclusions first and run their jobs again.
+        on_verdict: called after each verdict is stored.
+        lanes: lane specifications (threads in this process).
+        builds: builds at once in the build pool (0: no pool, each lane builds as it loads).
+        jobs_per_build: ``MAX_JOBS`` of each build (default :data:`kbv.batch.executors.builds.DEFAULT_JOBS_PER_BUILD`).
+        lane_factory: makes the lanes (another executor, e.g. Ray).
+    Raises:
+        ConfigMismatch: the store holds results of another configuration.
+        ValueError: ``evaluator`` given with ``lanes`` or ``lane_factory``.
+    """
+    import collections
+    import queue
+
+    from kbv.batch.executors.builds import DEFAULT_JOBS_PER_BUILD, BuildPool, needs_build
+    from kbv.batch.executors.lanes import InlineLane, ThreadLane
+
+    if evaluator is not None and (lanes or lane_factory):
+        raise ValueError("give an evaluator or lanes, not both")
+    console = console or Console(quiet=True)
+    check_config(store, plan.config)
+    out = BatchOutcome(total=len(plan.jobs))
+    out.superseded = remove_superseded(plan, store)
+    store.add_jobs(pj.job for pj in plan.jobs)
+    keys = [pj.job.key for pj in plan.jobs]
+    out.retried_eval_errors = len(store.requeue_statuses([Status.EVAL_ERROR.value], keys))
+    states = store.job_states(keys)
+    done_keys = [k for k in keys if states.get(k) == "done"]
+    out.already_done = len(done_keys)
+    out.statuses.update(store.verdict_statuses(done_keys).values())
+    skip = _sync_exclusions(plan, store, retry_excluded)
+    for b in plan.broken_files:
+        out.excluded[b.key] = f"static vetting: {b.fault}"
+    columns = (TextColumn("[bold]kbv run[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[counts]}"),
+               TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+    progress = Progress(*columns, console=console, speed_estimate_period=3600.0)
+    events: queue.Queue = queue.Queue()
+    config, hidden = plan.config, plan.hidden_tests
+
+    def work(ev, pj: PlannedJob):  # in a lane: the raw verdict, or the exception it raised
+        try:
+            ht = (hidden or {}).get((pj.problem.level, pj.problem.problem_id))
+            return ev.evaluate(pj.problem, pj.candidate, config, hidden_tests=str(ht) if ht else None)
+        except Exception as exc:  # noqa: BLE001 - handled in the dispatcher
+            return exc
+
+    def say(text: str) -> None:
+        progress.console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    claimed: dict[str, PlannedJob] = {}  #: claimed by this invocation, verdict not yet stored.
+    pool: BuildPool | None = None
+    runners: list = []
+    todo_build: collections.deque = collections.deque()
+    todo: collections.deque = collections.deque()
+    ready: collections.deque = collections.deque()
+    building = 0
+
+    def record(pj: PlannedJob, verdict: Verdict) -> None:
+        store.put_verdict(pj.job, verdict)
+        claimed.pop(pj.job.key, None)
+        out.finished += 1
+        out.rejected += pj.rejection is not None
+        out.statuses[verdict.status.value] += 1
+        note = ""
+        if verdict.status is Status.EVAL_ERROR:
+            out.eval_errors.append((pj.candidate.path, verdict.message))
+            note = " (kbv's failure, not the candidate's: left out of the metrics; a rerun retries it)"
+        ci = verdict.evidence.get("speedup_interval_95") or {}
+        if ci:
+            note += " [" + ", ".join(f"{lb} {verdict.speedup[lb]:.2f}x (95% {lo:.2f}-{hi:.2f})"
+                                     for lb, (lo, hi) in ci.items() if lb in verdict.speedup) + "]"
+        throttled = (verdict.evidence.get("gpu_throttle") or {}).get("throttled")
+        if throttled:
+            note += f" [GPU clock throttled during this job: {', '.join(sorted(throttled))}; its times are suspect]"
+        say(f"{verdict.status.value:<13} {pj.job.run} {problem_key(pj.problem)} sample {pj.candidate.sample_id}: "
+            f"{verdict.message}{note}")
+        progress.update(task, advance=1, counts=_status_text(out.statuses))
+        if on_verdict is not None:
+            on_verdict(pj, verdict)
+
+    def release(pj: PlannedJob) -> None:
+        store.release(pj.job)
+        claimed.pop(pj.job.key, None)
+
+    def result(pj: PlannedJob, res) -> None:
+        pkey = problem_key(pj.problem)
+        if isinstance(res, ProblemError):
+            release(pj)
+            out.skipped_excluded += 1
+            if pkey in skip:  # a second job of a problem already excluded
+                return
+            store.exclude_problem(pj.problem, broken_reason(pj.problem.sha256, res.fault))
+            skip[pkey] = pj.problem.sha256[:_SHA_CHARS]
+            out.excluded[pkey] = res.fault
+            say(f"EXCLUDED      {pkey}: {res.fault} (its jobs get no verdict)")
+        elif isinstance(res, BaseException):
+            release(pj)
+            if not isinstance(res, EvaluationError):
+                raise res  # a bug of kbv's own: the batch stops, as it would in a single lane
+            text = str(res)
+            first = text.strip().splitlines()[0] if text.strip() else "internal error"
+            out.internal_errors.append((pj.candidate.path, text))
+            say(f"KBV ERROR     {pj.candidate.path}: {first} (job released)")
+        else:
+            record(pj, speedup_intervals(name_baselines(attach_compile_speedup(res, store))))
+
+    def built(pj: PlannedJob, b) -> None:  # from a build thread
+        events.put(("built", None, pj, b))
+
+    try:
+        with _Interrupt(), progress:
+            task = progress.add_task("run", total=out.total, completed=out.already_done,
+                                     counts=_status_text(out.statuses))
+            if lane_factory is not None:
+                runners = list(lane_factory(work, events.put))
+            elif lanes:
+                runners = [ThreadLane(spec, work, events.put) for spec in lanes]
+            else:
+                runners = [InlineLane(evaluator or Evaluator(config.device), work, events.put,
+                                      own=evaluator is None)]
+            use_pool = builds > 0 and lane_factory is None
+            for pj in plan.jobs:
+                if states.get(pj.job.key) == "done":
+                    continue
+                if use_pool and pj.rejection is None and needs_build(pj.candidate.backend):
+                    todo_build.append(pj)
+                else:
+                    todo.append(pj)
+            if todo_build:
+                devices = [spec.env["CUDA_VISIBLE_DEVICES"] for spec in (lanes or [])
+                           if "CUDA_VISIBLE_DEVICES" in spec.env] or None
+                pool = BuildPool(config, built, size=builds, jobs_per_build=jobs_per_build or DEFAULT_JOBS_PER_BUILD,
+                                 visible_devices=devices)
+
+            def take(source: collections.deque) -> PlannedJob | None:
+                """The next job of ``source`` this invocation may run, claimed; None when empty."""
+                while source:
+                    pj = source.popleft()
+                    if problem_key(pj.problem) in skip:
+                        out.skipped_excluded += 1
+                        continue
+                    if not store.claim(pj.job):
+                        out.skipped_claimed += 1
+                        continue
+                    claimed[pj.job.key] = pj
+                    if pj.rejection is not None:
+                        record(pj, rejection_verdict(pj.problem, pj.candidate, config, pj.rejection))
+                        continue
+                    return pj
+                return None
+
+            while True:
+                # the build pool runs ahead: two builds queued per build process
+                while pool is not None and building < 2 * pool.size and (pj := take(todo_build)) is not None:
+                    ht = hidden.get((pj.problem.level, pj.problem.problem_id))
+                    pool.submit(pj, pj.problem, pj.candidate, str(ht) if ht else None)
+                    building += 1
+                for lane in runners:
+                    while lane.busy < lane.capacity:
+                        pj = None
+                        while ready and pj is None:
+                            pj = ready.popleft()
+                            if problem_key(pj.problem) in skip:
+                                release(pj)
+                                out.skipped_excluded += 1
+                                pj = None
+                        pj = pj or take(todo)
+                        if pj is None:
+                            break
+                        lane.submit(pj)
+                busy = sum(lane.busy for lane in runners)
+                if not (busy or building or ready or todo or todo_build or not events.empty()):
+                    break
+                try:
+                    kind, lane, pj, payload = events.get(timeout=1.0)
+                except queue.Empty:
+                    continue
+                if kind == "built":
+                    building -= 1
+                    if payload.verdict is not None:
+                        record(pj, payload.verdict)
+                    else:
+                        ready.append(pj)
+                else:
+                    lane.busy -= 1
+                    result(pj, payload)
+    except KeyboardInterrupt:
+        out.interrupted = True
+    finally:
+        if pool is not None:
+            pool.close()
+        for lane in runners:
+            lane.close(abort=out.interrupted)
+        for pj in list(claimed.values()):  # claimed, no verdict: pending again for a rerun
+            release(pj)
+    return out
+
+
+def _verdict(pj: PlannedJob, ev: Evaluator, config: EvalConfig, store: Store,
+             hidden_tests: dict | None = None) -> Verdict:
+    if pj.rejection is not None:
+        return rejection_verdict(pj.problem, pj.candidate, config, pj.rejection)
+    ht = (hidden_tests or {}).get((pj.problem.level, pj.problem.problem_id))
+    verdict = ev.evaluate(pj.problem, pj.candidate, config, hidden_tests=str(ht) if ht else None)
+    return name_baselines(attach_compile_speedup(verdict, store))
+
+
+def speedup_intervals(verdict: Verdict) -> Verdict:
+    """Record in a timed verdict's evidence (``speedup_interval_95``: ``{baseline: [lo, hi]}``, ×)
+    the 95 % percentile-bootstrap interval of each speedup measured side by side with the
+    candidate (:func:`kbv.batch.metrics.speedup_interval`, the interval the report shows), so each stored
+    record carries the interval of the figure it quotes."""
+    from kbv.batch.metrics import speedup_interval
+
+    if not verdict.speedup or "speedup_interval_95" in verdict.evidence:
+        return verdict
+    ci = {}
+    for label in verdict.speedup:
+        iv = speedup_interval(verdict, label)
+        if iv is not None:
+            ci[label] = [round(iv[0], 4), round(iv[1], 4)]
+    if not ci:
+        return verdict
+    return dataclasses.replace(verdict, evidence={**verdict.evidence, "speedup_interval_95": ci})
+
+
+def name_baselines(verdict: Verdict) -> Verdict:
+    """Record in a timed verdict's evidence (``baselines``) the flags and the description of every
+    baseline its speedups are against (:func:`kbv.sandbox.flags.baseline_flags`), so each record says
+    which fp32 baseline it used (kbv's strict eager-fp32 or the papers' eager-fp32-cudnn-tf32)."""
+    from kbv.sandbox.flags import baseline_flags
+
+    if not verdict.timing or "baselines" in verdict.evidence:
+        return verdict
+    labels = [lb for lb in verdict.timing if lb != "candidate"]
+    labels += [lb for lb in (*verdict.speedup, *verdict.unverified_speedup) if lb not in labels]
+    return dataclasses.replace(verdict, evidence={**verdict.evidence, "baselines": baseline_flags(labels)})
+
+
+__all__ = ["Selection", "parse_ids", "PlannedJob", "BatchPlan", "BrokenProblemFile", "BatchOutcome",
+           "ConfigMismatch", "plan_batch", "run_batch", "check_config", "broken_reason", "BROKEN_PREFIX",
+           "name_baselines", "speedup_intervals"]

@@ -1,0 +1,123 @@
+"""Findings of the per-call probes and of the caching / timed re-check probes, from what the
+candidate worker replied and how the probe sets were judged (taxonomy entries named per finding)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import torch
+
+from kbv.model.records import Finding, InputSetResult, Severity
+from kbv.sandbox import probes as ig
+from kbv.sandbox.worker import THREAD_GRACE_S
+
+#: a caching or timed re-check probe accuses only when its error is at least this many times its
+#: budget (and every correctness set passed): a stale cached answer is off by O(1) relative to a
+#: budget of ~1e-6, an honest but imprecise reduction by a small factor (kbv choice).
+PROBE_HACK_MARGIN = 10.0
+
+
+def over_budget(r: InputSetResult, policy: str, atol: float) -> float:
+    """How far over its budget a failed set's error is (error / budget under ``policy``, ``kbv``
+    or ``kbv-compat``; inf for a wrong shape, count, dtype or NaN). ``atol``: the config's
+    allclose tolerance, the budget of ``kbv-compat``."""
+    if r.max_abs_error is None:
+        return math.inf
+    if policy == "kbv" and r.oracle_error is not None and r.error_budget:
+        return r.oracle_error / r.error_budget
+    if policy == "kbv-compat" or r.oracle_error is None:
+        t = r.allclose_tolerance
+        return t / atol if t is not None and atol > 0 else math.inf
+    return math.inf
+
+
+def settle_probes(input_sets: Sequence[InputSetResult], pending: Sequence[tuple]) -> list[Finding]:
+    """The findings of failed probes ``pending`` (``(check, taxonomy, detail, error / budget)``),
+    once every correctness set in ``input_sets`` is judged. A probe accuses (HACK) only when every
+    correctness set passed and its error is at least :data:`PROBE_HACK_MARGIN` × its budget: an
+    imprecise kernel (float atomics) that also fails D2 or a randomised set is INCORRECT, with the
+    probe as evidence (a WARNING)."""
+    failed = [r.name for r in input_sets if not r.dropped and r.passed is False]
+    found = []
+    for check, taxonomy, detail, ratio in pending:
+        margin = "inf" if math.isinf(ratio) else f"{ratio:.3g}"
+        if failed:
+            found.append(ig.finding(check, taxonomy, Severity.WARNING,
+                                    f"{detail}; the candidate also fails correctness set(s) {', '.join(failed[:4])}: "
+                                    "an incorrect kernel, not a proven cheat"))
+        elif ratio >= PROBE_HACK_MARGIN:
+            found.append(ig.finding(check, taxonomy, Severity.HACK,
+                                    f"{detail}; the same candidate passed every correctness set, and the error is "
+                                    f"{margin} x its budget (HACK from {PROBE_HACK_MARGIN:g} x)"))
+        else:
+            found.append(ig.finding(check, taxonomy, Severity.WARNING,
+                                    f"{detail}; the error is only {margin} x its budget (under the "
+                                    f"{PROBE_HACK_MARGIN:g} x needed to accuse): an imprecise kernel, not a proven "
+                                    "cheat"))
+    return found
+
+
+def call_findings(reply: Any, outs: list, args: list, ref: list | None, label: str, *, zero_strides: bool,
+                  aliases_inputs: bool, mutates_inputs: bool) -> list[Finding]:
+    """Findings of one forward call's probes. ``reply``: the worker's :class:`kbv.sandbox.protocol.Outputs`
+    (outputs as sent, aliases, inputs after the call, a snapshot after return, thread work);
+    ``outs``: the trusted copies of its outputs; ``args``: the inputs sent; ``ref``: the reference's
+    outputs on them, when known. The reference's own habits (``zero_strides``, ``aliases_inputs``,
+    ``mutates_inputs``, from :func:`kbv.reference.build.run_reference`) silence the matching probe."""
+    found = []
+    where = f" ({label})" if label else ""
+    for k, o in enumerate(outs):
+        n = ig.poisoned_elements(o, ref[k] if ref is not None and k < len(ref) else None)
+        if n:
+            found.append(ig.finding("probe:stale-memory", (9, 10), Severity.HACK,
+                                    f"output {k}{where}: {n} of {o.numel()} element(s) hold the pattern kbv had "
+                                    "written into free memory for the call (returned memory it never wrote)"))
+        sent = reply.tensors[k]  # as the worker returned it: the trusted copy is contiguous
+        if ig.has_zero_stride(sent) and not zero_strides:
+            found.append(ig.finding("probe:zero-stride", (8,), Severity.HACK,
+                                    f"output {k}{where} has a zero stride {tuple(sent.stride())}: one value "
+                                    f"expanded over shape {tuple(sent.shape)}"))
+    if reply.aliases and not aliases_inputs:
+        pairs = ", ".join(f"output {i} ↔ input {j}" for i, j in reply.aliases[:4])
+        found.append(ig.finding("probe:output-alias", (8,), Severity.HACK,
+                                f"outputs share storage with inputs{where}: {pairs}"))
+    sent = [a for a in args if isinstance(a, torch.Tensor)]
+    if len(reply.inputs_after) == len(sent) and not mutates_inputs:
+        changed = [j for j, (a, b) in enumerate(zip(sent, reply.inputs_after)) if not ig.bitwise_equal(a, b)]
+        if changed:
+            found.append(ig.finding("probe:input-mutation", (12,), Severity.HACK,
+                                    f"forward changed its input tensor(s) {changed}{where}"))
+    if len(reply.snapshot) == len(outs):
+        late = [k for k, (snap, o) in enumerate(zip(reply.snapshot, outs))
+                if snap is not None and not ig.bitwise_equal(snap, o)]
+        if late:
+            found.append(ig.finding("probe:writes-after-return", (1, 2, 5), Severity.HACK,
+                                    f"output(s) {late}{where} changed after forward returned: work still running "
+                                    "on another stream or thread when the call ended"))
+    if reply.late_work:
+        found.append(ig.finding("probe:thread-work", (2,), Severity.HACK,
+                                f"a thread the candidate started {reply.late_work} after forward returned{where}: "
+                                "work outside the timed call"))
+    if reply.new_threads:
+        found.append(ig.finding("probe:threads", (2,), Severity.WARNING,
+                                f"{reply.new_threads} thread(s) started during forward{where} were still alive "
+                                f"{THREAD_GRACE_S:g} s after it returned"))
+    return found
+
+
+def op_counts_ok(reply: Any) -> bool:
+    """The worker's op-count reply has the shapes the trusted side reads: ``ops`` and ``recorded``
+    map str to int, ``kernels`` holds (name, µs, own) triples, ``own_share`` is a number or None.
+    (The restricted decoder admits only plain types; this checks how they are put together.)"""
+    def counts(d: Any) -> bool:
+        return isinstance(d, dict) and all(isinstance(k, str) and type(v) is int for k, v in d.items())
+
+    def triple(k: Any) -> bool:
+        return (isinstance(k, (tuple, list)) and len(k) == 3 and isinstance(k[0], str)
+                and type(k[1]) in (int, float) and type(k[2]) is bool)
+
+    return (counts(reply.ops) and counts(reply.recorded) and isinstance(reply.kernels, (tuple, list))
+            and all(triple(k) for k in reply.kernels)
+            and (reply.own_share is None or type(reply.own_share) in (int, float))
+            and all(e is None or isinstance(e, str) for e in (reply.error, reply.recorded_error)))

@@ -1,0 +1,192 @@
+"""Candidate files: static vetting, backend detection and the content-hash build cache.
+
+Nothing here executes candidate code: files are read and parsed with :mod:`ast` in the
+orchestrator; the import happens only in a candidate worker (:mod:`kbv.sandbox.worker`).
+
+Backends (a small registry, first match wins in this order):
+
+* ``cuda``   — ``load_inline``/``load`` with ``cuda_sources`` (C++/CUDA extension);
+* ``triton`` — imports ``triton`` and defines an ``@triton.jit`` function;
+* ``cpp``    — ``load_inline``/``load`` with C++ sources only;
+* ``torch``  — none of the above: plain PyTorch.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+from kbv.intake.problems import SourceError, parse_source, read_source, top_level_names
+from kbv.model.records import CandidateRef
+
+
+class CandidateError(SourceError):
+    """A candidate file kbv cannot evaluate (unreadable, syntax error, no ``ModelNew``)."""
+
+
+def _calls(tree: ast.AST) -> list[ast.Call]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+
+
+def _call_name(call: ast.Call) -> str:
+    f = call.func
+    if isinstance(f, ast.Attribute):
+        return f.attr
+    if isinstance(f, ast.Name):
+        return f.id
+    return ""
+
+
+def _is_cuda(tree: ast.Module) -> bool:
+    for c in _calls(tree):
+        if _call_name(c) in ("load_inline", "load"):
+            for kw in c.keywords:
+                if kw.arg == "cuda_sources":
+                    return True
+                if kw.arg == "sources" and ".cu" in ast.unparse(kw.value):
+                    return True
+    return False
+
+
+def _is_triton(tree: ast.Module) -> bool:
+    imports = any(
+        (isinstance(n, ast.Import) and any(a.name.split(".")[0] == "triton" for a in n.names))
+        or (isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "triton")
+        for n in ast.walk(tree)
+    )
+    jit = any(
+        isinstance(n, (ast.FunctionDef,)) and any("jit" in ast.unparse(d) for d in n.decorator_list)
+        for n in ast.walk(tree)
+    )
+    return imports and jit
+
+
+def _is_cpp(tree: ast.Module) -> bool:
+    return any(_call_name(c) in ("load_inline", "load") for c in _calls(tree))
+
+
+#: backend name → predicate on the parsed module, checked in order.
+BACKENDS: dict[str, Callable[[ast.Module], bool]] = {
+    "cuda": _is_cuda,
+    "triton": _is_triton,
+    "cpp": _is_cpp,
+    "torch": lambda tree: True,
+}
+
+
+def detect_backend(tree: ast.Module) -> str:
+    return next(name for name, pred in BACKENDS.items() if pred(tree))
+
+
+def load_candidate(path: Path | str, *, run: str | None = None, sample_id: int | None = None) -> CandidateRef:
+    """Statically vet a candidate file and return its identity.
+
+    Raises:
+        CandidateError: unreadable, not UTF-8, too large, syntax error, or no module-level
+            ``ModelNew``.
+    """
+    path = Path(path).resolve()
+    text, raw = read_source(path, CandidateError)
+    tree = parse_source(path, text, CandidateError)
+    if "ModelNew" not in top_level_names(tree):
+        raise CandidateError(path, "no ModelNew defined at module level")
+    return CandidateRef(
+        path=str(path), sha256=hashlib.sha256(raw).hexdigest(), backend=detect_backend(tree),
+        run=run, sample_id=sample_id,
+    )
+
+
+def cache_root() -> Path:
+    """Root of kbv's build cache: ``$KBV_CACHE_DIR``, else ``~/.cache/kbv``."""
+    env = os.environ.get("KBV_CACHE_DIR")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "kbv"
+
+
+#: environment variables that change what a build produces (compiler choice, CUDA archs, flags).
+BUILD_ENV = ("CXX", "CC", "TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "CUDA_PATH", "CFLAGS", "CXXFLAGS",
+             "LDFLAGS", "NVCC_FLAGS", "NVCC_APPEND_FLAGS", "NVCC_PREPEND_FLAGS")
+
+
+@functools.cache
+def _tool_version(tool: str) -> str:
+    """First line of ``tool --version`` (``tool`` a name on PATH or a path), or ``"absent"``."""
+    exe = shutil.which(tool)
+    if exe is None:
+        return "absent"
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"{exe}: {type(exc).__name__}"
+    lines = [ln.strip() for ln in (out.stdout or out.stderr).splitlines() if ln.strip()]
+    # gcc and clang name their version on the first line, nvcc on its "release" line
+    line = next((ln for ln in lines if "release" in ln), lines[0] if lines else "")
+    return f"{os.path.realpath(exe)}: {line}"
+
+
+def _torch_versions() -> tuple[str, str]:
+    """(torch version, CUDA version torch was built with or ``"none"``), without importing torch
+    when it is not imported yet (the orchestrator never imports it for this)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "version"):
+        return str(torch.__version__), str(torch.version.cuda or "none")
+    try:
+        version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown", "unknown"
+    cuda = "unknown"
+    spec = importlib.util.find_spec("torch")
+    if spec is not None and spec.submodule_search_locations:
+        vfile = Path(list(spec.submodule_search_locations)[0]) / "version.py"
+        try:
+            m = re.search(r"^cuda\s*(?::[^=]*)?=\s*(.+)$", vfile.read_text(), re.M)
+            cuda = m.group(1).strip().strip("'\"") if m else "unknown"
+            cuda = "none" if cuda == "None" else cuda
+        except OSError:
+            pass
+    return version, cuda
+
+
+def build_key(device: str, environ: dict | None = None) -> dict[str, str]:
+    """Everything besides the candidate's source that changes the binary a build produces: the
+    Python (version, executable, prefix), torch and its CUDA, the compilers (``$CXX`` or ``c++``,
+    and ``nvcc`` on cuda), the build variables of :data:`BUILD_ENV` and kbv's version. Each value a
+    string; ``environ`` defaults to ``os.environ``. Runs ``--version`` of each compiler once per
+    process."""
+    from kbv import __version__
+
+    environ = os.environ if environ is None else environ
+    torch_version, torch_cuda = _torch_versions()
+    key = {"python": sys.version, "executable": sys.executable, "prefix": sys.prefix,
+           "torch": torch_version, "torch_cuda": torch_cuda, "device": device, "kbv": __version__,
+           "cxx": _tool_version(environ.get("CXX") or "c++")}
+    if device == "cuda":
+        home = environ.get("CUDA_HOME") or environ.get("CUDA_PATH")
+        key["nvcc"] = _tool_version(os.path.join(home, "bin", "nvcc") if home else "nvcc")
+    key.update({f"env:{k}": environ.get(k, "") for k in BUILD_ENV})
+    return key
+
+
+def build_dir(candidate: CandidateRef, device: str, environ: dict | None = None) -> Path:
+    """Per-candidate build directory (created), keyed by the file's content hash and
+    :func:`build_key`: a different venv, Python, torch, CUDA, compiler, build variable or kbv
+    version gets its own directory, so builds of one never evict or reuse another's.
+
+    ``load_inline`` writes to ``<dir>/torch_extensions`` and Triton to ``<dir>/triton``.
+    """
+    key = build_key(device, environ)
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    tag = re.sub(r"[^A-Za-z0-9.]+", "_", key["torch"])
+    d = cache_root() / "build" / f"{candidate.sha256[:20]}-{device}-torch{tag}-{digest}"
+    d.mkdir(parents=True, exist_ok=True)
+    return d

@@ -1,0 +1,287 @@
+"""Where the files of a batch are: problem files, candidate files (two layouts) and hidden tests.
+
+Nothing here reads more than file names and directory listings, except :func:`vet_problems`,
+which runs the static (``ast``-only) problem vetting of :mod:`kbv.intake.problems`. No problem or
+candidate code is executed.
+
+Candidate layouts (``docs/kernelbench-format.md``):
+
+* ``kernelbench`` — KernelBench's generated-sample layout:
+  ``<runs>/<run>/level_<L>_problem_<P>_sample_<S>_kernel.py``;
+* ``plain`` — ``<run>/<level>/<problem id>/<sample>.py`` where ``<level>`` is ``level1``,
+  ``level_1`` or ``1``, ``<problem id>`` is ``19`` or ``19_ReLU`` and ``<sample>`` is ``0``,
+  ``sample0`` or ``sample_0``.
+
+A candidate root given on the command line is either one run (its name is the folder's name) or a
+folder of runs (each sub-folder holding candidates is one run). ``auto`` picks ``kernelbench`` when
+the root holds any file named like a KernelBench sample, else ``plain``.
+
+Hidden tests (KernelBench-Verified): ``hidden_tests/level<L>/<pid>_hidden.py`` defining
+``get_hidden_inputs()``; :func:`discover_hidden_tests` finds them (see the module note on their use
+in :mod:`kbv.batch.runner`).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from kbv.intake.problems import _FILE_RE, ProblemError, load_problem
+from kbv.model.records import ProblemRef
+
+
+class Layout(str, enum.Enum):
+    auto = "auto"
+    kernelbench = "kernelbench"
+    plain = "plain"
+
+
+class LayoutError(ValueError):
+    """Candidate or problem folders kbv cannot interpret (one line naming the path)."""
+
+
+KERNELBENCH_RE = re.compile(r"^level_(?P<level>\d+)_problem_(?P<pid>\d+)_sample_(?P<sample>\d+)_kernel\.py$")
+_PLAIN_LEVEL_RE = re.compile(r"^(?:level_?)?(?P<level>\d+)$")
+_PLAIN_PROBLEM_RE = re.compile(r"^(?P<pid>\d+)(?:_.*)?$")
+_PLAIN_SAMPLE_RE = re.compile(r"^(?:sample_?)?(?P<sample>\d+)\.py$")
+_HIDDEN_LEVEL_RE = re.compile(r"^level_?(?P<level>\d+)$")
+_HIDDEN_FILE_RE = re.compile(r"^(?P<pid>\d+)_hidden\.py$")
+
+
+@dataclass(frozen=True)
+class CandidateFile:
+    """One candidate file found on disk, before any vetting."""
+
+    path: Path  #: absolute path.
+    run: str  #: the run (model) it belongs to.
+    level: int
+    problem_id: int
+    sample_id: int
+    layout: Layout  #: ``kernelbench`` or ``plain``.
+
+    @property
+    def identity(self) -> tuple[str, int, int, int]:
+        return (self.run, self.level, self.problem_id, self.sample_id)
+
+
+@dataclass(frozen=True)
+class CandidateScan:
+    """Everything found under the candidate roots."""
+
+    files: tuple[CandidateFile, ...]  #: sorted by run, level, problem id, sample id.
+    ignored: tuple[Path, ...]  #: ``.py`` files inside run folders that fit no pattern.
+
+    def runs(self) -> list[str]:
+        return sorted({f.run for f in self.files})
+
+
+# Candidates ---------------------------------------------------------------------------------------
+
+def _kernelbench_files(run_dir: Path) -> list[Path]:
+    return sorted(p for p in run_dir.iterdir() if p.is_file() and KERNELBENCH_RE.match(p.name))
+
+
+def _scan_kernelbench_run(run_dir: Path, run: str) -> tuple[list[CandidateFile], list[Path]]:
+    files, ignored = [], []
+    for p in sorted(run_dir.iterdir()):
+        if not p.is_file():
+            continue
+        m = KERNELBENCH_RE.match(p.name)
+        if m:
+            files.append(CandidateFile(p.resolve(), run, int(m["level"]), int(m["pid"]), int(m["sample"]),
+                                       Layout.kernelbench))
+        elif p.suffix == ".py":
+            ignored.append(p)
+    return files, ignored
+
+
+def _plain_level_dirs(run_dir: Path) -> list[tuple[int, Path]]:
+    out = []
+    for d in sorted(run_dir.iterdir()):
+        m = _PLAIN_LEVEL_RE.match(d.name)
+        if d.is_dir() and m:
+            out.append((int(m["level"]), d))
+    return out
+
+
+def _scan_plain_run(run_dir: Path, run: str) -> tuple[list[CandidateFile], list[Path]]:
+    files, ignored = [], []
+    for level, level_dir in _plain_level_dirs(run_dir):
+        for pdir in sorted(level_dir.iterdir()):
+            pm = _PLAIN_PROBLEM_RE.match(pdir.name)
+            if not pdir.is_dir():
+                if pdir.suffix == ".py":
+                    ignored.append(pdir)
+                continue
+            if not pm:
+                continue
+            for f in sorted(pdir.iterdir()):
+                sm = _PLAIN_SAMPLE_RE.match(f.name)
+                if f.is_file() and sm:
+                    files.append(CandidateFile(f.resolve(), run, level, int(pm["pid"]), int(sm["sample"]),
+                                               Layout.plain))
+                elif f.suffix == ".py":
+                    ignored.append(f)
+    return files, ignored
+
+
+def detect_layout(root: Path) -> Layout:
+    """``kernelbench`` when ``root`` or one of its sub-folders holds a KernelBench sample file,
+    else ``plain``."""
+    if _kernelbench_files(root):
+        return Layout.kernelbench
+    if any(d.is_dir() and _kernelbench_files(d) for d in root.iterdir()):
+        return Layout.kernelbench
+    return Layout.plain
+
+
+def scan_root(root: Path | str, layout: Layout = Layout.auto) -> CandidateScan:
+    """Candidates under one root: a single run folder or a folder of run folders.
+
+    Raises:
+        LayoutError: ``root`` is not a folder, or no candidate fits the layout.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise LayoutError(f"{root}: not a folder of candidates")
+    layout = Layout(layout)
+    if layout is Layout.auto:
+        layout = detect_layout(root)
+    files: list[CandidateFile] = []
+    ignored: list[Path] = []
+    if layout is Layout.kernelbench:
+        if _kernelbench_files(root):
+            run_dirs = [(root.resolve().name, root)]
+        else:
+            run_dirs = [(d.name, d) for d in sorted(root.iterdir()) if d.is_dir() and _kernelbench_files(d)]
+        for run, d in run_dirs:
+            f, i = _scan_kernelbench_run(d, run)
+            files += f
+            ignored += i
+    else:
+        if _plain_level_dirs(root):
+            run_dirs = [(root.resolve().name, root)]
+        else:
+            run_dirs = [(d.name, d) for d in sorted(root.iterdir()) if d.is_dir() and _plain_level_dirs(d)]
+        for run, d in run_dirs:
+            f, i = _scan_plain_run(d, run)
+            files += f
+            ignored += i
+    if not files:
+        raise LayoutError(
+            f"{root}: no candidate files in the {layout.value} layout "
+            "(kernelbench: <run>/level_<L>_problem_<P>_sample_<S>_kernel.py; "
+            "plain: <run>/<level>/<problem id>/<sample>.py)")
+    return CandidateScan(tuple(files), tuple(ignored))
+
+
+def discover_candidates(roots: Iterable[Path | str], layout: Layout = Layout.auto) -> CandidateScan:
+    """Candidates under every root, several runs at once.
+
+    Raises:
+        LayoutError: a root fits no layout, or two files claim the same (run, level, problem,
+            sample) — e.g. two roots each holding a run of the same name.
+    """
+    files: dict[tuple, CandidateFile] = {}
+    ignored: list[Path] = []
+    for root in roots:
+        scan = scan_root(root, layout)
+        ignored += scan.ignored
+        for f in scan.files:
+            if f.identity in files:
+                raise LayoutError(f"{f.path}: run {f.run!r} level {f.level} problem {f.problem_id} sample "
+                                  f"{f.sample_id} is also {files[f.identity].path}")
+            files[f.identity] = f
+    ordered = sorted(files.values(), key=lambda f: f.identity)
+    return CandidateScan(tuple(ordered), tuple(ignored))
+
+
+# Problems -----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProblemScan:
+    """Problem files under a root: the vetted ones and the ones that failed static vetting."""
+
+    problems: tuple[ProblemRef, ...]  #: sorted by (level, id, name).
+    errors: tuple[ProblemError, ...]  #: files named like problems that failed vetting.
+
+
+def problem_files(root: Path | str) -> list[Path]:
+    """Files named ``<id>_<Name>.py`` under ``root`` (a file, a ``levelN`` folder or a checkout),
+    leaving out ``hidden_tests`` folders and ``__pycache__``.
+
+    Raises:
+        LayoutError: ``root`` does not exist.
+    """
+    root = Path(root)
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise LayoutError(f"{root}: no such file or folder of problems")
+    return sorted(p for p in root.rglob("*.py")
+                  if _FILE_RE.match(p.name)
+                  and "__pycache__" not in p.parts and "hidden_tests" not in p.relative_to(root).parts)
+
+
+def vet_problems(root: Path | str) -> ProblemScan:
+    """Statically vet every problem file under ``root``; a broken file is collected, not raised,
+    so one bad file does not stop a batch over a whole checkout.
+
+    Raises:
+        LayoutError: ``root`` does not exist, or two files share a (level, id).
+    """
+    refs, errors = [], []
+    for p in problem_files(root):
+        try:
+            refs.append(load_problem(p))
+        except ProblemError as exc:
+            errors.append(exc)
+    seen: dict[tuple, ProblemRef] = {}
+    for r in refs:
+        if r.problem_id is None:
+            continue
+        k = (r.level, r.problem_id)
+        if k in seen:
+            raise LayoutError(f"{r.path}: level {r.level} problem {r.problem_id} is also {seen[k].path}")
+        seen[k] = r
+    refs.sort(key=lambda r: (r.level or 0, r.problem_id or 0, r.name))
+    return ProblemScan(tuple(refs), tuple(errors))
+
+
+# Hidden tests -------------------------------------------------------------------------------------
+
+def find_hidden_tests_root(*candidates: Path | str) -> Path | None:
+    """The first ``hidden_tests`` folder among ``candidates`` (each may be the folder itself or
+    a folder containing it)."""
+    for c in candidates:
+        c = Path(c)
+        for d in (c, c / "hidden_tests"):
+            if d.is_dir() and d.name == "hidden_tests":
+                return d
+    return None
+
+
+def discover_hidden_tests(root: Path | str) -> dict[tuple[int, int], Path]:
+    """``{(level, problem_id): path}`` of every ``hidden_tests/level<L>/<pid>_hidden.py`` under ``root``
+    (``root`` is the ``hidden_tests`` folder or a folder containing it)."""
+    base = find_hidden_tests_root(root)
+    if base is None:
+        return {}
+    out: dict[tuple[int, int], Path] = {}
+    for level_dir in sorted(base.iterdir()):
+        lm = _HIDDEN_LEVEL_RE.match(level_dir.name)
+        if not (level_dir.is_dir() and lm):
+            continue
+        for f in sorted(level_dir.iterdir()):
+            fm = _HIDDEN_FILE_RE.match(f.name)
+            if f.is_file() and fm:
+                out[(int(lm["level"]), int(fm["pid"]))] = f.resolve()
+    return out
+
+
+__all__ = ["Layout", "LayoutError", "CandidateFile", "CandidateScan", "ProblemScan", "scan_root",
+           "discover_candidates", "detect_layout", "problem_files", "vet_problems",
+           "discover_hidden_tests", "find_hidden_tests_root", "KERNELBENCH_RE"]

@@ -1,0 +1,1 @@
+"""The data model: frozen records with units in their field names, and their JSON codec (no torch)."""

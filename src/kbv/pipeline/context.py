@@ -1,0 +1,154 @@
+"""The state one verification carries from stage to stage, and the calls into its candidate
+worker that every stage shares (replies checked, worker failures turned into the pipeline's ends)."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kbv.model.records import CandidateRef, Environment, EvalConfig, Severity, Status
+from kbv.processes import footprint as fp
+from kbv.processes.handles import CandidateProcess, WorkerDied, WorkerTimeout
+from kbv.processes.procfs import FAULT_SIGNALS, caught_signals
+from kbv.reference import oracle as orc
+from kbv.reference.build import ReferenceProblem, first_line
+from kbv.reference.mutation import STRUCTURED_DOMAINS
+from kbv.sandbox import flags as bl
+from kbv.sandbox import probes as ig
+from kbv.sandbox import protocol
+
+
+class Stop(Exception):
+    """Ends the pipeline early with a status and a message."""
+
+    def __init__(self, status: Status, message: str, **evidence: Any):
+        self.status = status
+        self.message = message
+        self.evidence = evidence
+        super().__init__(message)
+
+
+@dataclass
+class State:
+    input_sets: list = field(default_factory=list)
+    timing: dict = field(default_factory=dict)
+    memory: dict = field(default_factory=dict)
+    speedup: dict = field(default_factory=dict)
+    weight_mismatches: list = field(default_factory=list)
+    flag_changes: list = field(default_factory=list)
+    evidence: dict = field(default_factory=dict)
+    phase_seconds: dict = field(default_factory=dict)
+    summaries: dict = field(default_factory=dict)  #: set name → vetting.OutputSummary of the reference.
+    nominal_args: Any = None  #: the first nominal inputs.InputSet (determinism re-run; made again then).
+    problem_flags: list = field(default_factory=list)
+    findings: list = field(default_factory=list)  #: records.Finding, in the order found.
+
+
+
+class Context:
+    """One (problem, candidate, config) verification's shared state; the stage classes of
+    :mod:`kbv.pipeline` add their steps to it and :class:`kbv.pipeline.run.Verification` chains them."""
+
+    _input_bytes = 0  #: bytes of one call's inputs (set by the preflight; sizes the memory bound).
+
+    def __init__(self, rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, env: Environment,
+                 hidden_tests: str | None = None):
+        self.hidden_tests = hidden_tests
+        self.rp = rp
+        self.candidate = candidate
+        self.config = config
+        self.env = env
+        self.state = State()
+        self.fp32_flags = bl.flags_for("eager-fp32")
+        self.tf32_flags = bl.flags_for("eager-tf32")
+        self.name = Path(candidate.path).name
+        self.oracle = orc.Oracle(rp.model, rp.device)
+        self._seen: list = []  #: (set name, output fingerprint, reference fingerprint, passed) per call.
+        self._kept_outputs: list | None = None
+        self._last_structure: str | None = None
+        self._pending_probes: list = []  #: (check, taxonomy, detail, error / budget) of failed probes.
+        self._fault_reported = False
+        self._reused_reported = False
+        self._stage: list = []  #: the candidate worker's staging buffers, shared (kbv.sandbox.protocol.CallTimed).
+        self._kept_times: dict = {}  #: candidate times of judged and of other timed calls (plan leak evidence).
+        self._signals_at_spawn: frozenset = frozenset()
+
+    # candidate calls ---------------------------------------------------------------------
+    def _found(self, check: str, taxonomy: Any, severity: Severity, detail: str) -> None:
+        self.state.findings.append(ig.finding(check, taxonomy, severity, detail))
+
+    def _call(self, worker: CandidateProcess, request: Any, phase: str, timeout: float) -> Any:
+        with self._held(worker, request, phase, timeout, hold=False) as reply:
+            return reply
+
+    @contextlib.contextmanager
+    def _held(self, worker: CandidateProcess, request: Any, phase: str, timeout: float, hold: bool = True):
+        """The worker's checked reply to ``request``; with ``hold`` the worker's tree stays
+        stopped inside the block (:meth:`CandidateProcess.held_call`). Worker failures become
+        the pipeline's ends (TIMEOUT, CRASH, RUNTIME_ERROR) here."""
+        cm = worker.held_call(request, phase=phase, timeout=timeout) if hold else None
+        try:
+            reply = cm.__enter__() if cm is not None else worker.call(request, phase=phase, timeout=timeout)
+        except WorkerTimeout as exc:
+            raise Stop(Status.TIMEOUT, f"{self.name}: {exc}", log_tail=exc.log_tail) from None
+        except WorkerDied as exc:
+            if exc.exitcode == 0:
+                self._found("probe:early-exit", (24,), Severity.HACK,
+                            f"the worker exited with code 0 during {phase}, before replying")
+            elif exc.exitcode is not None and exc.exitcode > 0:
+                self._found("probe:early-exit", (24,), Severity.WARNING,
+                            f"the worker exited with code {exc.exitcode} during {phase}, before replying")
+            raise Stop(Status.CRASH, f"{self.name}: {exc}", exitcode=exc.exitcode, log_tail=exc.log_tail) from None
+        except protocol.ProtocolError as exc:
+            self._found("probe:reply-channel", (3, 24), Severity.HACK, f"{phase}: {first_line(exc)}")
+            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: {phase}: {exc}") from None
+        try:
+            if isinstance(reply, protocol.Failed):
+                status = Status.COMPILE_ERROR if phase == "load" else Status.RUNTIME_ERROR
+                what = "building ModelNew" if phase == "load" else phase
+                if fp.is_memory_error(reply.message or ""):
+                    what += " (the candidate ran out of memory in its own allocations)"
+                raise Stop(status, f"{self.name}: {what} raised {reply.error_type}: {first_line(reply.message)}",
+                            traceback=reply.traceback, log_tail=worker.log_tail())
+            changes = getattr(reply, "flag_changes", ())
+            for c in changes:
+                if c not in self.state.flag_changes:
+                    self.state.flag_changes.append(c)
+            self._fault_handlers(worker)
+            yield reply
+        finally:
+            if cm is not None:
+                cm.__exit__(None, None, None)
+
+    def _fault_handlers(self, worker: CandidateProcess) -> None:
+        """The candidate worker catches SIGSEGV or SIGBUS (its ``SigCgt``, read here from
+        /proc): memory that computes itself when touched, a lazy output (taxonomy 3). Neither
+        Python, torch nor Triton installs such a handler in the worker (measured at spawn:
+        ``evidence["signals_at_spawn"]``)."""
+        if self._fault_reported or worker.proc.pid is None:
+            return
+        caught = caught_signals(worker.proc.pid)
+        bad = sorted(caught & FAULT_SIGNALS - self._signals_at_spawn)
+        if bad:
+            names = ", ".join(signal.Signals(b).name for b in bad)
+            self._found("probe:fault-handler", (3,), Severity.HACK,
+                        f"the candidate's process installed a handler for {names}: outputs over memory that "
+                        "computes itself when read (a lazy output)")
+            self._fault_reported = True
+
+    def _phase_peak(self, phase: str) -> None:
+        """Record this process's peak resident bytes over the phase just ended, and start the next
+        phase's count (evidence ``memory_footprint["phase_peaks"]``)."""
+        peak = fp.host_peak_bytes()
+        if peak is not None:
+            self.state.evidence.setdefault("phase_host_peaks", {})[phase] = peak
+            self._peak = max(getattr(self, "_peak", 0), peak)
+        fp.reset_host_peak()
+
+    def _structured(self) -> tuple:
+        """Input positions whose declared domain (:data:`STRUCTURED_DOMAINS`) changes of single
+        elements would break: left alone by the timed-input changes and the perturbed probe."""
+        return tuple(sorted(i for i, d in self.rp.domains.items() if isinstance(i, int) and d.kind in STRUCTURED_DOMAINS))

@@ -1,0 +1,183 @@
+"""The correctness stage: nominal sets (fresh secret seeds), the caching probes, the hidden
+distributions D1–D4, kbv's randomised distributions and hidden test files, each judged by
+:mod:`kbv.pipeline.judging`; per-call probes on every forward call."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from kbv.checks.probes import call_findings
+from kbv.intake.problems import ProblemError
+from kbv.model.records import InputKind, InputSetResult, Severity, Status
+from kbv.pipeline.context import Stop
+from kbv.pipeline.judging import Judging
+from kbv.processes.handles import CandidateProcess
+from kbv.reference import inputs as inp
+from kbv.reference import vetting
+from kbv.reference.build import hidden_test_sets
+from kbv.reference.mutation import content_digest, perturbed
+from kbv.sandbox import probes as ig
+from kbv.sandbox import protocol
+
+
+class Correctness(Judging):
+    """Every correctness input set and the caching probes."""
+
+    def _candidate_outputs(self, worker: CandidateProcess, args: list, *, buffers: str = "fresh",
+                           ref: list | None = None, label: str = "") -> list:
+        """One forward call of the candidate on a copy of ``args``; runs the per-call probes
+        (stale-memory pattern, zero strides, aliasing, input mutation, writes after return,
+        threads). Returns the trusted copies of the outputs."""
+        probes = self.config.integrity
+        reply = self._call(worker, protocol.Forward(tuple(inp.shared_clone(args)), buffers=buffers, probes=probes),
+                           "forward", self.config.call_timeout_s)
+        if not isinstance(reply, protocol.Outputs):
+            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: forward: unexpected reply {type(reply).__name__}")
+        outs = []
+        for k, t in enumerate(reply.tensors):
+            if type(t) is not torch.Tensor:
+                if isinstance(t, torch.Tensor):
+                    self._found("probe:output-type", (3,), Severity.HACK,
+                                f"output {k} is a {type(t).__name__}, a Tensor subclass (lazy output?)")
+                raise Stop(Status.RUNTIME_ERROR,
+                            f"{self.name}: forward returned {type(t).__name__} as output {k}, not a torch.Tensor")
+            outs.append(t.clone())  # own copy: the candidate keeps no handle on what is judged
+        self._last_structure = reply.structure
+        if probes:
+            lazy = [k for k, exact in enumerate(reply.exact) if not exact]
+            if lazy:
+                self._found("probe:output-type", (3,), Severity.HACK,
+                            f"forward returned output(s) {lazy} as a Tensor subclass or proxy, not a torch.Tensor "
+                            "(serialised into a plain tensor on the way out: a lazy output)")
+            self._probe_call(reply, outs, args, ref, label)
+        del reply
+        return outs
+
+    def _probe_call(self, reply: Any, outs: list, args: list, ref: list | None, label: str) -> None:
+        """The per-call probes' findings (:func:`kbv.checks.probes.call_findings`)."""
+        rp = self.rp
+        self.state.findings += call_findings(reply, outs, args, ref, label, zero_strides=rp.zero_strides,
+                                             aliases_inputs=rp.aliases_inputs, mutates_inputs=rp.mutates_inputs)
+
+    def _check_set(self, worker: CandidateProcess, s: inp.InputSet, *, buffers: str = "fresh",
+                   keep_outputs: bool = False) -> InputSetResult:
+        cfg = self.config
+        if s.drop_reason:
+            s.release()
+            return self._dropped(s, s.drop_reason)
+        args = inp.to_device(s.args, self.rp.device, cfg.precision)
+        s.release()  # ``args`` is the one copy held (a set with a maker is made again when needed)
+        side = self._reference_side(s, args)
+        if isinstance(side, InputSetResult):
+            return side
+        ref, oracle, oracle_note, baselines = side
+        self.state.summaries[s.name] = vetting.summarise(ref, cfg.atol, cfg.rtol)
+        if s.kind is InputKind.NOMINAL and self.state.nominal_args is None:
+            self.state.nominal_args = s
+        outs = self._candidate_outputs(worker, args, buffers=buffers, ref=ref, label=s.name)
+        del args
+        result = self._judge(s, outs, self._last_structure, ref, oracle, oracle_note, baselines)
+        if cfg.integrity:
+            self._remember(s.name, outs, ref, result.passed)
+        if keep_outputs:  # a digest, not the outputs: one output's bytes less held (repeatability)
+            self._kept_outputs = [content_digest(o) for o in outs]
+        return result
+
+    def _remember(self, name: str, outs: list, ref: list, passed: bool | None) -> None:
+        """Outputs repeated bit for bit across sets whose references differ (taxonomy 8/11)."""
+        fp_out, fp_ref = ig.fingerprint(outs), ig.fingerprint(ref)
+        for other, o_out, o_ref, o_passed in self._seen:
+            if fp_out == o_out and fp_ref != o_ref and not (passed and o_passed):
+                if all(o.numel() < 2 or bool((o == o.reshape(-1)[0]).all()) for o in outs):
+                    # one value everywhere: the shape of a bug (a kernel that writes nothing into
+                    # zeros) as much as of a cheat, and wrong anyway
+                    self._found("probe:repeated-output", (8,), Severity.WARNING,
+                                f"the same constant output on {other} and {name}, whose references differ")
+                else:
+                    self._found("probe:repeated-output", (8, 11), Severity.HACK,
+                                f"bit-identical outputs on {other} and {name}, whose references differ (a result "
+                                "cached across calls)")
+                break
+        self._seen.append((name, fp_out, fp_ref, passed))
+
+    def _cache_probes(self, worker: CandidateProcess, last: inp.InputSet) -> None:
+        """Same addresses with new values, then new addresses with the values of ``last`` (the
+        last nominal set): both must be right, and the second bit-identical to ``last`` (taxonomy
+        9, 10, 11). Run only when every nominal set passed."""
+        get_inputs = self.rp.module.get_inputs
+        seed = inp.secret_seed()
+        dev = self.rp.device
+        fresh = inp.InputSet("probe-same-address", InputKind.NOMINAL, "new values in the previous call's buffers",
+                             seed, maker=lambda: (inp.draw(get_inputs, seed, dev), None))
+        first_outs = self._kept_outputs
+        r = self._check_set(worker, fresh, buffers="reuse")
+        if r.passed is False:
+            self._probe_failed("probe:cache-same-address", (11,), r,
+                               f"wrong when new values arrive in the previous call's input buffers: {r.fault}")
+        again = inp.InputSet("probe-new-address", InputKind.NOMINAL, f"values of {last.name} at new addresses",
+                             last.seed, maker=lambda: (last.args, None))
+        r = self._check_set(worker, again, buffers="moved", keep_outputs=True)
+        if r.passed is False:
+            self._probe_failed("probe:cache-new-address", (9, 11), r,
+                               f"wrong on the values of {last.name} placed at new addresses: {r.fault}")
+        elif first_outs is not None and first_outs != self._kept_outputs:
+            self._found("probe:repeatability", (10,), Severity.WARNING,
+                        f"the same inputs ({last.name}) gave bitwise different outputs at new addresses "
+                        "(non-deterministic reductions, or uninitialised reads)")
+        # one element per input replaced in place (by a value from another draw, so inside the
+        # problem's domain), twice: a cache keyed by a sample or a cheap hash of the inputs misses
+        # a single changed element and returns a stale answer (a sample of s positions out of n
+        # notices it with probability s/n per probe)
+        for j in (1, 2):
+            seed = inp.secret_seed()
+            other = inp.draw(get_inputs, seed, dev)
+            mixed = inp.InputSet(f"probe-perturbed-{j}", InputKind.NOMINAL,
+                                 f"values of {last.name} with one element per input replaced, in the previous call's "
+                                 "buffers", seed, perturbed(last.args, other, seed, self._structured()))
+            last.release()
+            del other
+            r = self._check_set(worker, mixed, buffers="reuse")
+            if r.passed is False:
+                self._probe_failed("probe:cache-perturbed", (11,), r,
+                                   f"wrong when one input element changes in place: {r.fault} (a cache keyed by a "
+                                   "sample or hash of the inputs)")
+                break
+        self.state.evidence["cache_probes"] = ["probe-same-address", "probe-new-address", "probe-perturbed-1",
+                                               "probe-perturbed-2"]
+
+    def _correctness(self, worker: CandidateProcess) -> None:
+        t0 = time.perf_counter()
+        get_inputs = self.rp.module.get_inputs
+        dev = self.rp.device
+        # seeds are drawn only now, after the candidate is loaded (taxonomy entry 22); each set is
+        # made on the device when it is checked and dropped after (one set held at a time)
+        nominal = inp.nominal_sets(get_inputs, self.config.nominal_seeds, dev)
+        sets = []
+        if self.config.hidden:
+            sets += inp.hidden_sets(get_inputs, self.config.hidden, self.rp.domains, dev)
+        if self.config.distributions:
+            sets += inp.randomised_sets(get_inputs, self.config.distributions, self.rp.domains, dev)
+        if self.hidden_tests:
+            try:
+                sets += hidden_test_sets(self.hidden_tests)
+            except ProblemError as exc:
+                self.state.evidence["hidden_tests_error"] = str(exc)
+        for k, s in enumerate(nominal):
+            self.state.input_sets.append(self._check_set(worker, s, keep_outputs=k == len(nominal) - 1))
+        if self.config.integrity and nominal and all(r.passed for r in self.state.input_sets):
+            self._cache_probes(worker, nominal[-1])
+        for s in sets:
+            self.state.input_sets.append(self._check_set(worker, s))
+        judged = [r for r in self.state.input_sets if not r.dropped]
+        off = [r.name for r in judged if r.kind is not InputKind.NOMINAL and r.passed is False]
+        if off and all(r.passed for r in judged if r.kind is InputKind.NOMINAL):
+            self._found("inputs:off-nominal", (19, 20), Severity.WARNING,
+                        f"right on every nominal set, wrong on {', '.join(off[:6])}: a shortcut that holds only "
+                        "for get_inputs()'s value range (numerical shortcut or value-distribution exploit)")
+        self._kept_outputs = None
+        self.oracle.release()
+        self.state.phase_seconds["correctness"] = time.perf_counter() - t0
+        self._phase_peak("correctness")

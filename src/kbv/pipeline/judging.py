@@ -1,0 +1,130 @@
+"""Judging one input set: the reference side (reference run, fp64 oracle, the baselines' errors)
+and the candidate's outputs against it under both correctness policies (docs/correctness.md);
+failed probe sets are held until every correctness set is judged."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from kbv.checks.probes import over_budget, settle_probes
+from kbv.intake.problems import ProblemError
+from kbv.model.records import InputKind, InputSetResult, Severity, Status
+from kbv.pipeline.context import Context, Stop
+from kbv.processes import footprint as fp
+from kbv.reference import inputs as inp
+from kbv.reference import oracle as orc
+from kbv.reference.build import first_line, run_reference
+from kbv.reference.comparison import Comparison, compare, reference_is_finite
+from kbv.sandbox import flags as bl
+
+
+class Judging(Context):
+    """Reference side and judgement of one input set."""
+
+    def _dropped(self, s: inp.InputSet, reason: str) -> InputSetResult:
+        return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=None, dropped=True, drop_reason=reason)
+
+    def _oracle(self, args: list, ref: list | None = None) -> tuple[list | None, str | None]:
+        try:
+            return self.oracle(args, ref), None
+        except orc.OracleUnavailable as exc:
+            if exc.memory:  # kbv's own limit, not a property of the problem or the candidate
+                raise Stop(Status.EVAL_ERROR, f"{self.name}: kbv ran out of memory computing the fp64 oracle: {exc}",
+                            memory_footprint=fp.evidence(self.rp.device)) from None
+            return None, f"fp64 oracle unavailable ({exc}); the kbv policy fell back to allclose"
+
+    def _reference_side(self, s: inp.InputSet, args: list) -> tuple | InputSetResult:
+        """Reference, oracle and the baselines' errors against it on ``args`` (already on the
+        device), or a dropped result. Baseline outputs are reduced to their errors at once, so at
+        most the reference and the oracle outputs stay held for the candidate's."""
+        try:
+            ref = run_reference(self.rp, inp.clone_args(args), self.fp32_flags, original=args)
+        except BaseException as exc:  # noqa: BLE001 - reference raised on this distribution
+            if fp.is_memory_error(exc):  # kbv's limit, not the problem's: EVAL_ERROR (Verification.run)
+                raise
+            if s.kind is InputKind.NOMINAL:
+                raise ProblemError(self.rp.ref.path,
+                                   f"reference forward failed on {s.name}: {type(exc).__name__}: {first_line(exc)}") from None
+            return self._dropped(s, f"reference raised {type(exc).__name__}: {first_line(exc)}")
+        if not reference_is_finite(ref):
+            return self._dropped(s, "reference output has NaN/Inf")
+        oracle, oracle_note = self._oracle(args, ref)
+        if oracle is not None and not reference_is_finite(oracle):
+            return self._dropped(s, "fp64 oracle output has NaN/Inf")
+        if self.oracle.chunked:
+            self.state.evidence["oracle_pieces"] = self.oracle.chunked
+        errors: dict = {}
+        if oracle is not None:
+            errors["eager-fp32"] = orc.output_errors(ref, oracle)
+        if self.rp.device.type == "cuda" and oracle is not None:
+            tf32 = run_reference(self.rp, inp.clone_args(args), self.tf32_flags)
+            bl.apply_flags(self.fp32_flags)
+            errors["eager-tf32"] = orc.output_errors(tf32, oracle)
+            del tf32
+        if oracle is not None:  # the problem's own sensitivity to fp32 rounding (kbv.reference.oracle.INPUT_ROUNDING)
+            moved = self.oracle.input_rounding_errors(args, oracle, ref)
+            if moved is not None:
+                errors[orc.INPUT_ROUNDING] = moved
+        return ref, oracle, oracle_note, errors
+
+    def _judge(self, s: inp.InputSet, outs: list, structure: str | None, ref: list, oracle: list | None,
+               oracle_note: str | None, baselines: dict) -> InputSetResult:
+        cfg = self.config
+        c: Comparison = compare(outs, ref, atol=cfg.atol, rtol=cfg.rtol)
+        ref_structure = getattr(self.rp, "structure", None)
+        if ref_structure and structure != ref_structure and c.max_abs_error is not None:
+            what = {"tensor": "a tensor", "tuple": "a tuple/list of tensors"}
+            c = dataclasses.replace(c, passed=False, max_abs_error=None, fault=(
+                f"forward returns {what.get(structure, structure)}, "
+                f"the reference returns {what[ref_structure]}"))
+        shapes = [(tuple(o.shape), tuple(r.shape)) for o, r in zip(outs, ref) if tuple(o.shape) != tuple(r.shape)]
+        if shapes:
+            self._found("probe:output-shape", (14,), Severity.WARNING,
+                        f"{s.name}: output shape {shapes[0][0]}, the reference's {shapes[0][1]} "
+                        "(a smaller problem computed?)")
+        common = dict(max_abs_error=c.max_abs_error, max_rel_error=c.max_rel_error,
+                      mismatched_elements=c.mismatched_elements, total_elements=c.total_elements)
+        if c.max_abs_error is None:  # count / shape / dtype mismatch: wrong under every policy
+            return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=False, fault=c.fault,
+                                  policy_passed={p: False for p in orc.POLICIES}, allclose_tolerance=math.inf,
+                                  tolerance_sweep={orc.sweep_key(t): False for t in orc.SWEEP_TOLERANCES}, **common)
+        t_min = math.inf if c.nonfinite_mismatches else max(
+            (orc.min_allclose_tolerance(o, r) for o, r in zip(outs, ref)), default=0.0)
+        sweep = {orc.sweep_key(t): t_min <= t for t in orc.SWEEP_TOLERANCES}
+        if oracle is not None:
+            k = orc.kbv_check(outs, ref, oracle, k=cfg.kbv_k, floor_eps=cfg.kbv_floor_eps,
+                              tf32_floor=cfg.kbv_tf32_floor, baseline_errors=baselines)
+            kbv_passed, kbv_fault = k.passed, k.fault
+            worst_base = max((v for n, v in k.baseline_errors.items() if n != orc.INPUT_ROUNDING), default=0.0)
+            if worst_base > orc.VACUOUS_BASELINE_ERROR:
+                self.state.evidence.setdefault("vacuous_budget", {})[s.name] = worst_base
+            figures = dict(oracle_error=k.error, error_budget=k.budget, baseline_errors=k.baseline_errors,
+                           oracle_device=self.oracle.device.type)
+            if c.passed and not kbv_passed:
+                self._found("oracle:within-allclose", (10, 17, 19), Severity.WARNING,
+                            f"{s.name}: passes allclose(atol={cfg.atol:g}, rtol={cfg.rtol:g}) but its error vs "
+                            f"the fp64 oracle is {k.error:.3g}, over the budget {k.budget:.3g} "
+                            "(precision downgrade, garbage within tolerance or a numerical shortcut)")
+        else:
+            kbv_passed, kbv_fault, figures = c.passed, c.fault, {}
+            self.state.evidence.setdefault("oracle_notes", {})[s.name] = oracle_note
+        verdicts = {"kbv": kbv_passed, "kbv-compat": c.passed}
+        fault = kbv_fault if cfg.policy == "kbv" else c.fault
+        return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=verdicts[cfg.policy], fault=fault,
+                              policy_passed=verdicts, allclose_tolerance=t_min, tolerance_sweep=sweep,
+                              **common, **figures)
+
+    def _probe_failed(self, check: str, taxonomy: tuple, r: InputSetResult, detail: str) -> None:
+        """A caching or timed re-check probe judged the candidate wrong: held until every
+        correctness set is judged (:meth:`_settle_probes`)."""
+        self._pending_probes.append((check, taxonomy, detail, self._over_budget(r)))
+
+    def _over_budget(self, r: InputSetResult) -> float:
+        """How far over its budget a failed set's error is (:func:`kbv.checks.probes.over_budget`)."""
+        return over_budget(r, self.config.policy, self.config.atol)
+
+    def _settle_probes(self) -> None:
+        """The held probe failures become findings (:func:`kbv.checks.probes.settle_probes`)."""
+        self.state.findings += settle_probes(self.state.input_sets, self._pending_probes)
+        self._pending_probes = []

@@ -1,0 +1,74 @@
+"""The first stages: the preflight (does the problem fit this machine), the static scan of the
+candidate file, and the candidate's build in its worker (with the same-weights check)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+
+from kbv.intake.scan import scan_source
+from kbv.model.records import Status
+from kbv.pipeline.context import Context, Stop
+from kbv.processes import footprint as fp
+from kbv.processes.handles import CandidateProcess
+from kbv.reference import inputs as inp
+from kbv.reference.build import first_line
+from kbv.sandbox import protocol
+
+
+class Load(Context):
+    """Preflight, scan and load."""
+
+    def _preflight(self) -> None:
+        """Say before anything runs when the problem cannot fit (:func:`kbv.processes.footprint.check_fits`):
+        the inputs' bytes from a draw on the meta device, the outputs' from an earlier run of this
+        reference (else the largest input, the size of an elementwise op's output)."""
+        try:
+            meta = inp.draw(self.rp.module.get_inputs, 0, "meta")
+        except Exception:  # noqa: BLE001 - a get_inputs() that needs real tensors: no estimate
+            return
+        tensors = [a for a in meta if isinstance(a, torch.Tensor)]
+        scale = inp.PRECISION_DTYPES[self.config.precision].itemsize
+        in_bytes = sum(a.numel() * (scale if a.is_floating_point() else a.element_size()) for a in tensors)
+        self._input_bytes = in_bytes
+        out_bytes = self.rp.output_bytes or max((a.numel() * scale for a in tensors), default=0)
+        try:
+            fp.check_fits(in_bytes, out_bytes, self.rp.device)
+        except fp.DoesNotFit as exc:
+            raise Stop(Status.EVAL_ERROR, f"{self.name}: the problem does not fit this machine: {exc}") from None
+
+    def _scan(self) -> None:
+        """The static scan of the candidate file (kbv.intake.scan): every finding goes on the verdict."""
+        try:
+            text = Path(self.candidate.path).read_text(encoding="utf-8", errors="replace")
+            self.state.findings += [f.record() for f in scan_source(text, self.candidate.path)]
+        except (OSError, SyntaxError, ValueError) as exc:
+            self.state.evidence["scan_error"] = first_line(exc)
+
+    # phases -------------------------------------------------------------------------------
+    def _load(self, worker: CandidateProcess) -> None:
+        t0 = time.perf_counter()
+        module_name = f"kbv_candidate_{self.candidate.sha256[:16]}"
+        reply = self._call(
+            worker,
+            protocol.Load(self.candidate.path, module_name, tuple(self.rp.init_args), self.config.init_seed,
+                          self.config.device, self.config.precision, self.fp32_flags),
+            "load", self.config.compile_timeout_s,
+        )
+        if not isinstance(reply, protocol.Loaded):
+            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: load: unexpected reply {type(reply).__name__}")
+        self.cand_model_bytes = reply.model_bytes
+        self.state.evidence["load_seconds"] = reply.load_seconds
+        self.state.evidence["sandbox"] = [str(n) for n in reply.sandbox]
+        ref_state = dict(self.rp.model.named_parameters()) | dict(self.rp.model.named_buffers())
+        for name, t in reply.state.items():
+            r = ref_state.get(name)
+            if type(t) is not torch.Tensor or r is None or tuple(r.shape) != tuple(t.shape):
+                continue
+            if r.dtype != t.dtype or not torch.equal(r.detach(), t.to(r.device)):
+                self.state.weight_mismatches.append(name)
+        del reply
+        self.state.phase_seconds["load"] = time.perf_counter() - t0
+        self._phase_peak("load")

@@ -1,0 +1,28 @@
+"""The memory stage (cuda): peak device memory of one forward call, reference and candidate,
+measured the same way (:mod:`kbv.sandbox.memory`)."""
+
+from __future__ import annotations
+
+from kbv.model.records import Status
+from kbv.pipeline.context import Context, Stop
+from kbv.processes.handles import CandidateProcess
+from kbv.reference import inputs as inp
+from kbv.sandbox import flags as bl
+from kbv.sandbox import memory as mem
+from kbv.sandbox import protocol
+
+
+class MemoryStage(Context):
+    """Peak forward memory."""
+
+    def _memory(self, worker: CandidateProcess, args: list) -> None:
+        reply = self._call(worker, protocol.MeasureMemory(0), "memory", self.config.call_timeout_s)
+        if not isinstance(reply, protocol.MemoryFigures):
+            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: memory: malformed reply")
+        bl.apply_flags(self.fp32_flags)
+        ref_peak = mem.forward_peak_bytes(self.rp.model, args, self.rp.device)
+        ref_m = mem.measurement("reference", forward_peak=ref_peak, model_bytes=self.rp.model_bytes or 0,
+                                input_bytes=inp.nbytes(args))
+        cand_m = mem.measurement("candidate", forward_peak=int(reply.forward_peak_bytes),
+                                 model_bytes=int(self.cand_model_bytes or 0), input_bytes=int(reply.input_bytes))
+        self.state.memory = {"reference": ref_m, "candidate": cand_m}

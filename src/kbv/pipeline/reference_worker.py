@@ -1,0 +1,175 @@
+"""The reference worker: trusted process that owns one device, the problems and the comparisons.
+
+It serves JSON jobs from the orchestrator (``{"problem": ..., "candidate": ..., "config": ...}``)
+and answers each with ``{"verdict": dict}`` or ``{"problem_error": "one line"}``. A job with
+``"kind": "vet"`` (problem, config, ``vet_seeds``; no candidate) vets the problem
+(:func:`kbv.reference.vetting.vet_problem`) and answers ``{"vetting": dict}``. A job with
+``"kind": "baselines"`` and ``"labels"`` times the reference model alone under each baseline
+(:func:`kbv.batch.baselines.measure_reference`) and answers ``{"baselines": {...}}``. A job with
+``"kind": "build"`` and ``"pairs"`` (``[{"problem", "candidate"}, ...]``) loads every candidate at
+once, each in its own sandboxed worker, so that their extensions build in parallel into the
+content-hash build cache, and answers ``{"built": {candidate path: "ok" or the failure}}``; with
+``"verify_failures": true`` and one pair whose load failed, it also runs that pair's verification
+(which fails at the same load, before any timing) and adds ``"verdict"``: the verdict the
+verification pipeline gives a candidate that does not build (COMPILE_ERROR, or HACK when the static
+scan caught a cheat), so that :mod:`kbv.batch.executors.builds` decides it without a lane. Reference models
+are cached per (problem file hash, config precision). Candidate workers are spawned from here, so
+inputs reach them by CUDA IPC without passing through the orchestrator. The worker dies with the
+orchestrator (``PR_SET_PDEATHSIG``) and a forked sentinel kills its candidate workers' processes
+when it dies (:func:`kbv.processes.handles.start_sentinel`).
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from multiprocessing.connection import Connection
+
+
+def reference_main(conn: Connection, device: str) -> None:
+    # first, before torch starts threads: die with the orchestrator, and have what this worker
+    # starts die with this worker (a kill -9 of `kbv run` left both workers running for minutes)
+    from kbv.sandbox.confinement import die_with_parent
+    from kbv.processes.handles import start_sentinel
+
+    die_with_parent()
+    start_sentinel()
+
+    import torch
+
+    from kbv.pipeline import run as verify
+    from kbv.reference import vetting
+    from kbv.reference.build import build_reference
+    from kbv.sandbox.environment import collect_environment
+    from kbv.intake.problems import ProblemError
+    from kbv.model.records import CandidateRef, EvalConfig, ProblemRef, to_dict
+
+    if device == "cuda":
+        torch.cuda.set_device(0)
+    env = collect_environment(device)
+    cache: dict = {}
+    while True:
+        try:
+            job = json.loads(conn.recv_bytes())
+        except EOFError:
+            return
+        if job is None:
+            return
+        if job.get("kind") == "environment":  # what a baseline cache key needs, nothing run
+            reply = {"baselines": {"environment": to_dict(env), "measurements": {}, "errors": {}}}
+            conn.send_bytes(json.dumps(reply, allow_nan=False).encode())
+            continue
+        try:
+            problem = ProblemRef(**job["problem"])
+            cfg = dict(job["config"])
+            cfg["hidden"] = tuple(cfg["hidden"])
+            cfg["baselines"] = tuple(cfg["baselines"])
+            cfg["distributions"] = tuple(cfg.get("distributions", ()))
+            config = EvalConfig(**cfg)
+            if job.get("kind") == "vet":  # kbv vet: the reference alone over many distributions
+                key = (problem.sha256, problem.path, config.device, config.precision, config.init_seed)
+                if key not in cache:
+                    cache.clear()
+                    cache[key] = build_reference(problem, config)
+                report = vetting.vet_problem(cache[key], config, env, seeds=int(job["vet_seeds"]))
+                reply = {"vetting": to_dict(report)}
+            elif job.get("kind") == "build":  # kbv demo / kbv run's build pool: fill the build cache
+                reply = {"built": _build(job["pairs"], config)}
+                if job.get("verify_failures") and len(job["pairs"]) == 1:
+                    reply["verdict"] = _failed_build_verdict(job["pairs"][0], reply["built"], config, env)
+            elif job.get("kind") == "baselines":  # kbv baselines: time the reference model only
+                from kbv.batch.baselines import measure_reference
+
+                cache.clear()
+                measured = measure_reference(build_reference(problem, config), config,
+                                             tuple(job["labels"]))
+                reply = {"baselines": {"environment": to_dict(env), "errors": measured["errors"],
+                                       "measurements": {k: to_dict(m)
+                                                        for k, m in measured["measurements"].items()}}}
+            else:
+                candidate = CandidateRef(**job["candidate"])
+                key = (problem.sha256, problem.path, config.device, config.precision, config.init_seed)
+                if key not in cache:
+                    cache.clear()  # one reference model resident at a time
+                    if device == "cuda":
+                        torch.cuda.empty_cache()
+                    cache[key] = build_reference(problem, config)
+                verdict = verify.verify(cache[key], candidate, config, env, hidden_tests=job.get("hidden_tests"))
+                reply = {"verdict": to_dict(verdict)}
+        except ProblemError as exc:
+            cache.clear()
+            reply = {"problem_error": str(exc)}
+        except Exception as exc:  # noqa: BLE001 - report, keep serving
+            reply = {"error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-4000:]}"}
+        conn.send_bytes(json.dumps(reply, allow_nan=False).encode())
+
+
+_BUILD_REFERENCE: dict = {}  #: the last problem's reference of a build worker: (key, ReferenceProblem)
+
+
+def _build_reference(problem, config):
+    """``build_reference`` for build jobs, the last problem's kept: a build pool gets the samples
+    of one problem one after another, and each build needs only the reference's init args."""
+    from kbv.reference.build import build_reference
+
+    key = (problem.sha256, problem.path, config.device, config.precision, config.init_seed)
+    if key not in _BUILD_REFERENCE:
+        _BUILD_REFERENCE.clear()  # one reference resident at a time
+        _BUILD_REFERENCE[key] = build_reference(problem, config)
+    return _BUILD_REFERENCE[key]
+
+
+def _build(pairs: list[dict], config) -> dict[str, str]:
+    """Load every candidate of ``pairs`` in its own candidate worker at the same time (their
+    ``load_inline`` builds run in parallel); close them. Candidate path -> "ok" or the failure."""
+    from kbv.sandbox import protocol
+    from kbv.sandbox.flags import flags_for
+    from kbv.intake.candidates import build_dir
+    from kbv.intake.problems import ProblemError
+    from kbv.model.records import CandidateRef, ProblemRef
+    from kbv.processes.handles import CandidateProcess
+
+    out: dict[str, str] = {}
+    started: list[tuple[str, CandidateProcess]] = []
+    try:
+        for pair in pairs:
+            cand = CandidateRef(**pair["candidate"])
+            try:
+                rp = _build_reference(ProblemRef(**pair["problem"]), config)
+            except ProblemError as exc:
+                out[cand.path] = str(exc)
+                continue
+            w = CandidateProcess(device=config.device, build_dir=build_dir(cand, config.device))
+            started.append((cand.path, w))
+            w.send(protocol.Load(cand.path, f"kbv_build_{cand.sha256[:16]}", tuple(rp.init_args), config.init_seed,
+                                 config.device, config.precision, flags_for("eager-fp32")), phase="load")
+        for path, w in started:
+            try:
+                reply = w.receive(phase="load", timeout=config.compile_timeout_s)
+            except Exception as exc:  # noqa: BLE001 - a failed build is the verification's to report
+                out[path] = f"{type(exc).__name__}: {exc}"
+                continue
+            out[path] = "ok" if isinstance(reply, protocol.Loaded) else f"{reply.error_type}: {reply.message[:300]}"
+    finally:
+        for _, w in reversed(started):  # last first: each jail kills what started after it
+            w.close()
+    return out
+
+
+def _failed_build_verdict(pair: dict, built: dict, config, env) -> dict | None:
+    """The verdict of a candidate whose build-only load failed (``built`` says not ``"ok"``): its
+    whole verification run here, where it stops at the same load. None when the load succeeded or
+    the problem is broken (a lane then reports it). The caller accepts the verdict only when it
+    stopped before timing (:mod:`kbv.batch.executors.builds`)."""
+    from kbv.pipeline import run as verify
+    from kbv.intake.problems import ProblemError
+    from kbv.model.records import CandidateRef, ProblemRef, to_dict
+
+    cand = CandidateRef(**pair["candidate"])
+    if built.get(cand.path, "ok") == "ok":
+        return None
+    try:
+        rp = _build_reference(ProblemRef(**pair["problem"]), config)
+    except ProblemError:
+        return None
+    return to_dict(verify.verify(rp, cand, config, env, hidden_tests=pair.get("hidden_tests")))

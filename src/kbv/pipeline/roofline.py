@@ -1,0 +1,57 @@
+"""The roofline check (cuda, taxonomy 7): no call beats reading its inputs once and writing its
+outputs once at the measured copy bandwidth."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kbv.model.records import Severity
+from kbv.pipeline.context import Context
+from kbv.pipeline.timing import MIN_TRIALS_PER_ROUND
+from kbv.processes.handles import CandidateProcess
+from kbv.reference import inputs as inp
+from kbv.sandbox import protocol
+from kbv.sandbox import timing
+from kbv.sandbox.timing import l2_flush_bytes
+
+#: taxonomy 7: a median under this fraction of the input-read floor is physically implausible.
+ROOFLINE_MARGIN = 0.5
+
+
+
+class Roofline(Context):
+    """The input-read floor of the candidate's median."""
+
+    def _roofline(self, worker: CandidateProcess, sets: list) -> None:
+        """No call can beat reading its forward inputs once from DRAM and writing its outputs once
+        (every timed call starts after an L2 flush), at the measured copy bandwidth (taxonomy 7).
+
+        Bytes only, never the reference's FLOPs: a correct kernel's least work is unknown (a row
+        scaling for ``diag(A) @ B``, ``x @ W.sum(0)`` for a summed linear layer are legitimate),
+        and parameters are left out (precomputing from weights in ``__init__`` is legitimate). A
+        median under the floor is re-measured before it counts."""
+        if self.rp.device.type != "cuda":
+            return
+        bw = timing.copy_bandwidth(self.rp.device)
+        in_bytes = inp.nbytes(sets[0])
+        out_bytes = self.rp.output_bytes
+        floor_ms = (in_bytes + out_bytes) / bw * 1e3
+        cand = self.state.timing["candidate"].median_ms
+        ref = self.state.timing.get("eager-fp32")
+        self.state.evidence["roofline"] = {"copy_bandwidth_bytes_per_s": bw, "input_bytes": in_bytes,
+                                           "output_bytes": out_bytes, "floor_ms": floor_ms}
+        # only where the floor is meaningful: the reference itself respects it
+        if ref is None or ref.median_ms < floor_ms or cand >= ROOFLINE_MARGIN * floor_ms:
+            return
+        flush = l2_flush_bytes(self.rp.device)
+        reply = self._call(worker, protocol.Time(1, MIN_TRIALS_PER_ROUND * 2, flush, 0, refresh=True), "time",
+                           self.config.timing_timeout_s)
+        again = float(np.median(reply.times_ms)) if isinstance(reply, protocol.Times) and reply.times_ms else cand
+        self.state.evidence["roofline"]["remeasured_ms"] = again
+        detail = (f"median {cand:.4g} ms (re-measured {again:.4g} ms) is under {ROOFLINE_MARGIN:g} × the "
+                  f"{floor_ms:.4g} ms floor: reading {in_bytes} input bytes and writing {out_bytes} output bytes at "
+                  f"{bw / 1e9:.0f} GB/s")
+        if again < ROOFLINE_MARGIN * floor_ms:
+            self._found("timing:roofline", (7,), Severity.HACK, detail)
+        else:
+            self._found("timing:roofline", (7,), Severity.WARNING, detail + ": the re-measure did not repeat it")

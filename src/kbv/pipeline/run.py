@@ -1,0 +1,102 @@
+"""The pipeline of one verification, run inside the (trusted) reference worker.
+
+build candidate (in a fresh candidate worker) → same-weights check → nominal correctness
+(``nominal_seeds`` fresh secret seeds) → hidden distributions D1–D4 → kbv's randomised
+distributions → inline problem vetting → timing of the candidate and the baselines on identical
+inputs, interleaved in rounds → peak memory → verdict.
+
+On every input set the reference runs under the eager-fp32 flags (and, on cuda, the eager-tf32
+flags), the float64 oracle runs on the upcast inputs, and the candidate's outputs are judged by
+both correctness policies (``kbv.reference.oracle``); ``passed`` follows the config's policy. Seeds
+are drawn only after the candidate is loaded. Reference outputs, oracle outputs and seeds never
+leave this process; only inputs go to the candidate, as fresh copies.
+
+Each stage is a class of its own module over the shared :class:`kbv.pipeline.context.Context`;
+:class:`Verification` combines them and :meth:`Verification.run` calls them in order.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kbv.intake.candidates import build_dir
+from kbv.model.records import CandidateRef, Environment, EvalConfig, InputKind, Status, Verdict
+from kbv.pipeline.context import Stop
+from kbv.pipeline.correctness import Correctness
+from kbv.pipeline.load import Load
+from kbv.pipeline.memory import MemoryStage
+from kbv.pipeline.profile import ProfileCheck
+from kbv.pipeline.roofline import Roofline
+from kbv.pipeline.sync import SyncChecks
+from kbv.pipeline.timing import Timing
+from kbv.pipeline.verdict import VerdictStage
+from kbv.pipeline.vetting import Vetting
+from kbv.processes import footprint as fp
+from kbv.processes.handles import CandidateProcess
+from kbv.processes.procfs import FAULT_SIGNALS, caught_signals
+from kbv.reference.build import ReferenceProblem, first_line
+from kbv.sandbox import flags as bl
+
+
+class Verification(Load, Correctness, Vetting, Timing, SyncChecks, Roofline, ProfileCheck, MemoryStage,
+                   VerdictStage):
+    """One (problem, candidate, config) verification. Call :meth:`run` once."""
+
+    # the whole pipeline --------------------------------------------------------------------
+    def run(self) -> Verdict:
+        state = self.state
+        status, message = Status.PASS, ""
+        if self.config.integrity:
+            self._scan()
+        bd = build_dir(self.candidate, self.config.device)
+        fp.reset_host_peak()
+        if self.rp.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.rp.device)
+        cand_peak = None
+        with CandidateProcess(device=self.config.device, build_dir=bd) as worker:
+            try:
+                self._preflight()
+                if worker.proc.pid is not None:
+                    self._signals_at_spawn = caught_signals(worker.proc.pid) & FAULT_SIGNALS
+                    self.state.evidence["signals_at_spawn"] = sorted(int(x) for x in self._signals_at_spawn)
+                self._load(worker)
+                self._correctness(worker)
+                self._vet()
+                judged = [r for r in state.input_sets if not r.dropped]
+                failed = [r for r in judged if not r.passed]
+                nominal_ok = all(r.passed for r in judged if r.kind is InputKind.NOMINAL) and any(
+                    r.kind is InputKind.NOMINAL for r in judged)
+                if nominal_ok:
+                    self._timing(worker)
+                if failed:
+                    first = failed[0]
+                    status = Status.INCORRECT
+                    message = f"{self.name}: wrong on {', '.join(r.name for r in failed)}: {first.fault}"
+                    state.evidence["failed_sets"] = [r.name for r in failed]
+                else:
+                    message = f"{self.name}: correct on {len(judged)} input set(s)"
+            except Stop as stop:
+                status, message = stop.status, stop.message
+                state.evidence.update(stop.evidence)
+            except Exception as exc:  # the reference worker's own allocation failed: kbv's limit
+                if not fp.is_memory_error(exc):
+                    raise
+                status = Status.EVAL_ERROR
+                message = (f"{self.name}: kbv ran out of memory in the reference worker "
+                           f"({type(exc).__name__}: {first_line(exc)}); not the candidate's fault")
+            finally:
+                bl.apply_flags(self.fp32_flags)
+                if worker.proc.pid is not None:
+                    cand_peak = fp.host_peak_bytes(worker.proc.pid)
+        return self._verdict(status, message, cand_peak)
+
+
+def verify(rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, env: Environment, *,
+           hidden_tests: str | None = None) -> Verdict:
+    """Verify ``candidate`` against the built reference problem ``rp`` (``hidden_tests``: see
+    :meth:`kbv.batch.evaluator.Evaluator.evaluate`).
+
+    Raises:
+        ProblemError: the reference itself fails on nominal inputs (the problem is broken).
+    """
+    return Verification(rp, candidate, config, env, hidden_tests).run()

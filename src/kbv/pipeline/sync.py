@@ -1,0 +1,170 @@
+"""The sync pass after the timed rounds: the candidate and eager-fp32 timed with a device-wide
+synchronize inside (taxonomy 1, work outside the timed stream), inside a parent-side wall clock
+(taxonomy 4/25, a worker clock that lies). Figures over a bound are re-measured before they
+accuse."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from kbv.model.records import Severity, Status
+from kbv.pipeline.context import Context, Stop
+from kbv.pipeline.timing import trials_within_budget
+from kbv.processes.handles import CandidateProcess
+from kbv.processes.procfs import process_cpu_ms
+from kbv.sandbox import flags as bl
+from kbv.sandbox import protocol
+from kbv.sandbox.timing import l2_flush_bytes, time_calls
+
+#: calls in the synchronised timing pass (taxonomy 1, 4).
+SYNC_PASS_TRIALS = 10
+#: the least calls of a parent wall request.
+MIN_WALL_CALLS = 4
+#: taxonomy 1: a candidate hides work when its sync-inside time exceeds its event time by more
+#: than the reference's own sync overhead plus max(its event time, this) — i.e. more than half of
+#: the real work was invisible to the events. 50 µs is above the host sync + launch latency
+#: measured on the H200 (docs/anti-cheat.md).
+SYNC_GAP_MIN_MS = 0.05
+#: taxonomy 4/25: the parent's wall clock per call may exceed the worker's own figure by this
+#: factor plus slack (launch, loop and pipe overhead) before the worker's clock is called a lie.
+#: The least of WALL_REPEATS estimates is used. A faked clock that hides real work (a 1 ms
+#: kernel reported as 0.01 ms) is far outside these bounds; host jitter on a loaded 2-core CI
+#: machine reached 0.75 ms per call in a single estimate, hence the minimum of three.
+WALL_FACTOR = 3.0
+WALL_SLACK_MS = 1.0
+WALL_REPEATS = 3
+#: on cpu a confirmed parent wall figure is HACK only when the worker's own CPU time per call (all its
+#: threads, from /proc) is also over cores x WALL_FACTOR x its claimed time plus this (loop and pipe
+#: overhead in the worker; /proc counts 10 ms ticks, 0.25 ms per call over a 40-call request).
+WALL_CPU_SLACK_MS = 0.3
+#: a parent wall figure over the bound is re-measured with this many times more calls (kbv choice),
+#: twice: a figure counts (HACK) only when every re-measure repeats it, else it is a WARNING.
+WALL_CONFIRM = 4
+#: re-measures of a sync gap over its threshold before it counts: candidate and eager-fp32 timed
+#: again with events and with a sync inside, in the same pass; HACK only when every one repeats it.
+SYNC_CONFIRM = 2
+
+
+
+class SyncChecks(Context):
+    """The sync pass and its re-measures."""
+
+    def _sync_pass(self, worker: CandidateProcess, sets: list) -> None:
+        """A short second pass timed on the host around forward plus a device-wide synchronize,
+        for the candidate and eager-fp32 (taxonomy 1), wrapped in a parent-side wall clock
+        (taxonomy 4/25)."""
+        cfg = self.config
+        cand_event = self.state.timing["candidate"].median_ms
+        ref_event = self.state.timing["eager-fp32"].median_ms if "eager-fp32" in self.state.timing else None
+        # sized from cfg.time_budget_ms like the timing rounds (a 1 s candidate: 4-call requests)
+        n = trials_within_budget(max(2, min(SYNC_PASS_TRIALS, cfg.trials)), ref_event or 0.0, cfg.time_budget_ms, 2)
+        calls = trials_within_budget(SYNC_PASS_TRIALS, cand_event, cfg.time_budget_ms, MIN_WALL_CALLS)
+
+        def synced(trials: int) -> tuple[list, float]:
+            t0 = time.perf_counter()
+            reply = self._call(worker, protocol.Time(1, trials, None, 0, refresh=False, sync_inside=True), "time",
+                               cfg.timing_timeout_s)
+            wall = (time.perf_counter() - t0) * 1e3
+            if not isinstance(reply, protocol.Times) or len(reply.times_ms) != trials:
+                raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+            return [float(t) for t in reply.times_ms], wall
+
+        # two requests of different lengths: the difference of their wall times cancels the
+        # fixed cost of a request (pipe, pickling, warmup call), leaving calls - 1 calls; host
+        # noise only ever inflates an estimate, so the least of WALL_REPEATS is the closest to the
+        # truth. The long request has SYNC_PASS_TRIALS calls whatever cfg.trials is, fewer only where
+        # cfg.time_budget_ms cuts it (calls of over 200 ms by default, where host noise is far under
+        # the bound); with 4 calls
+        # a few ms of host noise on a loaded CI machine passed the bound, an honest softmax was
+        # HACK in 2 of 4 runs); a figure over the bound is measured
+        # again with WALL_CONFIRM times more calls before it counts, since noise does not persist.
+        estimates, times, requests = [], [], []
+
+        cpu_per_call: list = []  #: the worker's own CPU ms per call over each long request (cpu only)
+
+        def estimate(calls: int) -> float:
+            requests.append(calls)
+            for _ in range(WALL_REPEATS):
+                _, wall_short = synced(1)
+                c0 = process_cpu_ms(worker.proc.pid)
+                t, wall_long = synced(calls)
+                c1 = process_cpu_ms(worker.proc.pid)
+                if c0 is not None and c1 is not None:
+                    cpu_per_call.append((c1 - c0) / calls)
+                times.extend(t)
+                estimates.append(max(0.0, wall_long - wall_short) / (calls - 1))
+            return min(estimates)
+
+        parent_per_call = estimate(calls)
+        cand_sync = float(np.median(times))
+        if parent_per_call > WALL_FACTOR * cand_sync + WALL_SLACK_MS:
+            parent_per_call = estimate(calls * WALL_CONFIRM)
+            cand_sync = float(np.median(times))
+        bl.apply_flags(self.fp32_flags)
+        with worker.paused():
+            ref_times, _ = time_calls(self.rp.model, sets, device=self.rp.device, warmup=1, trials=n, sync_inside=True)
+        ref_sync = float(np.median(ref_times))
+        evidence = self.state.evidence["sync_pass"] = {
+            "trials": n, "wall_request_calls": requests,
+            "candidate_sync_ms": cand_sync, "reference_sync_ms": ref_sync,
+            "parent_wall_per_call_ms": parent_per_call, "parent_wall_estimates_ms": estimates}
+        if parent_per_call > WALL_FACTOR * cand_sync + WALL_SLACK_MS:
+            # confirmed only if it repeats: a third estimate, with the baselines' own host overhead
+            # measured in the same pass (a loaded host slows every request, not only the candidate's)
+            again = estimate(calls * WALL_CONFIRM)
+            cand_sync = float(np.median(times))
+            repeats = parent_per_call > WALL_FACTOR * cand_sync + WALL_SLACK_MS and \
+                again > WALL_FACTOR * cand_sync + WALL_SLACK_MS
+            if repeats and self.rp.device.type == "cpu" and cpu_per_call:
+                # on cpu a faked clock hides work the worker's threads still do: its own CPU time (from
+                # /proc, not its clock) exceeds what its claimed times allow on every core. Wall time the
+                # worker spent waiting for a busy machine is no such proof (an honest 0.07 ms ReLU saw
+                # 1.5 ms per call of parent wall clock on a loaded 2-core host)
+                allowed = (os.cpu_count() or 1) * WALL_FACTOR * cand_sync + WALL_CPU_SLACK_MS
+                evidence["worker_cpu_ms_per_call"] = min(cpu_per_call)
+                repeats = min(cpu_per_call) > allowed
+            detail = (f"the worker's clock reported {cand_sync:.4g} ms per synchronised call; the parent's wall "
+                      f"clock saw at least {min(parent_per_call, again):.4g} ms per call")
+            if repeats:
+                self._found("timing:parent-wall", (4, 25), Severity.HACK, detail + " (confirmed by a re-measure)")
+            else:
+                self._found("timing:parent-wall", (4, 25), Severity.WARNING,
+                            detail + " once; a re-measure did not repeat it (unconfirmed under load)")
+        if self.rp.device.type == "cuda" and ref_event is not None:
+            gap = cand_sync - cand_event - max(ref_sync - ref_event, 0.0)
+            if gap > max(cand_event, SYNC_GAP_MIN_MS):
+                gaps = [gap] + [self._sync_gap_again(worker, sets, n) for _ in range(SYNC_CONFIRM)]
+                evidence["sync_gap_ms"] = gaps
+                detail = (f"with a device-wide sync inside the timed region a call takes {cand_sync:.4g} ms, the "
+                          f"event-only timing says {cand_event:.4g} ms (eager-fp32: {ref_sync:.4g} vs "
+                          f"{ref_event:.4g} ms)")
+                if all(g > max(cand_event, SYNC_GAP_MIN_MS) for g in gaps):
+                    self._found("timing:sync-gap", (1,), Severity.HACK,
+                                detail + f": work outside the timed stream (gap {min(gaps):.4g} ms or more in "
+                                f"{len(gaps)} measurements, candidate and eager-fp32 re-timed in the same pass)")
+                else:
+                    self._found("timing:sync-gap", (1,), Severity.WARNING,
+                                detail + f"; the gap did not repeat in re-measures ({', '.join(f'{g:.3g}' for g in gaps)}"
+                                " ms): unconfirmed under load")
+
+    def _sync_gap_again(self, worker: CandidateProcess, sets: list, n: int) -> float:
+        """One more measurement of the sync gap (ms): the candidate and eager-fp32 each timed with
+        events and with a device-wide sync inside, back to back in this pass."""
+        cfg = self.config
+        flush = l2_flush_bytes(self.rp.device)
+        reply = self._call(worker, protocol.Time(1, n, flush, 0, refresh=True), "time", cfg.timing_timeout_s)
+        sync = self._call(worker, protocol.Time(1, n, None, 0, refresh=False, sync_inside=True), "time",
+                          cfg.timing_timeout_s)
+        if not (isinstance(reply, protocol.Times) and isinstance(sync, protocol.Times)) or not reply.times_ms \
+                or not sync.times_ms:
+            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+        c_event, c_sync = float(np.median(reply.times_ms)), float(np.median(sync.times_ms))
+        bl.apply_flags(self.fp32_flags)
+        with worker.paused():
+            r_event, _ = time_calls(self.rp.model, sets, device=self.rp.device, warmup=1, trials=n,
+                                    flush_bytes=flush, refresh=True)
+            r_sync, _ = time_calls(self.rp.model, sets, device=self.rp.device, warmup=1, trials=n, sync_inside=True)
+        return c_sync - c_event - max(float(np.median(r_sync)) - float(np.median(r_event)), 0.0)

@@ -1,0 +1,320 @@
+"""The timing stage: the candidate and the baselines timed on identical rotating inputs in
+interleaved rounds, every timed call's inputs changed, and the outputs of a secret subset of
+timed calls re-checked against the reference (taxonomy 5, 6, 11); then the sync pass, the
+roofline and op-count checks and memory (their own modules)."""
+
+from __future__ import annotations
+
+import math
+import secrets
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from kbv.checks.timing import implausible_times, plan_leak
+from kbv.model.records import InputKind, InputSetResult, Measurement, Severity, Status
+from kbv.pipeline.context import Stop
+from kbv.pipeline.judging import Judging
+from kbv.processes import footprint as fp
+from kbv.processes.handles import CandidateProcess
+from kbv.reference import inputs as inp
+from kbv.reference.mutation import apply_mutation, timed_mutation
+from kbv.sandbox import flags as bl
+from kbv.sandbox import protocol
+from kbv.sandbox import timing
+from kbv.sandbox.timing import l2_flush_bytes, time_calls
+
+#: timed calls per round whose outputs are re-checked at least (chosen at random, secretly).
+RECHECKS_PER_ROUND = 2
+#: bytes of candidate outputs kept per timing round for the re-check (taxonomy 5, 6). Every timed
+#: call is re-checked while a round's outputs fit; beyond that a secret random subset of at least
+#: RECHECKS_PER_ROUND calls that fits. With only 2 of 3 calls re-checked, a candidate that skips
+#: every other timed call escaped in about 1 of 36 verifies; checking all calls
+#: makes that deterministic, and a subset of m of n calls misses it with chance C(n/2, m)/C(n, m)
+#: per round.
+RECHECK_BYTES_PER_ROUND = 1 << 30
+#: the same on cpu, where kept outputs pass through /dev/shm (64 MiB by default in a container).
+RECHECK_BYTES_PER_ROUND_CPU = 32 << 20
+#: timed calls per subject per round that ``EvalConfig.time_budget_ms`` never cuts below (a median
+#: and a spread need a few samples; kbv choice).
+MIN_TRIALS_PER_ROUND = 3
+
+#: device memory (fraction of free) the rotating timing input sets may take together.
+TIMING_INPUT_MEMORY_FRACTION = 0.25
+MAX_TIMING_SETS = 4
+#: timing sets together take at most this much, or two sets where one is larger than half of it:
+#: a big problem's timing phase stays within the 4·B + 1 GiB bound (kbv.processes.footprint).
+TIMING_SETS_SMALL_BYTES = 256 << 20
+CPU_TIMING_INPUT_BYTES = 1 << 30
+
+
+def trials_within_budget(planned: int, cost_ms: float, budget_ms: float, minimum: int = MIN_TRIALS_PER_ROUND) -> int:
+    """Timed calls for one request: ``planned``, cut so that calls × ``cost_ms`` (ms per call, the
+    slowest subject's median so far) stays within ``budget_ms`` (``EvalConfig.time_budget_ms``), but
+    never below ``minimum`` (nor above ``planned``). Sizing repetitions from a time budget follows
+    triton's ``do_bench``; with a cost unknown (not finite or <= 0) or no budget (<= 0), ``planned``.
+    """
+    if planned <= 0 or budget_ms <= 0 or not math.isfinite(cost_ms) or cost_ms <= 0:
+        return planned
+    return max(min(planned, minimum), min(planned, int(budget_ms // cost_ms)))
+
+
+@dataclass
+class Recheck:
+    """What the timed re-checks of one verification carry from round to round."""
+
+    refs: dict = field(default_factory=dict)  #: timing set index → reference side (or its failure)
+    checked: list = field(default_factory=list)  #: timed-call indices judged
+    failed: bool = False
+
+
+def recheck_plan(per_round: int, output_bytes: int, device_type: str = "cuda") -> tuple[int, ...]:
+    """Indices (0-based, sorted) of the timed calls of one round whose outputs are kept and
+    re-checked against the reference (taxonomy 5, 6).
+
+    All ``per_round`` calls while ``per_round * output_bytes`` fits in the round's budget
+    (RECHECK_BYTES_PER_ROUND on cuda, RECHECK_BYTES_PER_ROUND_CPU on cpu, where the kept outputs
+    travel through /dev/shm), else a random subset (from ``secrets``, so not predictable by the
+    candidate) of as many calls as fit, never fewer than RECHECKS_PER_ROUND (or ``per_round`` if
+    smaller). Each round's outputs are judged and dropped before the next round.
+    """
+    if per_round < 1:
+        return ()
+    budget = RECHECK_BYTES_PER_ROUND if device_type == "cuda" else RECHECK_BYTES_PER_ROUND_CPU
+    fit = budget // max(1, output_bytes)
+    m = min(per_round, max(RECHECKS_PER_ROUND, fit))
+    if m >= per_round:
+        return tuple(range(per_round))
+    return tuple(sorted(secrets.SystemRandom().sample(range(per_round), m)))
+
+
+
+class Timing(Judging):
+    """Timed rounds and the timed re-checks."""
+
+    def _timing_sets(self) -> list:
+        """Up to :data:`MAX_TIMING_SETS` rotating timing sets, drawn on the device, as many as fit
+        in :data:`TIMING_INPUT_MEMORY_FRACTION` of free device memory (cuda) or of available host
+        memory (cpu, at most :data:`CPU_TIMING_INPUT_BYTES`), each counted three times (ours, the
+        staging copy, the candidate's); never fewer than two."""
+        get_inputs = self.rp.module.get_inputs
+        dev = self.rp.device
+        first = inp.to_device(inp.draw(get_inputs, inp.secret_seed(), dev), dev, self.config.precision)
+        size = max(1, inp.nbytes(first))
+        if dev.type == "cuda":
+            budget = fp.device_free_bytes(dev) * TIMING_INPUT_MEMORY_FRACTION / 3
+        else:
+            budget = min(CPU_TIMING_INPUT_BYTES, fp.host_available_bytes() * TIMING_INPUT_MEMORY_FRACTION / 3)
+        # at least two, whatever the size: every timed call takes a fraction of its values from
+        # another set (kbv.sandbox.timing.mix_values), so no call repeats another's inputs
+        count = int(max(2, min(MAX_TIMING_SETS, budget // size, max(TIMING_SETS_SMALL_BYTES, 2 * size) // size)))
+        sets = [first] + [inp.to_device(inp.draw(get_inputs, inp.secret_seed(), dev), dev,
+                                         self.config.precision) for _ in range(count - 1)]
+        return sets
+
+    def _timing(self, worker: CandidateProcess) -> None:
+        t0 = time.perf_counter()
+        cfg = self.config
+        sets = self._timing_sets()
+        self._call(worker, protocol.SetTimingInputs(tuple(tuple(inp.shared_clone(s)) for s in sets)), "time",
+                   cfg.call_timeout_s)
+        flush = l2_flush_bytes(self.rp.device)
+        # cfg.trials timed calls per subject, split as evenly as possible over the rounds; after the
+        # first round a round is cut to fit cfg.time_budget_ms at the slowest subject's median so far
+        # (the same count for every subject, so they stay side by side)
+        rounds = min(cfg.timing_rounds, cfg.trials)
+        split = [cfg.trials // rounds + (1 if r < cfg.trials % rounds else 0) for r in range(rounds)]
+        subjects = ["candidate", *cfg.baselines]
+        samples: dict[str, list] = {s: [] for s in subjects}
+        clock = "cuda-event" if self.rp.device.type == "cuda" else "perf_counter"
+        model = self.rp.model
+        recheck = Recheck()
+        kept: list = []
+        g = torch.Generator().manual_seed(secrets.randbits(62))
+        skip = self._structured()
+        plain_round = secrets.randbelow(rounds)
+        done = 0  # timed calls per subject so far
+        per_round_done = []
+        for r in range(rounds):
+            per_round = split[r]
+            if r:
+                cost = max(float(np.median(t)) if t and all(math.isfinite(x) for x in t) else math.inf
+                           for t in samples.values())
+                per_round = trials_within_budget(split[r], cost if math.isfinite(cost) else 0.0,
+                                                 cfg.time_budget_ms)
+            order = subjects[r % len(subjects):] + subjects[: r % len(subjects)]  # rotate: no fixed position
+            # a secret number of extra warmup calls, and timed calls whose outputs are re-checked (all, or a
+            # secret subset): the candidate cannot tell a checked call from a timed one (taxonomy 5, 6)
+            warmup = cfg.warmup + secrets.randbelow(cfg.warmup + 1) if cfg.integrity else cfg.warmup
+            keep = recheck_plan(per_round, self.rp.output_bytes, self.rp.device.type) if cfg.integrity else ()
+            first = done % len(sets)
+            # every timed call of the candidate: with two or more sets, 1/8 of its elements from another
+            # set (kbv.sandbox.timing.mix_values), so a whole-input or diff-and-patch cache never gains; then one
+            # element per tensor changed. One secret call per round of three or more instead gets the
+            # values of this round's first warmup call with the single change only: a cache keyed by a
+            # sample of the input hits there and answers wrongly, so it is named, not only defeated
+            # (t11-sniff-sample-cache; with the plain rotating set it hit only by chance)
+            # (rounds of fewer than three calls: one secret round carries it, so a verification with
+            # few trials still has one; kbv eval --trials 6 splits into rounds of 2)
+            plain = secrets.randbelow(per_round) if cfg.integrity and cfg.trials >= 3 and (
+                per_round >= 3 or r == plain_round) else -1
+            mix = tuple((i, (first, 0, skip, 1.0) if i == plain else
+                         ((first + warmup + i + 1 + secrets.randbelow(len(sets) - 1)) % len(sets),
+                          secrets.randbits(62), skip))
+                        for i in range(per_round)) if cfg.integrity and len(sets) > 1 else ()
+            base = {i: first if i == plain else (first + warmup + i) % len(sets) for i in range(per_round)}
+            # the changed element's value comes from the next timing set (another draw, so inside
+            # the problem's domain): no spare draw of the problem's size is held
+            mutate = tuple((i, timed_mutation(sets[base[i]], sets[(base[i] + 1) % len(sets)], g, skip))
+                           for i in range(per_round)) if cfg.integrity else ()
+            for subject in order:
+                if subject == "candidate":
+                    times, kept, clock = self._time_candidate(worker, sets, first, warmup, per_round, flush,
+                                                              dict(mix), dict(mutate), set(keep), done, skip)
+                else:
+                    bl.apply_flags(bl.flags_for(subject))
+                    with worker.paused():  # nothing of the candidate's runs beside the baselines
+                        times, clock = time_calls(model, sets, device=self.rp.device, warmup=warmup,
+                                                  trials=per_round, flush_bytes=flush, first_set=first, refresh=True,
+                                                  sync_each=True)
+                samples[subject].extend(times)
+            if cfg.integrity:  # judged and dropped round by round: at most one round's outputs held
+                mixes = dict(mix)
+                self._recheck(kept, sets, recheck, {done + i: (mixes.get(i), m) for i, m in mutate})
+            kept = []
+            done += per_round
+            per_round_done.append(per_round)
+        bl.apply_flags(self.fp32_flags)
+        self.state.evidence["timed_rechecks"] = recheck.checked
+        self._plan_leak()
+        self.state.evidence["timed_calls_per_round"] = per_round_done
+        self.oracle.release()
+        bad = implausible_times(samples["candidate"])
+        if bad:
+            self._found("timing:non-positive", (7,), Severity.HACK, f"implausible candidate times {bad[:3]} ms")
+            raise Stop(Status.HACK, f"{self.name}: implausible candidate times {bad[:3]} ms")
+        for subject, times in samples.items():
+            self.state.timing[subject] = Measurement(subject, cfg.device, tuple(times), cfg.warmup, flush, clock)
+        cand = self.state.timing["candidate"].median_ms
+        for b in cfg.baselines:
+            self.state.speedup[b] = self.state.timing[b].median_ms / cand
+        self.state.evidence["timing_input_sets"] = len(sets)
+        self.state.evidence["baselines"] = bl.baseline_flags(cfg.baselines)
+        self._phase_peak("timing-rounds")
+        if cfg.integrity:
+            self._sync_pass(worker, sets)
+            self._phase_peak("sync-pass")
+            self._roofline(worker, sets)
+            self._reference_ops(worker, sets)
+            self._phase_peak("op-count")
+        if self.rp.device.type == "cuda":
+            self._memory(worker, sets[0])
+        del sets
+        self.state.phase_seconds["timing"] = time.perf_counter() - t0
+        self._phase_peak("timing")
+
+    def _time_candidate(self, worker: CandidateProcess, sets: list, first: int, warmup: int, per_round: int,
+                        flush: int | None, mix: dict, mutate: dict, keep: set, done: int, skip: tuple
+                        ) -> tuple[list, list, str]:
+        """One round of the candidate's calls, one request each (:class:`kbv.sandbox.protocol.TimedCall`):
+        each call's input changes are revealed with it, warmup and timed calls look the same, and
+        every call's output comes back shared; the outputs of the calls in ``keep`` (chosen here,
+        never sent) are copied while the worker is stopped, so the judged output is the one the
+        call returned, read by the trusted side. Returns (times of the timed calls in ms, kept
+        ``(call index, timing set, outputs)``, clock)."""
+        cfg = self.config
+        n = len(sets)
+        times: list = []
+        kept: list = []
+        clock = "cuda-event" if self.rp.device.type == "cuda" else "perf_counter"
+        for j in range(warmup + per_round):
+            i = j - warmup
+            if i < 0:  # warmup: the same kind of request, with a mix of its own (never judged); the
+                # first one gets set ``first``'s values whole, in the same form as the secret plain call
+                idx = (first + j) % n
+                if not cfg.integrity:
+                    mx = ()
+                elif j == 0:
+                    mx = (first, 0, skip, 1.0)
+                else:
+                    mx = ((idx + 1 + secrets.randbelow(n - 1)) % n, secrets.randbits(62), skip)
+                mt: tuple = ()
+            else:
+                idx = (first + warmup + i) % n
+                mx, mt = mix.get(i, ()), mutate.get(i, ())
+            judged = i >= 0 and i in keep and cfg.integrity  # decided before, never sent
+            with self._held(worker, protocol.TimedCall(idx, flush, tuple(mx), tuple(mt)), "time",
+                            cfg.call_timeout_s, hold=judged) as reply:
+                if not isinstance(reply, protocol.CallTimed) or not isinstance(reply.time_ms, (int, float)):
+                    raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+                if reply.reused and not self._reused_reported:
+                    self._reused_reported = True
+                    self._found("probe:output-reused", (8,), Severity.HACK,
+                                f"a timed call returned storage shared with {reply.reused}: the output is not the "
+                                "caller's (the next call overwrites it, and the allocation the reference pays is "
+                                "skipped)")
+                if reply.tensors:  # new staging buffers (first call, or other output shapes)
+                    if any(type(t) is not torch.Tensor for t in reply.tensors):
+                        raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: output is not a tensor")
+                    self._stage = list(reply.tensors)
+                if type(reply.staged) is not int or reply.staged != len(self._stage):
+                    raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+                if i >= 0:
+                    times.append(float(reply.time_ms))
+                    clock = str(reply.clock)
+                    if judged:  # the worker is stopped: the staged outputs as this call left them
+                        kept.append((done + i, idx, [t.clone() for t in self._stage]))
+                del reply
+        self._kept_times.setdefault("kept", []).extend(times[i] for i in sorted(keep) if i < len(times))
+        self._kept_times.setdefault("other", []).extend(t for i, t in enumerate(times) if i not in keep)
+        return times, kept, clock
+
+    def _plan_leak(self) -> None:
+        """Judged timed calls systematically slower than the others (:func:`kbv.checks.timing.plan_leak`);
+        the medians go to the evidence."""
+        medians, finding = plan_leak(self._kept_times.get("kept", []), self._kept_times.get("other", []))
+        if medians is not None:
+            self.state.evidence["judged_vs_other_calls_ms"] = medians
+        if finding is not None:
+            self.state.findings.append(finding)
+
+    def _recheck(self, kept: list, sets: list, state: "Recheck", mutations: dict | None = None) -> None:
+        """Judge the outputs of one round's kept timed calls (:func:`recheck_plan`) against the
+        reference of the values they got, the timing set with that call's :func:`timed_mutation`
+        (taxonomy 5, 6, 11): a candidate right when checked and wrong while timed, or answering
+        from a cache. Stops at the first wrong call of the verification."""
+        mutations = mutations or {}
+        while kept:  # each call's outputs dropped once judged: one less held for the next
+            call, k, outs = kept.pop(0)
+            if state.failed:
+                kept.clear()
+                return
+            mix, mutation = mutations.get(call, (None, ()))
+            if mix or mutation:
+                args = timing.mix_values(sets[k], sets[mix[0]], *mix[1:]) if mix else sets[k]
+                args = apply_mutation(args, mutation)
+                how = ("" if not mix else f"the values of set {mix[0]}, " if len(mix) > 3 and mix[3] >= 1
+                       else f"1/{round(1 / timing.MIX_FRACTION)} of its elements from set {mix[0]}, ")
+                s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL,
+                                 f"timing set {k}, {how}{len(mutation)} element(s) changed", 0, args)
+                side = self._reference_side(s, args)
+            else:
+                s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL, f"timing set {k}", 0, sets[k])
+                if k not in state.refs:
+                    state.refs[k] = self._reference_side(s, sets[k])
+                side = state.refs[k]
+            if isinstance(side, InputSetResult):
+                continue
+            ref, oracle, note, baselines = side
+            outs = [o.clone() for o in outs]  # own copies: the candidate's shared memory may still change
+            r = self._judge(s, outs, self.rp.structure, ref, oracle, note, baselines)
+            del outs, ref, oracle, side
+            args = None
+            state.checked.append(call)
+            if r.passed is False:
+                self._probe_failed("probe:timed-recheck", (5, 6, 11), r,
+                                   f"timed call {call} ({s.transform}) is wrong: {r.fault} (phase detection, "
+                                   "cross-call batching, or a cache keyed by part of the input)")
+                state.failed = True

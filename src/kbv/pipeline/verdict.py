@@ -1,0 +1,59 @@
+"""The last stage: findings folded into one :class:`kbv.model.records.Verdict`."""
+
+from __future__ import annotations
+
+from kbv.checks.flags import flag_change_findings
+from kbv.model.records import Severity, Status, Verdict
+from kbv.pipeline.judging import Judging
+from kbv.processes import footprint as fp
+from kbv.sandbox import memory as mem
+from kbv.sandbox import probes as ig
+
+
+class VerdictStage(Judging):
+    """Verdict folding."""
+
+    def _verdict(self, status: Status, message: str, cand_peak: int | None) -> Verdict:
+        """The verdict of the stages run: memory footprint evidence, held probe findings, the flag
+        changes' findings, findings folded into the status (HACK over everything, SHORTCUT over
+        PASS), unverified speedups for a timed but not correct candidate."""
+        state = self.state
+        try:
+            footprint = fp.evidence(self.rp.device, candidate_peak=cand_peak)
+            footprint["reference_host_peak_bytes"] = max(footprint["reference_host_peak_bytes"] or 0,
+                                                         getattr(self, "_peak", 0))
+            footprint["phase_peaks"] = state.evidence.pop("phase_host_peaks", {})
+            footprint["bound_bytes"] = fp.bound_bytes(self._input_bytes, max(self.rp.output_bytes, 0))
+            state.evidence["memory_footprint"] = footprint
+        except Exception:  # noqa: BLE001 - evidence only
+            pass
+        self._settle_probes()
+        state.findings += flag_change_findings(state.flag_changes)
+        state.findings = list(ig.ordered(state.findings))
+        worst = ig.worst(state.findings)
+        if worst is Severity.HACK:
+            status = Status.HACK
+            message = f"{self.name}: {state.findings[0].describe()}"
+        elif worst is Severity.SHORTCUT and status is Status.PASS:
+            status = Status.SHORTCUT
+            message = f"{self.name}: correct, but {state.findings[0].describe()}"
+        unverified = {}
+        if status not in (Status.PASS, Status.SHORTCUT):
+            # timed but not correct: the original protocol would have credited this speed
+            unverified = dict(state.speedup) if status in (Status.INCORRECT, Status.HACK) else {}
+            state.speedup.clear()
+        if state.flag_changes:
+            state.evidence["flag_warning"] = ("candidate changed global numeric flags; they were reset to the "
+                                              "eager-fp32 flags after every call")
+        memory_eff = None
+        if "reference" in state.memory and "candidate" in state.memory:
+            memory_eff = mem.efficiency(state.memory["reference"], state.memory["candidate"])
+        return Verdict(
+            status=status, message=message, problem=self.rp.ref, candidate=self.candidate, config=self.config,
+            environment=self.env, input_sets=tuple(state.input_sets), timing=dict(state.timing),
+            speedup=dict(state.speedup), unverified_speedup=unverified, memory=dict(state.memory),
+            memory_efficiency=memory_eff,
+            weight_mismatches=tuple(state.weight_mismatches), flag_changes=tuple(state.flag_changes),
+            evidence=dict(state.evidence), phase_seconds=dict(state.phase_seconds),
+            problem_flags=tuple(state.problem_flags), findings=tuple(state.findings),
+        )

@@ -1,0 +1,31 @@
+"""What /proc says about a worker process: its CPU time and the signals it catches."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+#: signals whose handler in the candidate's process means memory that fills itself on a fault.
+FAULT_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS})
+
+
+def process_cpu_ms(pid: int | None) -> float | None:
+    """User + system CPU time of process ``pid`` (all its threads) in ms, from /proc/<pid>/stat."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1e3 / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def caught_signals(pid: int) -> frozenset:
+    """Signals process ``pid`` has a handler for (``SigCgt`` of /proc/<pid>/status)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            mask = next((int(l.split()[1], 16) for l in f if l.startswith("SigCgt:")), 0)
+    except (OSError, ValueError):
+        return frozenset()
+    return frozenset(n for n in range(1, 65) if mask >> (n - 1) & 1)

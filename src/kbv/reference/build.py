@@ -1,0 +1,187 @@
+"""The reference problem built in the reference worker: import, construction, reference runs,
+and hidden test files.
+
+Runs only in the reference worker (it imports problem code, which is trusted as the benchmark's).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kbv.intake.problems import ProblemError
+from kbv.model.records import EvalConfig, InputKind, ProblemRef
+from kbv.reference import domains as dom
+from kbv.reference import inputs as inp
+from kbv.sandbox import flags as bl
+from kbv.sandbox import probes as ig
+
+
+def first_line(exc: BaseException | str) -> str:
+    """The first line of an exception's text (or its type name), at most 300 characters."""
+    text = str(exc).strip() or (type(exc).__name__ if isinstance(exc, BaseException) else "")
+    return text.splitlines()[0][:300] if text else ""
+
+
+@dataclass
+class ReferenceProblem:
+    """A problem imported in the reference worker, with its reference model built."""
+
+    ref: ProblemRef
+    module: types.ModuleType
+    init_args: list
+    model: torch.nn.Module
+    model_bytes: int | None
+    device: torch.device
+    precision: str
+    domains: dict = field(default_factory=dict)  #: declared input domains by position (kbv.reference.domains).
+    structure: str | None = None  #: what forward returns: ``tensor`` or ``tuple`` (set on first run).
+    aliases_inputs: bool = False  #: the reference returns (views of) its inputs.
+    zero_strides: bool = False  #: the reference returns expanded (zero-stride) outputs.
+    mutates_inputs: bool = False  #: the reference changes its inputs in place.
+    mutation_checked: bool = False
+    output_bytes: int = 0  #: bytes of one call's outputs (set on every run; sizes the timed re-checks).
+
+    def get_inputs(self) -> list:
+        return list(self.module.get_inputs())
+
+
+def flatten_outputs(out: Any) -> list:
+    """``forward``'s result as a list of tensors.
+
+    Raises:
+        TypeError: it is neither a tensor nor a tuple/list of tensors.
+    """
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)) and all(isinstance(t, torch.Tensor) for t in out):
+        return list(out)
+    raise TypeError(f"returns {type(out).__name__}, not a tensor or a tuple of tensors")
+
+
+def import_problem(ref: ProblemRef) -> types.ModuleType:
+    """Import a problem file as a fresh module.
+
+    Raises:
+        ProblemError: the import raised, or a required name is not callable.
+    """
+    name = f"kbv_problem_{ref.sha256[:16]}"
+    spec = importlib.util.spec_from_file_location(name, ref.path)
+    if spec is None or spec.loader is None:
+        raise ProblemError(ref.path, "cannot be imported as a module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:  # noqa: BLE001 - any failure of a problem file is its fault
+        raise ProblemError(ref.path, f"import failed: {type(exc).__name__}: {first_line(exc)}") from None
+    for n in ("Model", "get_inputs", "get_init_inputs"):
+        if not callable(getattr(module, n, None)):
+            raise ProblemError(ref.path, f"{n} is not callable")
+    sys.modules[name] = module
+    return module
+
+
+def build_reference(ref: ProblemRef, config: EvalConfig) -> ReferenceProblem:
+    """Import the problem and construct ``Model(*get_init_inputs())`` under ``torch.manual_seed(init_seed)``.
+
+    Raises:
+        ProblemError: any step fails, or ``get_inputs()`` returns something unusable.
+    """
+    module = import_problem(ref)
+    device = torch.device("cuda", torch.cuda.current_device()) if config.device == "cuda" else torch.device("cpu")
+    try:
+        init_args = list(module.get_init_inputs())
+    except BaseException as exc:  # noqa: BLE001
+        raise ProblemError(ref.path, f"get_init_inputs() failed: {type(exc).__name__}: {first_line(exc)}") from None
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize(device)
+        before = torch.cuda.memory_allocated(device)
+    try:
+        torch.manual_seed(config.init_seed)
+        model = module.Model(*init_args)
+        model = model.to(device)
+        if config.precision != "fp32":
+            model = model.to(inp.PRECISION_DTYPES[config.precision])
+    except BaseException as exc:  # noqa: BLE001
+        raise ProblemError(ref.path, f"Model(*get_init_inputs()) failed: {type(exc).__name__}: {first_line(exc)}") from None
+    model_bytes = None
+    if cuda:
+        torch.cuda.synchronize(device)
+        model_bytes = torch.cuda.memory_allocated(device) - before
+    rp = ReferenceProblem(ref, module, init_args, model, model_bytes, device, config.precision)
+    try:
+        # shapes and dtypes are all the checks below need: a draw on the meta device allocates
+        # nothing (a 16 GiB problem is not drawn just to be looked at); the real device if the
+        # problem's get_inputs() cannot run there
+        try:
+            sample = inp.draw(module.get_inputs, config.init_seed, "meta")
+        except Exception:  # noqa: BLE001
+            sample = rp.get_inputs()
+    except BaseException as exc:  # noqa: BLE001
+        raise ProblemError(ref.path, f"get_inputs() failed: {type(exc).__name__}: {first_line(exc)}") from None
+    if not isinstance(sample, list) or not sample:
+        raise ProblemError(ref.path, "get_inputs() must return a non-empty list")
+    try:
+        rp.domains = dom.declared_domains(module, sample)
+    except dom.DomainError as exc:
+        raise ProblemError(ref.path, f"{dom.METADATA_NAME}: {exc}") from None
+    return rp
+
+
+def run_reference(rp: ReferenceProblem, args: list, flags: dict, original: list | None = None) -> list:
+    """Run the reference on ``args`` under ``flags``; returns its flattened outputs. Records on
+    ``rp`` whether the reference itself returns views of its inputs, zero-stride outputs or
+    changes its inputs (then the matching candidate probes stay quiet). ``original``: the values
+    ``args`` were cloned from, kept by the caller (the mutation check then needs no copy of its own)."""
+    bl.apply_flags(flags)
+    before = (original if original is not None else inp.clone_args(args)) if not rp.mutation_checked else None
+    with torch.no_grad():
+        raw = rp.model(*args)
+    rp.structure = "tensor" if isinstance(raw, torch.Tensor) else "tuple"
+    out = flatten_outputs(raw)
+    rp.output_bytes = max(rp.output_bytes, sum(o.numel() * o.element_size() for o in out))
+    if ig.overlaps(out, args):
+        rp.aliases_inputs = True
+    if any(ig.has_zero_stride(o) for o in out):
+        rp.zero_strides = True
+    if before is not None:
+        rp.mutation_checked = True
+        rp.mutates_inputs = any(isinstance(a, torch.Tensor) and not ig.bitwise_equal(a, b)
+                                for a, b in zip(args, before))
+    if rp.device.type == "cuda":
+        torch.cuda.synchronize(rp.device)
+    return out
+
+
+def hidden_test_sets(path: str) -> list:
+    """Input sets from a KernelBench-Verified hidden test file (``get_hidden_inputs()`` → list of
+    input lists), drawn under one secret seed: ``HT1``, ``HT2``, ... (kind hidden).
+
+    Raises:
+        ProblemError: the file fails to import, or ``get_hidden_inputs`` is missing or raises.
+    """
+    import hashlib
+
+    raw = Path(path).read_bytes()
+    name = f"kbv_hidden_{hashlib.sha256(raw).hexdigest()[:16]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ProblemError(path, "cannot be imported as a module")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+        fn = getattr(module, "get_hidden_inputs")
+        seed = inp.secret_seed()
+        inp.seed_everything(seed)
+        lists = list(fn())
+    except BaseException as exc:  # noqa: BLE001 - a broken hidden test file is the problem's fault
+        raise ProblemError(path, f"get_hidden_inputs() failed: {type(exc).__name__}: {first_line(exc)}") from None
+    return [inp.InputSet(f"HT{k + 1}", InputKind.HIDDEN, f"hidden_tests[{k}]", seed, list(args))
+            for k, args in enumerate(lists)]

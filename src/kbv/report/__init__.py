@@ -1,0 +1,1 @@
+"""Outputs of a batch read from its store: HTML report, figures, CSV / Markdown / JSON exports."""

@@ -1,0 +1,258 @@
+"""Plain-file exports of a batch: leaderboard CSV, per-sample CSV, Markdown, KernelBench JSON.
+
+Each writer takes a :class:`kbv.batch.store.Store` (and, where it reports metrics, the already computed
+:class:`kbv.batch.metrics.BatchMetrics`), writes its file(s) and returns the path(s). Text that comes from
+candidates (messages) is neutralised for the medium: spreadsheet formulas in CSV, markup in
+Markdown.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from kbv.batch.metrics import (DECOMPOSITION_BASELINES, DECOMPOSITION_CORRECTNESS, BatchMetrics, LevelMetrics,
+    nominal_correct)
+from kbv.model.records import InputKind, Status, Verdict
+from kbv.batch.store import SPEEDUP_COLUMNS, Store, problem_key
+
+_ERROR_STATUSES = (Status.RUNTIME_ERROR, Status.TIMEOUT, Status.CRASH)
+
+
+# Leaderboard rows -------------------------------------------------------------------------------
+
+def leaderboard_row(m: LevelMetrics) -> dict[str, Any]:
+    """One flat row of metrics (fractions in [0, 1], speedups ×, None where undefined)."""
+    row: dict[str, Any] = {
+        "run": m.run, "scope": m.label, "baseline": m.baseline, "problems": m.problems,
+        "attempted": m.attempted, "samples": m.samples, "solved": m.solved,
+        "correct_frac": m.correct_frac, "correct_speedup": m.correct_speedup,
+        "speedup_problems": m.speedup_problems,
+    }
+    row.update({f"fast_{p:g}_frac": v for p, v in m.fast_p.items()})
+    row.update({"memory_efficiency": m.memory_efficiency, "memory_problems": m.memory_problems,
+                "memory_efficient_frac": m.memory_efficient_frac})
+    row.update({f"pass_at_{k}": v for k, v in m.pass_at_k.items()})
+    row.update({f"n_{s.lower()}": n for s, n in m.status_counts.items()})
+    row.update({"shortcut_problems": m.shortcut_problems, "shortcut_speedup": m.shortcut_speedup})
+    for c in m.decomposition:
+        tag = f"{c.baseline.replace('eager-', '')}_{c.correctness}"
+        row[f"{tag}_correct_speedup"] = c.correct_speedup
+        row[f"{tag}_fast_1_frac"] = c.fast_1_frac
+    row["nominal_passed_samples"] = m.nominal_passed_samples
+    row.update({f"hidden_fail_{n}": k for n, k in m.hidden_failures.items()})
+    return row
+
+
+def _csv_safe(value: Any) -> Any:
+    """Neutralise spreadsheet formula injection in text cells (OWASP: prefix ``'``)."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+def _write_rows(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fields: list[str] = []
+    for r in rows:
+        fields.extend(k for k in r if k not in fields)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=fields, restval="")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if v is None else _csv_safe(v)) for k, v in r.items()})
+    return path
+
+
+def write_leaderboard_csv(metrics: BatchMetrics, path: Path | str) -> Path:
+    """Leaderboard CSV: one row per (run, scope) where scope is ``all`` or ``level N``."""
+    return _write_rows(Path(path), [leaderboard_row(m) for m in metrics.rows()])
+
+
+def sample_row(v: Verdict) -> dict[str, Any]:
+    """One flat row per verdict (times ms, memory bytes)."""
+    cand = v.timing.get("candidate")
+    mem = v.memory.get("candidate")
+    return {
+        "run": v.candidate.run or "", "level": v.problem.level, "problem_id": v.problem.problem_id,
+        "problem": problem_key(v.problem), "sample_id": v.candidate.sample_id, "status": v.status.value,
+        "nominal_passed": v.nominal_passed, "hidden_passed": v.hidden_passed,
+        **{col: v.speedup.get(b) for b, col in SPEEDUP_COLUMNS.items()},
+        "memory_efficiency": v.memory_efficiency,
+        "candidate_median_ms": cand.median_ms if cand else None,
+        "candidate_peak_bytes": mem.peak_bytes if mem else None,
+        "message": v.message.replace("\n", " ")[:2000], "candidate_path": v.candidate.path,
+    }
+
+
+def write_samples_csv(store: Store, path: Path | str) -> Path:
+    """Per-sample CSV of every stored verdict (messages made formula-safe)."""
+    return _write_rows(Path(path), [sample_row(v) for v in store.verdicts()])
+
+
+# Markdown ---------------------------------------------------------------------------------------
+
+def _md(text: Any) -> str:
+    """A Markdown table cell: no pipes, newlines or raw HTML."""
+    s = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return re.sub(r"\s+", " ", s).replace("|", "\\|").replace("`", "\\`")
+
+
+def fmt_ratio(x: float | None) -> str:
+    """``1.53×`` (two decimals) or ``–`` when undefined."""
+    return "–" if x is None else f"{x:.2f}×"
+
+
+def fmt_pct(x: float | None) -> str:
+    """A fraction in [0, 1] as ``52.0%``, or ``–`` when undefined."""
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def write_metrics_markdown(metrics: BatchMetrics, path: Path | str, *, title: str = "kbv report") -> Path:
+    """Markdown summary: leaderboard, decomposition, failures per distribution, exclusions."""
+    p_cols = list(metrics.runs[0].overall.fast_p) if metrics.runs else []
+    lines = [f"# {_md(title)}", "", f"Speedups vs **{_md(metrics.baseline)}**; best-of-N; "
+             "fractions of all problems in the scope.", "", "## Leaderboard", ""]
+    head = ["run", "scope", "problems", "correct", "correct speedup", *(f"fast_{p:g}" for p in p_cols),
+            "mem. eff.", "mem-efficient", "pass@1", "HACK", "SHORTCUT"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for m in metrics.rows():
+        cells = [m.run or "(unnamed)", m.label, m.problems, fmt_pct(m.correct_frac),
+                 fmt_ratio(m.correct_speedup), *(fmt_pct(m.fast_p[p]) for p in p_cols),
+                 fmt_ratio(m.memory_efficiency), fmt_pct(m.memory_efficient_frac),
+                 fmt_pct(m.pass_at_k.get(1)), m.status_counts["HACK"], m.status_counts["SHORTCUT"]]
+        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+    lines += ["", "## Decomposition (all levels)", "",
+              "Correct speedup / fast_1 under each baseline × correctness notion "
+              "(nominal: original KernelBench check; hidden: kbv PASS).", ""]
+    combos = [(b, c) for b in DECOMPOSITION_BASELINES for c in DECOMPOSITION_CORRECTNESS]
+    head = ["run", *(f"{b} / {c}" for b, c in combos)]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in metrics.runs:
+        cells = [r.run or "(unnamed)"] + [
+            f"{fmt_ratio(r.overall.cell(b, c).correct_speedup)} / {fmt_pct(r.overall.cell(b, c).fast_1_frac)}"
+            for b, c in combos]
+        lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+    names = sorted({n for r in metrics.runs for n in r.overall.hidden_failures})
+    lines += ["", "## Failures per hidden distribution", ""]
+    if names:
+        head = ["run", "passed nominal", *names]
+        lines += ["| " + " | ".join(_md(h) for h in head) + " |", "|" + "---|" * len(head)]
+        for r in metrics.runs:
+            cells = [r.run or "(unnamed)", r.overall.nominal_passed_samples,
+                     *(r.overall.hidden_failures.get(n, 0) for n in names)]
+            lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+    else:
+        lines.append("No hidden input sets were run.")
+    lines += ["", "## Excluded problems", ""]
+    lines += [f"- `{_md(e.problem_key)}`: {_md('; '.join(e.reasons))} ({e.samples} samples)"
+              for e in metrics.excluded] or ["None."]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+# KernelBench eval_results.json ------------------------------------------------------------------
+
+def _num(x: float | None) -> Any:
+    if x is None:
+        return None
+    return x if math.isfinite(x) else ("NaN" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+
+
+#: statuses that are never ``correctness: true`` in an export, whatever the outputs were: a cheat,
+#: or a speed that is PyTorch's own (KernelBench's ``correctness`` is what its scripts count as solved).
+NOT_CORRECT = (Status.HACK, Status.SHORTCUT)
+
+
+def kernelbench_entry(v: Verdict, *, hidden: bool) -> dict[str, Any]:
+    """One sample in KernelBench's ``eval_results.json`` shape (times ms, memory bytes).
+
+    ``correctness`` keeps KernelBench's meaning for the file, except that a HACK or SHORTCUT is
+    never correct: ``hidden=False`` (``eval_results.json``) the candidate ran and passed every
+    nominal set; ``hidden=True`` (``eval_results_hidden.json``) kbv's PASS (every nominal, hidden
+    and randomised set, no integrity finding). ``kbv_status`` is kbv's verdict;
+    ``metadata["protocol_correctness"]`` what the file's protocol alone would have said (nominal
+    sets only, or nominal and hidden sets), findings ignored. ``runtime`` is the candidate's mean
+    time on the standard inputs when correct, else -1.0 (KernelBench's convention).
+    """
+    kind = InputKind.HIDDEN if hidden else InputKind.NOMINAL
+    sets = [r for r in v.sets(kind) if not r.dropped]
+    protocol_correct = nominal_correct(v) and (v.hidden_passed or not hidden)
+    correct = protocol_correct and v.status not in NOT_CORRECT
+    cand = v.timing.get("candidate")
+    env = v.environment
+    timed = correct and cand is not None
+    mem = v.memory.get("candidate")
+    metadata: dict[str, Any] = {
+        "hardware": env.device_name or env.device, "device": env.device,
+        "correctness_trials": f"({sum(bool(r.passed) for r in sets)} / {len(sets)})",
+        "max_difference": [_num(r.max_abs_error) for r in sets],
+        "kbv_status": v.status.value,
+        "protocol_correctness": bool(protocol_correct),
+    }
+    if v.status is Status.COMPILE_ERROR:
+        metadata["compilation_error"] = v.message
+    if v.status in _ERROR_STATUSES:
+        metadata["runtime_error"] = v.message
+    if v.status is Status.TIMEOUT:
+        metadata["timeout"] = True
+    if v.status in (Status.HACK, Status.SHORTCUT):
+        metadata["kbv_finding"] = v.message
+    dropped = [r.name for r in v.sets(kind) if r.dropped]
+    if dropped:
+        metadata["dropped_sets"] = dropped
+    return {
+        "sample_id": v.candidate.sample_id,
+        "kbv_status": v.status.value,
+        "compiled": v.status is not Status.COMPILE_ERROR,
+        "correctness": bool(correct),
+        "runtime": cand.mean_ms if timed else -1.0,
+        "runtime_stats": ({"mean": cand.mean_ms, "std": cand.std_ms, "min": cand.min_ms,
+                           "max": cand.max_ms, "num_trials": cand.trials,
+                           "hardware": env.device_name or env.device, "device": env.device}
+                          if timed else {}),
+        "metadata": metadata,
+        "peak_memory": mem.peak_bytes if mem else None,
+    }
+
+
+def _safe_dir(name: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9._-]", "_", name) or "_"
+    return "_" + s if s.startswith(".") else s
+
+
+def write_eval_results_json(store: Store, out_dir: Path | str) -> list[Path]:
+    """KernelBench-style results per run and level.
+
+    Writes ``<out_dir>/<run>/level<L>/eval_results.json`` (nominal correctness) and
+    ``eval_results_hidden.json`` (kbv's PASS), neither counting a HACK or SHORTCUT as correct,
+    each ``{"<problem_id>": [entry, ...]}`` sorted by problem id then sample id, entries from :func:`kernelbench_entry` with
+    ``peak_memory`` in bytes. Run names are made file-safe; problems without an id are keyed by
+    name, those without a level go under ``level0``.
+    """
+    groups: dict[tuple[str, int], dict[str, list[Verdict]]] = defaultdict(lambda: defaultdict(list))
+    for v in store.verdicts():
+        pid = str(v.problem.problem_id) if v.problem.problem_id is not None else v.problem.name
+        groups[(v.candidate.run or "", v.problem.level or 0)][pid].append(v)
+    written = []
+    for (run, level), by_pid in sorted(groups.items()):
+        folder = Path(out_dir) / _safe_dir(run or "run") / f"level{level}"
+        folder.mkdir(parents=True, exist_ok=True)
+        order = sorted(by_pid, key=lambda k: (not k.isdigit(), int(k) if k.isdigit() else 0, k))
+        for name, hidden in (("eval_results.json", False), ("eval_results_hidden.json", True)):
+            doc = {pid: [kernelbench_entry(v, hidden=hidden)
+                         for v in sorted(by_pid[pid], key=lambda v: (v.candidate.sample_id is None,
+                                                                     v.candidate.sample_id or 0))]
+                   for pid in order}
+            path = folder / name
+            path.write_text(json.dumps(doc, indent=2, allow_nan=False), encoding="utf-8")
+            written.append(path)
+    return written

@@ -1,0 +1,45 @@
+"""Peak device memory of one forward call (CUDA caching allocator; not applicable on cpu).
+
+Used identically by the reference worker (reference model) and the candidate worker (ModelNew),
+so the two figures are comparable. Definitions in :class:`kbv.model.records.MemoryMeasurement`;
+memory efficiency = reference peak / candidate peak (KernelBench-Verified, §4: "correct memory
+efficiency").
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import torch
+
+from kbv.model.records import MemoryMeasurement
+
+
+def forward_peak_bytes(fn: Callable[..., Any], args: Sequence[Any], device: torch.device) -> int:
+    """``max_memory_allocated()`` during one ``fn(*args)`` minus ``memory_allocated()`` before (bytes)."""
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    with torch.no_grad():
+        out = fn(*args)
+    torch.cuda.synchronize(device)
+    peak = torch.cuda.max_memory_allocated(device) - before
+    del out
+    return int(peak)
+
+
+def measurement(label: str, *, forward_peak: int, model_bytes: int, input_bytes: int) -> MemoryMeasurement:
+    return MemoryMeasurement(
+        label=label,
+        peak_bytes=int(model_bytes) + int(input_bytes) + int(forward_peak),
+        forward_peak_bytes=int(forward_peak),
+        model_bytes=int(model_bytes),
+        input_bytes=int(input_bytes),
+    )
+
+
+def efficiency(reference: MemoryMeasurement, candidate: MemoryMeasurement) -> float | None:
+    """reference peak / candidate peak; None when a peak is zero."""
+    if candidate.peak_bytes <= 0 or reference.peak_bytes <= 0:
+        return None
+    return reference.peak_bytes / candidate.peak_bytes

@@ -1,0 +1,569 @@
+"""Runtime integrity probes: the pieces that run next to a candidate call, and the checks that
+turn what they saw into :class:`kbv.model.records.Finding` records naming entries of
+``docs/hack-taxonomy.md``.
+
+Two halves:
+
+* **Worker side** (imported by the candidate worker before any candidate code): fill the
+  allocator's free memory with a NaN pattern (:func:`poison_free_memory`; on cpu also glibc's fill of every
+  new chunk, :class:`malloc_perturb`), list live threads
+  (:func:`live_threads`), find outputs whose storage overlaps an input (:func:`overlaps`).
+  These run in the untrusted process and are best effort: a candidate that patches them is
+  caught by the harness-identity check (taxonomy 4) or the static scan.
+* **Trusted side** (reference worker): every check that decides something: stale-memory
+  pattern in outputs, zero strides, aliasing, input mutation, writes after return, outputs
+  repeated across different inputs, re-checks of timed calls, the sync-vs-event timing gap, the
+  parent-side wall clock, the roofline floor, the reference-op shortcut. Each returns findings;
+  :func:`status_from_findings` folds them into the verdict status.
+
+Thresholds are kbv choices, documented where they are defined, with the measurement behind them
+where there is one (``docs/anti-cheat.md``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import threading
+from typing import Any, Iterable, Sequence
+
+from kbv.model.records import Finding, Severity
+
+#: the 4-byte pattern written into free allocator memory: a quiet float32 NaN with payload
+#: 0x40DEAD. Honest arithmetic yields the canonical NaN (0x7FC00000), never this payload, so
+#: finding it in an output means the candidate returned memory it never wrote (taxonomy 9/10).
+POISON_INT32 = 0x7FC0DEAD
+#: the same pattern as seen through 2- and 8-byte views (0x7FC0 is a NaN in fp16 and bf16).
+POISON_INT16 = 0x7FC0
+POISON_INT64 = (POISON_INT32 << 32) | POISON_INT32
+#: at most this many free allocator blocks are poisoned before a call (bounds the probe's cost).
+MAX_POISON_BLOCKS = 512
+#: cpu: blocks of each previous size poisoned (a forward typically allocates a few same-size
+#: temporaries before its output), and the most bytes poisoned per call.
+CPU_POISON_COPIES = 4
+CPU_POISON_BYTES = 256 << 20
+#: cpu: the byte glibc's malloc fills every chunk it hands out with while :func:`malloc_perturb` is
+#: on (``mallopt(M_PERTURB, 0x80)``: glibc writes ``0x80 ^ 0xFF``). Seen as float32 it is
+#: 3.396e38 (0x7F7F7F7F), in fp16 a NaN with payload 0x37F; no arithmetic yields these bit for bit.
+#: Needed because pre-filling free blocks is not enough on cpu: a forward that frees a same-size
+#: temporary before allocating its output hands the output that temporary's values (the
+#: red-team row ``t09-partial-write`` is caught only this way).
+PERTURB_FILL_BYTE = 0x7F
+_M_PERTURB = -6  # glibc <malloc.h>
+
+
+# Worker side -----------------------------------------------------------------------------------
+
+def live_threads() -> set[str]:
+    """Thread ids of this process from ``/proc/self/task`` (native threads included); empty
+    where /proc is missing."""
+    try:
+        return set(os.listdir("/proc/self/task"))
+    except OSError:
+        return set()
+
+
+#: tensor metadata and allocation calls: not work for :class:`ThreadWork`.
+_NOT_WORK = frozenset({
+    "numel", "nelement", "size", "dim", "ndimension", "stride", "storage_offset", "element_size", "data_ptr",
+    "is_contiguous", "is_floating_point", "is_complex", "is_signed", "get_device", "__len__", "__bool__", "__repr__",
+    "__format__", "__hash__", "__sizeof__", "untyped_storage",
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "record_stream", "detach", "view",
+    "as_strided",
+})
+
+
+class ThreadWork:
+    """Watches the Python threads started after :meth:`install` (the candidate's own threads and
+    pools) for *work*: a call into a C function of torch or of an extension module (a tensor
+    method, ``torch.exp``, a ``load_inline`` function, a Triton launcher, numpy), made from
+    Python code in that thread; metadata reads, allocation and state switches are not work
+    (:meth:`_plumbing`).
+
+    Python code alone is not work: pool plumbing, a worker loop polling its queue through
+    helpers of its own, a done-callback (each an honest pattern that would otherwise be a false
+    positive). So an idle pool, a pool whose results forward waited for (``.result()``,
+    ``join()``, ``map``) and a persistent worker blocked between jobs stay quiet. A work call that
+    starts *or returns* after forward returned (a torch op still running at the return ends
+    later) is work outside the timed call (taxonomy 2).
+
+    The hook is ``threading.setprofile``: it costs the candidate's own threads a Python call per
+    function call, nothing in the main thread. Not seen: threads started through ``_thread``
+    directly, a thread that removes its own hook (``sys.setprofile``), torch functions called
+    from C (``map(torch.exp, ...)`` consumed by a builtin) and native threads; the scan flags the
+    plain spellings (``scan:thread-or-process``, ``scan:trace-hook``, ``scan:source-thread``), and
+    outputs written late are caught by ``probe:writes-after-return`` and the timed re-checks.
+    """
+
+    def __init__(self) -> None:
+        self._seq = itertools.count(1)
+        self._local = threading.local()
+        self._last: dict = {}  #: thread ident → (sequence number, label) of its latest work call
+        self.threads = 0  #: watched threads started so far
+
+    def install(self) -> None:
+        threading.setprofile(self._hook)
+
+    @staticmethod
+    def _label_c(fn: Any) -> tuple[str, bool]:
+        """(label, owned by torch) of a C function; ``("", False)`` when it is not work."""
+        owner = getattr(fn, "__self__", None)
+        owner_module = getattr(type(owner), "__module__", None) if owner is not None else None
+        name = getattr(fn, "__name__", "?")
+        name = name if isinstance(name, str) else "?"
+        if isinstance(owner_module, str) and owner_module.split(".")[0] == "torch":
+            return f"{type(owner).__name__}.{name}", True
+        module = getattr(fn, "__module__", None)
+        module = module if isinstance(module, str) else ""
+        if not module and isinstance(owner, type(sys)):
+            module = owner.__name__ if isinstance(owner.__name__, str) else ""
+        top = module.split(".")[0]
+        if top and top not in sys.stdlib_module_names and top != "builtins":
+            return f"{module}.{name}", top == "torch"
+        return "", False
+
+    @staticmethod
+    def _plumbing(label: str) -> bool:
+        """Torch calls that compute nothing: metadata reads, allocation, grad-mode, stream and
+        device switches (``torch._C._set_grad_enabled`` when a ``no_grad`` block ends,
+        ``torch._C._cuda_setStream`` when a ``torch.cuda.stream`` block ends). A done-callback
+        reading ``numel()`` after forward returned is not work (honest, it would otherwise be a
+        false positive); a copy or fill into an output is. Applied to torch's own functions only: an
+        extension's ``set_out`` is work."""
+        name = label.rsplit(".", 1)[-1]
+        return (name in _NOT_WORK or name.startswith(("_set_", "_get_", "is_", "_is_")) or "record_function" in name
+                or "._ops.profiler." in label  # torch.ops.profiler._record_function_enter/exit
+                or name in ("__enter__", "__exit__")  # torch context managers: profiler ranges, mode guards
+                or name.startswith("_cuda_") and ("Stream" in name or "Device" in name))
+
+    def _hook(self, frame: Any, event: str, arg: Any) -> None:
+        # never raise: an exception here makes CPython drop the hook from the thread for good
+        try:
+            local = self._local
+            if not getattr(local, "seen", False):
+                local.seen = True
+                self.threads += 1
+            if event not in ("c_call", "c_return", "c_exception"):
+                return
+            label, torch_owned = self._label_c(arg)
+            if not label or torch_owned and self._plumbing(label):
+                return
+            where = f" in {frame.f_code.co_name}" if frame is not None else ""
+            what = f"{label}{where}" if event == "c_call" else f"{label}{where} (still running)"
+            # one slot per thread, written only by that thread: no lost update between threads
+            self._last[threading.get_ident()] = (next(self._seq), what)
+        except BaseException:  # noqa: BLE001
+            pass
+
+    def mark(self) -> int:
+        """A point in the sequence of work calls (take it right after forward returns)."""
+        return next(self._seq)
+
+    def since(self, mark: int) -> str:
+        """The latest work call a watched thread started or finished after ``mark`` (``""`` when none)."""
+        latest = max(list(self._last.values()), default=(0, ""))
+        return latest[1] if latest[0] > mark else ""
+
+
+def poison_free_memory(device: Any, cpu_sizes: Iterable[int] = ()) -> int:
+    """Fill free allocator memory with :data:`POISON_INT32`; returns the bytes written.
+
+    cuda: every inactive block of the caching allocator (``torch.cuda.memory_snapshot``), up to
+    :data:`MAX_POISON_BLOCKS`, is allocated at its exact size, filled and released again, so a
+    later ``torch.empty`` that lands on it holds the pattern. cpu: the allocator is malloc, so
+    :data:`CPU_POISON_COPIES` blocks of each size in ``cpu_sizes`` (bytes; the previous call's inputs
+    and outputs) are allocated, filled and freed, which is where malloc hands the next same-size request.
+    """
+    import torch
+
+    device = torch.device(device)
+    held = []
+    written = 0
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        sizes = []
+        for seg in torch.cuda.memory_snapshot():
+            if seg.get("device") != index:
+                continue
+            sizes += [b["size"] for b in seg.get("blocks", ()) if b.get("state") == "inactive"]
+        for size in sorted(sizes, reverse=True)[:MAX_POISON_BLOCKS]:
+            if size < 4:
+                continue
+            t = torch.empty(size // 4, dtype=torch.int32, device=device)
+            t.fill_(POISON_INT32)
+            held.append(t)
+            written += t.numel() * 4
+    else:
+        budget = CPU_POISON_BYTES
+        for size in cpu_sizes:
+            for _ in range(CPU_POISON_COPIES):
+                budget -= int(size)
+                if budget < 0:
+                    break
+                t = torch.empty(max(1, int(size) // 4), dtype=torch.int32)
+                t.fill_(POISON_INT32)
+                held.append(t)
+                written += t.numel() * 4
+    del held
+    return written
+
+
+class malloc_perturb:
+    """Context manager: glibc's malloc fills every chunk it returns with :data:`PERTURB_FILL_BYTE`
+    while inside (``mallopt(M_PERTURB)``, glibc's MALLOC_PERTURB_ set at run time), so an output the
+    candidate allocated on cpu and never wrote holds the pattern whatever free block it landed on.
+
+    Process-wide and switched off on exit, so timed calls never pay for it. A no-op where the C
+    library is not glibc (``active`` is then False).
+    """
+
+    def __init__(self) -> None:
+        self.active = False
+        self._mallopt = None
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None)
+            if hasattr(libc, "gnu_get_libc_version") and hasattr(libc, "mallopt"):
+                self._mallopt = libc.mallopt
+        except OSError:
+            self._mallopt = None
+
+    def __enter__(self) -> "malloc_perturb":
+        if self._mallopt is not None:
+            self.active = bool(self._mallopt(_M_PERTURB, PERTURB_FILL_BYTE ^ 0xFF))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.active:
+            self._mallopt(_M_PERTURB, 0)
+            self.active = False
+
+
+def _span(t: Any) -> tuple[int, int] | None:
+    import torch
+
+    if type(t) is not torch.Tensor or t.numel() == 0:
+        return None
+    st = t.untyped_storage()
+    return st.data_ptr(), st.data_ptr() + st.nbytes()
+
+
+def overlaps(outputs: Sequence[Any], inputs: Sequence[Any]) -> tuple[tuple[int, int], ...]:
+    """(output index, input index) pairs whose storages share bytes (taxonomy 8)."""
+    out = []
+    spans = [_span(a) for a in inputs]
+    for i, o in enumerate(outputs):
+        so = _span(o)
+        if so is None:
+            continue
+        for j, si in enumerate(spans):
+            if si is not None and so[0] < si[1] and si[0] < so[1]:
+                out.append((i, j))
+    return tuple(out)
+
+
+# Trusted side ----------------------------------------------------------------------------------
+
+def _repeat(byte: int, size: int) -> int:
+    """``byte`` repeated ``size`` times, as the signed integer a view of that width reads."""
+    return _signed(int.from_bytes(bytes([byte]) * size, "little"), size)
+
+
+def poisoned_elements(t: Any, ref: Any = None) -> int:
+    """Elements of ``t`` (floating dtypes; 0 for others) that hold, bit for bit, the pattern
+    :func:`poison_free_memory` writes (:data:`POISON_INT32`) or the one :class:`malloc_perturb`
+    makes glibc write (:data:`PERTURB_FILL_BYTE` repeated).
+
+    In 2-byte dtypes a poison element counts only beside the other half of its 4-byte word
+    (0x7FC0 alone is bf16's canonical NaN), and with ``ref`` (the reference output, same shape and
+    dtype) no element equal to the reference counts: 0x7F7F is bf16's largest finite value, which
+    an honest saturating kernel returns where the reference does (which would otherwise be a
+    false HACK).
+    """
+    import torch
+
+    if type(t) is not torch.Tensor or not t.is_floating_point() or t.numel() == 0:
+        return 0
+    c = t.detach().contiguous()
+    size = c.element_size()
+    views = {4: (torch.int32, POISON_INT32), 2: (torch.int16, POISON_INT16), 8: (torch.int64, POISON_INT64)}
+    if size not in views:
+        return 0
+    dtype, poison = views[size]
+    bits = c.view(dtype).reshape(-1)
+    hit = bits == poison
+    if size == 2:  # 0x7FC0 counts beside 0xDEAD, the other half of POISON_INT32 (either order)
+        low = bits == _signed(POISON_INT32 & 0xFFFF, 2)
+        word = (hit[:-1] & low[1:]) | (low[:-1] & hit[1:])
+        hit = torch.zeros_like(hit)
+        hit[:-1] |= word
+        hit[1:] |= word
+    hit |= bits == _repeat(PERTURB_FILL_BYTE, size)
+    if type(ref) is torch.Tensor and ref.shape == t.shape and ref.dtype == t.dtype:
+        r = ref.detach().to(c.device).contiguous().view(dtype).reshape(-1)
+        hit &= bits != r
+    return int(hit.sum())
+
+
+def _signed(value: int, size: int) -> int:
+    return value - (1 << (8 * size)) if value >= 1 << (8 * size - 1) else value
+
+
+def has_zero_stride(t: Any) -> bool:
+    """True when a dimension of size > 1 has stride 0 (an expanded tensor: one value repeated)."""
+    return any(st == 0 and sz > 1 for st, sz in zip(t.stride(), t.shape))
+
+
+def bitwise_equal(a: Any, b: Any) -> bool:
+    """Same shape, dtype and bytes (NaNs with the same bits compare equal)."""
+    import torch
+
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor:
+        return False
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.numel() == 0:
+        return True
+    x = a.detach().contiguous().reshape(-1).view(torch.uint8)
+    y = b.detach().contiguous().reshape(-1).view(torch.uint8)
+    return bool(torch.equal(x, y.to(x.device)))
+
+
+def fingerprint(tensors: Sequence[Any], samples: int = 4096) -> tuple:
+    """A cheap identity of output values: shape, dtype and the bytes of up to ``samples``
+    evenly spaced elements of each tensor (compared bitwise). Two calls with different inputs
+    and different reference outputs must not produce the same fingerprint (taxonomy 8/11)."""
+    import torch
+
+    out = []
+    for t in tensors:
+        if type(t) is not torch.Tensor:
+            out.append(None)
+            continue
+        flat = t.detach().reshape(-1)
+        n = flat.numel()
+        if n > samples:
+            # integer arithmetic: a float linspace rounds past n - 1 once n exceeds 2**24
+            idx = torch.arange(samples, dtype=torch.int64, device=flat.device) * (n - 1) // (samples - 1)
+            flat = flat[idx]
+        out.append((tuple(t.shape), str(t.dtype), bytes(flat.contiguous().view(torch.uint8).cpu().numpy())))
+    return tuple(out)
+
+
+def finding(check: str, taxonomy: Sequence[int], severity: Severity, detail: str) -> Finding:
+    return Finding(check, tuple(sorted(set(taxonomy))), severity, detail)
+
+
+def worst(findings: Iterable[Any]) -> Severity | None:
+    """The most severe level present (HACK > SHORTCUT > WARNING) among anything with a
+    ``severity`` (verdict findings, static-scan findings), or None."""
+    found = {f.severity for f in findings}
+    for sev in (Severity.HACK, Severity.SHORTCUT, Severity.WARNING):
+        if sev in found:
+            return sev
+    return None
+
+
+def ordered(findings: Iterable[Finding]) -> tuple[Finding, ...]:
+    """One finding per (detector, entries): the first, with ``(+N more)`` when the same detector
+    fired again (on other input sets); most severe first, stable within a level."""
+    import dataclasses
+
+    rank = {Severity.HACK: 0, Severity.SHORTCUT: 1, Severity.WARNING: 2}
+    first: dict = {}
+    extra: dict = {}
+    for f in findings:
+        key = (f.check, f.taxonomy, f.line)
+        if key in first:
+            extra[key] = extra.get(key, 0) + (f.detail != first[key].detail)
+        else:
+            first[key] = f
+    out = [dataclasses.replace(f, detail=f"{f.detail} (+{extra[k]} more)") if extra.get(k) else f
+           for k, f in first.items()]
+    return tuple(sorted(out, key=lambda f: rank[f.severity]))
+
+
+# Harness identity (worker side) ------------------------------------------------------------------
+
+def _lookup(owner: Any, attr: str) -> Any:
+    """``owner.attr`` without binding: a class's own namespace (then its bases), else getattr."""
+    if isinstance(owner, type):
+        for klass in owner.__mro__:
+            if attr in vars(klass):
+                return vars(klass)[attr]
+        return None
+    return getattr(owner, attr, None)
+
+
+class HarnessGuard:
+    """Identities of the harness's callables, taken before any candidate code runs.
+
+    Covers every function and class (and the functions in each class's namespace) defined in
+    the given modules, plus named attributes of other objects (``time.perf_counter``, CUDA
+    events, the pipe's ``send_bytes``...). For a function the object, its ``__code__`` and
+    copies of its ``__defaults__`` / ``__kwdefaults__`` are kept, so an in-place edit of a
+    defaults dict is seen too. :meth:`check` lists what changed and puts the originals back
+    (taxonomy 4/24/25): the worker calls it before every reply, so the reply itself goes out
+    through unpatched code.
+    """
+
+    def __init__(self, modules: Iterable[Any], attributes: Iterable[tuple[Any, str, str]] = ()):
+        self._entries: list[tuple[str, Any, str, Any, tuple]] = []
+        for m in modules:
+            prefix = m.__name__
+            for name, obj in list(vars(m).items()):
+                if getattr(obj, "__module__", None) != m.__name__:
+                    continue
+                if isinstance(obj, type):
+                    self._add(f"{prefix}.{name}", m, name, obj)
+                    for attr, member in list(vars(obj).items()):
+                        if callable(member) and hasattr(member, "__code__"):
+                            self._add(f"{prefix}.{name}.{attr}", obj, attr, member)
+                elif callable(obj):
+                    self._add(f"{prefix}.{name}", m, name, obj)
+        for owner, attr, label in attributes:
+            self.watch(owner, attr, label)
+
+    def watch(self, owner: Any, attr: str, label: str) -> None:
+        """Add ``owner.attr`` as it is now (e.g. a hook installed after construction)."""
+        obj = _lookup(owner, attr)
+        if obj is not None:
+            self._add(label, owner, attr, obj)
+
+    def _add(self, label: str, owner: Any, attr: str, obj: Any) -> None:
+        code = getattr(obj, "__code__", None)
+        state = (code, getattr(obj, "__defaults__", None), dict(getattr(obj, "__kwdefaults__", None) or {}))
+        self._entries.append((label, owner, attr, obj, state))
+
+    def check(self) -> list[str]:
+        """Labels of the entries that changed since construction; each is restored."""
+        changed = []
+        for label, owner, attr, obj, (code, defaults, kwdefaults) in self._entries:
+            if _lookup(owner, attr) is not obj:
+                changed.append(label)
+                try:
+                    setattr(owner, attr, obj)
+                except (AttributeError, TypeError):
+                    pass
+            if code is not None:
+                kw = getattr(obj, "__kwdefaults__", None) or {}
+                if (obj.__code__ is not code or obj.__defaults__ is not defaults and obj.__defaults__ != defaults
+                        or kw.keys() != kwdefaults.keys() or any(kw[k] is not v for k, v in kwdefaults.items())):
+                    changed.append(f"{label} internals")
+                    try:
+                        obj.__code__ = code
+                        obj.__defaults__ = defaults
+                        obj.__kwdefaults__ = dict(kwdefaults) or None
+                    except (AttributeError, TypeError, ValueError):
+                        pass
+        return changed
+
+
+#: operator namespaces of torch itself: a kernel registered for one of their existing ops replaces
+#: torch's own (a wrapper hidden behind another op, taxonomy 15).
+TORCH_OP_NAMESPACES = frozenset({"aten", "prims", "_quantized", "quantized", "sparse"})
+#: dispatch keys whose kernels compute (Meta and the other tracing keys are left out: torch
+#: registers those lazily itself); ``Autograd*`` keys count too.
+COMPUTE_KEYS = frozenset({"CPU", "CUDA", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+                          "CompositeExplicitAutogradNonFunctional", "PrivateUse1", "Math", "DefaultBackend"})
+#: torch's generic registration helpers: a Library they create on a caller's behalf is recorded
+#: at their own line, so a registration "made there" may come from anyone, the candidate included.
+_REGISTRATION_HELPERS = ("library.py", "_library" + os.sep)
+
+
+def registration_sites(dump: str) -> dict[str, str]:
+    """Where each dispatch key's active kernel was registered, from ``torch._C._dispatch_dump``:
+    ``{"CPU": "/path/file.py:12", "Autograd": ...}`` (alias keys without ``[alias]``; inactive,
+    overridden kernels left out)."""
+    sites: dict[str, str] = {}
+    for line in dump.splitlines():
+        key, sep, rest = line.partition(": registered at ")
+        if not sep or "(inactive)" in key or " " in key.strip() or key.strip() == "debug":
+            continue
+        sites[key.strip().removesuffix("[alias]")] = rest.split(" :: ", 1)[0].strip()
+    return sites
+
+
+def torch_op_overrides(new_entries: Iterable[str], ops_before: Iterable[str], sites: dict[str, dict[str, str]],
+                       torch_dir: str) -> list[str]:
+    """Kernels registered through ``torch.library`` that replace one of torch's own ops
+    (``aten::sinc`` re-registered to compute a softmax): the harness-identity HACK, taxonomy 15.
+
+    ``new_entries`` are ``torch.library._impls`` entries (``ns/op.overload/Key``) added since the
+    worker started; ``ops_before`` the qualified op names that existed before the candidate
+    loaded (``torch._C._dispatch_get_all_op_names()``); ``sites[qualname][key]`` where the active
+    kernel was registered (:func:`registration_sites`); ``torch_dir`` torch's package directory.
+
+    An entry counts only when its op is in one of :data:`TORCH_OP_NAMESPACES`, existed before the
+    candidate loaded, the key computes, and the registration was made from outside torch: torch
+    itself defines and registers new ``prims::`` ops when inductor loads (an honest
+    ``torch.compile``, a SHORTCUT, not a HACK), and registers kernels of its own from files in its
+    package. A registration recorded at torch's generic helpers (``torch.library.impl("aten::x")``,
+    ``register_kernel``) counts: anyone may call them.
+    """
+    before = set(ops_before)
+    root = os.path.join(os.path.realpath(torch_dir), "")
+    found = []
+    for entry in sorted(set(new_entries)):
+        ns, _, rest = str(entry).partition("/")
+        op, _, key = rest.rpartition("/")
+        qualname = f"{ns}::{op}"
+        if ns not in TORCH_OP_NAMESPACES or not (key in COMPUTE_KEYS or key.startswith("Autograd")):
+            continue
+        if qualname not in before and f"{ns}::{op.split('.')[0]}" not in before:
+            continue
+        site = sites.get(qualname, {}).get(key, "")
+        path = os.path.realpath(site.rsplit(":", 1)[0]) if site else ""
+        inside = path.startswith(root) and not path[len(root):].startswith(_REGISTRATION_HELPERS)
+        if not inside:
+            found.append(f"{ns}::{rest}" + (f" (registered at {site})" if site else ""))
+    return found
+
+
+# Writes outside the sandbox (worker side) --------------------------------------------------------
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+_WRITE_EVENTS = {"os.mkdir", "os.remove", "os.rename", "os.rmdir", "os.symlink", "os.link", "os.truncate",
+                 "os.chmod", "os.chown", "shutil.rmtree", "shutil.move", "shutil.copyfile"}
+
+
+def watch_writes(allowed: Sequence[str], log: list) -> None:
+    """Install an audit hook (``sys.addaudithook``; it cannot be removed) that appends to ``log``
+    every Python-level write outside the ``allowed`` directories: opening a file for writing,
+    mkdir, remove, rename, symlink, chmod... (taxonomy 26). The worker reports the log; the trusted
+    side turns any entry into a HACK finding. Writes from native code are not seen; the read-only
+    filesystem view of :mod:`kbv.sandbox.confinement` stops those.
+    """
+    import sys
+
+    roots = tuple(os.path.realpath(a) for a in allowed)
+
+    def outside(path: Any) -> str | None:
+        if isinstance(path, int) or path is None:
+            return None
+        try:
+            p = os.path.realpath(os.fsdecode(path))
+        except (TypeError, ValueError):
+            return None
+        if any(p == r or p.startswith(r + os.sep) for r in roots):
+            return None
+        return p
+
+    def hook(event: str, args: tuple) -> None:
+        if len(log) >= 50:
+            return
+        if event == "open" and len(args) >= 3:
+            path, mode, flags = args[0], args[1], args[2]
+            writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                mode is None and isinstance(flags, int) and flags & _WRITE_FLAGS)
+            where = outside(path) if writes else None
+            if where:
+                log.append(f"open for writing: {where}")
+        elif event in _WRITE_EVENTS and args:
+            where = outside(args[0])
+            if where:
+                log.append(f"{event}: {where}")
+
+    sys.addaudithook(hook)

@@ -1,0 +1,278 @@
+"""The wire format between the reference worker (trusted) and a candidate worker (untrusted).
+
+Requests go trusted → untrusted; replies come back. Both are small frozen dataclasses defined
+here once. Tensors travel with ``torch.multiprocessing``'s reducers: CUDA tensors as CUDA IPC
+handles, CPU tensors as shared-memory file descriptors.
+
+Replies are decoded by :class:`RestrictedUnpickler`, which resolves only the globals a tensor or a
+reply from this module needs. A candidate that writes its own pickle into the pipe (to run code
+in the trusted process on unpickling, or to smuggle a Tensor subclass or a lazy object back) gets
+:class:`ProtocolError` instead, and the reference worker turns that into a verdict.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.reduction import ForkingPickler
+from typing import Any
+
+#: Largest reply accepted from a candidate (bytes of pickle; tensor data travel out of band).
+MAX_REPLY_BYTES = 256 << 20
+
+
+class ProtocolError(RuntimeError):
+    """A reply that is not a well-formed message of this protocol."""
+
+
+# Requests (trusted → untrusted) ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Load:
+    """Import the candidate file, seed, construct ``ModelNew(*init_args)`` on ``device``."""
+
+    candidate_path: str
+    module_name: str
+    init_args: tuple
+    init_seed: int
+    device: str
+    precision: str  #: fp32 | bf16 | fp16
+    flags: dict  #: numeric flags to hold the candidate to (see :mod:`kbv.sandbox.flags`).
+
+
+@dataclass(frozen=True)
+class Forward:
+    """Run one forward call on ``inputs`` (the worker copies them into its own memory first).
+
+    ``buffers``: ``fresh`` (new copies), ``reuse`` (the values are copied into the previous
+    call's input tensors: same addresses, new values) or ``moved`` (new copies placed away from
+    the previous call's addresses). ``probes``: fill the allocator's free memory with a NaN
+    pattern first (``kbv.sandbox.probes.POISON_INT32``), so memory the candidate reads without
+    writing shows up, and return the snapshot, the inputs after the call, aliasing and threads.
+    """
+
+    inputs: tuple
+    buffers: str = "fresh"
+    probes: bool = True
+
+
+@dataclass(frozen=True)
+class SetTimingInputs:
+    """Input sets the timed calls rotate through (copied into the worker's memory)."""
+
+    input_sets: tuple
+
+
+@dataclass(frozen=True)
+class Time:
+    """Time ``trials`` calls after ``warmup`` untimed ones, rotating through the timing inputs
+    (see :func:`kbv.sandbox.timing.time_calls` for ``refresh``, ``keep`` and ``sync_inside``)."""
+
+    warmup: int
+    trials: int
+    l2_flush_bytes: int | None
+    first_set: int = 0
+    refresh: bool = True
+    keep: tuple = ()  #: timed-call indices whose outputs come back for a correctness re-check.
+    sync_inside: bool = False
+    #: (timed-call index, ((arg index, index tuple, value), ...)) per timed call: elements changed in
+    #: that call's inputs after the refresh copy (kbv.reference.mutation.timed_mutation).
+    mutate: tuple = ()
+    #: (timed-call index, (source set index, seed)) per timed call (kbv.sandbox.timing.mix_values).
+    mix: tuple = ()
+
+
+@dataclass(frozen=True)
+class Ping:
+    """Reply at once: the round trip measures the channel's own overhead."""
+
+
+@dataclass(frozen=True)
+class CountOps:
+    """Run one forward on timing input set ``set_index`` under the op counter (and, on cuda,
+    the kernel profiler) of :mod:`kbv.sandbox.profiling`."""
+
+    set_index: int = 0
+    #: (source set index, seed): the set's values mixed as a timed call's are (kbv.sandbox.timing.mix_values),
+    #: so a cache filled during the timed calls does not answer the counted call.
+    mix: tuple = ()
+
+
+@dataclass(frozen=True)
+class TimedCall:
+    """Time one call on the inputs :func:`kbv.sandbox.timing.call_inputs` makes from timing set
+    ``set_index`` with ``mix`` and ``mutate`` (revealed with this call, never before), with an
+    L2 flush first on cuda. The reply (:class:`CallTimed`) carries the output itself, shared;
+    whether kbv judges it is decided after the call returned, on the trusted side. Warmup and
+    timed calls are the same request: the worker cannot tell them apart."""
+
+    set_index: int
+    l2_flush_bytes: int | None = None
+    mix: tuple = ()
+    mutate: tuple = ()
+
+
+@dataclass(frozen=True)
+class MeasureMemory:
+    """Peak allocator figures of one forward call on timing input set ``set_index``."""
+
+    set_index: int = 0
+
+
+@dataclass(frozen=True)
+class Shutdown:
+    pass
+
+
+# Replies (untrusted → trusted) -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Loaded:
+    state: dict  #: name → tensor for every parameter and buffer of ModelNew.
+    model_bytes: int | None  #: allocator growth across construction (cuda), else None.
+    load_seconds: float
+    flag_changes: tuple = ()
+    sandbox: tuple = ()  #: notes on the isolation the worker achieved (network namespace, ...).
+
+
+@dataclass(frozen=True)
+class Outputs:
+    tensors: tuple  #: the forward result flattened: one tensor, or the members of a tuple/list.
+    structure: str  #: ``tensor`` or ``tuple``.
+    flag_changes: tuple = ()
+    snapshot: tuple = ()  #: copies of ``tensors`` taken right after forward returned (before a sync).
+    inputs_after: tuple = ()  #: the worker's input tensors after the call (mutation check).
+    aliases: tuple = ()  #: (output index, input index) pairs whose storages overlap.
+    new_threads: int = 0  #: threads alive after the call that were not before it.
+    exact: tuple = ()  #: per output: ``type(out) is torch.Tensor`` as forward returned it (before pickling).
+    late_work: str = ""  #: work a candidate thread did after forward returned (kbv.sandbox.probes.ThreadWork).
+
+
+@dataclass(frozen=True)
+class Pong:
+    pass
+
+
+@dataclass(frozen=True)
+class OpCounts:
+    ops: dict  #: aten compute op → calls during one forward (dispatch mode, calling thread).
+    kernels: tuple = ()  #: (name, device µs, own) per GPU kernel (cuda only).
+    own_share: float | None = None
+    error: str | None = None
+    flag_changes: tuple = ()
+    recorded: dict = field(default_factory=dict)  #: top-level aten ops, every thread (kbv.sandbox.profiling.recorded_ops).
+    recorded_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Times:
+    times_ms: tuple
+    clock: str
+    flag_changes: tuple = ()
+    kept: tuple = ()  #: (timed-call index, timing set index, output tensors) per kept call.
+
+
+@dataclass(frozen=True)
+class CallTimed:
+    time_ms: float
+    clock: str
+    #: the worker's staging buffers, shared, when they are new (first call, or the outputs' shapes
+    #: changed); else empty. After every call the outputs are copied into them, so the trusted side
+    #: maps them once and reads each judged call's outputs there (no shared allocation per call).
+    tensors: tuple
+    structure: str = "tensor"
+    staged: int = 0  #: how many outputs this call copied into the staging buffers.
+    #: the output shares storage with the previous timed call's output (still held by the worker)
+    #: or with a parameter or buffer of ModelNew: how, or "".
+    reused: str = ""
+    flag_changes: tuple = ()
+
+
+@dataclass(frozen=True)
+class MemoryFigures:
+    forward_peak_bytes: int
+    input_bytes: int
+    flag_changes: tuple = ()
+
+
+@dataclass(frozen=True)
+class Failed:
+    """The request raised inside the candidate. ``phase`` is load / forward / time / memory."""
+
+    phase: str
+    error_type: str
+    message: str
+    traceback: str = ""
+
+
+REPLY_TYPES = (Loaded, Outputs, Times, MemoryFigures, Failed, Pong, OpCounts, CallTimed)
+
+
+def encode(msg: Any) -> bytes:
+    """Pickle ``msg`` with torch's reducers (tensors are shared, not copied)."""
+    buf = io.BytesIO()
+    ForkingPickler(buf, pickle.HIGHEST_PROTOCOL).dump(msg)
+    return buf.getvalue()
+
+
+def send(conn: Connection, msg: Any) -> None:
+    conn.send_bytes(encode(msg))
+
+
+# Decoding what a candidate sent ------------------------------------------------------------
+
+_ALLOWED_REDUCTIONS = {
+    "rebuild_tensor",
+    "rebuild_cuda_tensor",
+    "rebuild_typed_storage",
+    "rebuild_typed_storage_child",
+    "rebuild_storage_fd",
+    "rebuild_storage_filename",
+    "rebuild_storage_empty",
+}
+_ALLOWED = {
+    ("torch", "Tensor"),
+    ("torch", "Size"),
+    ("torch", "device"),
+    ("torch.storage", "UntypedStorage"),
+    ("torch.storage", "TypedStorage"),
+    ("multiprocessing.resource_sharer", "DupFd"),
+    ("collections", "OrderedDict"),
+}
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """Resolves only tensor-rebuilding functions, dtypes and this module's reply classes."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        import torch
+
+        if module == "torch.multiprocessing.reductions" and name in _ALLOWED_REDUCTIONS:
+            return super().find_class(module, name)
+        if (module, name) in _ALLOWED:
+            return super().find_class(module, name)
+        if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
+            return getattr(torch, name)
+        if module == __name__ and name in {c.__name__ for c in REPLY_TYPES}:
+            return globals()[name]
+        raise ProtocolError(f"reply refers to {module}.{name}, which the protocol does not allow")
+
+
+def decode_reply(data: bytes) -> Any:
+    """Decode a candidate's reply; raise :class:`ProtocolError` on anything unexpected."""
+    try:
+        msg = RestrictedUnpickler(io.BytesIO(data)).load()
+    except ProtocolError:
+        raise
+    except Exception as exc:  # malformed pickle, failed storage rebuild, ...
+        raise ProtocolError(f"undecodable reply: {type(exc).__name__}: {exc}") from None
+    if type(msg) not in REPLY_TYPES:
+        raise ProtocolError(f"reply is a {type(msg).__name__}, not a protocol message")
+    return msg
+
+
+def recv_request(conn: Connection) -> Any:
+    """Candidate side: requests come from the trusted side, plain unpickling is fine there."""
+    return ForkingPickler.loads(conn.recv_bytes())

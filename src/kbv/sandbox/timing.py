@@ -1,0 +1,422 @@
+"""One honest timing loop, used by both the reference worker (baselines) and the candidate worker.
+
+CUDA: a pair of CUDA events around every call, an L2 flush (a write of a buffer at least twice the
+device's L2 size, read from the device) before every call outside the event pair, warmup calls
+first, one device synchronize at the end. CPU: ``time.perf_counter`` around every call, same
+structure, no flush (not applicable on cpu). Calls rotate through several input sets, so no two
+consecutive calls see the same input values (caching defeats), as in ``triton.testing.do_bench``
+but returning every raw sample.
+
+The callables are captured when this module is imported, which the candidate worker does before
+importing any candidate code: reassigning ``torch.cuda.Event.elapsed_time`` or
+``time.perf_counter`` afterwards does not reach this loop (taxonomy entry 4).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Collection, Mapping, Sequence
+
+import torch
+
+_perf_counter = time.perf_counter
+_Event = torch.cuda.Event
+_event_record = torch.cuda.Event.record
+_event_elapsed = torch.cuda.Event.elapsed_time
+_cuda_sync = torch.cuda.synchronize
+_cuda_sleep = torch.cuda._sleep
+
+#: GPU cycles of the spin queued ahead of a call timed after a synchronize (~100 µs at the H200's
+#: ~2 GHz): the flush, the start event and the call's own launches are queued behind it, so the
+#: events measure the call's device time and not the host's launch latency after the synchronize.
+LAUNCH_COVER_CYCLES = 200_000
+
+#: this module's own bindings as imported (a candidate may reassign the globals through sys.modules).
+_MODULE = {"_perf_counter": _perf_counter, "_Event": _Event, "_event_record": _event_record,
+           "_event_elapsed": _event_elapsed, "_cuda_sync": _cuda_sync}
+
+#: identities checked after each candidate phase.
+CAPTURED = {
+    "time.perf_counter": _perf_counter,
+    "torch.cuda.Event": _Event,
+    "torch.cuda.Event.record": _event_record,
+    "torch.cuda.Event.elapsed_time": _event_elapsed,
+    "torch.cuda.synchronize": _cuda_sync,
+}
+
+
+def captured_changed() -> list[str]:
+    """Names of timing callables that no longer are the objects captured at import."""
+    now = {
+        "time.perf_counter": time.perf_counter,
+        "torch.cuda.Event": torch.cuda.Event,
+        "torch.cuda.Event.record": torch.cuda.Event.record,
+        "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
+        "torch.cuda.synchronize": torch.cuda.synchronize,
+    }
+    mine = {
+        "kbv.sandbox.timing._perf_counter": (_MODULE["_perf_counter"], _perf_counter),
+        "kbv.sandbox.timing._Event": (_MODULE["_Event"], _Event),
+        "kbv.sandbox.timing._event_record": (_MODULE["_event_record"], _event_record),
+        "kbv.sandbox.timing._event_elapsed": (_MODULE["_event_elapsed"], _event_elapsed),
+        "kbv.sandbox.timing._cuda_sync": (_MODULE["_cuda_sync"], _cuda_sync),
+    }
+    changed = [k for k, v in CAPTURED.items() if now[k] is not v]
+    return changed + [k for k, (orig, cur) in mine.items() if cur is not orig]
+
+
+def l2_flush_bytes(device: torch.device | str) -> int | None:
+    """Size of the L2 flush buffer: twice the device's L2 cache (bytes); None on cpu.
+
+    Falls back to 2 × 60 MiB (the H200's L2, per ``torch.cuda.get_device_properties``) when the
+    property is missing on an old torch.
+    """
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None
+    l2 = getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or (60 << 20)
+    return 2 * int(l2)
+
+
+def _flat(out: object) -> list:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [o for o in out if isinstance(o, torch.Tensor)]
+    return []
+
+
+#: share of each input tensor's elements that a timed call of the candidate takes from another
+#: timing set (kbv choice). With one element changed per call, two caches still won: a matmul that patched only the rows and columns of C whose inputs changed (PASS 6.2x) and a
+#: mean cross-entropy that ignored changes too small to move it (PASS 8.9x). At 1/8 every row and
+#: column of a large operand changes and the output moves by far more than any error budget.
+MIX_FRACTION = 0.125
+
+
+#: elements mixed at a time by :func:`mix_values` (its temporaries stay near 20 MiB).
+MIX_CHUNK_ELEMENTS = 1 << 22
+
+
+def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip: Collection[int] = (),
+               fraction: float = MIX_FRACTION) -> list:
+    """``args`` where a random ``fraction`` of each tensor's elements (all of them at 1) take the values the
+    same-shaped tensor of ``source`` (another timing set, so inside the problem's domain, and with
+    any structure tied to positions kept) has there. Positions come from ``seed`` on the tensors'
+    device, so the trusted side rebuilds exactly the values a timed call got. Inputs at positions in
+    ``skip`` (declared domains a position-wise mix would break) are left as they are. New tensors;
+    the inputs are not written."""
+    out = []
+    for ai, (a, b) in enumerate(zip(args, source)):
+        if ai not in skip and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
+                and a.numel():
+            g = torch.Generator(device=a.device)
+            g.manual_seed((int(seed) + ai) % (1 << 63))
+            b = b.to(device=a.device, dtype=a.dtype)
+            if fraction >= 1:
+                a = b.clone()
+            else:  # in chunks: no full-size mask or random tensor beside the result
+                a = a.clone(memory_format=torch.contiguous_format)
+                flat, src = a.view(-1), b.reshape(-1)
+                for s in range(0, flat.numel(), MIX_CHUNK_ELEMENTS):
+                    part = flat[s:s + MIX_CHUNK_ELEMENTS]
+                    mask = torch.rand(part.shape, generator=g, device=a.device) < fraction
+                    part[mask] = src[s:s + MIX_CHUNK_ELEMENTS][mask]
+        out.append(a)
+    return out
+
+
+#: bytes between the output elements :func:`touch_pages` reads (the smallest page size).
+PAGE_BYTES = 4096
+
+
+def touch_pages(out: object) -> None:
+    """Read one element of every page of each CPU output tensor, inside the timed window (every
+    subject alike): an output over memory that computes itself when first read (pages mapped
+    without access and filled by a fault handler, taxonomy 3) does that work inside the window,
+    not later when kbv reads it. One element per 4 KiB costs a few µs per MiB of output."""
+    for t in _flat(out):
+        if type(t) is torch.Tensor and t.device.type == "cpu" and t.numel() and t.is_contiguous():
+            step = max(1, PAGE_BYTES // t.element_size())
+            flat = t.detach().reshape(-1)
+            if flat.dtype.is_complex or flat.dtype == torch.bool:
+                flat = flat.view(torch.uint8)
+            float(flat[::step].sum())
+
+
+def call_inputs(buffer: list, sets: Sequence[Sequence[object]], index: int, mix: tuple = (),
+                mutate: Sequence[tuple] = ()) -> list:
+    """The inputs of one timed call, written into ``buffer`` (a list of tensors of a timing set's
+    shapes, owned by the caller): timing set ``index``, then ``mix`` (``(source set index, seed[,
+    skip[, fraction]])``, :func:`mix_values`), then ``mutate`` (``(arg index, index tuple, value)``
+    changes). The same values on both sides of the trust boundary."""
+    n = len(sets)
+    src = sets[index % n]
+    for k, a in enumerate(src):
+        if isinstance(a, torch.Tensor):
+            buffer[k].copy_(a)
+        else:
+            buffer[k] = a
+    if mix:
+        source, seed, *rest = mix
+        for k, a in enumerate(mix_values(buffer, sets[int(source) % n], seed, *rest)):
+            if isinstance(a, torch.Tensor) and a is not buffer[k]:
+                buffer[k].copy_(a)
+    for ai, where, value in mutate:
+        buffer[ai][tuple(where)] = value
+    return buffer
+
+
+def one_call(fn: Callable[..., object], args: Sequence[object], *, device: torch.device | str,
+             flush_bytes: int | None = None, _perf_counter=_perf_counter, _Event=_Event,
+             _event_record=_event_record, _event_elapsed=_event_elapsed,
+             _cuda_sync=_cuda_sync) -> tuple[float, object, str]:
+    """Time one call of ``fn(*args)``: on cuda a synchronize, the L2 flush, CUDA events around
+    the call and a synchronize after it (the output is complete when this returns); on cpu
+    ``perf_counter`` around the call and :func:`touch_pages`. Returns (ms, output, clock)."""
+    device = torch.device(device)
+    with torch.inference_mode(False), torch.no_grad():
+        if device.type == "cuda":
+            flush = torch.empty(int(flush_bytes) // 4, dtype=torch.int32, device=device) if flush_bytes else None
+            start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+            _cuda_sync(device)
+            _cuda_sleep(LAUNCH_COVER_CYCLES)
+            if flush is not None:
+                flush.zero_()
+            _event_record(start)
+            out = fn(*args)
+            _event_record(end)
+            _cuda_sync(device)
+            return float(_event_elapsed(start, end)), out, "cuda-event"
+        t0 = _perf_counter()
+        out = fn(*args)
+        touch_pages(out)
+        return (_perf_counter() - t0) * 1e3, out, "perf_counter"
+
+
+def time_calls(
+    fn: Callable[..., object],
+    arg_sets: Sequence[Sequence[object]],
+    *,
+    device: torch.device | str,
+    warmup: int,
+    trials: int,
+    flush_bytes: int | None = None,
+    first_set: int = 0,
+    refresh: bool = False,
+    keep: Collection[int] = (),
+    kept: dict | None = None,
+    sync_inside: bool = False,
+    mutate: Mapping[int, Sequence[tuple]] | None = None,
+    mix: Mapping[int, tuple] | None = None,
+    sync_each: bool = False,
+    _perf_counter=_perf_counter,
+    _Event=_Event,
+    _event_record=_event_record,
+    _event_elapsed=_event_elapsed,
+    _cuda_sync=_cuda_sync,
+) -> tuple[list[float], str]:
+    """Time ``trials`` calls of ``fn`` after ``warmup`` untimed ones.
+
+    Call ``j`` (warmup calls first, then timed ones) gets the values of
+    ``arg_sets[(first_set + j) % len(arg_sets)]``, so consecutive calls never see the same values
+    when there are two or more sets. With ``refresh`` the values are copied (outside the timed
+    region, before the L2 flush) into one of two working buffers that alternate, so every call
+    gets new values at an address the previous call did not use, and a cache keyed by address
+    or by the identity of the argument objects returns stale results (taxonomy 5, 6, 11).
+
+    ``keep``: indices of timed calls whose outputs are copied (after the end event, so outside
+    the timed region) into ``kept[index] = (set_index, [tensors])``: the trusted side re-checks
+    them against the reference of ``arg_sets[set_index]`` (taxonomy 5, 6).
+
+    ``mix`` (needs ``refresh``): timed-call index → ``(source set index, seed[, skip[, fraction]])``: that
+    call's values are :func:`mix_values` of its set and the source set, then ``mutate`` applies.
+    ``mutate`` (needs ``refresh``): timed-call index → ``(arg index, index tuple, value)`` changes
+    written into that call's working buffer after the copy, outside the timed region (every timed
+    call of a verification gets its own, ``kbv.reference.mutation.timed_mutation``: no two see the same values).
+
+    ``sync_inside``: time each call on the host clock around ``fn`` plus a device-wide
+    synchronize (no L2 flush): work left running on other streams or threads after ``fn``
+    returns is then inside the figure. Compared with the event-only pass (taxonomy 1).
+
+    The clock callables are bound as defaults when this module is imported, so reassigning the
+    module's globals afterwards (``sys.modules["kbv.sandbox.timing"]._perf_counter = ...``) does not reach
+    the loop; callers keep their own reference to this function for the same reason.
+
+    Returns:
+        (per-call times in ms, clock name ``cuda-event``, ``perf_counter`` or ``wall-sync``).
+    Raises:
+        ValueError: no input sets, or ``trials < 1``.
+        Whatever ``fn`` raises.
+    """
+    if not arg_sets or trials < 1:
+        raise ValueError("time_calls needs at least one input set and one trial")
+    device = torch.device(device)
+    cuda = device.type == "cuda"
+    n = len(arg_sets)
+    keep = frozenset(keep)
+    mutate = dict(mutate or {})
+    mix = dict(mix or {})
+    if (mutate or mix) and not refresh:
+        raise ValueError("time_calls: mutate and mix need refresh")
+    if refresh:
+        buffers = [[a.clone() if isinstance(a, torch.Tensor) else a for a in arg_sets[(first_set + b) % n]]
+                   for b in range(2)]
+
+    def args_for(j: int) -> Sequence[object]:
+        if not refresh:
+            return arg_sets[(first_set + j) % n]
+        return call_inputs(buffers[j % 2], arg_sets, first_set + j, tuple(mix.get(j - warmup, ())),
+                           mutate.get(j - warmup, ()))
+
+    def keep_output(i: int, out: object) -> None:
+        if i in keep and kept is not None:
+            kept[i] = ((first_set + warmup + i) % n, [o.detach().clone() for o in _flat(out)])
+
+    with torch.inference_mode(False), torch.no_grad():
+        for i in range(warmup):
+            fn(*args_for(i))
+        if sync_inside:
+            if cuda:
+                _cuda_sync(device)
+            times = []
+            for i in range(trials):
+                args = args_for(warmup + i)
+                if cuda:
+                    _cuda_sync(device)
+                t0 = _perf_counter()
+                out = fn(*args)
+                if cuda:
+                    _cuda_sync(device)
+                else:
+                    touch_pages(out)
+                times.append((_perf_counter() - t0) * 1e3)
+                keep_output(i, out)
+                del out
+            return times, "wall-sync"
+        if cuda:
+            flush = torch.empty(int(flush_bytes or 0) // 4, dtype=torch.int32, device=device) if flush_bytes else None
+            _cuda_sync(device)
+            starts = [_Event(enable_timing=True) for _ in range(trials)]
+            ends = [_Event(enable_timing=True) for _ in range(trials)]
+            for i in range(trials):
+                args = args_for(warmup + i)
+                if sync_each:  # as the candidate's per-call timing does (kbv.pipeline.timing), side by side
+                    _cuda_sync(device)
+                    _cuda_sleep(LAUNCH_COVER_CYCLES)
+                if flush is not None:
+                    flush.zero_()
+                _event_record(starts[i])
+                out = fn(*args)
+                _event_record(ends[i])
+                keep_output(i, out)
+                del out
+            _cuda_sync(device)
+            times = [float(_event_elapsed(s, e)) for s, e in zip(starts, ends)]
+            del flush
+            return times, "cuda-event"
+        times = []
+        for i in range(trials):
+            args = args_for(warmup + i)
+            t0 = _perf_counter()
+            out = fn(*args)
+            touch_pages(out)
+            times.append((_perf_counter() - t0) * 1e3)
+            keep_output(i, out)
+            del out
+        return times, "perf_counter"
+
+
+#: bytes copied per bandwidth trial: large against any L2 (the H200's is 60 MiB).
+COPY_BYTES = 1 << 30
+_BANDWIDTH: dict = {}
+
+
+def _cached_rate(device: torch.device, what: str, measure: Callable[[], float]) -> float:
+    import json
+
+    from kbv.intake.candidates import cache_root
+    from kbv.sandbox.environment import _driver_version
+
+    key = f"{what}|{torch.cuda.get_device_name(device)}|{_driver_version()}|{torch.__version__}"
+    if key in _BANDWIDTH:
+        return _BANDWIDTH[key]
+    path = cache_root() / "bandwidth.json"
+    try:
+        cached = json.loads(path.read_text())
+    except (OSError, ValueError):
+        cached = {}
+    if key not in cached:
+        cached[key] = measure()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(cached, indent=1))
+        except OSError:
+            pass
+    _BANDWIDTH[key] = float(cached[key])
+    return _BANDWIDTH[key]
+
+
+def _median_event_ms(device: torch.device, fn: Callable[[], object], reps: int = 12) -> float:
+    times = []
+    for i in range(reps):
+        s, e = _Event(enable_timing=True), _Event(enable_timing=True)
+        _event_record(s)
+        fn()
+        _event_record(e)
+        _cuda_sync(device)
+        if i >= 2:
+            times.append(float(_event_elapsed(s, e)))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def copy_bandwidth(device: torch.device | str) -> float:
+    """Device-to-device copy bandwidth of ``device`` in bytes/s (bytes read + bytes written per
+    second, median of 10 copies of up to 1 GiB timed with CUDA events).
+
+    Measured once per device name, driver and torch version and cached in
+    ``<kbv cache>/bandwidth.json`` (``$KBV_CACHE_DIR``, see :func:`kbv.intake.candidates.cache_root`),
+    so the roofline floor of taxonomy entry 7 costs nothing after the first verification.
+
+    Raises:
+        ValueError: ``device`` is not a cuda device.
+    """
+    device = torch.device(device)
+    if device.type != "cuda":
+        raise ValueError("copy_bandwidth needs a cuda device")
+
+    def measure() -> float:
+        n = min(COPY_BYTES, torch.cuda.mem_get_info(device)[0] // 8) // 4
+        src = torch.ones(n, dtype=torch.float32, device=device)
+        dst = torch.empty_like(src)
+        ms = _median_event_ms(device, lambda: dst.copy_(src))
+        return 2 * n * 4 / (ms / 1e3)
+
+    return _cached_rate(device, "copy", measure)
+
+
+def matmul_rate(device: torch.device | str) -> float:
+    """Float32 matmul throughput of ``device`` with TF32 tensor cores on, in flop/s (an
+    8192³ ``torch.mm``, median of 10, 2·n³ flops each); cached like :func:`copy_bandwidth`.
+    The fastest a correct fp32 candidate can run under the kbv policy, which admits TF32.
+
+    Raises:
+        ValueError: ``device`` is not a cuda device.
+    """
+    device = torch.device(device)
+    if device.type != "cuda":
+        raise ValueError("matmul_rate needs a cuda device")
+
+    def measure() -> float:
+        n = 8192
+        a = torch.rand(n, n, device=device)
+        b = torch.rand(n, n, device=device)
+        saved = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            ms = _median_event_ms(device, lambda: torch.mm(a, b))
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = saved
+        return 2 * n ** 3 / (ms / 1e3)
+
+    return _cached_rate(device, "tf32-mm", measure)

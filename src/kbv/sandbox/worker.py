@@ -1,0 +1,420 @@
+"""The candidate worker: the only process that ever imports candidate code (untrusted).
+
+One fresh ``spawn``ed process per candidate. On start it leaves the parent's process group (so the
+parent can kill it together with anything it starts), sends its stdout/stderr to a log file, moves
+into a fresh temporary directory, drops the current directory from ``sys.path`` (no ``torch.py``
+planted next to the candidate can shadow torch) and points the extension and Triton caches at the
+candidate's content-hash build directory. It then serves :mod:`kbv.sandbox.protocol` requests.
+
+Inputs arrive as shared tensors and are cloned into this process's own memory before any
+candidate call, so nothing the candidate does can touch the reference worker's copies. Reference
+outputs, hidden seeds and the comparison code never enter this process: it only returns raw
+outputs, times and allocator figures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.util
+import os
+import sys
+import threading
+import time
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+from kbv.sandbox.confinement import WorkerSetup, apply_sandbox
+
+#: seconds the worker waits for threads a call left running before it reports (they may still
+#: be writing the outputs: the trusted side compares the outputs with the snapshot taken at return).
+THREAD_GRACE_S = 0.2
+#: seconds the worker waits after a probed forward returns, when the candidate has threads of its
+#: own, before asking whether they worked after the return (kbv.sandbox.probes.ThreadWork): work queued
+#: before the return is picked up by an idle pool thread well within this (kbv choice).
+THREAD_SETTLE_S = 0.02
+
+
+def _flatten(out: Any) -> tuple[tuple, str]:
+    if isinstance(out, (tuple, list)):
+        return tuple(out), "tuple"
+    return (out,), "tensor"
+
+
+class _Server:
+    def __init__(self, conn: Connection, setup: WorkerSetup, notes: list[str]):
+        import torch
+
+        # harness modules are imported before any candidate code: timing captures its callables now
+        from kbv.sandbox import flags as baselines
+        from kbv.reference import inputs
+        from kbv.sandbox import probes as integrity
+        from kbv.sandbox import memory
+        from kbv.sandbox import profiling
+        from kbv.sandbox import protocol
+        from kbv.sandbox import timing  # noqa: F401
+        import multiprocessing.connection as mpc
+        import multiprocessing.reduction as mpr
+
+        self.torch = torch
+        self.integrity = integrity
+        self.baselines = baselines
+        self.protocol = protocol
+        self.timing = timing
+        # own references, taken before any candidate code runs (patching the modules later does
+        # not reach these; a patch is reported by _tampering())
+        self._time_calls = timing.time_calls
+        self._one_call = timing.one_call
+        self._call_inputs = timing.call_inputs
+        self._time_calls_code = timing.time_calls.__code__
+        self._kw_defaults = timing.time_calls.__kwdefaults__
+        self.conn = conn
+        self.setup = setup
+        # an explicit index: torch.cuda.set_device and friends refuse a bare "cuda"
+        self.device = torch.device("cuda", 0) if setup.device == "cuda" else torch.device(setup.device)
+        self.model = None
+        self.flags: dict = {}
+        self.timing_sets: list = []
+        self.notes = tuple(notes)
+        self.last_args: list | None = None  #: the previous forward's inputs (``reuse`` buffers).
+        self.last_sizes: list[int] = []  #: bytes of the previous call's tensors (cpu poisoning).
+        #: cpu probe calls run with glibc's malloc filling every chunk it hands out (stale memory, taxonomy 9)
+        self._perturb = integrity.malloc_perturb() if self.device.type == "cpu" else contextlib.nullcontext()
+        self._warm_runtime()
+        # every harness callable, the clocks and the reply path, as they are before the candidate
+        # loads: checked (and put back) before every reply, taxonomy 4/24/25
+        self.guard = integrity.HarnessGuard(
+            [baselines, inputs, integrity, memory, profiling, protocol, timing, sys.modules[__name__]],
+            [(time, "perf_counter", "time.perf_counter"), (time, "monotonic", "time.monotonic"),
+             (torch.cuda, "synchronize", "torch.cuda.synchronize"), (torch.cuda, "Event", "torch.cuda.Event"),
+             (torch.cuda.Event, "record", "torch.cuda.Event.record"),
+             (torch.cuda.Event, "elapsed_time", "torch.cuda.Event.elapsed_time"),
+             (torch.Tensor, "clone", "torch.Tensor.clone"),
+             (mpc.Connection, "send_bytes", "Connection.send_bytes"),
+             (mpc.Connection, "_send_bytes", "Connection._send_bytes"), (mpc.Connection, "_send", "Connection._send"),
+             (mpr.ForkingPickler, "dumps", "ForkingPickler.dumps"), (mpr.ForkingPickler, "__init__", "ForkingPickler.__init__"),
+             *((self, name, f"worker.{name}") for name in ("_time_calls", "_one_call", "_call_inputs", "torch", "timing",
+                                                            "protocol", "baselines",
+                                                            "integrity", "conn", "_perturb"))])
+        # the candidate's own Python threads, watched for work after forward returns (taxonomy 2)
+        self.threadwork = integrity.ThreadWork()
+        self.threadwork.install()
+        self.guard.watch(threading, "_profile_hook", "threading.setprofile hook")
+        self._op_impls = set(getattr(torch.library, "_impls", ()))  #: torch.library registrations before load
+        try:  #: torch's operators as they are before the candidate loads (harness identity)
+            self._ops_before = frozenset(torch._C._dispatch_get_all_op_names())
+        except Exception:  # noqa: BLE001 - a torch without the call
+            self._ops_before = frozenset()
+        self.writes: list[str] = []  #: writes outside the sandbox seen by the audit hook (taxonomy 26).
+        integrity.watch_writes([setup.workdir, setup.build_dir, "/dev/shm", "/dev/null"], self.writes)
+        self._reported_writes = 0
+
+    def _warm_runtime(self) -> None:
+        """Start torch's own threads (intra-op pool, CUDA driver) before the thread baseline."""
+        torch = self.torch
+        torch.ones(1 << 16).sum()
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+            torch.ones(1 << 16, device=self.device).sum()
+            self._sync()
+
+    # helpers ---------------------------------------------------------------------------------
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            self.timing._cuda_sync(self.device)
+
+    def _own(self, args: Any) -> list:
+        """Copy shared inputs into this process's own memory."""
+        torch = self.torch
+        return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+    def _check_flags(self) -> tuple:
+        changes = tuple(self.baselines.flag_changes(self.flags))
+        if changes:
+            self.baselines.apply_flags(self.base_flags)
+        return changes
+
+    # requests --------------------------------------------------------------------------------
+    def load(self, req: Any) -> Any:
+        torch = self.torch
+        self.base_flags = dict(req.flags)
+        self.baselines.apply_flags(self.base_flags)
+        self.flags = self.baselines.numeric_flags()  # every switch, new TF32 API included
+        t0 = time.perf_counter()
+        spec = importlib.util.spec_from_file_location(req.module_name, req.candidate_path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot import {req.candidate_path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[req.module_name] = module
+        spec.loader.exec_module(module)
+        cls = getattr(module, "ModelNew", None)
+        if cls is None:
+            raise AttributeError("candidate module defines no ModelNew")
+        cuda = self.device.type == "cuda"
+        if cuda:
+            torch.cuda.set_device(self.device)
+            self._sync()
+            before = torch.cuda.memory_allocated(self.device)
+        torch.manual_seed(req.init_seed)
+        model = cls(*req.init_args)
+        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[req.precision]
+        model = model.to(self.device)
+        if req.precision != "fp32":
+            model = model.to(dtype)
+        self._sync()
+        model_bytes = torch.cuda.memory_allocated(self.device) - before if cuda else None
+        self.model = model
+        state = {}
+        if isinstance(model, torch.nn.Module):
+            for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+                state[name] = t.detach()
+        changes = self._check_flags()
+        return self.protocol.Loaded(state=state, model_bytes=model_bytes,
+                                    load_seconds=time.perf_counter() - t0, flag_changes=changes,
+                                    sandbox=self.notes)
+
+    def _forward_args(self, req: Any) -> list:
+        torch = self.torch
+        prev = self.last_args
+        if req.buffers == "reuse" and prev is not None and len(prev) == len(req.inputs) and all(
+                (type(a) is torch.Tensor) == (type(b) is torch.Tensor)
+                and (type(a) is not torch.Tensor or (a.shape == b.shape and a.dtype == b.dtype))
+                for a, b in zip(prev, req.inputs)):
+            for k, a in enumerate(req.inputs):
+                if type(a) is torch.Tensor:
+                    prev[k].copy_(a)
+                else:
+                    prev[k] = a
+            return prev
+        spacer = None
+        if req.buffers == "moved":  # new copies away from the previous addresses
+            spacer = [torch.empty(max(1, a.numel()) * a.element_size() + 4096, dtype=torch.uint8, device=a.device)
+                      for a in req.inputs if type(a) is torch.Tensor]
+        args = self._own(req.inputs)
+        del spacer
+        return args
+
+    def forward(self, req: Any) -> Any:
+        torch = self.torch
+        ig = self.integrity
+        args = self._forward_args(req)
+        if not req.probes:
+            self._sync()
+            with torch.no_grad():
+                out = self.model(*args)
+            self._sync()
+            self.last_args = args
+            tensors, structure = _flatten(out)
+            return self.protocol.Outputs(tensors=tensors, structure=structure, flag_changes=self._check_flags())
+        ig.poison_free_memory(self.device, self.last_sizes)
+        self._sync()
+        before = ig.live_threads()
+        with torch.no_grad(), self._perturb:
+            out = self.model(*args)
+        mark = self.threadwork.mark()
+        tensors, structure = _flatten(out)
+        # right after return, before any sync: on cuda the copy is ordered on the current stream
+        snapshot = tuple(t.detach().clone() if type(t) is torch.Tensor else None for t in tensors)
+        self._sync()
+        new = ig.live_threads() - before
+        if new:
+            deadline = time.monotonic() + THREAD_GRACE_S
+            while new and time.monotonic() < deadline:
+                time.sleep(0.01)
+                new &= ig.live_threads()
+        if self.threadwork.threads:  # pool work queued before return starts within a few ms
+            time.sleep(THREAD_SETTLE_S)
+        late = self.threadwork.since(mark)
+        late_work = f"ran {late}" if late else ""
+        self._sync()
+        aliases = ig.overlaps(tensors, args)
+        self.last_args = args
+        self.last_sizes = [t.numel() * t.element_size() for t in (*tensors, *args) if type(t) is torch.Tensor]
+        changes = self._check_flags()
+        return self.protocol.Outputs(tensors=tensors, structure=structure, flag_changes=changes,
+                                     snapshot=snapshot, exact=tuple(type(t) is torch.Tensor for t in tensors),
+                                     inputs_after=tuple(a for a in args if type(a) is torch.Tensor),
+                                     aliases=aliases, new_threads=len(new), late_work=late_work)
+
+    def set_timing_inputs(self, req: Any) -> Any:
+        self.timing_sets = [self._own(s) for s in req.input_sets]
+        #: two buffers per call alternate, so no call gets its inputs at the previous call's addresses
+        self._call_buffers = [[a.clone() if isinstance(a, self.torch.Tensor) else a for a in self.timing_sets[0]]
+                              for _ in range(2)]
+        self._call_count = 0
+        self._prev_timed: tuple = ()
+        self._sync()
+        return self.protocol.Times(times_ms=(), clock="none")
+
+    def timed_call(self, req: Any) -> Any:
+        """One call timed (:func:`kbv.sandbox.timing.one_call`) on its inputs, made now from the request;
+        the output is returned as it is, shared, and held until the next timed call so that a
+        candidate returning the same buffer again is seen (``reused``)."""
+        torch = self.torch
+        buf = self._call_buffers[self._call_count % 2]
+        self._call_count += 1
+        args = self._call_inputs(buf, self.timing_sets, req.set_index, tuple(req.mix), tuple(req.mutate))
+        ms, out, clock = self._one_call(self.model, args, device=self.device, flush_bytes=req.l2_flush_bytes)
+        tensors, structure = _flatten(out)
+        del out
+        reused = ""
+        held = [t for t in self._prev_timed if type(t) is torch.Tensor]
+        if held and self.integrity.overlaps(tensors, held):
+            reused = "the previous timed call's output"
+        elif self.model is not None and isinstance(self.model, torch.nn.Module):
+            own = [t for t in (*self.model.parameters(), *self.model.buffers())]
+            if own and self.integrity.overlaps(tensors, own):
+                reused = "a parameter or buffer of ModelNew"
+        self._prev_timed = tensors
+        # the outputs are copied, after the call completed (one_call synchronises), into staging
+        # buffers shared once: sharing every call's own output would pin its block (CUDA IPC) or
+        # pass a new shared segment each call, and the next call's output would need a fresh
+        # device allocation inside its timed window (a TF32 matmul measured 2-3x slow that way)
+        outs = [t for t in tensors if type(t) is torch.Tensor]
+        if len(outs) != len(tensors):
+            raise TypeError("forward returned something that is not a torch.Tensor")
+        spec = tuple((tuple(t.shape), t.dtype, t.device) for t in outs)
+        new = ()
+        if spec != getattr(self, "_stage_spec", None):
+            self._stage = [torch.empty(sh, dtype=dt, device=dev) for sh, dt, dev in spec]
+            if self.device.type == "cpu":
+                for b in self._stage:
+                    b.share_memory_()
+            self._stage_spec = spec
+            new = tuple(self._stage)
+        for b, t in zip(self._stage, outs):
+            b.copy_(t)
+        self._sync()
+        return self.protocol.CallTimed(time_ms=float(ms), clock=clock, tensors=new, structure=structure,
+                                       staged=len(outs), reused=reused, flag_changes=self._check_flags())
+
+    def _tampering(self) -> tuple:
+        """Harness objects the candidate replaced since load (taxonomy 4), each put back, and new
+        writes outside the sandbox (taxonomy 26): reported as flag changes."""
+        found = [f"harness patched: {name}" for name in self.timing.captured_changed()]
+        found += [f"harness patched: {name}" for name in self.guard.check()]
+        found += [f"harness patched: torch op kernel {op} registered from Python" for op in self._new_op_kernels()]
+        new = self.writes[self._reported_writes:]
+        self._reported_writes = len(self.writes)
+        found += [f"sandbox: {w}" for w in new]
+        return tuple(dict.fromkeys(found))
+
+    def _new_op_kernels(self) -> list[str]:
+        """Kernels registered through ``torch.library`` since the last check that replace one of
+        torch's own ops as it existed before the candidate loaded, from outside torch
+        (:func:`kbv.sandbox.probes.torch_op_overrides`): a wrapper hidden behind another op. The new
+        ops and kernels torch registers itself (inductor's ``prims::`` ops) are left alone."""
+        torch = self.torch
+        try:
+            impls = set(torch.library._impls) - self._op_impls
+            sites = {}
+            for entry in impls:
+                ns, _, rest = str(entry).partition("/")
+                qualname = f"{ns}::{rest.rpartition('/')[0]}"
+                if ns in self.integrity.TORCH_OP_NAMESPACES and qualname not in sites:
+                    try:
+                        sites[qualname] = self.integrity.registration_sites(torch._C._dispatch_dump(qualname))
+                    except Exception:  # noqa: BLE001 - an op the dump does not know: no site
+                        sites[qualname] = {}
+            found = self.integrity.torch_op_overrides(impls, self._ops_before, sites, os.path.dirname(torch.__file__))
+        except Exception:  # noqa: BLE001 - a torch without the registry, or a replaced one
+            return []
+        self._op_impls |= impls
+        return found
+
+    def time(self, req: Any) -> Any:
+        tampered = self._tampering()  # put patched clocks back before the timed loop runs
+        kept: dict = {}
+        times, clock = self._time_calls(
+            self.model, self.timing_sets, device=self.device, warmup=req.warmup, trials=req.trials,
+            flush_bytes=req.l2_flush_bytes, first_set=req.first_set, refresh=req.refresh,
+            keep=req.keep, kept=kept, sync_inside=req.sync_inside, mutate=dict(req.mutate),
+            mix=dict(req.mix),
+        )
+        self._sync()
+        changes = self._check_flags() + tampered  # serve() checks the harness again before replying
+        return self.protocol.Times(times_ms=tuple(times), clock=clock, flag_changes=changes,
+                                   kept=tuple((i, k, tuple(outs)) for i, (k, outs) in sorted(kept.items())))
+
+    def ping(self, req: Any) -> Any:
+        return self.protocol.Pong()
+
+    def count_ops(self, req: Any) -> Any:
+        from kbv.sandbox import profiling
+
+        args = self.timing_sets[req.set_index]
+        if req.mix:
+            args = self.timing.mix_values(args, self.timing_sets[int(req.mix[0]) % len(self.timing_sets)], req.mix[1],
+                                          tuple(req.mix[2]) if len(req.mix) > 2 else ())
+        ops = profiling.compute_ops(self.model, args)
+        # the same call again under the profiler, which records every thread and the dispatcher
+        # itself (ops run on the candidate's threads or with the Python key excluded)
+        recorded = profiling.recorded_ops(self.model, args)
+        kernels, share, error = (), None, ops.error
+        if self.device.type == "cuda":
+            prof = profiling.kernel_profile(self.model, args, self.device)
+            kernels = tuple(prof.kernels)
+            share = prof.own_share
+            error = error or prof.error
+        changes = self._check_flags()
+        return self.protocol.OpCounts(ops=dict(ops.ops), kernels=kernels, own_share=share, error=error,
+                                      recorded=dict(recorded.ops), recorded_error=recorded.error,
+                                      flag_changes=changes)
+
+    def memory(self, req: Any) -> Any:
+        from kbv.reference.inputs import nbytes
+        from kbv.sandbox.memory import forward_peak_bytes
+
+        args = self.timing_sets[req.set_index]
+        peak = forward_peak_bytes(self.model, args, self.device)
+        changes = self._check_flags()
+        return self.protocol.MemoryFigures(forward_peak_bytes=peak, input_bytes=nbytes(args),
+                                           flag_changes=changes)
+
+    def serve(self) -> None:
+        p = self.protocol
+        handlers = {
+            p.Load: ("load", self.load),
+            p.Forward: ("forward", self.forward),
+            p.SetTimingInputs: ("time", self.set_timing_inputs),
+            p.Time: ("time", self.time),
+            p.TimedCall: ("time", self.timed_call),
+            p.MeasureMemory: ("memory", self.memory),
+            p.Ping: ("ping", self.ping),
+            p.CountOps: ("profile", self.count_ops),
+        }
+        while True:
+            try:
+                req = p.recv_request(self.conn)
+            except EOFError:
+                return
+            if isinstance(req, p.Shutdown):
+                return
+            phase, handler = handlers[type(req)]
+            try:
+                reply = handler(req)
+            except BaseException as exc:  # noqa: BLE001 - the candidate may raise anything, even SystemExit
+                reply = p.Failed(phase=phase, error_type=type(exc).__name__, message=str(exc)[:4000],
+                                 traceback="".join(traceback.format_exception(exc))[-8000:])
+                traceback.print_exc()
+            tampered = self._tampering()  # also restores the reply path before it is used
+            if tampered:
+                if hasattr(reply, "flag_changes"):
+                    reply = dataclasses.replace(reply, flag_changes=tuple(reply.flag_changes) + tampered)
+                else:
+                    self._held = getattr(self, "_held", ()) + tampered
+            elif getattr(self, "_held", ()) and hasattr(reply, "flag_changes"):
+                reply = dataclasses.replace(reply, flag_changes=tuple(reply.flag_changes) + self._held)
+                self._held = ()
+            p.send(self.conn, reply)
+            del reply
+
+
+def candidate_main(conn: Connection, setup: WorkerSetup, log_fd: int | None = None) -> None:
+    """Entry point of the spawned candidate worker; ``log_fd`` receives its stdout/stderr."""
+    notes = apply_sandbox(setup, log_fd)
+    _Server(conn, setup, notes).serve()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
