@@ -26,10 +26,14 @@ _event_elapsed = torch.cuda.Event.elapsed_time
 _cuda_sync = torch.cuda.synchronize
 _cuda_sleep = torch.cuda._sleep
 
-#: GPU cycles of the spin queued ahead of a call timed after a synchronize (~100 µs at the H200's
+#: GPU cycles of the spin queued ahead of a call timed after a synchronize (~1 ms at the H200's
 #: ~2 GHz): the flush, the start event and the call's own launches are queued behind it, so the
-#: events measure the call's device time and not the host's launch latency after the synchronize.
-LAUNCH_COVER_CYCLES = 200_000
+#: events measure the call's device time and not the host's launch latency after the synchronize,
+#: and the GPU is warm again after an idle gap. Measured on an H200 (bench/diag_tf32.py,
+#: docs/gpu-runs.md): a 2048² TF32 matmul timed 0.050 ms back to back but 0.066-0.17 ms after 1-5 ms
+#: idle with a 200k-cycle spin, and 0.050 ms in every case with 2M cycles. The per-call timing of a
+#: candidate has such gaps between calls (one request each) and a baseline's loop has not.
+LAUNCH_COVER_CYCLES = 2_000_000
 
 #: this module's own bindings as imported (a candidate may reassign the globals through sys.modules).
 _MODULE = {"_perf_counter": _perf_counter, "_Event": _Event, "_event_record": _event_record,
@@ -334,7 +338,7 @@ _BANDWIDTH: dict = {}
 def _cached_rate(device: torch.device, what: str, measure: Callable[[], float]) -> float:
     import json
 
-    from kbv.intake.candidates import cache_root
+    from kbv.model.paths import cache_root
     from kbv.sandbox.environment import _driver_version
 
     key = f"{what}|{torch.cuda.get_device_name(device)}|{_driver_version()}|{torch.__version__}"
@@ -375,7 +379,7 @@ def copy_bandwidth(device: torch.device | str) -> float:
     second, median of 10 copies of up to 1 GiB timed with CUDA events).
 
     Measured once per device name, driver and torch version and cached in
-    ``<kbv cache>/bandwidth.json`` (``$KBV_CACHE_DIR``, see :func:`kbv.intake.candidates.cache_root`),
+    ``<kbv cache>/bandwidth.json`` (``$KBV_CACHE_DIR``, see :func:`kbv.model.paths.cache_root`),
     so the roofline floor of taxonomy entry 7 costs nothing after the first verification.
 
     Raises:
