@@ -102,7 +102,7 @@ CASES: tuple[Case, ...] = (
     Case("t06-stack-inspect", 6, R + "t06_stack_inspect.py", SOFTMAX_ROWS, extended=True),
     Case("t06-stream-busy-cuda", 6, R + "t06_stream_busy_cuda.py", GPU_MATMUL, "cuda"),
     # 7 aggregate / pipeline tricks (cuda only)
-    Case("t07-graph-precomputed", 7, R + "t07_graph_precomputed_cuda.py", GPU_MATMUL, "cuda"),
+    Case("t07-graph-precomputed", 11, R + "t07_graph_precomputed_cuda.py", GPU_MATMUL, "cuda"),
     # 8 identity / passthrough / constant
     Case("t08-reused-output", 8, R + "t08_reused_output.py", RELU, check="probe:output-reused"),
     Case("t08-input-view", 8, R + "t08_input_view.py", RELU),

@@ -8,9 +8,11 @@ recycled for another tensor. A hit replays the empty
 graph and returns the cached result. The benchmark loop rotates a few fixed input tensors, so
 after warmup every timed call is an empty replay (~5 us against ~1 ms of GEMM).
 
-How kbv should catch it: the roofline floor (2*2048^3 flops cannot run in 5 us at the device's
-peak rate: implausible time, HACK, entry 7); same-address-new-values re-runs give stale results
-(entry 11); fresh inputs for timed calls.
+How kbv catches it: every timed call gets fresh input values in buffers it has not seen keyed
+the same way, so the cache never hits inside the timer and no timed call is an empty replay; the
+same-address-new-values probe and the timed re-check find the stale results (entry 11, HACK). Were
+a replay ever timed, the bytes-only roofline floor would flag the implausible time (entry 7); on
+the H200 that finding came and went with launch timing, so the row asserts entry 11.
 """
 import torch
 import torch.nn as nn
