@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The cuda-marked suite in three groups at once on the lent GPU (docs/gpu-runs.md); logs in /tmp/g.
-# `bash bench/gpu_suite.sh start` starts them detached; `bash bench/gpu_suite.sh poll` copies the logs to $OUT.
+# `bash bench/gpu_suite.sh start` starts them detached (from a copy in /tmp/snap); `bash bench/gpu_suite.sh poll` copies the logs to $OUT.
 export PYTHONPATH=src KBV_CACHE_DIR=/tmp/kbvcache
 mkdir -p /tmp/g
 case "$1" in
   start)
     pkill -f "^python3 -m pytest" ; sleep 1
+    # the detached groups run from a copy: the next device call replaces the synced tree under them
+    rm -rf /tmp/snap && mkdir -p /tmp/snap && cp -r src tests bench pyproject.toml /tmp/snap/ && cd /tmp/snap
     for g in redteam honest rest; do
       case $g in
         redteam) sel="tests/test_redteam.py" ;;
