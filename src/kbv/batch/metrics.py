@@ -42,8 +42,6 @@ All fractions are in [0, 1] (``_frac``); speedups and memory efficiencies are ra
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -51,6 +49,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from kbv.model.intervals import INTERVAL_CONFIDENCE, INTERVAL_RESAMPLES, interval_seed, ratio_interval
 from kbv.model.records import POLICIES, InputKind, ProblemRef, Status, Verdict
 from kbv.batch.store import problem_key
 
@@ -61,9 +60,6 @@ DECOMPOSITION_BASELINES: tuple[str, ...] = ("eager-fp32", "eager-tf32")
 #: integrity findings ignored). ``hidden``: kbv's verdict (status PASS).
 DECOMPOSITION_CORRECTNESS: tuple[str, ...] = ("nominal", "hidden")
 DEFAULT_BASELINE = "eager-tf32"
-#: confidence and resamples of :func:`speedup_interval`.
-INTERVAL_CONFIDENCE = 0.95
-INTERVAL_RESAMPLES = 2000
 
 
 # Elementary formulas ----------------------------------------------------------------------------
@@ -122,37 +118,23 @@ def all_problems_speedup(best_speedups: Sequence[float | None], n_problems: int)
     return float(math.exp(sum(logs) / n_problems))
 
 
-@functools.lru_cache(maxsize=65536)
-def _bootstrap_ratio(base_ms: tuple[float, ...], cand_ms: tuple[float, ...], seed: int,
-                     confidence: float, resamples: int) -> tuple[float, float]:
-    rng = np.random.default_rng(seed)
-    b = np.asarray(base_ms)
-    c = np.asarray(cand_ms)
-    rb = np.median(b[rng.integers(0, b.size, (resamples, b.size))], axis=1)
-    rc = np.median(c[rng.integers(0, c.size, (resamples, c.size))], axis=1)
-    tail = 100 * (1 - confidence) / 2
-    lo, hi = np.percentile(rb / rc, [tail, 100 - tail])
-    return float(lo), float(hi)
-
-
 def speedup_interval(v: Verdict, baseline: str, *, confidence: float = INTERVAL_CONFIDENCE,
                      resamples: int = INTERVAL_RESAMPLES) -> tuple[float, float] | None:
     """Percentile-bootstrap interval (×) of ``v``'s speedup vs ``baseline``.
 
     The speedup is median(baseline times) / median(candidate times) of the raw per-call samples
-    (:attr:`kbv.model.records.Measurement.times_ms`); each side is resampled with replacement
-    ``resamples`` times and the ``(1 ± confidence) / 2`` percentiles of the resampled ratios are
-    returned (Efron & Tibshirani 1993, *An Introduction to the Bootstrap*, §13.3). The generator is
-    seeded from the candidate, problem and baseline, so a report is reproducible. The calls of a
-    subject are treated as exchangeable; drift between interleaved rounds widens the interval
-    rather than hiding. None when either side was not timed in this verdict (e.g. ``compile``,
-    which comes from the baseline cache).
+    (:attr:`kbv.model.records.Measurement.times_ms`); the interval is
+    :func:`kbv.model.intervals.ratio_interval` (percentile bootstrap, each side resampled
+    ``resamples`` times; Efron & Tibshirani 1993, §13.3), seeded from the candidate, problem and
+    baseline, so a report is reproducible and agrees with the adaptive stop of the timing rounds.
+    None when either side was not timed in this verdict (e.g. ``compile``, which comes from the
+    baseline cache).
     """
     cand, base = v.timing.get("candidate"), v.timing.get(baseline)
     if cand is None or base is None:
         return None
-    seed = int(hashlib.sha256(f"{v.problem.sha256}:{v.candidate.sha256}:{baseline}".encode()).hexdigest()[:15], 16)
-    return _bootstrap_ratio(tuple(base.times_ms), tuple(cand.times_ms), seed, confidence, resamples)
+    seed = interval_seed(v.problem.sha256, v.candidate.sha256, baseline)
+    return ratio_interval(base.times_ms, cand.times_ms, seed, confidence=confidence, resamples=resamples)
 
 
 def speedup_noisy(v: Verdict, baseline: str) -> bool:
