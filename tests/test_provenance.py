@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from kbv.batch.provenance import META_KEY, MIXED_KEY, SourceMismatch, SourceWatch, check_source, source_hash
+from kbv.batch.provenance import META_KEY, MIXED_KEY, SourceMismatch, check_source
+from kbv.model.source import SourceWatch, source_hash
 from kbv.batch.store import Store
 from verdict_factory import job_for, make_verdict
 

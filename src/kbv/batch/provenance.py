@@ -5,20 +5,15 @@ worker per job), so a source tree edited while a batch runs, or a store resumed 
 would mix verdicts of two versions in one result (a CPU bench run did: the timing protocol changed
 on disk mid-run and 20 honest jobs got HACK). :func:`check_source` refuses a store made by another
 source unless the run allows it (``kbv run --allow-mixed``, recorded in the store), and
-:class:`SourceWatch` notices a change during a run so the batch stops before it writes a verdict
+:class:`kbv.model.source.SourceWatch` notices a change during a run so the batch stops before it writes a verdict
 of the new files.
 
-The hash covers every ``*.py`` file of the kbv package (relative path and bytes, in path order):
-the code that makes verdicts. Data files (problems, candidates) are hashed into each job's
-identity already.
+The hash is :func:`kbv.model.source.source_hash`: every ``*.py`` file of the kbv package.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-from pathlib import Path
 
 META_KEY = "kbv_source_sha256"
 MIXED_KEY = "kbv_source_mixed"  #: the other hashes a store was resumed with under ``allow_mixed``.
@@ -26,55 +21,6 @@ MIXED_KEY = "kbv_source_mixed"  #: the other hashes a store was resumed with und
 
 class SourceMismatch(RuntimeError):
     """The store's verdicts come from another kbv source (one line)."""
-
-
-def package_root() -> Path:
-    import kbv
-
-    return Path(kbv.__file__).resolve().parent
-
-
-def _files(root: Path) -> list[Path]:
-    return sorted((p for p in root.rglob("*.py") if "__pycache__" not in p.parts), key=lambda p: p.as_posix())
-
-
-def source_hash(root: Path | None = None) -> str:
-    """SHA-256 (hex) of kbv's source files under ``root`` (default: the imported package)."""
-    root = root or package_root()
-    h = hashlib.sha256()
-    for path in _files(root):
-        h.update(path.relative_to(root).as_posix().encode() + b"\0")
-        h.update(path.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def _stamp(root: Path) -> tuple:
-    out = []
-    for path in _files(root):
-        try:
-            st = path.stat()
-        except OSError:
-            continue
-        out.append((path.as_posix(), st.st_size, st.st_mtime_ns))
-    return tuple(out)
-
-
-class SourceWatch:
-    """The source hash at construction, and :meth:`changed` to tell when the files on disk now
-    hash otherwise (sizes and modification times are compared first: hashing runs only when
-    they moved)."""
-
-    def __init__(self, root: Path | None = None):
-        self.root = root or package_root()
-        self._stamp = _stamp(self.root)
-        self.digest = source_hash(self.root)
-
-    def changed(self) -> bool:
-        stamp = _stamp(self.root)
-        if stamp == self._stamp:
-            return False
-        self._stamp = stamp
-        return source_hash(self.root) != self.digest
 
 
 def check_source(store, digest: str, *, allow_mixed: bool = False) -> None:
@@ -104,4 +50,4 @@ def check_source(store, digest: str, *, allow_mixed: bool = False) -> None:
         store.set_meta(META_KEY, digest)
 
 
-__all__ = ["SourceMismatch", "SourceWatch", "check_source", "source_hash", "META_KEY", "MIXED_KEY"]
+__all__ = ["SourceMismatch", "check_source", "META_KEY", "MIXED_KEY"]
