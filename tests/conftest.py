@@ -46,14 +46,15 @@ def _fast_tier_starts_no_worker(request, monkeypatch):
     the fix, instead of making the tier slow: mark it ``e2e`` (or use an evaluator fixture)."""
     if "not e2e" not in (request.config.option.markexpr or "") or "e2e" in request.keywords:
         return
-    from kbv.processes import handles as workers
+    from kbv.processes.candidate import CandidateProcess
+    from kbv.processes.reference import ReferenceProcess
 
     def refuse(self, *args, **kwargs):  # noqa: ARG001
         pytest.fail(f"{request.node.nodeid} starts a kbv worker ({type(self).__name__}): mark it "
                     "@pytest.mark.e2e (the fast tier, -m 'not e2e', starts none)", pytrace=False)
 
-    monkeypatch.setattr(workers.CandidateProcess, "__init__", refuse)
-    monkeypatch.setattr(workers.ReferenceProcess, "__init__", refuse)
+    monkeypatch.setattr(CandidateProcess, "__init__", refuse)
+    monkeypatch.setattr(ReferenceProcess, "__init__", refuse)
 
 
 @pytest.fixture(scope="session")

@@ -220,7 +220,7 @@ def test_kill_9_of_kbv_run_leaves_no_worker(tmp_path):
 # The candidate worker's log is capped, not a disk filler ------------------------------------------
 
 def test_capped_log_keeps_head_and_tail_and_names_the_cap(tmp_path):
-    from kbv.processes.handles import CappedLog
+    from kbv.processes.logs import CappedLog
 
     log = CappedLog(tmp_path / "w.log", keep=4096, head=1024)
     fd = log.write_fd
@@ -238,19 +238,19 @@ def test_capped_log_keeps_head_and_tail_and_names_the_cap(tmp_path):
 
 @pytest.mark.e2e
 def test_a_candidate_printing_a_lot_is_not_killed_and_its_log_is_capped(tmp_path, monkeypatch):
+    from kbv.processes import logs
+    from kbv.processes.candidate import CandidateProcess
     from kbv.sandbox import protocol
-    from kbv.processes import handles as workers
     from kbv.sandbox.flags import flags_for
-    from kbv.model.records import CandidateRef
 
-    monkeypatch.setattr(workers, "LOG_KEEP_BYTES", 1 << 20)
-    monkeypatch.setattr(workers, "LOG_HEAD_BYTES", 1 << 18)
+    monkeypatch.setattr(logs, "LOG_KEEP_BYTES", 1 << 20)
+    monkeypatch.setattr(logs, "LOG_HEAD_BYTES", 1 << 18)
     cand = tmp_path / "loud.py"
     cand.write_text("import os, sys\nimport torch.nn as nn\nfor _ in range(64):\n"
                     "    os.write(1, b'x' * (1 << 20))\nprint('loaded', flush=True)\n\n"
                     "class ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n")
     (tmp_path / "build").mkdir()
-    with workers.CandidateProcess(device="cpu", build_dir=tmp_path / "build") as w:
+    with CandidateProcess(device="cpu", build_dir=tmp_path / "build") as w:
         reply = w.call(protocol.Load(str(cand), "loud", (), 42, "cpu", "fp32", flags_for("eager-fp32")),
                        phase="load", timeout=120)
         assert isinstance(reply, protocol.Loaded), reply

@@ -255,7 +255,7 @@ time.sleep(600)
 #: a worker owner: starts a "worker" that leaves a setsid, double-forked sleeper behind
 _OWNER = """
 import os, subprocess, sys, time
-from kbv.sandbox.confinement import ProcessJail
+from kbv.processes.jail import ProcessJail
 jail = ProcessJail(cgroup=sys.argv[2] == "cgroup")
 worker = subprocess.Popen([sys.executable, "-c", {sleeper!r}, sys.argv[1], str(jail.cgroup)], start_new_session=True,
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -279,7 +279,7 @@ def _owner(tmp_path: Path, mode: str) -> tuple[subprocess.Popen, Path]:
 
 @linux_only
 def test_subreaper_kills_what_left_the_session(tmp_path):
-    """:class:`kbv.sandbox.confinement.ProcessJail` without a cgroup (in its own process: it becomes a subreaper)."""
+    """:class:`kbv.processes.jail.ProcessJail` without a cgroup (in its own process: it becomes a subreaper)."""
     owner, pidfile = _owner(tmp_path, "subreaper")
     out, _ = owner.communicate(timeout=60)
     pid = int(pidfile.read_text())
@@ -293,8 +293,8 @@ def test_subreaper_kills_what_left_the_session(tmp_path):
 @linux_only
 def test_cgroup_of_a_dead_owner_is_swept(tmp_path):
     """A worker owner killed before it could close its workers (a candidate can kill the reference
-    worker, or the orchestrator): :func:`kbv.sandbox.confinement.kill_cgroups` kills what its workers left."""
-    from kbv.sandbox.confinement import kill_cgroups
+    worker, or the orchestrator): :func:`kbv.processes.jail.kill_cgroups` kills what its workers left."""
+    from kbv.processes.jail import kill_cgroups
 
     owner, pidfile = _owner(tmp_path, "cgroup")
     cgroup = owner.stdout.readline().strip()
@@ -322,7 +322,7 @@ def test_landlock_leaves_only_the_given_directories_writable(tmp_path):
         from kbv.sandbox import confinement as sandbox
         if sandbox._libc().syscall(sandbox._LANDLOCK_CREATE_RULESET, None, 0, 1) < 1:
             raise SystemExit(77)
-        sandbox._prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1)
+        sandbox.prctl(sandbox.PR_SET_NO_NEW_PRIVS, 1)
         assert sandbox._landlock([{str(tmp_path / "rw")!r}]) is None
         open({str(tmp_path / "rw" / "ok")!r}, "w").write("ok")
         open("/dev/null", "w").write("ok")
@@ -354,7 +354,7 @@ def test_candidate_that_kills_the_reference_worker_ends_as_a_verdict(tmp_path, c
 
 PAUSE_OWNER = r'''
 import os, subprocess, sys, time
-from kbv.sandbox.confinement import ProcessJail
+from kbv.processes.jail import ProcessJail
 
 def cpu_s(pid):
     with open(f"/proc/{pid}/stat", "rb") as f:

@@ -9,7 +9,7 @@ be a short-lived thread of a pool). Calls for one device run one at a time; :fun
 run at exit) stops the workers. Every candidate still runs in a fresh sandboxed worker per call.
 
 The calls work from a plain script without an ``if __name__ == "__main__":`` guard: kbv's workers
-are spawned without re-running the caller's ``__main__`` (:func:`kbv.processes.handles._plain_main`).
+are spawned without re-running the caller's ``__main__`` (:func:`kbv.processes.handles.plain_main`).
 
 Problems and candidates are paths or source text. Source text is written once to
 ``<kbv cache>/sources/`` (mode 0700, ``$KBV_CACHE_DIR`` or ``~/.cache/kbv``) under a name made of
@@ -109,7 +109,7 @@ def make_config(config: ConfigLike = None) -> EvalConfig:
 # Problems and candidates --------------------------------------------------------------------------
 
 def _sources_dir() -> Path:
-    from kbv.intake.candidates import cache_root
+    from kbv.model.paths import cache_root
 
     d = cache_root() / "sources"
     d.mkdir(mode=0o700, parents=True, exist_ok=True)

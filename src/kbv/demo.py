@@ -123,9 +123,10 @@ class _Builder:
         import threading
 
         from kbv.model.records import to_dict
-        from kbv.processes.handles import ReferenceProcess
+        from kbv.pipeline.reference_worker import reference_main
+        from kbv.processes.reference import ReferenceProcess
 
-        self.ref = ReferenceProcess(device) if pairs else None  # made here, in the main thread
+        self.ref = ReferenceProcess(device, reference_main) if pairs else None  # made here, in the main thread
         self.thread = None
         if self.ref is not None:
             job = {"kind": "build", "problem": to_dict(pairs[0][0]), "config": to_dict(config),

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.metadata
-import platform
-import socket
 from pathlib import Path
 
-from kbv import __version__
 from kbv.batch.baselines import BaselineRun, environment_from_dict, measurement_from_dict
 from kbv.intake.problems import ProblemError
 from kbv.model.records import (CandidateRef, Environment, EvalConfig, ProblemRef, Status, Verdict, to_dict,
     verdict_from_dict)
 from kbv.model.records import VettingReport, vetting_from_dict
-from kbv.processes.handles import ReferenceProcess
+from kbv.pipeline.reference_worker import reference_main
+from kbv.processes.reference import ReferenceProcess, minimal_environment
 
 
 class EvaluationError(RuntimeError):
@@ -32,18 +29,6 @@ def job_timeout_s(config: EvalConfig) -> float:
     calls = config.nominal_seeds + len(config.hidden) + len(config.distributions) + 4
     return (config.compile_timeout_s + calls * config.call_timeout_s
             + config.timing_rounds * config.timing_timeout_s + 300.0)
-
-
-def minimal_environment(device: str) -> Environment:
-    """The orchestrator's own view of where a verdict was made, without importing torch or touching
-    a device: for verdicts decided before any worker ran (static rejections). ``device_name`` and
-    ``driver`` stay None: nothing was measured on the device."""
-    try:
-        torch_version = importlib.metadata.version("torch")
-    except importlib.metadata.PackageNotFoundError:
-        torch_version = "unknown"
-    return Environment(kbv_version=__version__, python=platform.python_version(), torch=torch_version,
-                       device=device, hostname=socket.gethostname())
 
 
 #: ``CandidateRef.backend`` of a file that failed static vetting (its backend was never detected).
@@ -97,7 +82,7 @@ class Evaluator:
         if self._ref is None or not self._ref.proc.is_alive():
             if self._ref is not None:
                 self._ref.close()
-            self._ref = ReferenceProcess(self.device)
+            self._ref = ReferenceProcess(self.device, reference_main)
         return self._ref
 
     def evaluate(self, problem: ProblemRef, candidate: CandidateRef, config: EvalConfig, *,
@@ -145,7 +130,7 @@ class Evaluator:
     def measure_baselines(self, problem: ProblemRef, config: EvalConfig,
                           labels: tuple[str, ...]) -> BaselineRun:
         """Time the problem's reference under each baseline label (``eager-fp32``, ``eager-tf32``,
-        ``compile``) in the reference worker (:func:`kbv.batch.baselines.measure_reference`).
+        ``compile``) in the reference worker (:func:`kbv.pipeline.baselines.measure_reference`).
 
         Returns:
             a :class:`kbv.batch.baselines.BaselineRun` (environment, measurements, per-label errors).

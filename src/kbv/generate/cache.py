@@ -20,7 +20,7 @@ from kbv.generate.providers import ChatRequest, Completion, Pricing, complete
 
 
 def default_root() -> Path:
-    from kbv.intake.candidates import cache_root
+    from kbv.model.paths import cache_root
 
     return cache_root() / "llm"
 

@@ -29,6 +29,7 @@ from typing import Callable
 
 from kbv.intake.problems import SourceError, parse_source, read_source, top_level_names
 from kbv.model.records import CandidateRef
+from kbv.model.paths import cache_root
 
 
 class CandidateError(SourceError):
@@ -105,12 +106,6 @@ def load_candidate(path: Path | str, *, run: str | None = None, sample_id: int |
         path=str(path), sha256=hashlib.sha256(raw).hexdigest(), backend=detect_backend(tree),
         run=run, sample_id=sample_id,
     )
-
-
-def cache_root() -> Path:
-    """Root of kbv's build cache: ``$KBV_CACHE_DIR``, else ``~/.cache/kbv``."""
-    env = os.environ.get("KBV_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "kbv"
 
 
 #: environment variables that change what a build produces (compiler choice, CUDA archs, flags).

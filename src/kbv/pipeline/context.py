@@ -11,7 +11,8 @@ from typing import Any
 
 from kbv.model.records import CandidateRef, Environment, EvalConfig, Severity, Status
 from kbv.processes import footprint as fp
-from kbv.processes.handles import CandidateProcess, WorkerDied, WorkerTimeout
+from kbv.processes.candidate import CandidateProcess
+from kbv.processes.handles import WorkerDied, WorkerTimeout
 from kbv.processes.procfs import FAULT_SIGNALS, caught_signals
 from kbv.reference import oracle as orc
 from kbv.reference.build import ReferenceProblem, first_line

@@ -14,7 +14,7 @@ from kbv.intake.problems import ProblemError
 from kbv.model.records import InputKind, InputSetResult, Severity, Status
 from kbv.pipeline.context import Stop
 from kbv.pipeline.judging import Judging
-from kbv.processes.handles import CandidateProcess
+from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference import vetting
 from kbv.reference.build import hidden_test_sets

@@ -12,7 +12,7 @@ from kbv.intake.scan import scan_source
 from kbv.model.records import Status
 from kbv.pipeline.context import Context, Stop
 from kbv.processes import footprint as fp
-from kbv.processes.handles import CandidateProcess
+from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference.build import first_line
 from kbv.sandbox import protocol

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from kbv.model.records import Status
 from kbv.pipeline.context import Context, Stop
-from kbv.processes.handles import CandidateProcess
-from kbv.reference import inputs as inp
+from kbv.processes.candidate import CandidateProcess
 from kbv.sandbox import flags as bl
 from kbv.sandbox import memory as mem
+from kbv.sandbox.memory import nbytes
 from kbv.sandbox import protocol
 
 
@@ -22,7 +22,7 @@ class MemoryStage(Context):
         bl.apply_flags(self.fp32_flags)
         ref_peak = mem.forward_peak_bytes(self.rp.model, args, self.rp.device)
         ref_m = mem.measurement("reference", forward_peak=ref_peak, model_bytes=self.rp.model_bytes or 0,
-                                input_bytes=inp.nbytes(args))
+                                input_bytes=nbytes(args))
         cand_m = mem.measurement("candidate", forward_peak=int(reply.forward_peak_bytes),
                                  model_bytes=int(self.cand_model_bytes or 0), input_bytes=int(reply.input_bytes))
         self.state.memory = {"reference": ref_m, "candidate": cand_m}

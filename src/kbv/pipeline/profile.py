@@ -8,7 +8,7 @@ import secrets
 from kbv.checks.probes import op_counts_ok
 from kbv.model.records import Severity, Status
 from kbv.pipeline.context import Context, Stop
-from kbv.processes.handles import CandidateProcess
+from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.sandbox import flags as bl
 from kbv.sandbox import protocol

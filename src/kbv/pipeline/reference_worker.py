@@ -5,7 +5,7 @@ and answers each with ``{"verdict": dict}`` or ``{"problem_error": "one line"}``
 ``"kind": "vet"`` (problem, config, ``vet_seeds``; no candidate) vets the problem
 (:func:`kbv.reference.vetting.vet_problem`) and answers ``{"vetting": dict}``. A job with
 ``"kind": "baselines"`` and ``"labels"`` times the reference model alone under each baseline
-(:func:`kbv.batch.baselines.measure_reference`) and answers ``{"baselines": {...}}``. A job with
+(:func:`kbv.pipeline.baselines.measure_reference`) and answers ``{"baselines": {...}}``. A job with
 ``"kind": "build"`` and ``"pairs"`` (``[{"problem", "candidate"}, ...]``) loads every candidate at
 once, each in its own sandboxed worker, so that their extensions build in parallel into the
 content-hash build cache, and answers ``{"built": {candidate path: "ok" or the failure}}``; with
@@ -78,7 +78,7 @@ def reference_main(conn: Connection, device: str) -> None:
                 if job.get("verify_failures") and len(job["pairs"]) == 1:
                     reply["verdict"] = _failed_build_verdict(job["pairs"][0], reply["built"], config, env)
             elif job.get("kind") == "baselines":  # kbv baselines: time the reference model only
-                from kbv.batch.baselines import measure_reference
+                from kbv.pipeline.baselines import measure_reference
 
                 cache.clear()
                 measured = measure_reference(build_reference(problem, config), config,
@@ -127,7 +127,7 @@ def _build(pairs: list[dict], config) -> dict[str, str]:
     from kbv.intake.candidates import build_dir
     from kbv.intake.problems import ProblemError
     from kbv.model.records import CandidateRef, ProblemRef
-    from kbv.processes.handles import CandidateProcess
+    from kbv.processes.candidate import CandidateProcess
 
     out: dict[str, str] = {}
     started: list[tuple[str, CandidateProcess]] = []

@@ -8,10 +8,10 @@ import numpy as np
 from kbv.model.records import Severity
 from kbv.pipeline.context import Context
 from kbv.pipeline.timing import MIN_TRIALS_PER_ROUND
-from kbv.processes.handles import CandidateProcess
-from kbv.reference import inputs as inp
+from kbv.processes.candidate import CandidateProcess
 from kbv.sandbox import protocol
 from kbv.sandbox import timing
+from kbv.sandbox.memory import nbytes
 from kbv.sandbox.timing import l2_flush_bytes
 
 #: taxonomy 7: a median under this fraction of the input-read floor is physically implausible.
@@ -33,7 +33,7 @@ class Roofline(Context):
         if self.rp.device.type != "cuda":
             return
         bw = timing.copy_bandwidth(self.rp.device)
-        in_bytes = inp.nbytes(sets[0])
+        in_bytes = nbytes(sets[0])
         out_bytes = self.rp.output_bytes
         floor_ms = (in_bytes + out_bytes) / bw * 1e3
         cand = self.state.timing["candidate"].median_ms

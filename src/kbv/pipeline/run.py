@@ -32,7 +32,7 @@ from kbv.pipeline.timing import Timing
 from kbv.pipeline.verdict import VerdictStage
 from kbv.pipeline.vetting import Vetting
 from kbv.processes import footprint as fp
-from kbv.processes.handles import CandidateProcess
+from kbv.processes.candidate import CandidateProcess
 from kbv.processes.procfs import FAULT_SIGNALS, caught_signals
 from kbv.reference.build import ReferenceProblem, first_line
 from kbv.sandbox import flags as bl

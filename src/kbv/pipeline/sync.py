@@ -13,7 +13,7 @@ import numpy as np
 from kbv.model.records import Severity, Status
 from kbv.pipeline.context import Context, Stop
 from kbv.pipeline.timing import trials_within_budget
-from kbv.processes.handles import CandidateProcess
+from kbv.processes.candidate import CandidateProcess
 from kbv.processes.procfs import process_cpu_ms
 from kbv.sandbox import flags as bl
 from kbv.sandbox import protocol

@@ -18,12 +18,13 @@ from kbv.model.records import InputKind, InputSetResult, Measurement, Severity, 
 from kbv.pipeline.context import Stop
 from kbv.pipeline.judging import Judging
 from kbv.processes import footprint as fp
-from kbv.processes.handles import CandidateProcess
+from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference.mutation import apply_mutation, timed_mutation
 from kbv.sandbox import flags as bl
 from kbv.sandbox import protocol
 from kbv.sandbox import timing
+from kbv.sandbox.memory import nbytes
 from kbv.sandbox.timing import l2_flush_bytes, time_calls
 
 #: timed calls per round whose outputs are re-checked at least (chosen at random, secretly).
@@ -102,7 +103,7 @@ class Timing(Judging):
         get_inputs = self.rp.module.get_inputs
         dev = self.rp.device
         first = inp.to_device(inp.draw(get_inputs, inp.secret_seed(), dev), dev, self.config.precision)
-        size = max(1, inp.nbytes(first))
+        size = max(1, nbytes(first))
         if dev.type == "cuda":
             budget = fp.device_free_bytes(dev) * TIMING_INPUT_MEMORY_FRACTION / 3
         else:

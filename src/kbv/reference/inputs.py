@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import random
 import secrets
-import contextlib
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -173,10 +172,6 @@ def shared_clone(args: Sequence[Any]) -> list[Any]:
             a = a.clone()
         out.append(a)
     return out
-
-
-def nbytes(args: Sequence[Any]) -> int:
-    return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
 
 
 # Randomised value generators -------------------------------------------------------------------

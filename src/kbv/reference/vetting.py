@@ -36,7 +36,7 @@ import torch
 
 from kbv.sandbox import flags as bl
 from kbv.reference import inputs as inp
-from kbv.intake.candidates import cache_root
+from kbv.model.paths import cache_root
 from kbv.reference.oracle import VACUOUS_BASELINE_ERROR, Oracle, OracleUnavailable, normalised_error
 from kbv.model.records import (EvalConfig, Environment, InputKind, ProblemRef, VetFinding, VetFlag,
     VetSetResult, VettingReport, to_json, vetting_from_dict)

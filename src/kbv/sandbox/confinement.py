@@ -4,11 +4,11 @@ Worker side, :func:`apply_sandbox`, first thing in the worker and before torch i
 process is still single-threaded, as ``unshare`` and per-thread credentials require). In order:
 
 * own session (the parent kills the group) and ``PR_SET_PDEATHSIG`` (it dies with its parent);
-* it joins the cgroup v2 its parent made for it (:class:`ProcessJail`), so that every process it
+* it joins the cgroup v2 its parent made for it (:class:`kbv.processes.jail.ProcessJail`), so that every process it
   starts, even one that calls ``setsid`` and double-forks, is killed with it;
 * an empty network namespace (root on Linux);
 * no core dumps, files of at most :data:`MAX_FILE_BYTES`; stdout/stderr to a pipe the parent drains
-  into a capped log (:class:`kbv.processes.handles.CappedLog`), so printing never fills the disk or kills it;
+  into a capped log (:class:`kbv.processes.logs.CappedLog`), so printing never fills the disk or kills it;
 * a read-only filesystem except its fresh workdir, its content-hash build directory and
   ``/dev/shm`` (torch's shared-memory tensors and CUDA IPC reference counts): a private mount
   namespace as root, else Landlock; ``/proc`` stays writable for the process's own files but
@@ -23,21 +23,18 @@ process is still single-threaded, as ``unshare`` and per-thread credentials requ
 Each step returns a note that goes into the verdict's evidence (``sandbox``), so a record says
 which isolation a run actually had; a step the OS refuses is noted, not raised. Parent side:
 :func:`worker_environment` is also the environment the worker is *spawned* with (its
-``/proc/self/environ`` holds no secrets), and :class:`ProcessJail` kills whatever the worker started.
+``/proc/self/environ`` holds no secrets), and :class:`kbv.processes.jail.ProcessJail` kills whatever the worker started.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
-import itertools
 import os
 import re
 import signal
 import struct
 import sys
-import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 #: environment variables a candidate worker keeps (by name or prefix); everything else, API keys
@@ -81,7 +78,7 @@ class WorkerSetup:
     build_dir: str  #: content-hash build cache of this candidate (toolchain caches live here).
     log_path: str  #: stdout/stderr of the worker (compiler output, prints).
     device: str  #: ``cpu`` or ``cuda``.
-    cgroup: str | None = None  #: cgroup v2 directory the worker joins (:class:`ProcessJail`).
+    cgroup: str | None = None  #: cgroup v2 directory the worker joins (:class:`kbv.processes.jail.ProcessJail`).
 
 
 @functools.cache
@@ -97,7 +94,7 @@ def _errno() -> str:
     return os.strerror(ctypes.get_errno())
 
 
-def _prctl(option: int, arg: int = 0) -> bool:
+def prctl(option: int, arg: int = 0) -> bool:
     return _libc().prctl(option, arg, 0, 0, 0) == 0
 
 
@@ -130,7 +127,7 @@ def die_with_parent(parent_pid: int | None = None) -> None:
     """
     if sys.platform != "linux":
         return
-    _prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
+    prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
     if parent_pid is None:
         import multiprocessing
 
@@ -176,7 +173,7 @@ def _under(path: str, roots: tuple[str, ...] | list[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def _mounts() -> list[tuple[str, list[str], str]]:
+def mounts() -> list[tuple[str, list[str], str]]:
     """(mount point, per-mount options, filesystem type) of every mount in /proc/self/mountinfo."""
     out = []
     with open("/proc/self/mountinfo") as f:
@@ -209,7 +206,7 @@ def _mount_readonly(writable: list[str]) -> list[str]:
         if not mount(path, MS_BIND | MS_REC, source=path):
             raise OSError(ctypes.get_errno(), f"bind {path}: {_errno()}")
     left = []
-    for point, opts, _ in _mounts():
+    for point, opts, _ in mounts():
         if _under(point, writable) or (_under(point, ["/proc"]) and not _under(point, proc_ro)):
             continue
         if not mount(point, MS_BIND | MS_REMOUNT | MS_RDONLY | sum(_MOUNT_FLAGS.get(o, 0) for o in opts)):
@@ -253,14 +250,14 @@ def _landlock(writable: list[str]) -> str | None:
 def _drop_privileges() -> str:
     """``no_new_privs``; as root also every capability (a root without capabilities keeps file
     ownership but cannot mount, setns, ptrace privileged processes or raise limits)."""
-    nnp = _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    nnp = prctl(PR_SET_NO_NEW_PRIVS, 1)
     if os.geteuid() != 0:
         return "privileges: no_new_privs" if nnp else f"privileges: unchanged ({_errno()})"
     with open("/proc/sys/kernel/cap_last_cap") as f:
         last = int(f.read())
     for cap in range(last + 1):
-        _prctl(PR_CAPBSET_DROP, cap)
-    _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+        prctl(PR_CAPBSET_DROP, cap)
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
     if _libc().capset(header, (ctypes.c_uint32 * 6)()) != 0:
         return f"privileges: capabilities kept (capset: {_errno()})"
@@ -327,219 +324,3 @@ def apply_sandbox(setup: WorkerSetup, log_fd: int | None = None) -> list[str]:
     return notes
 
 
-# Parent side ------------------------------------------------------------------------------
-
-def _own_cgroup() -> str | None:
-    """This process's cgroup v2 directory, or None (no cgroup2 mount, not listed)."""
-    try:
-        with open("/proc/self/cgroup") as f:
-            rel = next(line.split("::", 1)[1].strip() for line in f if line.startswith("0::"))
-        root = next(point for point, _, fstype in _mounts() if fstype == "cgroup2")
-    except (OSError, StopIteration):
-        return None
-    return os.path.join(root, rel.lstrip("/"))
-
-
-def _write(path: str, text: str) -> bool:
-    try:
-        with open(path, "w") as f:
-            f.write(text)
-        return True
-    except OSError:
-        return False
-
-
-def _stopped(pid: int) -> bool:
-    """``pid`` is stopped, frozen, a zombie or gone (state from /proc/<pid>/stat)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            state = f.read().rsplit(b")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state in (b"T", b"t", b"Z", b"X")
-
-
-def _any_thread_stopped(pid: int) -> bool:
-    """A thread of ``pid`` is still stopped or frozen (``T``/``t`` in /proc/<pid>/task/*/stat)."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return False
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat", "rb") as f:
-                if f.read().rsplit(b")", 1)[1].split()[0] in (b"T", b"t"):
-                    return True
-        except (OSError, IndexError):
-            continue
-    return False
-
-
-def _frozen(cgroup: str) -> bool:
-    """``cgroup.events`` still says ``frozen 1``."""
-    try:
-        with open(os.path.join(cgroup, "cgroup.events")) as f:
-            return "frozen 1" in f.read()
-    except OSError:
-        return False
-
-
-def _children(pid: int) -> set[int]:
-    """Processes whose parent is ``pid`` (from /proc/*/stat: /proc/*/task/*/children is optional)."""
-    kids = set()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as f:
-                    if int(f.read().rsplit(b")", 1)[1].split()[1]) == pid:
-                        kids.add(int(name))
-            except (OSError, IndexError, ValueError):
-                pass
-    return kids
-
-
-def _kill_cgroup(path: str, timeout: float = 10.0) -> bool:
-    """SIGKILL everything in cgroup ``path`` (``cgroup.kill``, else one by one) and remove it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with open(os.path.join(path, "cgroup.kill"), "w") as f:
-                f.write("1")
-        except FileNotFoundError:  # no such cgroup, or Linux < 5.14 (no cgroup.kill)
-            try:
-                with open(os.path.join(path, "cgroup.procs")) as f:
-                    pids = [int(p) for p in f.read().split()]
-            except FileNotFoundError:
-                return True
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-        except OSError:
-            pass
-        try:
-            os.rmdir(path)
-            return True
-        except FileNotFoundError:
-            return True
-        except OSError:  # still populated
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.02)
-
-
-def kill_cgroups(owner_pid: int | None = None) -> None:
-    """Kill and remove the cgroups :class:`ProcessJail` made in process ``owner_pid`` (a worker
-    owner that died before it could close them), or by default in every process that no longer
-    exists; looked up next to this process's own cgroup."""
-    base = _own_cgroup()
-    try:
-        names = os.listdir(base) if base else []
-    except OSError:
-        return
-    for name in names:
-        owner = re.fullmatch(r"kbv-(\d+)-\d+", name)
-        if owner and (int(owner[1]) == owner_pid if owner_pid is not None
-                      else not os.path.exists(f"/proc/{owner[1]}")):
-            _kill_cgroup(os.path.join(base, name))
-
-
-class ProcessJail:
-    """The parent side of process containment: :meth:`kill` ends every process a worker started.
-
-    On Linux it makes a cgroup v2 ``kbv-<pid>-<n>`` next to this process's own cgroup when the
-    hierarchy is writable (the worker joins it in :func:`apply_sandbox`; ``cgroup.kill`` reaches
-    processes that left the session and were re-parented anywhere), after killing those of owners
-    that no longer exist. In every case this process
-    becomes a child subreaper (``PR_SET_CHILD_SUBREAPER``): orphans of its descendants are
-    re-parented to it, and :meth:`kill` SIGKILLs and reaps each child it did not have when the
-    worker started (:meth:`watch`). Both do nothing elsewhere.
-    """
-
-    _serial = itertools.count(1)
-
-    def __init__(self, *, cgroup: bool = True):
-        self.cgroup: str | None = None
-        self._known: set[int] = set()
-        self._linux = sys.platform == "linux"
-        if not self._linux:
-            return
-        _prctl(PR_SET_CHILD_SUBREAPER, 1)
-        base = _own_cgroup() if cgroup else None
-        if base is not None:
-            kill_cgroups()  # left by owners that died with their orchestrator
-            path = os.path.join(base, f"kbv-{os.getpid()}-{next(self._serial)}")
-            try:
-                os.mkdir(path)
-                self.cgroup = path
-            except OSError:
-                pass
-
-    def watch(self) -> None:
-        """Call right after the worker started: :meth:`kill` leaves this process's children of
-        now alone (the worker included: its owner kills and reaps it)."""
-        if self._linux:
-            self._known = _children(os.getpid())
-
-    def pause(self, pid: int, settle_s: float = 0.1) -> tuple[int, ...]:
-        """Stop the worker ``pid`` and every process it started (its descendants, and orphans
-        re-parented to this process): SIGSTOP, plus ``cgroup.freeze`` where the jail has a cgroup.
-        Nothing of the candidate runs until :meth:`resume`. Used while the baselines are timed: a
-        native thread that burned the CPU whenever forward was idle slowed the eager baselines
-        3-4x and earned a cheat a PASS at 4-5x. Waits up to
-        ``settle_s`` for the processes to show as stopped. Returns the pids to resume.
-        """
-        pids = {pid}
-        if self._linux:
-            todo = [pid, *(_children(os.getpid()) - self._known - {pid})]
-            while todo:
-                p = todo.pop()
-                pids.add(p)
-                todo.extend(_children(p) - pids)
-        for p in pids:
-            try:
-                os.kill(p, signal.SIGSTOP)
-            except OSError:
-                pass
-        deadline = time.monotonic() + settle_s
-        while self._linux and time.monotonic() < deadline and not all(_stopped(p) for p in pids):
-            time.sleep(0.001)
-        if self.cgroup is not None:  # anything else in the jail's cgroup (a process that left the tree)
-            _write(os.path.join(self.cgroup, "cgroup.freeze"), "1")
-        return tuple(sorted(pids))
-
-    def resume(self, pids: Iterable[int], settle_s: float = 0.05) -> None:
-        """Undo :meth:`pause`, and wait up to ``settle_s`` until every thread of ``pids`` runs
-        again (thawing a cgroup is asynchronous: a timed call started before its threads thaw
-        waits for them, and an honest multithreaded kernel measured 10x slower)."""
-        pids = tuple(pids)
-        if self.cgroup is not None:
-            _write(os.path.join(self.cgroup, "cgroup.freeze"), "0")
-        for p in pids:
-            try:
-                os.kill(p, signal.SIGCONT)
-            except OSError:
-                pass
-        deadline = time.monotonic() + settle_s
-        while self._linux and time.monotonic() < deadline and (
-                any(_any_thread_stopped(p) for p in pids) or (self.cgroup is not None and _frozen(self.cgroup))):
-            time.sleep(0.0005)
-
-    def kill(self, timeout: float = 10.0) -> bool:
-        """Kill everything the worker started. True when all of it is gone within ``timeout``."""
-        if not self._linux:
-            return True
-        done = self.cgroup is None or _kill_cgroup(self.cgroup, timeout)
-        deadline = time.monotonic() + timeout
-        while strays := _children(os.getpid()) - self._known:
-            for pid in strays:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    os.waitpid(pid, os.WNOHANG)
-                except OSError:  # gone, or not ours any more
-                    pass
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.01)
-        return done

@@ -11,7 +11,8 @@ from kbv import __version__
 from kbv.model.records import Environment
 
 
-def _driver_version() -> str | None:
+def driver_version() -> str | None:
+    """The NVIDIA driver version (nvidia-ml-py), or None where it cannot be read."""
     try:
         import pynvml  # nvidia-ml-py
 
@@ -39,7 +40,7 @@ def collect_environment(device: str) -> Environment:
         name = props.name
         l2 = int(getattr(props, "L2_cache_size", 0)) or None
         sms = props.multi_processor_count
-        driver = _driver_version()
+        driver = driver_version()
     elif device == "cpu":
         name = platform.processor() or platform.machine()
     return Environment(

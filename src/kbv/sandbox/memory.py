@@ -43,3 +43,8 @@ def efficiency(reference: MemoryMeasurement, candidate: MemoryMeasurement) -> fl
     if candidate.peak_bytes <= 0 or reference.peak_bytes <= 0:
         return None
     return reference.peak_bytes / candidate.peak_bytes
+
+
+def nbytes(args: Sequence[Any]) -> int:
+    """Bytes of the tensors in ``args`` (non-tensors count 0)."""
+    return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))

@@ -48,7 +48,6 @@ class _Server:
 
         # harness modules are imported before any candidate code: timing captures its callables now
         from kbv.sandbox import flags as baselines
-        from kbv.reference import inputs
         from kbv.sandbox import probes as integrity
         from kbv.sandbox import memory
         from kbv.sandbox import profiling
@@ -85,7 +84,7 @@ class _Server:
         # every harness callable, the clocks and the reply path, as they are before the candidate
         # loads: checked (and put back) before every reply, taxonomy 4/24/25
         self.guard = integrity.HarnessGuard(
-            [baselines, inputs, integrity, memory, profiling, protocol, timing, sys.modules[__name__]],
+            [baselines, integrity, memory, profiling, protocol, timing, sys.modules[__name__]],
             [(time, "perf_counter", "time.perf_counter"), (time, "monotonic", "time.monotonic"),
              (torch.cuda, "synchronize", "torch.cuda.synchronize"), (torch.cuda, "Event", "torch.cuda.Event"),
              (torch.cuda.Event, "record", "torch.cuda.Event.record"),
@@ -363,8 +362,7 @@ class _Server:
                                       flag_changes=changes)
 
     def memory(self, req: Any) -> Any:
-        from kbv.reference.inputs import nbytes
-        from kbv.sandbox.memory import forward_peak_bytes
+        from kbv.sandbox.memory import forward_peak_bytes, nbytes
 
         args = self.timing_sets[req.set_index]
         peak = forward_peak_bytes(self.model, args, self.device)

@@ -124,13 +124,15 @@ class BuildPool:
         self._queue.put((item, problem, candidate, hidden_tests))
 
     def _spawn(self, visible: str | None):
-        from kbv.processes.handles import ReferenceProcess, _environment
+        from kbv.pipeline.reference_worker import reference_main
+        from kbv.processes.reference import ReferenceProcess
+        from kbv.processes.handles import environ_set
 
         env = {**os.environ, "MAX_JOBS": str(self.jobs_per_build)}
         if visible is not None:
             env["CUDA_VISIBLE_DEVICES"] = visible
-        with _environment(env):  # inherited at spawn; os.environ is restored after
-            ref = ReferenceProcess(self.config.device)
+        with environ_set(env):  # inherited at spawn; os.environ is restored after
+            ref = ReferenceProcess(self.config.device, reference_main)
         # at once, while the worker is still unpickling its start-up data (before torch makes a
         # thread): spawning at normal priority keeps this thread from holding the spawn lock at idle
         _lower_priority(ref.proc.pid)

@@ -34,13 +34,15 @@ class LaneEvaluator(Evaluator):
         self.spec = spec
 
     def _worker(self):
-        from kbv.processes.handles import ReferenceProcess, _environment
+        from kbv.pipeline.reference_worker import reference_main
+        from kbv.processes.reference import ReferenceProcess
+        from kbv.processes.handles import environ_set
 
         if self._ref is None or not self._ref.proc.is_alive():
             if self._ref is not None:
                 self._ref.close()
-            with _environment({**os.environ, **self.spec.env}):  # inherited at spawn, then restored
-                self._ref = ReferenceProcess(self.device)
+            with environ_set({**os.environ, **self.spec.env}):  # inherited at spawn, then restored
+                self._ref = ReferenceProcess(self.device, reference_main)
         return self._ref
 
 

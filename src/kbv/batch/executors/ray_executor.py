@@ -66,7 +66,7 @@ def _local_file(path: str, sha256: str, data: bytes | None) -> str:
         pass
     if data is None or hashlib.sha256(data).hexdigest() != sha256:
         raise FileNotFoundError(f"{path} is not on this node and no matching copy was sent")
-    from kbv.intake.candidates import cache_root
+    from kbv.model.paths import cache_root
 
     d = cache_root() / "ray-files" / sha256[:32]
     d.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,148 @@
+"""The handle of one candidate worker (untrusted): spawned sandboxed, every call with a deadline,
+stopped while the baselines run, killed with everything it started."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from kbv.processes.handles import (WorkerDied, WorkerTimeout, environ_set, kill_group, plain_main,
+    spawn_context, tell_sentinel, wait_readable)
+from kbv.processes.jail import ProcessJail
+from kbv.processes.logs import CappedLog, InheritedFd
+from kbv.sandbox import protocol
+from kbv.sandbox.confinement import WorkerSetup, worker_environment
+from kbv.sandbox.worker import candidate_main
+
+
+class CandidateProcess:
+    """A fresh spawned candidate worker. Use as a context manager; on exit it is killed with every
+    process it started, even ones that left its session (:class:`kbv.processes.jail.ProcessJail`: this
+    process becomes a child subreaper)."""
+
+    def __init__(self, *, device: str, build_dir: Path):
+        self.workdir = Path(tempfile.mkdtemp(prefix="kbv-cand-"))
+        self.log_path = self.workdir / "worker.log"
+        self.log = CappedLog(self.log_path)
+        self.jail = ProcessJail()
+        self.setup = WorkerSetup(workdir=str(self.workdir), build_dir=str(build_dir),
+                                 log_path=str(self.log_path), device=device, cgroup=self.jail.cgroup)
+        ctx = spawn_context()
+        self.conn, child = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=candidate_main, args=(child, self.setup, InheritedFd(self.log.write_fd)),
+                                daemon=False, name="kbv-candidate")
+        try:
+            # /proc/<worker>/environ holds no secrets; the worker never runs the parent's script
+            with environ_set(worker_environment(self.setup)), plain_main():
+                self.proc.start()
+        except BaseException:
+            self.jail.kill()
+            self.log.close()
+            raise
+        os.close(self.log.write_fd)  # the worker holds the only write end: EOF when it is gone
+        self.log.write_fd = -1
+        self.jail.watch()
+        tell_sentinel(self.proc.pid)
+        child.close()
+
+    def log_tail(self) -> str:
+        """The end of the worker's output, with a line naming the log cap when output was dropped."""
+        return self.log.tail()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Nothing of the candidate runs inside (:meth:`kbv.processes.jail.ProcessJail.pause`): wrap the
+        timing of the baselines, so the candidate's own threads or processes cannot slow them."""
+        pids = self.jail.pause(self.proc.pid) if self.proc.is_alive() and self.proc.pid else ()
+        try:
+            yield
+        finally:
+            self.jail.resume(pids)
+
+    def call(self, request: Any, *, phase: str, timeout: float) -> Any:
+        """Send a request and return the decoded reply.
+
+        Raises:
+            WorkerTimeout: no reply within ``timeout`` seconds (the worker is killed).
+            WorkerDied: the worker exited or was killed by a signal.
+            protocol.ProtocolError: the reply is not a well-formed protocol message.
+        """
+        self.send(request, phase=phase)
+        return self.receive(phase=phase, timeout=timeout)
+
+    @contextmanager
+    def held_call(self, request: Any, *, phase: str, timeout: float) -> Iterator[Any]:
+        """:meth:`call`, with the worker and everything it started stopped from the moment its
+        reply is decoded until the block ends: what the reply shares (output memory, CUDA IPC
+        handles) is read by the trusted side with nothing of the candidate's running to change it.
+        (Decoding needs the worker: shared cpu memory comes through its file-descriptor sharer;
+        between its reply and the stop it runs for the time of one decode.) Same errors as
+        :meth:`call`."""
+        self.send(request, phase=phase)
+        pids: tuple = ()
+        try:
+            yield self.receive(phase=phase, timeout=timeout, hold=True)
+        finally:
+            pids, self._held = getattr(self, "_held", ()), ()
+            if pids:
+                self.jail.resume(pids)
+
+    def send(self, request: Any, *, phase: str) -> None:
+        """The first half of :meth:`call` (several workers can then work at once).
+
+        Raises:
+            WorkerDied: the worker exited or was killed by a signal.
+        """
+        if not self.proc.is_alive():
+            raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note())
+        try:
+            protocol.send(self.conn, request)
+        except (BrokenPipeError, ConnectionResetError, EOFError, OSError):
+            self.proc.join(timeout=5)
+            raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note()) from None
+
+    def receive(self, *, phase: str, timeout: float, hold: bool = False) -> Any:
+        """The second half of :meth:`call`: the decoded reply to the request :meth:`send` sent
+        (same errors as :meth:`call`). ``hold``: stop the worker's tree once the reply is decoded,
+        before it is used (:meth:`held_call` resumes it)."""
+        if not wait_readable(self.conn, self.proc, timeout):
+            if self.proc.is_alive():
+                kill_group(self.proc)
+                raise WorkerTimeout(phase, timeout, self.log_tail())
+            self.proc.join(timeout=5)
+            raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note())
+        try:
+            data = self.conn.recv_bytes(protocol.MAX_REPLY_BYTES)
+        except (EOFError, ConnectionResetError, OSError):
+            self.proc.join(timeout=5)
+            if self.proc.is_alive():
+                kill_group(self.proc)
+            raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note()) from None
+        reply = protocol.decode_reply(data)  # shared cpu memory arrives through the worker's fd sharer
+        if hold and self.proc.is_alive() and self.proc.pid:
+            self._held = self.jail.pause(self.proc.pid)
+        return reply
+
+    def close(self) -> None:
+        if self.proc.is_alive():
+            try:
+                protocol.send(self.conn, protocol.Shutdown())
+            except OSError:
+                pass
+            self.proc.join(timeout=5)
+        kill_group(self.proc)
+        self.jail.kill()
+        tell_sentinel(-self.proc.pid if self.proc.pid else None)
+        self.log.close()
+        self.conn.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> "CandidateProcess":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
