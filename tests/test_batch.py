@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kbv.cli import app
+from kbv.cli.main import app
 from kbv.demo import data_path
 
 pytestmark = pytest.mark.e2e  # every test reads one real batch (kbv run, kill -9, resume)

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from kbv.batch.baselines import attach_compile_speedup, baseline_key, export_kernelbench_json
 from kbv.batch.runner import BROKEN_PREFIX, plan_batch, run_batch
-from kbv.cli import app
+from kbv.cli.main import app
 from kbv.batch.evaluator import EvaluationError
 from kbv.intake.problems import ProblemError
 from kbv.model.records import EvalConfig, Measurement, Status

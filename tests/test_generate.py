@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
 
-from kbv.cli import app  # noqa: E402
+from kbv.cli.main import app  # noqa: E402
 from kbv.generate.audit import JUDGE_SYSTEM, JudgeSpec, parse_judgement, run_audit  # noqa: E402
 from kbv.generate.audit_store import agreement, audit_rows, labels_by_verdict, verdict_key  # noqa: E402
 from kbv.generate.blind import blind_view  # noqa: E402

@@ -265,7 +265,7 @@ def test_a_candidate_printing_a_lot_is_not_killed_and_its_log_is_capped(tmp_path
 def _cli(*args: str):
     from typer.testing import CliRunner
 
-    from kbv.cli import app
+    from kbv.cli.main import app
 
     return CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
 
@@ -280,7 +280,7 @@ def test_version_and_short_help():
 
 
 def test_help_prints_no_bool_metavar():
-    from kbv.cli import app
+    from kbv.cli.main import app
 
     names = [c.name for c in app.registered_commands]
     assert {"eval", "vet", "demo", "run", "report", "baselines"} <= set(names)
@@ -297,7 +297,7 @@ def test_policy_precision_and_one_meaning_of_seeds():
 
 
 def test_list_filters_take_one_syntax():
-    from kbv.cli import _selection
+    from kbv.cli.batch import _selection
 
     s = _selection(["1,2"], ["1-3", "7"], ["a,b", "c"])
     assert s.levels == {1, 2} and s.problem_ids == {1, 2, 3, 7} and s.runs == {"a", "b", "c"}

@@ -83,7 +83,7 @@ def test_throttle_reasons_and_no_nvml_on_cpu():
 def test_run_refuses_contradictory_scale_options(tmp_path, args, message):
     from typer.testing import CliRunner
 
-    from kbv.cli import app
+    from kbv.cli.main import app
 
     r = CliRunner().invoke(app, ["run", str(DEMO / "problems"), str(DATA / "runs"), "--store",
                                  str(tmp_path / "s.db"), *args])

@@ -1,4 +1,4 @@
-from kbv.cli import main
+from kbv.cli.main import main
 
 if __name__ == "__main__":
     main()

@@ -14,8 +14,9 @@ and every verification goes through :class:`kbv.batch.evaluator.Evaluator`):
 * :mod:`kbv.generate.feedback` — verdict → feedback text that holds no hidden value, and the reward;
 * :mod:`kbv.generate.refine` — ``kbv refine`` and the Python reward loop;
 * :mod:`kbv.generate.audit` / :mod:`kbv.generate.audit_store` — ``kbv audit``;
-* :mod:`kbv.generate.dataset` — the KernelBench dataset from the Hugging Face Hub;
-* :mod:`kbv.generate.cli` — the typer commands registered by :mod:`kbv.cli`.
+* :mod:`kbv.generate.dataset` — the KernelBench dataset from the Hugging Face Hub.
+
+The typer commands ``kbv generate``, ``refine``, ``audit`` and ``dataset`` are :mod:`kbv.cli.generate`.
 
 The SDKs are the optional extra ``kbv[llm]``; only the modules that call a provider import them.
 """

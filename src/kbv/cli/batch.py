@@ -1,272 +1,16 @@
-"""Command-line interface (typer). Exit codes: 0 the command ran (whatever the verdicts),
-2 bad usage or a bad problem/candidate file (one line on stderr naming the file and the fault),
-3 kbv itself failed."""
+"""``kbv run``, ``kbv report`` and ``kbv baselines``: a batch into its store, its outputs, the
+cached baseline timings."""
 
 from __future__ import annotations
 
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
-from typer.core import TyperCommand, TyperGroup
 
-from kbv import __version__
-
-
-def _no_bool_metavar(params: list) -> list:
-    """Flags take no value: show none in help (typer would print ``<bool>``)."""
-    for p in params:
-        if getattr(p, "is_flag", False) and p.metavar is None:
-            p.metavar = ""
-    return params
-
-
-class _Command(TyperCommand):
-    def get_params(self, ctx):  # noqa: D102 - see _no_bool_metavar
-        return _no_bool_metavar(super().get_params(ctx))
-
-
-class _Group(TyperGroup):
-    command_class = _Command
-
-    def get_params(self, ctx):  # noqa: D102 - see _no_bool_metavar
-        return _no_bool_metavar(super().get_params(ctx))
-
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_Group,
-                  context_settings={"help_option_names": ["-h", "--help"]},
-                  help="kbv — KernelBench-Verified: honest verdicts on generated GPU kernels.")
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        print(f"kbv {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_print_version,
-                                       help="Print kbv's version and exit.")) -> None:
-    """kbv — KernelBench-Verified: honest verdicts on generated GPU kernels."""
-# Piped output (CI logs, files) gets a fixed width wide enough for the tables instead of 80 columns.
-console = Console() if Console().is_terminal else Console(width=140)
-err_console = Console(stderr=True)
-
-
-class Device(str, Enum):
-    auto = "auto"
-    cpu = "cpu"
-    cuda = "cuda"
-
-
-class Precision(str, Enum):
-    fp32 = "fp32"
-    bf16 = "bf16"
-    fp16 = "fp16"
-
-
-def fail(message: str, code: int = 2) -> None:
-    err_console.print(f"kbv: error: {message}", highlight=False, soft_wrap=True, markup=False)
-    raise typer.Exit(code)
-
-
-def resolve_device(device: Device) -> str:
-    import torch
-
-    if device is Device.auto:
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device is Device.cuda and not torch.cuda.is_available():
-        fail("--device cuda: CUDA is not available on this machine (torch "
-             f"{torch.__version__}); use --device cpu")
-    return device.value
-
-
-class Policy(str, Enum):
-    kbv = "kbv"
-    kbv_compat = "kbv-compat"
-
-
-POLICY_HELP = ("Correctness policy: kbv (fp64 oracle, budget from the baselines' own errors, randomised "
-               "distributions) or kbv-compat (KernelBench-Verified: allclose 1e-3 on nominal + D1-D4).")
-#: the help of --seeds wherever it appears: one meaning everywhere.
-SEEDS_HELP = "Nominal input sets per evaluation (each under a fresh secret seed)."
-
-
-def make_config(device: str, precision: str, seeds: int, trials: int, warmup: int, timeout: float | None,
-                policy: str = "kbv"):
-    """The resolved config. ``kbv-compat`` is the KernelBench-Verified protocol: nominal + D1–D4
-    judged by allclose, without kbv's randomised distributions."""
-    from kbv.model.records import EvalConfig
-
-    tol = EvalConfig.default_tolerance(precision)
-    kw = dict(device=device, precision=precision, nominal_seeds=seeds, trials=trials, warmup=warmup,
-              atol=tol, rtol=tol, policy=policy)
-    if policy == "kbv-compat":
-        kw["distributions"] = ()
-    if timeout is not None:
-        kw.update(call_timeout_s=timeout, timing_timeout_s=max(timeout, 60.0))
-    try:
-        return EvalConfig(**kw)
-    except ValueError as exc:
-        fail(str(exc))
-
-
-@app.command("eval", cls=_Command)
-def eval_cmd(
-    problem: Path = typer.Argument(..., help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)."),
-    candidate: Path = typer.Argument(..., help="Candidate file defining ModelNew."),
-    device: Device = typer.Option(Device.auto, help="Where to run: cpu, cuda, or auto (cuda when available)."),
-    precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the full verdict record here."),
-    seeds: int = typer.Option(3, min=1, help=SEEDS_HELP),
-    trials: int = typer.Option(30, min=1, help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
-    warmup: int = typer.Option(5, min=0, help="Untimed calls before each timing round."),
-    timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
-    policy: Policy = typer.Option(Policy.kbv, help=POLICY_HELP),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the whole build log and traceback of a "
-                                 "COMPILE_ERROR or RUNTIME_ERROR (default: the compiler's first errors, or the "
-                                 "exception and its last frames)."),
-) -> None:
-    """Verify one candidate against one problem: correctness (nominal, D1–D4 and kbv's secret
-    randomised distributions, against a float64 oracle), speed vs eager-fp32 and eager-tf32, and
-    peak memory. Warns when the problem is flagged by vetting."""
-    from kbv.intake.candidates import CandidateError, load_candidate
-    from kbv.console import print_verdict
-    from kbv.batch.evaluator import EvaluationError, Evaluator
-    from kbv.intake.problems import ProblemError, load_problem
-    from kbv.model.records import to_json
-
-    try:
-        pref = load_problem(problem)
-        cref = load_candidate(candidate)
-    except (ProblemError, CandidateError) as exc:
-        fail(str(exc))
-    if json_out is not None and json_out.is_dir():
-        fail(f"--json {json_out}: is a directory; give a file path")
-    dev = resolve_device(device)
-    config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value)
-    with console.status(f"verifying {candidate.name} against {problem.name} on {dev}..."):
-        try:
-            with Evaluator(dev) as ev:
-                verdict = ev.evaluate(pref, cref, config)
-        except ProblemError as exc:
-            fail(str(exc))
-        except EvaluationError as exc:
-            fail(f"internal error: {exc}", code=3)
-    print_verdict(verdict, console, verbose=verbose)
-    _warn_if_flagged(pref, verdict)
-    if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(to_json(verdict) + "\n")
-        console.print(f"verdict record written to {json_out}")
-
-
-def _warn_if_flagged(pref, verdict) -> None:
-    """Warn (stderr) about vetting findings: this evaluation's own and a cached ``kbv vet`` report's."""
-    from kbv.reference.vetting import cached_report
-
-    lines = list(verdict.problem_flags)
-    cached = cached_report(pref, verdict.config.precision)
-    if cached is not None:
-        lines += [f"{r} (kbv vet)" for r in cached.reasons if r not in lines]
-    if lines:
-        err_console.print(f"kbv: warning: {pref.path} is flagged by vetting and is left out of aggregate "
-                          "metrics by default:", highlight=False, soft_wrap=True, markup=False)
-        for line in lines:
-            err_console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
-
-
-@app.command("vet", cls=_Command)
-def vet_cmd(
-    target: Path = typer.Argument(..., help="A problem file, or a folder of them (levelN/ or a KernelBench checkout)."),
-    device: Device = typer.Option(Device.auto, help="Where to run: cpu, cuda, or auto (cuda when available)."),
-    precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
-    rounds: int = typer.Option(2, "--rounds", min=1, help="Rounds of fresh secret seeds (each: nominal, D1-D4, "
-                               "randomised)."),
-    old_seeds: Optional[int] = typer.Option(None, "--seeds", min=1, hidden=True,
-                                            help="Deprecated name of --rounds (--seeds means input sets elsewhere)."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write every vetting report (a JSON list) here."),
-    store: Optional[Path] = typer.Option(None, help="Record flagged problems as exclusions in this batch store."),
-    timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
-) -> None:
-    """Vet problems: flag stochastic references (dropout in training mode), outputs constant across
-    all distributions and seeds, outputs inside the tolerance (all-zeros would pass), and references
-    that fail; list per distribution where the reference raises or is non-finite. Flagged problems
-    are excluded from aggregate metrics by default (--store records the reasons)."""
-    import json as _json
-
-    from kbv.console import print_vetting
-    from kbv.batch.evaluator import EvaluationError, Evaluator
-    from kbv.intake.problems import ProblemError, discover_problems
-    from kbv.model.records import to_dict
-    from kbv.reference.vetting import save_report
-
-    if old_seeds is not None:
-        err_console.print("kbv: warning: vet --seeds is deprecated, use --rounds (--seeds counts input sets "
-                          "in eval and run)", highlight=False, markup=False, soft_wrap=True)
-        rounds = old_seeds
-    try:
-        problems = discover_problems(target)
-    except ProblemError as exc:
-        fail(str(exc))
-    if not problems:
-        fail(f"{target}: no problem files (<id>_<Name>.py) found")
-    dev = resolve_device(device)
-    config = make_config(dev, precision.value, 1, 1, 0, timeout)
-    reports, broken = [], []
-    with Evaluator(dev) as ev:
-        for p in problems:
-            with console.status(f"vetting {p.path} on {dev}..."):
-                try:
-                    rep = ev.vet(p, config, seeds=rounds)
-                except ProblemError as exc:
-                    broken.append(str(exc))
-                    err_console.print(f"kbv: error: {exc}", highlight=False, soft_wrap=True, markup=False)
-                    continue
-                except EvaluationError as exc:
-                    fail(f"internal error: {exc}", code=3)
-            save_report(rep)
-            reports.append(rep)
-            print_vetting(rep, console)
-    flagged = [r for r in reports if r.flagged]
-    console.print(f"{len(reports)} problem(s) vetted: {len(flagged)} flagged, {len(broken)} broken")
-    if store is not None:
-        from kbv.batch.store import open_store
-
-        with open_store(store) as st:
-            for r in flagged:
-                for reason in r.reasons:
-                    st.exclude_problem(r.problem, f"kbv vet: {reason}")
-        console.print(f"exclusions recorded in {store}")
-    if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(_json.dumps([to_dict(r) for r in reports], indent=2, allow_nan=False) + "\n")
-        console.print(f"vetting reports written to {json_out}")
-
-
-from kbv.demo import DEMO_TRIALS  # noqa: E402 - the default of demo --trials
-
-
-@app.command("demo", cls=_Command)
-def demo_cmd(
-    device: Device = typer.Option(Device.auto, help="cpu, cuda, or auto (cuda when available)."),
-    json_dir: Optional[Path] = typer.Option(None, help="Also write each verdict record to this folder."),
-    trials: int = typer.Option(DEMO_TRIALS, min=1, help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
-    precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
-    policy: Policy = typer.Option(Policy.kbv, help=POLICY_HELP),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print every case's full verdict."),
-) -> None:
-    """Evaluate the built-in problems and example candidates (honest and hacked) and show the
-    protocol's effect: nominal (FP32 baseline, nominal inputs) vs verified (TF32 baseline, D1–D4)."""
-    from kbv.demo import run_demo
-
-    dev = resolve_device(device)
-    code = run_demo(dev, console, json_dir=json_dir, trials=trials, precision=precision.value,
-                    policy=policy.value, verbose=verbose)
-    raise typer.Exit(code)
+from kbv.cli.common import (POLICY_HELP, SEEDS_HELP, Device, Policy, Precision, console, err_console, fail,
+                            make_config, resolve_device)
 
 
 class LayoutOpt(str, Enum):
@@ -284,8 +28,17 @@ class ReportBaseline(str, Enum):
 
 #: one syntax for every list filter: comma-separated, repeatable, ranges where the values are numbers.
 LEVEL_HELP = "Only these levels, e.g. 1,2 or 1-3 (comma-separated or repeated)."
+
+
 IDS_HELP = "Only these problem ids, e.g. 1,2,5-8 (comma-separated or repeated)."
+
+
 RUNS_HELP = "Only these runs, e.g. a,b (comma-separated or repeated)."
+
+
+class ExecutorOpt(str, Enum):
+    local = "local"
+    ray = "ray"
 
 
 def _numbers(values: Optional[List[str]], option: str) -> frozenset[int] | None:
@@ -307,12 +60,6 @@ def _selection(level: Optional[List[str]], problem_ids: Optional[List[str]], run
                      runs=names)
 
 
-class ExecutorOpt(str, Enum):
-    local = "local"
-    ray = "ray"
-
-
-@app.command("run", cls=_Command)
 def run_cmd(
     problems: Path = typer.Argument(..., help="Problem files: a KernelBench checkout, a levelN folder or any folder of levelN/ID_Name.py."),
     candidates: List[Path] = typer.Argument(..., help="Candidate folders: one run or a folder of runs each (several allowed)."),
@@ -419,7 +166,6 @@ def run_cmd(
         raise typer.Exit(3)
 
 
-@app.command("report", cls=_Command)
 def report_cmd(
     store: Path = typer.Option(..., "--store", help="Store written by kbv run."),
     out: Path = typer.Option(..., "--out", help="Folder for report.html, CSV, Markdown and eval_results JSON."),
@@ -446,7 +192,6 @@ def report_cmd(
                   f"in {out}", highlight=False)
 
 
-@app.command("baselines", cls=_Command)
 def baselines_cmd(
     problems: Path = typer.Argument(..., help="Problem files (as for kbv run)."),
     store: Path = typer.Option(..., "--store", help="Store to cache the baselines in (the one kbv run uses)."),
@@ -539,26 +284,3 @@ def baselines_cmd(
             console.print(f"exported {len(files)} KernelBench baseline file(s) under {export_json}", highlight=False)
     if failed:
         raise typer.Exit(3)
-
-
-@app.command("version", cls=_Command)
-def version_cmd() -> None:
-    """Print kbv's version."""
-    console.print(f"kbv {__version__}")
-
-
-# kbv generate / refine / audit / dataset: the first half of the pipeline (kbv.generate.cli).
-from kbv.generate.cli import audit_cmd, dataset_cmd, generate_cmd, refine_cmd  # noqa: E402
-
-app.command("generate", cls=_Command)(generate_cmd)
-app.command("refine", cls=_Command)(refine_cmd)
-app.command("audit", cls=_Command)(audit_cmd)
-app.command("dataset", cls=_Command)(dataset_cmd)
-
-
-def main() -> None:
-    try:
-        app()
-    except KeyboardInterrupt:
-        err_console.print("kbv: interrupted")
-        sys.exit(130)

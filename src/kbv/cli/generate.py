@@ -1,6 +1,6 @@
 """The typer commands ``kbv generate``, ``kbv refine``, ``kbv audit`` and ``kbv dataset``.
 
-Plain functions; :mod:`kbv.cli` registers them with ``app.command(...)``. Exit codes as for every
+Plain functions; :mod:`kbv.cli.main.main` registers them with ``app.command(...)``. Exit codes as for every
 kbv command: 0 the command ran (whatever the samples' or verdicts' outcomes), 2 bad usage or a bad
 file, 3 kbv itself failed. Heavy modules (SDKs, torch) are imported inside the commands.
 """
@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
+
+from kbv.cli import common as cli
 
 
 class ProviderOpt(str, Enum):
@@ -31,12 +33,6 @@ class GenPrecision(str, Enum):
     bf16 = "bf16"
 
 
-def _cli():
-    import kbv.cli as cli  # late: kbv.cli imports this module to register the commands
-
-    return cli
-
-
 def _numbers(values: Optional[List[str]], option: str) -> frozenset[int] | None:
     """``["1,2", "5-8"]`` → {1, 2, 5, 6, 7, 8} with :func:`kbv.batch.runner.parse_ids` (``kbv run``'s syntax)."""
     from kbv.batch.runner import parse_ids
@@ -46,7 +42,7 @@ def _numbers(values: Optional[List[str]], option: str) -> frozenset[int] | None:
     try:
         return parse_ids(",".join(values))
     except ValueError as exc:
-        _cli().fail(f"{option} {','.join(values)}: {exc}")
+        cli.fail(f"{option} {','.join(values)}: {exc}")
 
 
 def _problems(problems: Path, level: Optional[List[str]], problem_ids: Optional[List[str]]):
@@ -54,7 +50,6 @@ def _problems(problems: Path, level: Optional[List[str]], problem_ids: Optional[
     from kbv.batch.runner import Selection
     from kbv.intake.layout import LayoutError, vet_problems
 
-    cli = _cli()
     selection = Selection(levels=_numbers(level, "--level"), problem_ids=_numbers(problem_ids, "--problem-ids"))
     try:
         scan = vet_problems(problems)
@@ -122,7 +117,6 @@ def generate_cmd(
     from kbv.generate.providers import ProviderError
     from kbv.generate.sampling import generate
 
-    cli = _cli()
     refs = _problems(problems, level, problem_ids)
     settings = _settings(provider, model, base_url, temperature, max_tokens, backend, precision, input_blind,
                          stream, price_in, price_out, max_retries)
@@ -165,7 +159,6 @@ def refine_cmd(
     from kbv.batch.evaluator import EvaluationError, Evaluator
     from kbv.intake.problems import ProblemError
 
-    cli = _cli()
     if device not in ("auto", "cpu", "cuda"):
         cli.fail(f"--device {device}: use cpu, cuda or auto")
     refs = _problems(problems, level, problem_ids)
@@ -221,7 +214,6 @@ def audit_cmd(
     from kbv.generate.audit_store import agreement, audit_rows
     from kbv.generate.providers import ProviderError
 
-    cli = _cli()
     try:
         specs = [JudgeSpec.parse(j) for j in judge]
         outcome = run_audit(store, specs, min_speedup=min_speedup, baseline=baseline,
@@ -274,7 +266,6 @@ def dataset_cmd(
     schema: code, level, name, problem_id) into the level folders kbv reads."""
     from kbv.generate.dataset import DatasetError, download, read_rows, write_problems
 
-    cli = _cli()
     ids, levels = _numbers(problem_ids, "--problem-ids"), _numbers(level, "--level")
     try:
         files = list(from_parquet) if from_parquet else download(repo, revision=revision, levels=levels)

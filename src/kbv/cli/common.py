@@ -1,0 +1,100 @@
+"""What every kbv command shares: the typer command classes, the consoles, :func:`fail` (exit
+code 2 with one line on stderr), the device and precision options and the config they make.
+
+Exit codes of every command: 0 the command ran (whatever the verdicts), 2 bad usage or a bad
+problem/candidate file (one line on stderr naming the file and the fault), 3 kbv itself failed.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import typer
+from rich.console import Console
+from typer.core import TyperCommand, TyperGroup
+
+
+def _no_bool_metavar(params: list) -> list:
+    """Flags take no value: show none in help (typer would print ``<bool>``)."""
+    for p in params:
+        if getattr(p, "is_flag", False) and p.metavar is None:
+            p.metavar = ""
+    return params
+
+
+class Command(TyperCommand):
+    def get_params(self, ctx):  # noqa: D102 - see _no_bool_metavar
+        return _no_bool_metavar(super().get_params(ctx))
+
+
+class Group(TyperGroup):
+    command_class = Command
+
+    def get_params(self, ctx):  # noqa: D102 - see _no_bool_metavar
+        return _no_bool_metavar(super().get_params(ctx))
+
+
+console = Console() if Console().is_terminal else Console(width=140)
+
+
+err_console = Console(stderr=True)
+
+
+class Device(str, Enum):
+    auto = "auto"
+    cpu = "cpu"
+    cuda = "cuda"
+
+
+class Precision(str, Enum):
+    fp32 = "fp32"
+    bf16 = "bf16"
+    fp16 = "fp16"
+
+
+def fail(message: str, code: int = 2) -> None:
+    err_console.print(f"kbv: error: {message}", highlight=False, soft_wrap=True, markup=False)
+    raise typer.Exit(code)
+
+
+def resolve_device(device: Device) -> str:
+    import torch
+
+    if device is Device.auto:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device is Device.cuda and not torch.cuda.is_available():
+        fail("--device cuda: CUDA is not available on this machine (torch "
+             f"{torch.__version__}); use --device cpu")
+    return device.value
+
+
+class Policy(str, Enum):
+    kbv = "kbv"
+    kbv_compat = "kbv-compat"
+
+
+POLICY_HELP = ("Correctness policy: kbv (fp64 oracle, budget from the baselines' own errors, randomised "
+               "distributions) or kbv-compat (KernelBench-Verified: allclose 1e-3 on nominal + D1-D4).")
+
+
+#: the help of --seeds wherever it appears: one meaning everywhere.
+SEEDS_HELP = "Nominal input sets per evaluation (each under a fresh secret seed)."
+
+
+def make_config(device: str, precision: str, seeds: int, trials: int, warmup: int, timeout: float | None,
+                policy: str = "kbv"):
+    """The resolved config. ``kbv-compat`` is the KernelBench-Verified protocol: nominal + D1–D4
+    judged by allclose, without kbv's randomised distributions."""
+    from kbv.model.records import EvalConfig
+
+    tol = EvalConfig.default_tolerance(precision)
+    kw = dict(device=device, precision=precision, nominal_seeds=seeds, trials=trials, warmup=warmup,
+              atol=tol, rtol=tol, policy=policy)
+    if policy == "kbv-compat":
+        kw["distributions"] = ()
+    if timeout is not None:
+        kw.update(call_timeout_s=timeout, timing_timeout_s=max(timeout, 60.0))
+    try:
+        return EvalConfig(**kw)
+    except ValueError as exc:
+        fail(str(exc))

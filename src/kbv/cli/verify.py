@@ -1,0 +1,161 @@
+"""``kbv eval``, ``kbv vet`` and ``kbv demo``: one verification, problem vetting, the built-in demo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from kbv.cli.common import (POLICY_HELP, SEEDS_HELP, Device, Policy, Precision, console, err_console, fail,
+                            make_config, resolve_device)
+from kbv.demo import DEMO_TRIALS
+
+
+def eval_cmd(
+    problem: Path = typer.Argument(..., help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)."),
+    candidate: Path = typer.Argument(..., help="Candidate file defining ModelNew."),
+    device: Device = typer.Option(Device.auto, help="Where to run: cpu, cuda, or auto (cuda when available)."),
+    precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the full verdict record here."),
+    seeds: int = typer.Option(3, min=1, help=SEEDS_HELP),
+    trials: int = typer.Option(30, min=1, help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
+    warmup: int = typer.Option(5, min=0, help="Untimed calls before each timing round."),
+    timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
+    policy: Policy = typer.Option(Policy.kbv, help=POLICY_HELP),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the whole build log and traceback of a "
+                                 "COMPILE_ERROR or RUNTIME_ERROR (default: the compiler's first errors, or the "
+                                 "exception and its last frames)."),
+) -> None:
+    """Verify one candidate against one problem: correctness (nominal, D1–D4 and kbv's secret
+    randomised distributions, against a float64 oracle), speed vs eager-fp32 and eager-tf32, and
+    peak memory. Warns when the problem is flagged by vetting."""
+    from kbv.intake.candidates import CandidateError, load_candidate
+    from kbv.console import print_verdict
+    from kbv.batch.evaluator import EvaluationError, Evaluator
+    from kbv.intake.problems import ProblemError, load_problem
+    from kbv.model.records import to_json
+
+    try:
+        pref = load_problem(problem)
+        cref = load_candidate(candidate)
+    except (ProblemError, CandidateError) as exc:
+        fail(str(exc))
+    if json_out is not None and json_out.is_dir():
+        fail(f"--json {json_out}: is a directory; give a file path")
+    dev = resolve_device(device)
+    config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value)
+    with console.status(f"verifying {candidate.name} against {problem.name} on {dev}..."):
+        try:
+            with Evaluator(dev) as ev:
+                verdict = ev.evaluate(pref, cref, config)
+        except ProblemError as exc:
+            fail(str(exc))
+        except EvaluationError as exc:
+            fail(f"internal error: {exc}", code=3)
+    print_verdict(verdict, console, verbose=verbose)
+    _warn_if_flagged(pref, verdict)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(to_json(verdict) + "\n")
+        console.print(f"verdict record written to {json_out}")
+
+
+def _warn_if_flagged(pref, verdict) -> None:
+    """Warn (stderr) about vetting findings: this evaluation's own and a cached ``kbv vet`` report's."""
+    from kbv.reference.vetting import cached_report
+
+    lines = list(verdict.problem_flags)
+    cached = cached_report(pref, verdict.config.precision)
+    if cached is not None:
+        lines += [f"{r} (kbv vet)" for r in cached.reasons if r not in lines]
+    if lines:
+        err_console.print(f"kbv: warning: {pref.path} is flagged by vetting and is left out of aggregate "
+                          "metrics by default:", highlight=False, soft_wrap=True, markup=False)
+        for line in lines:
+            err_console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
+
+
+def vet_cmd(
+    target: Path = typer.Argument(..., help="A problem file, or a folder of them (levelN/ or a KernelBench checkout)."),
+    device: Device = typer.Option(Device.auto, help="Where to run: cpu, cuda, or auto (cuda when available)."),
+    precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
+    rounds: int = typer.Option(2, "--rounds", min=1, help="Rounds of fresh secret seeds (each: nominal, D1-D4, "
+                               "randomised)."),
+    old_seeds: Optional[int] = typer.Option(None, "--seeds", min=1, hidden=True,
+                                            help="Deprecated name of --rounds (--seeds means input sets elsewhere)."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write every vetting report (a JSON list) here."),
+    store: Optional[Path] = typer.Option(None, help="Record flagged problems as exclusions in this batch store."),
+    timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
+) -> None:
+    """Vet problems: flag stochastic references (dropout in training mode), outputs constant across
+    all distributions and seeds, outputs inside the tolerance (all-zeros would pass), and references
+    that fail; list per distribution where the reference raises or is non-finite. Flagged problems
+    are excluded from aggregate metrics by default (--store records the reasons)."""
+    import json as _json
+
+    from kbv.console import print_vetting
+    from kbv.batch.evaluator import EvaluationError, Evaluator
+    from kbv.intake.problems import ProblemError, discover_problems
+    from kbv.model.records import to_dict
+    from kbv.reference.vetting import save_report
+
+    if old_seeds is not None:
+        err_console.print("kbv: warning: vet --seeds is deprecated, use --rounds (--seeds counts input sets "
+                          "in eval and run)", highlight=False, markup=False, soft_wrap=True)
+        rounds = old_seeds
+    try:
+        problems = discover_problems(target)
+    except ProblemError as exc:
+        fail(str(exc))
+    if not problems:
+        fail(f"{target}: no problem files (<id>_<Name>.py) found")
+    dev = resolve_device(device)
+    config = make_config(dev, precision.value, 1, 1, 0, timeout)
+    reports, broken = [], []
+    with Evaluator(dev) as ev:
+        for p in problems:
+            with console.status(f"vetting {p.path} on {dev}..."):
+                try:
+                    rep = ev.vet(p, config, seeds=rounds)
+                except ProblemError as exc:
+                    broken.append(str(exc))
+                    err_console.print(f"kbv: error: {exc}", highlight=False, soft_wrap=True, markup=False)
+                    continue
+                except EvaluationError as exc:
+                    fail(f"internal error: {exc}", code=3)
+            save_report(rep)
+            reports.append(rep)
+            print_vetting(rep, console)
+    flagged = [r for r in reports if r.flagged]
+    console.print(f"{len(reports)} problem(s) vetted: {len(flagged)} flagged, {len(broken)} broken")
+    if store is not None:
+        from kbv.batch.store import open_store
+
+        with open_store(store) as st:
+            for r in flagged:
+                for reason in r.reasons:
+                    st.exclude_problem(r.problem, f"kbv vet: {reason}")
+        console.print(f"exclusions recorded in {store}")
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(_json.dumps([to_dict(r) for r in reports], indent=2, allow_nan=False) + "\n")
+        console.print(f"vetting reports written to {json_out}")
+
+
+def demo_cmd(
+    device: Device = typer.Option(Device.auto, help="cpu, cuda, or auto (cuda when available)."),
+    json_dir: Optional[Path] = typer.Option(None, help="Also write each verdict record to this folder."),
+    trials: int = typer.Option(DEMO_TRIALS, min=1, help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
+    precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
+    policy: Policy = typer.Option(Policy.kbv, help=POLICY_HELP),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Print every case's full verdict."),
+) -> None:
+    """Evaluate the built-in problems and example candidates (honest and hacked) and show the
+    protocol's effect: nominal (FP32 baseline, nominal inputs) vs verified (TF32 baseline, D1–D4)."""
+    from kbv.demo import run_demo
+
+    dev = resolve_device(device)
+    code = run_demo(dev, console, json_dir=json_dir, trials=trials, precision=precision.value,
+                    policy=policy.value, verbose=verbose)
+    raise typer.Exit(code)
