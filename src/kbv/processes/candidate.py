@@ -13,9 +13,9 @@ from typing import Any, Iterator
 from kbv.processes.handles import (WorkerDied, WorkerTimeout, environ_set, kill_group, plain_main,
     spawn_context, tell_sentinel, wait_readable)
 from kbv.processes.jail import ProcessJail
-from kbv.processes.logs import CappedLog, InheritedFd
+from kbv.processes.logs import CappedLog
 from kbv.sandbox import protocol
-from kbv.sandbox.confinement import WorkerSetup, worker_environment
+from kbv.sandbox.confinement import InheritedFd, WorkerSetup, worker_environment
 from kbv.sandbox.worker import candidate_main
 
 

@@ -6,35 +6,14 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
-from typing import Any
 
 
+#: characters of a worker's log kept in a verdict's evidence (``log_tail``).
 LOG_TAIL_CHARS = 4000
-
-
 #: bytes of a candidate worker's stdout/stderr kept: the first LOG_HEAD_BYTES and the last
 #: LOG_KEEP_BYTES - LOG_HEAD_BYTES; the rest is dropped (and counted), the worker never blocks on it.
 LOG_KEEP_BYTES = 8 << 20
-
-
 LOG_HEAD_BYTES = 1 << 20
-
-
-class InheritedFd:
-    """A file descriptor handed to a spawned process (``multiprocessing.reduction.DupFd``: passed
-    at spawn time, a plain int in the child)."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-
-    def __reduce__(self):
-        from multiprocessing import reduction
-
-        return (_inherited_fd, (reduction.DupFd(self.fd),))
-
-
-def _inherited_fd(dup: Any) -> int:
-    return dup.detach()
 
 
 class CappedLog:

@@ -36,6 +36,7 @@ import signal
 import struct
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 #: environment variables a candidate worker keeps (by name or prefix); everything else, API keys
 #: and kbv's own settings included, is dropped. The prefixes keep CUDA/Triton toolchains working.
@@ -324,3 +325,19 @@ def apply_sandbox(setup: WorkerSetup, log_fd: int | None = None) -> list[str]:
     return notes
 
 
+class InheritedFd:
+    """The worker's log pipe, handed to it at spawn (defined on the sandbox side: the worker
+    unpickles it and so imports its module). A file descriptor handed to a spawned process (``multiprocessing.reduction.DupFd``: passed
+    at spawn time, a plain int in the child)."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def __reduce__(self):
+        from multiprocessing import reduction
+
+        return (_inherited_fd, (reduction.DupFd(self.fd),))
+
+
+def _inherited_fd(dup: Any) -> int:
+    return dup.detach()
