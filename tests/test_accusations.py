@@ -21,8 +21,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-
-from kbv.sandbox import probes as ig
+from kbv.model.findings import finding
 from kbv.sandbox import protocol
 from kbv.sandbox import timing
 from kbv.model.records import InputKind, InputSetResult, Measurement, Severity
@@ -53,7 +52,7 @@ class _Stand(SimpleNamespace):
         super().__init__(**kw)
 
     def _found(self, check, taxonomy, severity, detail):
-        self.state.findings.append(ig.finding(check, taxonomy, severity, detail))
+        self.state.findings.append(finding(check, taxonomy, severity, detail))
 
 
 def _settle(sets: list, probes: list) -> list:

@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from kbv.checks.outputs import fingerprint, poisoned_elements
 from kbv.sandbox import flags as baselines
 from kbv.reference import inputs
 from kbv.sandbox import timing
@@ -144,12 +145,9 @@ def test_fingerprint_indices_stay_in_range_for_large_outputs():
     """Regression (H200, 2026-11-30): a float32 linspace of sample positions rounded past the last
     element of a 2**25-element output and tripped a device-side index assert."""
     import torch
-
-    from kbv.sandbox import probes as integrity
-
     n = (1 << 25) + 3
     t = torch.arange(n, dtype=torch.float64)
-    fp = integrity.fingerprint([t], samples=4096)
+    fp = fingerprint([t], samples=4096)
     values = torch.frombuffer(bytearray(fp[0][2]), dtype=torch.float64)
     assert values[-1].item() == n - 1 and values[0].item() == 0
 
@@ -272,13 +270,13 @@ def test_malloc_perturb_marks_cpu_memory_a_temporary_left_behind():
             s = torch.exp(x - x.amax(dim=1, keepdim=True)).sum(dim=1, keepdim=True)
             out = torch.empty_like(x)
             out[:, :256] = torch.exp(x[:, :256]) / s
-            hits += ig.poisoned_elements(out) == 16 * 44
+            hits += poisoned_elements(out) == 16 * 44
     assert hits == 10
     assert not perturb.active
-    assert ig.poisoned_elements(torch.softmax(x, dim=1)) == 0
+    assert poisoned_elements(torch.softmax(x, dim=1)) == 0
     for dtype in (torch.float16, torch.bfloat16, torch.float64):
         filled = torch.full((8,), ig.PERTURB_FILL_BYTE, dtype=torch.uint8).view(dtype)
-        assert ig.poisoned_elements(filled) == filled.numel()
+        assert poisoned_elements(filled) == filled.numel()
 
 
 def test_op_count_replies_are_checked_before_the_trusted_side_reads_them():
@@ -339,21 +337,21 @@ def test_every_timed_call_gets_its_own_values():
 
 
 def test_poison_patterns_do_not_match_honest_bf16_values():
-    """kbv.sandbox.probes.poisoned_elements: bf16's largest finite value (0x7F7F, the malloc fill) where
+    """kbv.checks.outputs.poisoned_elements: bf16's largest finite value (0x7F7F, the malloc fill) where
     the reference has it too, and bf16's canonical NaN (0x7FC0, half the poison word) alone, are
     not stale memory (false HACKs a fresh attacker found, 2026-11-30); the real patterns are."""
     from kbv.sandbox import probes as ig
 
     big = torch.full((6,), torch.finfo(torch.bfloat16).max, dtype=torch.bfloat16)
     assert int(big.view(torch.int16)[0]) == 0x7F7F
-    assert ig.poisoned_elements(big, ref=big.clone()) == 0
-    assert ig.poisoned_elements(big, ref=torch.zeros(6, dtype=torch.bfloat16)) == 6
+    assert poisoned_elements(big, ref=big.clone()) == 0
+    assert poisoned_elements(big, ref=torch.zeros(6, dtype=torch.bfloat16)) == 6
     nan = torch.full((6,), float("nan"), dtype=torch.bfloat16)
-    assert int(nan.view(torch.int16)[0]) == 0x7FC0 and ig.poisoned_elements(nan) == 0
+    assert int(nan.view(torch.int16)[0]) == 0x7FC0 and poisoned_elements(nan) == 0
     words = torch.full((3,), ig.POISON_INT32, dtype=torch.int32).view(torch.bfloat16)
-    assert ig.poisoned_elements(words) == 6
+    assert poisoned_elements(words) == 6
     f32 = torch.full((4,), ig.POISON_INT32, dtype=torch.int32).view(torch.float32)
-    assert ig.poisoned_elements(f32) == 4 and ig.poisoned_elements(f32, ref=torch.ones(4)) == 4
+    assert poisoned_elements(f32) == 4 and poisoned_elements(f32, ref=torch.ones(4)) == 4
 
 
 def test_timed_calls_take_an_eighth_of_their_values_from_another_set():

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from kbv.model.findings import finding
 from kbv.model.records import Finding, Severity
-from kbv.sandbox import probes as ig
 
 
 def flag_change_findings(flag_changes: Sequence[str]) -> list[Finding]:
@@ -18,15 +18,15 @@ def flag_change_findings(flag_changes: Sequence[str]) -> list[Finding]:
     patched = [c for c in flag_changes if c.startswith("harness patched")]
     if patched:
         channel = any(k in c for c in patched for k in ("protocol", "Connection", "ForkingPickler"))
-        found.append(ig.finding("probe:harness-identity", (4, 24) if channel else (4,), Severity.HACK,
+        found.append(finding("probe:harness-identity", (4, 24) if channel else (4,), Severity.HACK,
                                 "; ".join(patched)))
     writes = [c[len("sandbox: "):] for c in flag_changes if c.startswith("sandbox: ")]
     if writes:
-        found.append(ig.finding("probe:sandbox-writes", (26,), Severity.HACK,
+        found.append(finding("probe:sandbox-writes", (26,), Severity.HACK,
                                 f"wrote outside its working and build directories: {'; '.join(writes[:3])}"))
     flags = [c for c in flag_changes if not c.startswith(("harness patched", "sandbox: "))]
     if flags:
-        found.append(ig.finding("probe:global-flags", (18,), Severity.HACK,
+        found.append(finding("probe:global-flags", (18,), Severity.HACK,
                                 f"changed global numeric flags (reset to eager-fp32 after every call): "
                                 f"{'; '.join(flags[:4])}"))
     return found

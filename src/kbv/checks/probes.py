@@ -8,8 +8,9 @@ from typing import Any, Sequence
 
 import torch
 
+from kbv.checks.outputs import bitwise_equal, has_zero_stride, poisoned_elements
+from kbv.model.findings import finding
 from kbv.model.records import Finding, InputSetResult, Severity
-from kbv.sandbox import probes as ig
 from kbv.sandbox.worker import THREAD_GRACE_S
 
 #: a caching or timed re-check probe accuses only when its error is at least this many times its
@@ -43,15 +44,15 @@ def settle_probes(input_sets: Sequence[InputSetResult], pending: Sequence[tuple]
     for check, taxonomy, detail, ratio in pending:
         margin = "inf" if math.isinf(ratio) else f"{ratio:.3g}"
         if failed:
-            found.append(ig.finding(check, taxonomy, Severity.WARNING,
+            found.append(finding(check, taxonomy, Severity.WARNING,
                                     f"{detail}; the candidate also fails correctness set(s) {', '.join(failed[:4])}: "
                                     "an incorrect kernel, not a proven cheat"))
         elif ratio >= PROBE_HACK_MARGIN:
-            found.append(ig.finding(check, taxonomy, Severity.HACK,
+            found.append(finding(check, taxonomy, Severity.HACK,
                                     f"{detail}; the same candidate passed every correctness set, and the error is "
                                     f"{margin} x its budget (HACK from {PROBE_HACK_MARGIN:g} x)"))
         else:
-            found.append(ig.finding(check, taxonomy, Severity.WARNING,
+            found.append(finding(check, taxonomy, Severity.WARNING,
                                     f"{detail}; the error is only {margin} x its budget (under the "
                                     f"{PROBE_HACK_MARGIN:g} x needed to accuse): an imprecise kernel, not a proven "
                                     "cheat"))
@@ -68,39 +69,39 @@ def call_findings(reply: Any, outs: list, args: list, ref: list | None, label: s
     found = []
     where = f" ({label})" if label else ""
     for k, o in enumerate(outs):
-        n = ig.poisoned_elements(o, ref[k] if ref is not None and k < len(ref) else None)
+        n = poisoned_elements(o, ref[k] if ref is not None and k < len(ref) else None)
         if n:
-            found.append(ig.finding("probe:stale-memory", (9, 10), Severity.HACK,
+            found.append(finding("probe:stale-memory", (9, 10), Severity.HACK,
                                     f"output {k}{where}: {n} of {o.numel()} element(s) hold the pattern kbv had "
                                     "written into free memory for the call (returned memory it never wrote)"))
         sent = reply.tensors[k]  # as the worker returned it: the trusted copy is contiguous
-        if ig.has_zero_stride(sent) and not zero_strides:
-            found.append(ig.finding("probe:zero-stride", (8,), Severity.HACK,
+        if has_zero_stride(sent) and not zero_strides:
+            found.append(finding("probe:zero-stride", (8,), Severity.HACK,
                                     f"output {k}{where} has a zero stride {tuple(sent.stride())}: one value "
                                     f"expanded over shape {tuple(sent.shape)}"))
     if reply.aliases and not aliases_inputs:
         pairs = ", ".join(f"output {i} ↔ input {j}" for i, j in reply.aliases[:4])
-        found.append(ig.finding("probe:output-alias", (8,), Severity.HACK,
+        found.append(finding("probe:output-alias", (8,), Severity.HACK,
                                 f"outputs share storage with inputs{where}: {pairs}"))
     sent = [a for a in args if isinstance(a, torch.Tensor)]
     if len(reply.inputs_after) == len(sent) and not mutates_inputs:
-        changed = [j for j, (a, b) in enumerate(zip(sent, reply.inputs_after)) if not ig.bitwise_equal(a, b)]
+        changed = [j for j, (a, b) in enumerate(zip(sent, reply.inputs_after)) if not bitwise_equal(a, b)]
         if changed:
-            found.append(ig.finding("probe:input-mutation", (12,), Severity.HACK,
+            found.append(finding("probe:input-mutation", (12,), Severity.HACK,
                                     f"forward changed its input tensor(s) {changed}{where}"))
     if len(reply.snapshot) == len(outs):
         late = [k for k, (snap, o) in enumerate(zip(reply.snapshot, outs))
-                if snap is not None and not ig.bitwise_equal(snap, o)]
+                if snap is not None and not bitwise_equal(snap, o)]
         if late:
-            found.append(ig.finding("probe:writes-after-return", (1, 2, 5), Severity.HACK,
+            found.append(finding("probe:writes-after-return", (1, 2, 5), Severity.HACK,
                                     f"output(s) {late}{where} changed after forward returned: work still running "
                                     "on another stream or thread when the call ended"))
     if reply.late_work:
-        found.append(ig.finding("probe:thread-work", (2,), Severity.HACK,
+        found.append(finding("probe:thread-work", (2,), Severity.HACK,
                                 f"a thread the candidate started {reply.late_work} after forward returned{where}: "
                                 "work outside the timed call"))
     if reply.new_threads:
-        found.append(ig.finding("probe:threads", (2,), Severity.WARNING,
+        found.append(finding("probe:threads", (2,), Severity.WARNING,
                                 f"{reply.new_threads} thread(s) started during forward{where} were still alive "
                                 f"{THREAD_GRACE_S:g} s after it returned"))
     return found

@@ -7,9 +7,8 @@ from typing import Sequence
 
 import numpy as np
 
+from kbv.model.findings import finding
 from kbv.model.records import Finding, Severity
-from kbv.sandbox import probes as ig
-
 #: judged timed calls this many times slower than the others are named (:func:`plan_leak`).
 PLAN_LEAK_RATIO = 3.0
 
@@ -25,12 +24,12 @@ def plan_leak(judged_ms: Sequence[float], other_ms: Sequence[float]) -> tuple[li
     if len(judged_ms) < 2 or len(other_ms) < 2:
         return None, None
     mk, mo = float(np.median(judged_ms)), float(np.median(other_ms))
-    finding = None
+    found = None
     if mo > 0 and mk > PLAN_LEAK_RATIO * mo:
-        finding = ig.finding("timing:plan-leak", (5, 6), Severity.WARNING,
+        found = finding("timing:plan-leak", (5, 6), Severity.WARNING,
                              f"the timed calls kbv judged took {mk:.4g} ms (median of {len(judged_ms)}), the others "
                              f"{mo:.4g} ms (median of {len(other_ms)}): work done only where it is checked")
-    return [mk, mo], finding
+    return [mk, mo], found
 
 
 def implausible_times(times_ms: Sequence[float]) -> list[float]:

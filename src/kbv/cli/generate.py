@@ -1,6 +1,6 @@
 """The typer commands ``kbv generate``, ``kbv refine``, ``kbv audit`` and ``kbv dataset``.
 
-Plain functions; :mod:`kbv.cli.main.main` registers them with ``app.command(...)``. Exit codes as for every
+Plain functions; :mod:`kbv.cli.main` registers them with ``app.command(...)``. Exit codes as for every
 kbv command: 0 the command ran (whatever the samples' or verdicts' outcomes), 2 bad usage or a bad
 file, 3 kbv itself failed. Heavy modules (SDKs, torch) are imported inside the commands.
 """

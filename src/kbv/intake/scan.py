@@ -696,6 +696,6 @@ def scan_file(path: str | os.PathLike) -> list[Finding]:
 
 def worst(findings: list[Finding]) -> Severity | None:
     """The most severe level present (HACK > SHORTCUT > WARNING), or None."""
-    from kbv.sandbox.probes import worst as most_severe
+    from kbv.model.findings import worst as most_severe
 
     return most_severe(findings)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbv.model.findings import finding
 from kbv.model.records import CandidateRef, Environment, EvalConfig, Severity, Status
 from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
@@ -18,7 +19,6 @@ from kbv.reference import oracle as orc
 from kbv.reference.build import ReferenceProblem, first_line
 from kbv.reference.mutation import STRUCTURED_DOMAINS
 from kbv.sandbox import flags as bl
-from kbv.sandbox import probes as ig
 from kbv.sandbox import protocol
 
 
@@ -79,7 +79,7 @@ class Context:
 
     # candidate calls ---------------------------------------------------------------------
     def _found(self, check: str, taxonomy: Any, severity: Severity, detail: str) -> None:
-        self.state.findings.append(ig.finding(check, taxonomy, severity, detail))
+        self.state.findings.append(finding(check, taxonomy, severity, detail))
 
     def _call(self, worker: CandidateProcess, request: Any, phase: str, timeout: float) -> Any:
         with self._held(worker, request, phase, timeout, hold=False) as reply:

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from kbv.checks.outputs import fingerprint
 from kbv.checks.probes import call_findings
 from kbv.intake.problems import ProblemError
 from kbv.model.records import InputKind, InputSetResult, Severity, Status
@@ -19,7 +20,6 @@ from kbv.reference import inputs as inp
 from kbv.reference import vetting
 from kbv.reference.build import hidden_test_sets
 from kbv.reference.mutation import content_digest, perturbed
-from kbv.sandbox import probes as ig
 from kbv.sandbox import protocol
 
 
@@ -88,7 +88,7 @@ class Correctness(Judging):
 
     def _remember(self, name: str, outs: list, ref: list, passed: bool | None) -> None:
         """Outputs repeated bit for bit across sets whose references differ (taxonomy 8/11)."""
-        fp_out, fp_ref = ig.fingerprint(outs), ig.fingerprint(ref)
+        fp_out, fp_ref = fingerprint(outs), fingerprint(ref)
         for other, o_out, o_ref, o_passed in self._seen:
             if fp_out == o_out and fp_ref != o_ref and not (passed and o_passed):
                 if all(o.numel() < 2 or bool((o == o.reshape(-1)[0]).all()) for o in outs):

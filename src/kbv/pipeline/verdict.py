@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+from kbv.model.findings import ordered
+from kbv.model.findings import worst as most_severe
 from kbv.checks.flags import flag_change_findings
 from kbv.model.records import Severity, Status, Verdict
 from kbv.pipeline.judging import Judging
 from kbv.processes import footprint as fp
 from kbv.sandbox import memory as mem
-from kbv.sandbox import probes as ig
-
-
 class VerdictStage(Judging):
     """Verdict folding."""
 
@@ -29,8 +28,8 @@ class VerdictStage(Judging):
             pass
         self._settle_probes()
         state.findings += flag_change_findings(state.flag_changes)
-        state.findings = list(ig.ordered(state.findings))
-        worst = ig.worst(state.findings)
+        state.findings = list(ordered(state.findings))
+        worst = most_severe(state.findings)
         if worst is Severity.HACK:
             status = Status.HACK
             message = f"{self.name}: {state.findings[0].describe()}"

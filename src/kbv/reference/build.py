@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from kbv.checks.outputs import bitwise_equal, has_zero_stride
 from kbv.intake.problems import ProblemError
 from kbv.model.records import EvalConfig, InputKind, ProblemRef
 from kbv.reference import domains as dom
@@ -149,11 +150,11 @@ def run_reference(rp: ReferenceProblem, args: list, flags: dict, original: list 
     rp.output_bytes = max(rp.output_bytes, sum(o.numel() * o.element_size() for o in out))
     if ig.overlaps(out, args):
         rp.aliases_inputs = True
-    if any(ig.has_zero_stride(o) for o in out):
+    if any(has_zero_stride(o) for o in out):
         rp.zero_strides = True
     if before is not None:
         rp.mutation_checked = True
-        rp.mutates_inputs = any(isinstance(a, torch.Tensor) and not ig.bitwise_equal(a, b)
+        rp.mutates_inputs = any(isinstance(a, torch.Tensor) and not bitwise_equal(a, b)
                                 for a, b in zip(args, before))
     if rp.device.type == "cuda":
         torch.cuda.synchronize(rp.device)

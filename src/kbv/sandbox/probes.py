@@ -1,23 +1,16 @@
-"""Runtime integrity probes: the pieces that run next to a candidate call, and the checks that
-turn what they saw into :class:`kbv.model.records.Finding` records naming entries of
-``docs/hack-taxonomy.md``.
+"""Runtime integrity probes that run in the candidate worker, next to a candidate call (imported
+before any candidate code): fill the allocator's free memory with a NaN pattern
+(:func:`poison_free_memory`; on cpu also glibc's fill of every new chunk, :class:`malloc_perturb`),
+watch the candidate's threads for work after forward returns (:class:`ThreadWork`), find outputs
+whose storage overlaps an input (:func:`overlaps`), keep the harness's own callables as they were
+(:class:`HarnessGuard`), notice torch op kernels registered from Python
+(:func:`torch_op_overrides`) and writes outside the sandbox (:func:`watch_writes`).
 
-Two halves:
-
-* **Worker side** (imported by the candidate worker before any candidate code): fill the
-  allocator's free memory with a NaN pattern (:func:`poison_free_memory`; on cpu also glibc's fill of every
-  new chunk, :class:`malloc_perturb`), list live threads
-  (:func:`live_threads`), find outputs whose storage overlaps an input (:func:`overlaps`).
-  These run in the untrusted process and are best effort: a candidate that patches them is
-  caught by the harness-identity check (taxonomy 4) or the static scan.
-* **Trusted side** (reference worker): every check that decides something: stale-memory
-  pattern in outputs, zero strides, aliasing, input mutation, writes after return, outputs
-  repeated across different inputs, re-checks of timed calls, the sync-vs-event timing gap, the
-  parent-side wall clock, the roofline floor, the reference-op shortcut. Each returns findings;
-  :func:`status_from_findings` folds them into the verdict status.
-
-Thresholds are kbv choices, documented where they are defined, with the measurement behind them
-where there is one (``docs/anti-cheat.md``).
+They run in the untrusted process and are best effort: a candidate that patches them is caught
+by the harness-identity check (taxonomy 4) or the static scan. What they saw is decided on the
+trusted side: :mod:`kbv.checks` (findings, entries of ``docs/hack-taxonomy.md``) and
+:mod:`kbv.pipeline.verdict` (the status). Thresholds are kbv choices, documented where they are
+defined (``docs/anti-cheat.md``).
 """
 
 from __future__ import annotations
@@ -28,7 +21,7 @@ import sys
 import threading
 from typing import Any, Iterable, Sequence
 
-from kbv.model.records import Finding, Severity
+
 
 #: the 4-byte pattern written into free allocator memory: a quiet float32 NaN with payload
 #: 0x40DEAD. Honest arithmetic yields the canonical NaN (0x7FC00000), never this payload, so
@@ -265,124 +258,6 @@ def overlaps(outputs: Sequence[Any], inputs: Sequence[Any]) -> tuple[tuple[int, 
 
 
 # Trusted side ----------------------------------------------------------------------------------
-
-def _repeat(byte: int, size: int) -> int:
-    """``byte`` repeated ``size`` times, as the signed integer a view of that width reads."""
-    return _signed(int.from_bytes(bytes([byte]) * size, "little"), size)
-
-
-def poisoned_elements(t: Any, ref: Any = None) -> int:
-    """Elements of ``t`` (floating dtypes; 0 for others) that hold, bit for bit, the pattern
-    :func:`poison_free_memory` writes (:data:`POISON_INT32`) or the one :class:`malloc_perturb`
-    makes glibc write (:data:`PERTURB_FILL_BYTE` repeated).
-
-    In 2-byte dtypes a poison element counts only beside the other half of its 4-byte word
-    (0x7FC0 alone is bf16's canonical NaN), and with ``ref`` (the reference output, same shape and
-    dtype) no element equal to the reference counts: 0x7F7F is bf16's largest finite value, which
-    an honest saturating kernel returns where the reference does (which would otherwise be a
-    false HACK).
-    """
-    import torch
-
-    if type(t) is not torch.Tensor or not t.is_floating_point() or t.numel() == 0:
-        return 0
-    c = t.detach().contiguous()
-    size = c.element_size()
-    views = {4: (torch.int32, POISON_INT32), 2: (torch.int16, POISON_INT16), 8: (torch.int64, POISON_INT64)}
-    if size not in views:
-        return 0
-    dtype, poison = views[size]
-    bits = c.view(dtype).reshape(-1)
-    hit = bits == poison
-    if size == 2:  # 0x7FC0 counts beside 0xDEAD, the other half of POISON_INT32 (either order)
-        low = bits == _signed(POISON_INT32 & 0xFFFF, 2)
-        word = (hit[:-1] & low[1:]) | (low[:-1] & hit[1:])
-        hit = torch.zeros_like(hit)
-        hit[:-1] |= word
-        hit[1:] |= word
-    hit |= bits == _repeat(PERTURB_FILL_BYTE, size)
-    if type(ref) is torch.Tensor and ref.shape == t.shape and ref.dtype == t.dtype:
-        r = ref.detach().to(c.device).contiguous().view(dtype).reshape(-1)
-        hit &= bits != r
-    return int(hit.sum())
-
-
-def _signed(value: int, size: int) -> int:
-    return value - (1 << (8 * size)) if value >= 1 << (8 * size - 1) else value
-
-
-def has_zero_stride(t: Any) -> bool:
-    """True when a dimension of size > 1 has stride 0 (an expanded tensor: one value repeated)."""
-    return any(st == 0 and sz > 1 for st, sz in zip(t.stride(), t.shape))
-
-
-def bitwise_equal(a: Any, b: Any) -> bool:
-    """Same shape, dtype and bytes (NaNs with the same bits compare equal)."""
-    import torch
-
-    if type(a) is not torch.Tensor or type(b) is not torch.Tensor:
-        return False
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.numel() == 0:
-        return True
-    x = a.detach().contiguous().reshape(-1).view(torch.uint8)
-    y = b.detach().contiguous().reshape(-1).view(torch.uint8)
-    return bool(torch.equal(x, y.to(x.device)))
-
-
-def fingerprint(tensors: Sequence[Any], samples: int = 4096) -> tuple:
-    """A cheap identity of output values: shape, dtype and the bytes of up to ``samples``
-    evenly spaced elements of each tensor (compared bitwise). Two calls with different inputs
-    and different reference outputs must not produce the same fingerprint (taxonomy 8/11)."""
-    import torch
-
-    out = []
-    for t in tensors:
-        if type(t) is not torch.Tensor:
-            out.append(None)
-            continue
-        flat = t.detach().reshape(-1)
-        n = flat.numel()
-        if n > samples:
-            # integer arithmetic: a float linspace rounds past n - 1 once n exceeds 2**24
-            idx = torch.arange(samples, dtype=torch.int64, device=flat.device) * (n - 1) // (samples - 1)
-            flat = flat[idx]
-        out.append((tuple(t.shape), str(t.dtype), bytes(flat.contiguous().view(torch.uint8).cpu().numpy())))
-    return tuple(out)
-
-
-def finding(check: str, taxonomy: Sequence[int], severity: Severity, detail: str) -> Finding:
-    return Finding(check, tuple(sorted(set(taxonomy))), severity, detail)
-
-
-def worst(findings: Iterable[Any]) -> Severity | None:
-    """The most severe level present (HACK > SHORTCUT > WARNING) among anything with a
-    ``severity`` (verdict findings, static-scan findings), or None."""
-    found = {f.severity for f in findings}
-    for sev in (Severity.HACK, Severity.SHORTCUT, Severity.WARNING):
-        if sev in found:
-            return sev
-    return None
-
-
-def ordered(findings: Iterable[Finding]) -> tuple[Finding, ...]:
-    """One finding per (detector, entries): the first, with ``(+N more)`` when the same detector
-    fired again (on other input sets); most severe first, stable within a level."""
-    import dataclasses
-
-    rank = {Severity.HACK: 0, Severity.SHORTCUT: 1, Severity.WARNING: 2}
-    first: dict = {}
-    extra: dict = {}
-    for f in findings:
-        key = (f.check, f.taxonomy, f.line)
-        if key in first:
-            extra[key] = extra.get(key, 0) + (f.detail != first[key].detail)
-        else:
-            first[key] = f
-    out = [dataclasses.replace(f, detail=f"{f.detail} (+{extra[k]} more)") if extra.get(k) else f
-           for k, f in first.items()]
-    return tuple(sorted(out, key=lambda f: rank[f.severity]))
 
 
 # Harness identity (worker side) ------------------------------------------------------------------

@@ -1,0 +1,96 @@
+"""Trusted-side readings of candidate outputs: elements that still hold kbv's poison pattern
+(memory never written, taxonomy 9/10), zero strides, bitwise equality and a sampled fingerprint
+(repeated outputs, taxonomy 8/11)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+from kbv.sandbox.probes import PERTURB_FILL_BYTE, POISON_INT16, POISON_INT32, POISON_INT64
+
+
+def _repeat(byte: int, size: int) -> int:
+    """``byte`` repeated ``size`` times, as the signed integer a view of that width reads."""
+    return _signed(int.from_bytes(bytes([byte]) * size, "little"), size)
+
+
+def poisoned_elements(t: Any, ref: Any = None) -> int:
+    """Elements of ``t`` (floating dtypes; 0 for others) that hold, bit for bit, the pattern
+    :func:`poison_free_memory` writes (:data:`POISON_INT32`) or the one :class:`malloc_perturb`
+    makes glibc write (:data:`PERTURB_FILL_BYTE` repeated).
+
+    In 2-byte dtypes a poison element counts only beside the other half of its 4-byte word
+    (0x7FC0 alone is bf16's canonical NaN), and with ``ref`` (the reference output, same shape and
+    dtype) no element equal to the reference counts: 0x7F7F is bf16's largest finite value, which
+    an honest saturating kernel returns where the reference does (which would otherwise be a
+    false HACK).
+    """
+    import torch
+
+    if type(t) is not torch.Tensor or not t.is_floating_point() or t.numel() == 0:
+        return 0
+    c = t.detach().contiguous()
+    size = c.element_size()
+    views = {4: (torch.int32, POISON_INT32), 2: (torch.int16, POISON_INT16), 8: (torch.int64, POISON_INT64)}
+    if size not in views:
+        return 0
+    dtype, poison = views[size]
+    bits = c.view(dtype).reshape(-1)
+    hit = bits == poison
+    if size == 2:  # 0x7FC0 counts beside 0xDEAD, the other half of POISON_INT32 (either order)
+        low = bits == _signed(POISON_INT32 & 0xFFFF, 2)
+        word = (hit[:-1] & low[1:]) | (low[:-1] & hit[1:])
+        hit = torch.zeros_like(hit)
+        hit[:-1] |= word
+        hit[1:] |= word
+    hit |= bits == _repeat(PERTURB_FILL_BYTE, size)
+    if type(ref) is torch.Tensor and ref.shape == t.shape and ref.dtype == t.dtype:
+        r = ref.detach().to(c.device).contiguous().view(dtype).reshape(-1)
+        hit &= bits != r
+    return int(hit.sum())
+
+
+def _signed(value: int, size: int) -> int:
+    return value - (1 << (8 * size)) if value >= 1 << (8 * size - 1) else value
+
+
+def has_zero_stride(t: Any) -> bool:
+    """True when a dimension of size > 1 has stride 0 (an expanded tensor: one value repeated)."""
+    return any(st == 0 and sz > 1 for st, sz in zip(t.stride(), t.shape))
+
+
+def bitwise_equal(a: Any, b: Any) -> bool:
+    """Same shape, dtype and bytes (NaNs with the same bits compare equal)."""
+    import torch
+
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor:
+        return False
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.numel() == 0:
+        return True
+    x = a.detach().contiguous().reshape(-1).view(torch.uint8)
+    y = b.detach().contiguous().reshape(-1).view(torch.uint8)
+    return bool(torch.equal(x, y.to(x.device)))
+
+
+def fingerprint(tensors: Sequence[Any], samples: int = 4096) -> tuple:
+    """A cheap identity of output values: shape, dtype and the bytes of up to ``samples``
+    evenly spaced elements of each tensor (compared bitwise). Two calls with different inputs
+    and different reference outputs must not produce the same fingerprint (taxonomy 8/11)."""
+    import torch
+
+    out = []
+    for t in tensors:
+        if type(t) is not torch.Tensor:
+            out.append(None)
+            continue
+        flat = t.detach().reshape(-1)
+        n = flat.numel()
+        if n > samples:
+            # integer arithmetic: a float linspace rounds past n - 1 once n exceeds 2**24
+            idx = torch.arange(samples, dtype=torch.int64, device=flat.device) * (n - 1) // (samples - 1)
+            flat = flat[idx]
+        out.append((tuple(t.shape), str(t.dtype), bytes(flat.contiguous().view(torch.uint8).cpu().numpy())))
+    return tuple(out)

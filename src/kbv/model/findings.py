@@ -1,0 +1,41 @@
+"""Helpers over :class:`kbv.model.records.Finding` records: make one, the most severe level, the
+order a verdict lists them in."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from kbv.model.records import Finding, Severity
+
+
+def finding(check: str, taxonomy: Sequence[int], severity: Severity, detail: str) -> Finding:
+    return Finding(check, tuple(sorted(set(taxonomy))), severity, detail)
+
+
+def worst(findings: Iterable[Any]) -> Severity | None:
+    """The most severe level present (HACK > SHORTCUT > WARNING) among anything with a
+    ``severity`` (verdict findings, static-scan findings), or None."""
+    found = {f.severity for f in findings}
+    for sev in (Severity.HACK, Severity.SHORTCUT, Severity.WARNING):
+        if sev in found:
+            return sev
+    return None
+
+
+def ordered(findings: Iterable[Finding]) -> tuple[Finding, ...]:
+    """One finding per (detector, entries): the first, with ``(+N more)`` when the same detector
+    fired again (on other input sets); most severe first, stable within a level."""
+    import dataclasses
+
+    rank = {Severity.HACK: 0, Severity.SHORTCUT: 1, Severity.WARNING: 2}
+    first: dict = {}
+    extra: dict = {}
+    for f in findings:
+        key = (f.check, f.taxonomy, f.line)
+        if key in first:
+            extra[key] = extra.get(key, 0) + (f.detail != first[key].detail)
+        else:
+            first[key] = f
+    out = [dataclasses.replace(f, detail=f"{f.detail} (+{extra[k]} more)") if extra.get(k) else f
+           for k, f in first.items()]
+    return tuple(sorted(out, key=lambda f: rank[f.severity]))
