@@ -20,8 +20,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from kbv.sandbox.profiling import (NO_MATH_OPS, OWN_SHARE_MIN, KernelProfile, OpCount, _DeviceEvent, _events,
-    _Launch, _Span, _summarise, compute_ops, kernel_profile, reference_covered, shortcut_reason)
+from kbv.sandbox.profiling import NO_MATH_OPS, OpCount, compute_ops
+from kbv.checks.profile import OWN_SHARE_MIN, reference_covered, shortcut_reason
+from kbv.sandbox.kernels import (KernelProfile, _DeviceEvent, _events, _Launch, _Span, _summarise,
+    kernel_profile)
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -215,7 +217,8 @@ def test_kernel_profile_is_cuda_only():
 _TRITON_SCRIPT = textwrap.dedent('''
     import json, sys
     import torch, triton, triton.language as tl
-    from kbv.sandbox.profiling import compute_ops, reference_covered
+    from kbv.sandbox.profiling import compute_ops
+    from kbv.checks.profile import reference_covered
 
     @triton.jit
     def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
@@ -587,7 +590,8 @@ def test_recorded_ops_sees_other_threads_and_disabled_dispatch():
 
     import torch
 
-    from kbv.sandbox.profiling import compute_ops, recorded_ops, reference_covered
+    from kbv.sandbox.profiling import compute_ops, recorded_ops
+    from kbv.checks.profile import reference_covered
 
     x = torch.randn(32, 32)
 

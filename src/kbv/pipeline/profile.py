@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import secrets
 
+from kbv.checks.profile import reference_covered, shortcut_reason
+from kbv.sandbox.kernels import KernelProfile
 from kbv.checks.probes import op_counts_ok
 from kbv.model.records import Severity, Status
 from kbv.pipeline.context import Context, Stop
@@ -40,11 +42,11 @@ class ProfileCheck(Context):
         self.state.evidence["profile"] = evidence
         covered = None
         if not (reply.error or ref_ops.error):
-            covered = profiling.reference_covered(ref_ops.ops, dict(reply.ops))
+            covered = reference_covered(ref_ops.ops, dict(reply.ops))
         # the profiler's count (top-level ops on both sides) sees every thread and the dispatcher
         # itself: torch ops handed to a thread or run with the Python dispatch key excluded (taxonomy 15)
         if covered is None and not (reply.recorded_error or ref_recorded.error):
-            covered = profiling.reference_covered(ref_recorded.ops, dict(reply.recorded))
+            covered = reference_covered(ref_recorded.ops, dict(reply.recorded))
         if covered is None and (reply.error or ref_ops.error):
             return
         # a custom kernel in the file that forward did not use instead of torch: a ghost kernel
@@ -57,7 +59,7 @@ class ProfileCheck(Context):
             kernels = tuple((str(n), float(us), bool(own)) for n, us, own in reply.kernels)
             own_us = sum(us for _, us, own in kernels if own)
             total_us = sum(us for _, us, _ in kernels)
-            reason = profiling.shortcut_reason(profiling.KernelProfile(
+            reason = shortcut_reason(KernelProfile(
                 kernels=kernels, own_us=own_us, total_us=total_us,
                 own_share=own_us / total_us if total_us > 0 else None, repeats=1))
             if reason:

@@ -50,6 +50,7 @@ class _Server:
         from kbv.sandbox import flags as baselines
         from kbv.sandbox import probes as integrity
         from kbv.sandbox import memory
+        from kbv.sandbox import kernels as kernel_timeline
         from kbv.sandbox import profiling
         from kbv.sandbox import protocol
         from kbv.sandbox import timing  # noqa: F401
@@ -84,7 +85,7 @@ class _Server:
         # every harness callable, the clocks and the reply path, as they are before the candidate
         # loads: checked (and put back) before every reply, taxonomy 4/24/25
         self.guard = integrity.HarnessGuard(
-            [baselines, integrity, memory, profiling, protocol, timing, sys.modules[__name__]],
+            [baselines, integrity, kernel_timeline, memory, profiling, protocol, timing, sys.modules[__name__]],
             [(time, "perf_counter", "time.perf_counter"), (time, "monotonic", "time.monotonic"),
              (torch.cuda, "synchronize", "torch.cuda.synchronize"), (torch.cuda, "Event", "torch.cuda.Event"),
              (torch.cuda.Event, "record", "torch.cuda.Event.record"),
@@ -340,6 +341,7 @@ class _Server:
         return self.protocol.Pong()
 
     def count_ops(self, req: Any) -> Any:
+        from kbv.sandbox import kernels as kernel_timeline
         from kbv.sandbox import profiling
 
         args = self.timing_sets[req.set_index]
@@ -352,7 +354,7 @@ class _Server:
         recorded = profiling.recorded_ops(self.model, args)
         kernels, share, error = (), None, ops.error
         if self.device.type == "cuda":
-            prof = profiling.kernel_profile(self.model, args, self.device)
+            prof = kernel_timeline.kernel_profile(self.model, args, self.device)
             kernels = tuple(prof.kernels)
             share = prof.own_share
             error = error or prof.error

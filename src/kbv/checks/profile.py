@@ -1,0 +1,165 @@
+"""Decisions on what the profiling probes saw (taxonomy 15, 16): did the candidate re-run the
+reference's own compute ops (:func:`reference_covered`), did its own kernels do measurable work
+(:func:`shortcut_reason`). The probes themselves: :mod:`kbv.sandbox.profiling` (op counts) and
+:mod:`kbv.sandbox.kernels` (the kernel timeline)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from kbv.sandbox.kernels import KernelProfile
+from kbv.sandbox.profiling import NO_MATH_OPS, OpCount
+
+
+#: Families of aten ops that are the same library computation reached through different entry
+#: points; the dispatch picks one by input rank, bias, device or backend (``F.linear`` → ``addmm``
+#: or ``mm``, ``torch.matmul`` → ``mm``/``bmm``, ``conv2d`` → ``convolution``, cudnn or mkldnn
+#: variants). :func:`reference_covered` compares families, so a candidate that computes the
+#: reference's ``F.linear`` with chunked ``torch.mm`` calls still covers it. Other ops are never
+#: merged: ``relu`` and ``clamp_min`` are different ops (a reformulation is not a re-run; the
+#: kernel profile judges it). In-place variants (``relu_``) count as their out-of-place op.
+OP_FAMILIES: dict[str, frozenset[str]] = {
+    "gemm": frozenset({
+        "mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_addmm_activation", "mv",
+        "addmv", "dot", "vdot", "einsum", "tensordot", "mkldnn_linear",
+    }),
+    "convolution": frozenset({
+        "convolution", "_convolution", "_convolution_mode", "conv1d", "conv2d", "conv3d",
+        "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "cudnn_convolution",
+        "cudnn_convolution_transpose", "mkldnn_convolution", "miopen_convolution",
+        "miopen_convolution_transpose", "miopen_depthwise_convolution", "_slow_conv2d_forward",
+        "slow_conv3d_forward", "slow_conv_transpose2d", "slow_conv_transpose3d",
+        "slow_conv_dilated2d", "slow_conv_dilated3d", "thnn_conv2d", "_conv_depthwise2d",
+        "conv_depthwise3d", "_nnpack_spatial_convolution", "convolution_overrideable",
+    }),
+    "softmax": frozenset({"softmax", "_softmax", "_safe_softmax", "special_softmax"}),
+    "log_softmax": frozenset({"log_softmax", "_log_softmax", "special_log_softmax"}),
+    "layer_norm": frozenset({"layer_norm", "native_layer_norm"}),
+    "rms_norm": frozenset({"rms_norm", "_fused_rms_norm"}),
+    "group_norm": frozenset({"group_norm", "native_group_norm"}),
+    "batch_norm": frozenset({
+        "batch_norm", "native_batch_norm", "_native_batch_norm_legit",
+        "_native_batch_norm_legit_no_training", "_batch_norm_impl_index", "cudnn_batch_norm",
+        "miopen_batch_norm", "_batch_norm_with_update", "_batch_norm_no_update",
+    }),
+    "attention": frozenset({
+        "scaled_dot_product_attention", "_scaled_dot_product_attention_math",
+        "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",
+        "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+        "_scaled_dot_product_fused_attention_overrideable", "_flash_attention_forward",
+        "_efficient_attention_forward",
+    }),
+}
+
+
+_FAMILY_OF = {op: fam for fam, ops in OP_FAMILIES.items() for op in ops}
+
+
+_POOL = re.compile(r"^_?(?:mkldnn_)?(adaptive_)?(max|avg)_pool[123]d(?:_with_indices)?$")
+
+
+def _family(qualified: str) -> str:
+    """Canonical comparison key of an op: its family for aten ops, the name itself otherwise."""
+    ns, dot, name = qualified.partition(".")
+    if not dot or ns != "aten":
+        return qualified
+    if name.endswith("_") and not name.endswith("__") and len(name) > 1:
+        name = name[:-1]  # in-place variant
+    fam = _FAMILY_OF.get(name)
+    if fam is not None:
+        return f"family:{fam}"
+    m = _POOL.match(name)
+    if m:
+        return f"family:{m.group(1) or ''}{m.group(2)}_pool"
+    return f"aten.{name}"
+
+
+def _as_counts(value: Any) -> dict[str, int] | None:
+    """Compute-op counts from an :class:`OpCount` (``None`` if it failed) or a mapping."""
+    if isinstance(value, OpCount):
+        if value.error is not None:
+            return None
+        value = value.ops
+    if not isinstance(value, Mapping):
+        return None
+    out: dict[str, int] = {}
+    for k, v in value.items():
+        if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+            continue
+        ns, _, name = k.partition(".")
+        if ns == "aten" and name in NO_MATH_OPS:
+            continue
+        out[k] = v
+    return out
+
+
+def reference_covered(reference_ops: OpCount | Mapping[str, int],
+                      candidate_ops: OpCount | Mapping[str, int]) -> list[str] | None:
+    """The reference's compute ops if the candidate executed all of them, else ``None``.
+
+    Both arguments are :func:`compute_ops` results (or their ``ops`` mappings) of the reference
+    and the candidate called the same way on the same inputs. The candidate *covers* the reference
+    when, for every reference op, it dispatched an op of the same family (:data:`OP_FAMILIES`;
+    in-place variants count as their op) at least as many times as the reference did. Counting
+    calls, not just names, keeps a candidate that wrote its own kernel for one of two reference
+    ``linear`` layers (and called torch for the other) from being covered.
+
+    Returns:
+        the sorted qualified names of the reference's compute ops (e.g. ``["aten.addmm",
+        "aten.relu"]``) when covered: the candidate re-ran the reference's own torch ops, a
+        SHORTCUT (taxonomy 15/16). ``None`` when not covered, when the reference has no compute
+        ops (nothing to compare), when either count failed (``error`` set) or when an argument is
+        not a count. Never raises.
+    """
+    try:
+        ref = _as_counts(reference_ops)
+        cand = _as_counts(candidate_ops)
+        if not ref or cand is None:
+            return None
+        need: dict[str, int] = {}
+        for k, v in ref.items():
+            need[_family(k)] = need.get(_family(k), 0) + v
+        have: dict[str, int] = {}
+        for k, v in cand.items():
+            have[_family(k)] = have.get(_family(k), 0) + v
+        if all(have.get(f, 0) >= n for f, n in need.items()):
+            return sorted(ref)
+        return None
+    except BaseException:  # noqa: BLE001
+        return None
+
+
+#: Below this share of device time the candidate's own kernels "did no measurable work". An honest
+#: candidate's own kernels carry the computation (shares near 100 %, the library part being a
+#: few allocations, fills or copies); a ghost kernel or silent fallback gives exactly 0 %. 1 %
+#: leaves room for a token own kernel (a flag write, a tiny reduction) next to library kernels
+#: doing the work, without touching candidates whose kernels do any real share of it. Partial
+#: shortcuts above it are left to :func:`reference_covered` and to the reported share.
+OWN_SHARE_MIN = 0.01
+
+
+def shortcut_reason(profile: KernelProfile) -> str | None:
+    """Why a profile shows a shortcut, or ``None``.
+
+    A reason (one line: own and total µs per call, the share, the largest library kernels) when
+    kernels ran (``total_us > 0``) but the candidate's own kernels did less than
+    :data:`OWN_SHARE_MIN` (1 %) of the device time: the work was done by PyTorch or a vendor
+    library (taxonomy 15 baseline wrapper, 16 ghost kernel / silent fallback). ``None`` when the
+    own share is at least that, when no kernel ran (nothing to judge here: a passthrough or a CPU
+    result is other detectors' business) and when the profile failed (``error`` set). Never raises.
+    """
+    try:
+        if not isinstance(profile, KernelProfile) or profile.error is not None:
+            return None
+        if profile.own_share is None or not profile.total_us > 0:
+            return None
+        if profile.own_share >= OWN_SHARE_MIN:
+            return None
+        top = [name for name, _, own in profile.kernels if not own][:3]
+        short = [t if len(t) <= 80 else t[:77] + "..." for t in top]
+        return (f"own kernels did {profile.own_us:.2f} of {profile.total_us:.2f} µs device time per"
+                f" call ({profile.own_share:.1%} < {OWN_SHARE_MIN:.0%}); library kernels: "
+                + "; ".join(short))
+    except BaseException:  # noqa: BLE001
+        return None
