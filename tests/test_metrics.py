@@ -12,7 +12,7 @@ from scipy.stats import gmean
 
 from kbv.batch.metrics import FAST_P_THRESHOLDS, compute_metrics, fast_p, geomean, pass_at_k
 from kbv.model.records import Status
-from kbv.batch.store import problem_key
+from kbv.batch.jobs import problem_key
 from verdict_factory import make_batch, make_verdict, problem
 
 

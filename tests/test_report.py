@@ -12,7 +12,8 @@ import pytest
 from kbv.batch.metrics import compute_metrics
 from kbv.report.html import (load_metrics, write_all, write_samples_csv, write_csv, write_eval_results_json,
     write_html, write_markdown)
-from kbv.batch.store import Store, problem_key
+from kbv.batch.store import Store
+from kbv.batch.jobs import problem_key
 from verdict_factory import job_for, make_batch, make_verdict, problem
 
 HOSTILE = ('</td></tr></table><script>alert("pwned")</script><img src=x onerror=alert(1)>'

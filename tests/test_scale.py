@@ -21,7 +21,8 @@ from kbv.batch.runner import plan_batch, run_batch
 from kbv.batch.executors.builds import needs_build, pool_size
 from kbv.batch.executors.lanes import LaneSpec, ThreadLane, cpu_lanes, gpu_lanes, parse_gpus
 from kbv.model.records import EvalConfig
-from kbv.batch.store import Job, Store
+from kbv.batch.jobs import Job
+from kbv.batch.store import Store
 from verdict_factory import make_verdict
 
 ROOT = Path(__file__).resolve().parents[1]

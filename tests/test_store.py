@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from kbv.model.records import Measurement, Status, to_dict, to_json, verdict_from_json
-from kbv.batch.store import BaselineKey, Job, Store, config_hash, problem_key
+from kbv.batch.jobs import BaselineKey, Job, config_hash, problem_key
+from kbv.batch.store import Store
 from verdict_factory import CONFIG, job_for, make_batch, make_verdict, problem
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from kbv.model.records import (CandidateRef, EvalConfig, Finding, Environment, InputKind, InputSetResult,
     Measurement, MemoryMeasurement, ProblemRef, Severity, Status, Verdict)
-from kbv.batch.store import Job
+from kbv.batch.jobs import Job
 
 HIDDEN = ("D1", "D2", "D3", "D4")
 TRANSFORMS = {"D1": "x1", "D2": "x3", "D3": "x0.01", "D4": "x-1"}

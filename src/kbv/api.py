@@ -434,7 +434,8 @@ def metrics(store: "str | os.PathLike[str] | Store", *, baseline: str = "eager-t
         ValueError: an unknown ``baseline``.
     """
     from kbv.report.html import load_metrics
-    from kbv.batch.store import SPEEDUP_COLUMNS, Store
+    from kbv.batch.results import SPEEDUP_COLUMNS
+    from kbv.batch.store import Store
 
     if baseline not in SPEEDUP_COLUMNS:
         raise ValueError(f"baseline must be one of {', '.join(SPEEDUP_COLUMNS)}, not {baseline!r}")

@@ -1,6 +1,6 @@
 """Per-problem baseline timings measured once and cached: ``kbv baselines``.
 
-Four baselines (labels as in :data:`kbv.batch.store.SPEEDUP_COLUMNS`, flags in :mod:`kbv.sandbox.flags`):
+Four baselines (labels as in :data:`kbv.batch.results.SPEEDUP_COLUMNS`, flags in :mod:`kbv.sandbox.flags`):
 
 * ``eager-fp32`` — PyTorch eager, TF32 off for matmul and cuDNN (kbv's strict fp32);
 * ``eager-tf32`` — PyTorch eager, TF32 on for both (KernelBench-Verified's TF32 baseline);
@@ -11,7 +11,7 @@ Four baselines (labels as in :data:`kbv.batch.store.SPEEDUP_COLUMNS`, flags in :
 :func:`kbv.pipeline.baselines.measure_reference` runs inside the (trusted) reference worker: it times the problem's
 reference model alone, on fresh ``get_inputs()`` draws, with the same timing loop and L2 flush as
 a verification, interleaving the labels over ``timing_rounds`` rounds. The results are cached in
-the batch :class:`~kbv.batch.store.Store` under a :class:`~kbv.batch.store.BaselineKey` (problem file hash,
+the batch :class:`~kbv.batch.store.Store` under a :class:`~kbv.batch.jobs.BaselineKey` (problem file hash,
 device name, driver, torch version, precision, label): a cached figure is used only on the same
 hardware and software it was measured on.
 
@@ -43,7 +43,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from kbv.model.records import Environment, Measurement, ProblemRef, Status, Verdict
-from kbv.batch.store import BaselineKey, BaselineSummary, Store
+from kbv.batch.jobs import BaselineKey, BaselineSummary
+from kbv.batch.store import Store
 from kbv.pipeline.baselines import LABELS
 
 

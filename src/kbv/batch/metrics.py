@@ -51,7 +51,7 @@ import numpy as np
 
 from kbv.model.intervals import INTERVAL_CONFIDENCE, INTERVAL_RESAMPLES, interval_seed, ratio_interval
 from kbv.model.records import POLICIES, InputKind, ProblemRef, Status, Verdict
-from kbv.batch.store import problem_key
+from kbv.batch.jobs import problem_key
 
 FAST_P_THRESHOLDS: tuple[float, ...] = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 PASS_AT_K: tuple[int, ...] = (1, 5, 10)

@@ -66,7 +66,8 @@ from kbv.intake.layout import (CandidateFile, Layout, discover_candidates, disco
 from kbv.batch.evaluator import EvaluationError, Evaluator, rejected_candidate, rejection_verdict
 from kbv.intake.problems import ProblemError, identify
 from kbv.model.records import CandidateRef, EvalConfig, ProblemRef, Status, Verdict, to_dict
-from kbv.batch.store import Job, Store, config_hash, problem_key
+from kbv.batch.jobs import Job, config_hash, problem_key
+from kbv.batch.store import Store
 
 #: Prefix of the exclusion reasons this module writes; the file hash follows, then the fault.
 BROKEN_PREFIX = "broken problem file"
@@ -134,7 +135,7 @@ class PlannedJob:
 class BrokenProblemFile:
     """A problem file that failed static vetting (no :class:`ProblemRef` could be made)."""
 
-    key: str  #: :func:`kbv.batch.store.problem_key`-style key from the file name.
+    key: str  #: :func:`kbv.batch.jobs.problem_key`-style key from the file name.
     sha256: str
     fault: str
 

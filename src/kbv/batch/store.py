@@ -23,25 +23,18 @@ keep a claim alive. Claims from another host expire after ``stale_after_s`` when
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 import os
-import socket
 import sqlite3
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
-from kbv.model.records import (CandidateRef, EvalConfig, Measurement, ProblemRef, Verdict, to_dict, to_json,
-    verdict_from_json)
+from kbv.batch.jobs import JOB_COLUMNS, Job, Progress, current_owner, owner_alive
+from kbv.batch.results import SPEEDUP_COLUMNS, ResultTables
+from kbv.model.records import ProblemRef
 
 STORE_SCHEMA = 1
 
-#: Baseline labels that get their own indexed speedup column in ``verdicts``.
-SPEEDUP_COLUMNS = {"eager-fp32": "speedup_eager_fp32", "eager-tf32": "speedup_eager_tf32",
-                   "eager-fp32-cudnn-tf32": "speedup_eager_fp32_cudnn_tf32", "compile": "speedup_compile"}
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -114,147 +107,13 @@ CREATE TABLE IF NOT EXISTS baseline_summaries (
 
 # Identity -------------------------------------------------------------------------------------
 
-def problem_key(problem: ProblemRef) -> str:
-    """Stable, readable key of a problem across checkouts: ``level1/19_ReLU``.
-
-    Files outside a ``levelN`` folder give ``ReLU`` or ``19_ReLU``. Metrics group samples by this
-    key and vetting exclusions are stored under it.
-    """
-    stem = f"{problem.problem_id}_{problem.name}" if problem.problem_id is not None else problem.name
-    return f"level{problem.level}/{stem}" if problem.level is not None else stem
-
-
-def config_hash(config: EvalConfig) -> str:
-    """First 16 hex digits of the SHA-256 of the config's canonical JSON (sorted keys)."""
-    text = json.dumps(to_dict(config), sort_keys=True, separators=(",", ":"), allow_nan=False)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class Job:
-    """One (problem, candidate) evaluation of a batch. Identity is :attr:`key`."""
-
-    problem_path: str
-    problem_sha256: str
-    candidate_path: str
-    candidate_sha256: str
-    run: str  #: the run (model) the candidate came from.
-    sample_id: int | None
-    config_hash: str  #: :func:`config_hash` of the resolved :class:`EvalConfig`.
-    level: int | None = None
-    problem_id: int | None = None
-    problem_name: str | None = None
-
-    @property
-    def key(self) -> str:
-        """SHA-256 (hex) of problem sha, candidate sha, run, sample id and config hash.
-
-        Paths are not part of the key: a moved checkout resumes where it stopped.
-        """
-        ident = [self.problem_sha256, self.candidate_sha256, self.run, self.sample_id, self.config_hash]
-        return hashlib.sha256(json.dumps(ident).encode()).hexdigest()
-
-    @classmethod
-    def from_refs(cls, problem: ProblemRef, candidate: CandidateRef, config: EvalConfig | str,
-                  run: str | None = None) -> Job:
-        """Build a job from the records; ``run`` defaults to ``candidate.run`` (``""`` if unset)."""
-        return cls(
-            problem_path=problem.path, problem_sha256=problem.sha256,
-            candidate_path=candidate.path, candidate_sha256=candidate.sha256,
-            run=run if run is not None else (candidate.run or ""), sample_id=candidate.sample_id,
-            config_hash=config if isinstance(config, str) else config_hash(config),
-            level=problem.level, problem_id=problem.problem_id, problem_name=problem.name,
-        )
-
-
-_JOB_COLUMNS = ("problem_path", "problem_sha256", "candidate_path", "candidate_sha256", "run",
-                "sample_id", "config_hash", "level", "problem_id", "problem_name")
-
-
-@dataclass(frozen=True)
-class BaselineKey:
-    """What a cached baseline timing is valid for. ``driver`` is ``""`` where there is none (cpu)."""
-
-    problem_sha256: str
-    device_name: str
-    driver: str
-    torch_version: str
-    precision: str
-    label: str  #: ``eager-fp32`` | ``eager-tf32`` | ``compile``.
-
-
-@dataclass(frozen=True)
-class BaselineSummary:
-    """A baseline timing known only by its statistics (KernelBench's JSON keeps no raw samples)."""
-
-    mean_ms: float
-    std_ms: float
-    min_ms: float
-    max_ms: float
-    num_trials: int
-    device: str  #: e.g. ``cuda:0``.
-    source: str  #: the file it was imported from.
-
-
-@dataclass(frozen=True)
-class Progress:
-    """Job counts by state, for progress bars and ETAs."""
-
-    total: int
-    pending: int
-    running: int
-    done: int
-
 
 # Claim ownership --------------------------------------------------------------------------------
-
-def _start_time(pid: int) -> str | None:
-    """Process start time (clock ticks since boot) from ``/proc``; None off Linux or if gone.
-
-    Returns ``"Z"`` for a zombie (killed but not yet reaped): it will never finish its job.
-    """
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) "
-    if fields[0] in ("Z", "X"):
-        return "Z"
-    return fields[19]  # field 22 of proc(5), starttime
-
-
-def _current_owner() -> str:
-    pid = os.getpid()
-    return f"{socket.gethostname()}:{pid}:{_start_time(pid) or ''}"
-
-
-def _owner_alive(owner: str | None, claimed_at: float | None, stale_after_s: float | None) -> bool:
-    """Whether the process that claimed a job may still be working on it."""
-    if not owner:
-        return False
-    host, pid_s, start = owner.rsplit(":", 2)
-    if host != socket.gethostname():
-        if stale_after_s is None:
-            return True
-        return claimed_at is not None and time.time() - claimed_at < stale_after_s
-    pid = int(pid_s)
-    now_start = _start_time(pid)
-    if now_start is not None:
-        return now_start != "Z" and (not start or now_start == start)
-    if Path("/proc/self/stat").exists():
-        return False  # /proc works and the pid is gone
-    try:  # no /proc (macOS): signal 0 tests existence only
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # The store --------------------------------------------------------------------------------------
 
-class Store:
+class Store(ResultTables):
     """SQLite store of one batch run. Safe to open from several processes (WAL, busy timeout);
     open one :class:`Store` per process (a connection must not cross a fork).
 
@@ -293,7 +152,7 @@ class Store:
     def _owner(self) -> str:
         """``host:pid:start`` of the calling process (recomputed after a fork)."""
         if self._owner_of is None or self._owner_of[0] != os.getpid():
-            self._owner_of = (os.getpid(), _current_owner())
+            self._owner_of = (os.getpid(), current_owner())
         return self._owner_of[1]
 
     def _transaction(self):
@@ -317,9 +176,9 @@ class Store:
         with self._transaction():
             for job in jobs:
                 cur = self._db.execute(
-                    f"INSERT OR IGNORE INTO jobs (job_key, {', '.join(_JOB_COLUMNS)}, added_at) "
-                    f"VALUES (?, {', '.join('?' for _ in _JOB_COLUMNS)}, ?)",
-                    (job.key, *(getattr(job, c) for c in _JOB_COLUMNS), now),
+                    f"INSERT OR IGNORE INTO jobs (job_key, {', '.join(JOB_COLUMNS)}, added_at) "
+                    f"VALUES (?, {', '.join('?' for _ in JOB_COLUMNS)}, ?)",
+                    (job.key, *(getattr(job, c) for c in JOB_COLUMNS), now),
                 )
                 added += cur.rowcount
         return added
@@ -327,7 +186,7 @@ class Store:
     def _claimable(self, row: sqlite3.Row) -> bool:
         if row["state"] == "pending":
             return True
-        return row["state"] == "running" and not _owner_alive(row["owner"], row["claimed_at"],
+        return row["state"] == "running" and not owner_alive(row["owner"], row["claimed_at"],
                                                                self.stale_after_s)
 
     def pending_jobs(self) -> list[Job]:
@@ -482,164 +341,6 @@ class Store:
         p, r, d = (int(counts.get(s, 0)) for s in ("pending", "running", "done"))
         return Progress(total=p + r + d, pending=p, running=r, done=d)
 
-    # verdicts
-    def put_verdict(self, job: Job | str, verdict: Verdict) -> None:
-        """Store a finished job's verdict and mark the job done, in one transaction.
-
-        A :class:`Job` not yet added is added first. Writing a job twice replaces the earlier
-        verdict (one row per job key, never a duplicate).
-
-        Raises:
-            KeyError: ``job`` is a key string of a job never added.
-        """
-        key = job if isinstance(job, str) else job.key
-        text = to_json(verdict, indent=None)
-        p, c = verdict.problem, verdict.candidate
-        with self._transaction():
-            if isinstance(job, Job):
-                self._db.execute(
-                    f"INSERT OR IGNORE INTO jobs (job_key, {', '.join(_JOB_COLUMNS)}, added_at) "
-                    f"VALUES (?, {', '.join('?' for _ in _JOB_COLUMNS)}, ?)",
-                    (key, *(getattr(job, col) for col in _JOB_COLUMNS), time.time()))
-            row = self._db.execute("SELECT run FROM jobs WHERE job_key=?", (key,)).fetchone()
-            if row is None:
-                raise KeyError(f"no job {key}")
-            run = c.run if c.run is not None else row["run"]
-            values = {
-                "job_key": key, "status": verdict.status.value, "level": p.level,
-                "problem_id": p.problem_id, "problem_name": p.name, "problem_sha256": p.sha256,
-                "run": run, "sample_id": c.sample_id, "nominal_passed": int(verdict.nominal_passed),
-                "hidden_passed": int(verdict.hidden_passed), "correct": int(verdict.correct),
-                **{col: verdict.speedup.get(b) for b, col in SPEEDUP_COLUMNS.items()},
-                "memory_efficiency": _finite_or_none(verdict.memory_efficiency),
-                "verdict_json": text, "finished_at": time.time(),
-            }
-            self._db.execute(
-                f"INSERT OR REPLACE INTO verdicts ({', '.join(values)}) "
-                f"VALUES ({', '.join('?' for _ in values)})", tuple(values.values()))
-            self._db.execute("UPDATE jobs SET state='done', owner=NULL WHERE job_key=?", (key,))
-
-    def verdicts(self, run: str | None = None, level: int | None = None, *,
-                 config_hash: str | None = None) -> Iterator[Verdict]:
-        """Stored verdicts, ordered by level, problem id, problem name, run, sample id.
-
-        Filters are ANDed; ``config_hash`` selects verdicts of one configuration.
-        """
-        sql = ("SELECT v.verdict_json FROM verdicts v JOIN jobs j USING (job_key) WHERE 1=1")
-        args: list[object] = []
-        if run is not None:
-            sql += " AND v.run=?"
-            args.append(run)
-        if level is not None:
-            sql += " AND v.level=?"
-            args.append(level)
-        if config_hash is not None:
-            sql += " AND j.config_hash=?"
-            args.append(config_hash)
-        sql += " ORDER BY v.level, v.problem_id, v.problem_name, v.run, v.sample_id, v.job_key"
-        for (text,) in self._db.execute(sql, args).fetchall():
-            yield verdict_from_json(text)
-
-    def verdict(self, job: Job | str) -> Verdict | None:
-        """The stored verdict of one job, or None if it has none yet."""
-        key = job if isinstance(job, str) else job.key
-        row = self._db.execute("SELECT verdict_json FROM verdicts WHERE job_key=?", (key,)).fetchone()
-        return verdict_from_json(row[0]) if row else None
-
-    def runs(self) -> list[str]:
-        """Names of the runs with at least one job, sorted."""
-        return [r[0] for r in self._db.execute("SELECT DISTINCT run FROM jobs ORDER BY run")]
-
-    def status_counts(self, run: str | None = None) -> dict[str, int]:
-        """Verdict counts by status value (``{"PASS": 12, ...}``), optionally for one run."""
-        sql, args = "SELECT status, COUNT(*) FROM verdicts", ()
-        if run is not None:
-            sql, args = sql + " WHERE run=?", (run,)
-        return {s: int(n) for s, n in self._db.execute(sql + " GROUP BY status", args)}
-
-    # vetting exclusions
-    def exclude_problem(self, problem: ProblemRef | str, reason: str) -> None:
-        """Leave a problem (a :class:`ProblemRef` or a :func:`problem_key`) out of aggregate metrics."""
-        key = problem if isinstance(problem, str) else problem_key(problem)
-        if not reason:
-            raise ValueError("an exclusion needs a reason")
-        with self._transaction():
-            self._db.execute("INSERT OR IGNORE INTO exclusions VALUES (?, ?)", (key, reason))
-
-    def include_problem(self, problem: ProblemRef | str) -> None:
-        """Drop every exclusion of a problem."""
-        key = problem if isinstance(problem, str) else problem_key(problem)
-        with self._transaction():
-            self._db.execute("DELETE FROM exclusions WHERE problem_key=?", (key,))
-
-    def remove_exclusion(self, problem: ProblemRef | str, reason: str) -> None:
-        """Drop one exclusion reason of a problem (others stay)."""
-        key = problem if isinstance(problem, str) else problem_key(problem)
-        with self._transaction():
-            self._db.execute("DELETE FROM exclusions WHERE problem_key=? AND reason=?", (key, reason))
-
-    def exclusions(self) -> dict[str, tuple[str, ...]]:
-        """``{problem_key: (reason, ...)}`` of every excluded problem."""
-        out: dict[str, list[str]] = {}
-        for k, reason in self._db.execute("SELECT problem_key, reason FROM exclusions ORDER BY rowid"):
-            out.setdefault(k, []).append(reason)
-        return {k: tuple(v) for k, v in out.items()}
-
-    # baseline cache
-    def put_baseline(self, key: BaselineKey, measurement: Measurement) -> None:
-        """Cache a baseline timing (replacing an earlier one with the same key)."""
-        with self._transaction():
-            self._db.execute(
-                "INSERT OR REPLACE INTO baselines VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key.problem_sha256, key.device_name, key.driver, key.torch_version, key.precision,
-                 key.label, to_json(measurement, indent=None), time.time()))
-
-    def get_baseline(self, key: BaselineKey) -> Measurement | None:
-        """The cached timing for exactly this key, or None."""
-        row = self._baseline_row(key, "measurement_json")
-        return measurement_from_json(row[0]) if row else None
-
-    def baseline_measured_at(self, key: BaselineKey) -> float | None:
-        """Unix time the cached baseline of ``key`` was stored, or None."""
-        row = self._baseline_row(key, "measured_at")
-        return float(row[0]) if row else None
-
-    def _baseline_row(self, key: BaselineKey, column: str) -> tuple | None:
-        """``column`` of the cached baseline row with exactly this key (a fixed column name)."""
-        return self._db.execute(
-            f"SELECT {column} FROM baselines WHERE problem_sha256=? AND device_name=? AND driver=? AND "
-            "torch_version=? AND precision=? AND label=?",
-            (key.problem_sha256, key.device_name, key.driver, key.torch_version, key.precision,
-             key.label)).fetchone()
-
-    def put_baseline_summary(self, key: BaselineKey, summary: BaselineSummary) -> None:
-        """Store an imported baseline summary (replacing one with the same key)."""
-        text = json.dumps(to_dict(summary), allow_nan=False)
-        with self._transaction():
-            self._db.execute(
-                "INSERT OR REPLACE INTO baseline_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key.problem_sha256, key.device_name, key.driver, key.torch_version, key.precision,
-                 key.label, text, time.time()))
-
-    def baseline_summaries(self) -> list[tuple[BaselineKey, BaselineSummary]]:
-        """Every imported baseline summary, in import order."""
-        rows = self._db.execute("SELECT * FROM baseline_summaries ORDER BY rowid").fetchall()
-        out = []
-        for r in rows:
-            special = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-            d = {k: special.get(v, v) if isinstance(v, str) else v
-                 for k, v in json.loads(r["summary_json"]).items()}
-            out.append((BaselineKey(r["problem_sha256"], r["device_name"], r["driver"], r["torch_version"],
-                                    r["precision"], r["label"]), BaselineSummary(**d)))
-        return out
-
-    def baselines(self) -> list[tuple[BaselineKey, Measurement]]:
-        """Every cached baseline."""
-        rows = self._db.execute("SELECT * FROM baselines ORDER BY rowid").fetchall()
-        return [(BaselineKey(r["problem_sha256"], r["device_name"], r["driver"], r["torch_version"],
-                             r["precision"], r["label"]), measurement_from_json(r["measurement_json"]))
-                for r in rows]
-
 
 class _Tx:
     """``BEGIN IMMEDIATE`` … ``COMMIT`` (``ROLLBACK`` on error): takes the write lock up front so
@@ -656,20 +357,7 @@ class _Tx:
 
 
 def _job(row: sqlite3.Row) -> Job:
-    return Job(**{c: row[c] for c in _JOB_COLUMNS})
-
-
-def _finite_or_none(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) else None
-
-
-def measurement_from_json(text: str) -> Measurement:
-    """Rebuild a :class:`Measurement` from :func:`kbv.model.records.to_json` output (derived stats dropped)."""
-    d = dict(json.loads(text))
-    d.pop("stats", None)
-    d["times_ms"] = tuple(float(t) for t in d["times_ms"])
-    names = set(Measurement.__dataclass_fields__)
-    return Measurement(**{k: v for k, v in d.items() if k in names})
+    return Job(**{c: row[c] for c in JOB_COLUMNS})
 
 
 def open_store(path: Path | str, jobs: Sequence[Job] = (), **kwargs) -> Store:
@@ -680,5 +368,4 @@ def open_store(path: Path | str, jobs: Sequence[Job] = (), **kwargs) -> Store:
     return store
 
 
-__all__ = ["Job", "BaselineKey", "BaselineSummary", "Progress", "Store", "problem_key", "config_hash",
-           "measurement_from_json", "open_store", "SPEEDUP_COLUMNS"]
+__all__ = ["Store", "open_store", "STORE_SCHEMA"]

@@ -26,7 +26,7 @@ from kbv.generate.cache import ResponseCache
 from kbv.generate.extract import code_blocks
 from kbv.generate.providers import PROVIDERS, ChatRequest, Message, Pricing, ProviderError, make_client
 from kbv.model.records import Verdict, verdict_from_json
-from kbv.batch.store import problem_key
+from kbv.batch.jobs import problem_key
 
 RUBRIC: dict[str, str] = {
     "genuine": "The kernel computes the operation in general (any sizes and values the signature allows) "

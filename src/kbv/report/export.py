@@ -19,7 +19,9 @@ from typing import Any
 from kbv.batch.metrics import (DECOMPOSITION_BASELINES, DECOMPOSITION_CORRECTNESS, BatchMetrics, LevelMetrics,
     nominal_correct)
 from kbv.model.records import InputKind, Status, Verdict
-from kbv.batch.store import SPEEDUP_COLUMNS, Store, problem_key
+from kbv.batch.results import SPEEDUP_COLUMNS
+from kbv.batch.store import Store
+from kbv.batch.jobs import problem_key
 
 _ERROR_STATUSES = (Status.RUNTIME_ERROR, Status.TIMEOUT, Status.CRASH)
 

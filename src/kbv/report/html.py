@@ -30,7 +30,9 @@ from kbv.model.records import POLICIES, Status, Verdict, to_dict
 from kbv.report.export import (fmt_pct, fmt_ratio, write_eval_results_json, write_leaderboard_csv,
     write_metrics_markdown, write_samples_csv)
 from kbv.report import plots as report_plots
-from kbv.batch.store import SPEEDUP_COLUMNS, Store, problem_key
+from kbv.batch.results import SPEEDUP_COLUMNS
+from kbv.batch.store import Store
+from kbv.batch.jobs import problem_key
 
 TEMPLATES = Path(__file__).with_name("templates")
 #: Longest message / evidence text shown per sample (characters); the rest is cut with a note.
@@ -56,7 +58,7 @@ def load_metrics(store: Store, *, baseline: str = DEFAULT_BASELINE,
     degenerate, under-tolerance, reference failures; issue 3) are excluded like those ``kbv vet
     --store`` recorded, with the flags as reasons.
     """
-    from kbv.batch.store import problem_key
+    from kbv.batch.jobs import problem_key
 
     verdicts = list(store.verdicts())
     exclusions = {k: list(v) for k, v in store.exclusions().items()}
