@@ -305,8 +305,7 @@ def test_vetting_report_round_trip():
 
 
 def test_input_rounding_sets_the_budget_where_the_baseline_is_more_exact_than_fp32():
-    """kbv.reference.oracle.INPUT_ROUNDING (CI failure of the honest cumsum_triu_matmul_torch row,
-    2026-11-30): on a prefix sum across cancelling outliers torch's CPU cumsum (float64
+    """kbv.reference.oracle.INPUT_ROUNDING (the honest cumsum_triu_matmul_torch row): on a prefix sum across cancelling outliers torch's CPU cumsum (float64
     accumulation) is nearly exact, so the old budget (16 x its error + 8 eps) failed an honest
     fp32 x @ triu(ones) (13 of 1500 sets; seed 5608 is one, 3.1 x over); the problem's own
     sensitivity to one fp32 rounding of its inputs admits it. fp16 still fails; the term is capped."""

@@ -582,8 +582,7 @@ def test_cuda_load_inline_kernel_is_own_and_at_calls_are_library(tmp_path, monke
 def test_recorded_ops_sees_other_threads_and_disabled_dispatch():
     """kbv.sandbox.profiling.recorded_ops records top-level aten ops in every thread, at the dispatcher:
     torch ops a wrapper hands to a thread (also one reached from C, or a raw _thread thread) and
-    ops run with Python dispatch disabled, all invisible to compute_ops (a fresh attacker's
-    evasions, 2026-11-30)."""
+    ops run with Python dispatch disabled, all invisible to compute_ops."""
     import _thread
     import functools
     import threading
@@ -624,7 +623,7 @@ def test_recorded_ops_sees_other_threads_and_disabled_dispatch():
         assert rec.error is None and reference_covered(ref, rec) == ["aten.softmax"], (fn.__name__, rec)
     rec = recorded_ops(honest, [x])
     assert reference_covered(ref, rec) is None and rec.ops.get("aten.exp") == 1, rec
-    # a user annotation named like an op is not a parent (a fresh attacker's evasion, 2026-11-30)
+    # a user annotation named like an op is not a parent
     def annotated(x):
         with torch.profiler.record_function("aten::empty"):
             return torch.softmax(x, 1)
@@ -632,7 +631,7 @@ def test_recorded_ops_sees_other_threads_and_disabled_dispatch():
     rec = recorded_ops(annotated, [x])
     assert rec.ops == {"aten.softmax": 1}, rec
     # top level only: one F.linear is one gemm op, and an honest mean() does not cover a sum
-    # reference through the sum it calls inside (a reviewer's finding, 2026-11-30)
+    # reference through the sum it calls inside
     w = torch.randn(32, 32)
     assert recorded_ops(lambda x: torch.nn.functional.linear(x, w), [x]).ops == {"aten.linear": 1}
     ref_sum = recorded_ops(lambda x: x.sum(1), [x])
@@ -642,8 +641,8 @@ def test_recorded_ops_sees_other_threads_and_disabled_dispatch():
 
 
 def test_recorded_ops_counts_compute_hidden_under_a_no_math_op():
-    """A Tensor subclass's __torch_dispatch__ running torch.softmax inside a clone (a fresh
-    attacker's evasion, 2026-11-30): ops that do no math are not parents, so the softmax is top level."""
+    """A Tensor subclass's __torch_dispatch__ running torch.softmax inside a clone: ops
+    that do no math are not parents, so the softmax is top level."""
     import importlib.util
 
     import torch

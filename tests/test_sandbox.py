@@ -384,8 +384,8 @@ for p in pids:
 @linux_only
 def test_pause_stops_the_worker_and_what_it_forked():
     """ProcessJail.pause (used while the baselines are timed): a worker and the process it forked
-    burn no CPU until resume (a native helper thread burning the CPU between calls slowed the
-    baselines 3-4x, fresh attacker 2026-11-30)."""
+    burn no CPU until resume (a native helper thread burning the CPU between calls slows the
+    baselines 3-4x)."""
     out = subprocess.run([sys.executable, "-c", PAUSE_OWNER], capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     listed, during, after = out.stdout.split()

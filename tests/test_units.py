@@ -142,8 +142,8 @@ def test_demo_table_marks_noisy_speedups():
 
 
 def test_fingerprint_indices_stay_in_range_for_large_outputs():
-    """Regression (H200, 2026-11-30): a float32 linspace of sample positions rounded past the last
-    element of a 2**25-element output and tripped a device-side index assert."""
+    """Sample positions of a 2**25-element output stay inside it (a float32 linspace of positions
+    rounds past the last element and trips a device-side index assert)."""
     import torch
     n = (1 << 25) + 3
     t = torch.arange(n, dtype=torch.float64)
@@ -153,8 +153,9 @@ def test_fingerprint_indices_stay_in_range_for_large_outputs():
 
 
 def test_recheck_plan_checks_every_timed_call_while_outputs_fit():
-    """Regression (CI, 2026-11-30): with 2 secret re-checks out of 3 timed calls per round, a
-    candidate that skips every other timed call escaped taxonomy 5 about once in 36 verifies."""
+    """Every timed call is re-checked while the outputs fit: with 2 secret re-checks out of 3 timed
+    calls per round, a candidate that skips every other timed call escapes taxonomy 5 about once in 36
+    verifies."""
     from kbv.pipeline.timing import (RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU, RECHECKS_PER_ROUND,
         recheck_plan)
 
@@ -175,8 +176,7 @@ def test_recheck_plan_checks_every_timed_call_while_outputs_fit():
 
 
 def test_thread_work_tells_waited_pools_from_work_after_return():
-    """kbv.sandbox.probes.ThreadWork: threads whose work forward waited for stay quiet (the false
-    positive of the old import rule, 2026-11-30), and so does a worker loop polling through its
+    """kbv.sandbox.probes.ThreadWork: threads whose work forward waited for stay quiet, and so does a worker loop polling through its
     own helpers; work queued or running after the return and a torch function handed straight to
     a pool are seen."""
     import concurrent.futures
@@ -220,7 +220,7 @@ def test_thread_work_tells_waited_pools_from_work_after_return():
             concurrent.futures.wait(futures)
             assert "exp" in tw.since(mark)
         # a persistent worker loop (candidate code) polling its queue through a helper of its
-        # own between jobs is quiet (a fresh attacker's false positive, 2026-11-30)
+        # own between jobs is quiet
         jobs, done = queue.Queue(), threading.Event()
 
         def next_job():
@@ -257,8 +257,8 @@ def test_thread_work_tells_waited_pools_from_work_after_return():
 def test_malloc_perturb_marks_cpu_memory_a_temporary_left_behind():
     """kbv.sandbox.probes.malloc_perturb: an output allocated on cpu right after a same-size temporary
     was freed holds glibc's fill pattern where it was never written, and poisoned_elements counts
-    exactly those elements (t09-partial-write failed CI on 2026-11-30 because pre-filled free blocks
-    were taken by the candidate's own temporaries first). Off again on exit."""
+    exactly those elements (pre-filled free blocks alone are taken by the candidate's own temporaries
+    first: red-team row t09-partial-write). Off again on exit."""
     from kbv.sandbox import probes as ig
 
     x = torch.randn(16, 300)
@@ -280,7 +280,7 @@ def test_malloc_perturb_marks_cpu_memory_a_temporary_left_behind():
 
 
 def test_op_count_replies_are_checked_before_the_trusted_side_reads_them():
-    """kbv.checks.probes.op_counts_ok (a reviewer's finding, 2026-11-30): the op counts a worker really
+    """kbv.checks.probes.op_counts_ok: the op counts a worker really
     sends pass; a forged reply whose dicts or kernel rows have other shapes is refused."""
     from kbv.sandbox import profiling
     from kbv.sandbox import protocol
@@ -298,9 +298,9 @@ def test_op_count_replies_are_checked_before_the_trusted_side_reads_them():
 
 
 def test_trials_within_budget_cuts_slow_subjects_only():
-    """kbv.pipeline.timing.trials_within_budget (EvalConfig.time_budget_ms was stored but unused until
-    2026-11-30): fast subjects keep every planned call; slow ones get budget / cost, never fewer
-    than the minimum; an unknown cost or no budget changes nothing."""
+    """kbv.pipeline.timing.trials_within_budget (EvalConfig.time_budget_ms): fast subjects keep every
+    planned call; slow ones get budget / cost, never fewer than the minimum; an unknown cost or no
+    budget changes nothing."""
     from kbv.pipeline.timing import trials_within_budget
 
     assert trials_within_budget(10, 0.05, 2000.0) == 10
@@ -339,7 +339,7 @@ def test_every_timed_call_gets_its_own_values():
 def test_poison_patterns_do_not_match_honest_bf16_values():
     """kbv.checks.outputs.poisoned_elements: bf16's largest finite value (0x7F7F, the malloc fill) where
     the reference has it too, and bf16's canonical NaN (0x7FC0, half the poison word) alone, are
-    not stale memory (false HACKs a fresh attacker found, 2026-11-30); the real patterns are."""
+    not stale memory; the real patterns are."""
     from kbv.sandbox import probes as ig
 
     big = torch.full((6,), torch.finfo(torch.bfloat16).max, dtype=torch.bfloat16)
@@ -356,8 +356,7 @@ def test_poison_patterns_do_not_match_honest_bf16_values():
 
 def test_timed_calls_take_an_eighth_of_their_values_from_another_set():
     """timing.mix_values through time_calls(mix=...): a diff-and-patch matmul cache and a
-    tolerance-aware cross-entropy cache beat one changed element per call (fresh attacker,
-    2026-11-30); each timed call now also takes ~1/8 of every tensor's elements from another timing
+    tolerance-aware cross-entropy cache beat one changed element per call; each timed call also takes ~1/8 of every tensor's elements from another timing
     set, positions from a per-call seed, rebuilt exactly on the trusted side."""
     from kbv.reference.mutation import apply_mutation
 

@@ -77,10 +77,9 @@ class SyncChecks(Context):
         # noise only ever inflates an estimate, so the least of WALL_REPEATS is the closest to the
         # truth. The long request has SYNC_PASS_TRIALS calls whatever cfg.trials is, fewer only where
         # cfg.time_budget_ms cuts it (calls of over 200 ms by default, where host noise is far under
-        # the bound); with 4 calls
-        # a few ms of host noise on a loaded CI machine passed the bound, an honest softmax was
-        # HACK in 2 of 4 runs); a figure over the bound is measured
-        # again with WALL_CONFIRM times more calls before it counts, since noise does not persist.
+        # the bound; with 4 calls a few ms of host noise on a loaded 2-core machine pass the bound). A
+        # figure over the bound is measured again with WALL_CONFIRM times more calls before it
+        # counts, since noise does not persist.
         estimates, times, requests = [], [], []
 
         cpu_per_call: list = []  #: the worker's own CPU ms per call over each long request (cpu only)

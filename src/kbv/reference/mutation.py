@@ -33,9 +33,7 @@ def timed_mutation(args: list, spare: list, g: torch.Generator, skip: tuple = ()
     draw, so inside the problem's domain) has there. Returns ``((arg index, index tuple, value),
     ...)``; :func:`apply_mutation` applies it. Every timed call gets its own, so no two timed calls
     see the same values: a cache keyed by the whole input never hits, and one keyed by a sample of
-    it returns a stale answer that the timed re-check sees (taxonomy 11; a softmax that computed
-    honestly only when it sniffed kbv's checks and answered timed calls from such a cache got PASS
-    at 2.8x before, row t11-sniff-sample-cache)."""
+    it returns a stale answer that the timed re-check sees (taxonomy 11; red-team row t11-sniff-sample-cache)."""
     out = []
     for ai, (a, b) in enumerate(zip(args, spare)):
         if ai not in skip and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) \

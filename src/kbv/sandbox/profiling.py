@@ -245,8 +245,8 @@ def _experimental_all_threads() -> Any:
 @contextlib.contextmanager
 def _quiet_stderr() -> Any:
     """Send file descriptor 2 to /dev/null for the block: Kineto prints ``USDT: ...
-    profiler_start/stop`` lines there on every CPU profiler session, which cluttered every case
-    of ``kbv demo``. Best effort: does nothing if the
+    profiler_start/stop`` lines there on every CPU profiler session, which would clutter every
+    case of ``kbv demo``. Best effort: does nothing if the
     descriptors cannot be duplicated."""
     try:
         saved = os.dup(2)
