@@ -277,3 +277,29 @@ def test_audit_labels_show_per_sample_and_filter_the_problem_pages(tmp_path):
         assert "review: exploit / genuine" in only_review and ">genuine<" not in only_review
         only_genuine = render_html(s, audit="genuine")
         assert ">genuine<" in only_genuine and "review: exploit" not in only_genuine
+
+
+def test_markdown_and_csvs_mark_noise_and_a_partial_batch(tmp_path):
+    """The plain-file exports carry what the HTML page says: a noisy geomean is marked ``~`` with its
+    count, each sample's speedup says whether it is noisy, and a store with jobs still pending says
+    its figures are partial (a fresh user read a stopped batch's report.md as final)."""
+    quiet = make_verdict("PASS", run="m", problem_id=1, speedup=2.0)
+    noisy = make_verdict("PASS", run="m", problem_id=2, speedup=3.0, noisy=True)
+    pending = make_verdict("PASS", run="m", problem_id=3, speedup=1.0)
+    with Store(tmp_path / "s.db") as s:
+        for v in (quiet, noisy):
+            s.put_verdict(job_for(v), v)
+        full = write_all(s, tmp_path / "full")
+        text = full["markdown"].read_text()
+        assert "Partial results" not in text
+        m = load_metrics(s).run("m").overall
+        assert f"~{m.correct_speedup:.2f}× (1 noisy)" in text
+        board = list(csv.DictReader(full["leaderboard_csv"].open()))
+        assert {r["noisy_problems"] for r in board if r["scope"] == "all"} == {"1"}
+        samples = {r["problem_id"]: r for r in csv.DictReader(full["samples_csv"].open())}
+        noisy_cols = [c for c in samples["2"] if c.endswith("_noisy") and samples["2"][c]]
+        assert noisy_cols and all(samples["2"][c] == "True" for c in noisy_cols)
+        assert all(samples["1"][c] == "False" for c in noisy_cols)
+        s.add_jobs([job_for(pending)])
+        text = write_all(s, tmp_path / "partial")["markdown"].read_text()
+        assert "Partial results: 1 job(s) have no verdict yet" in text

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kbv.batch.metrics import (DECOMPOSITION_BASELINES, DECOMPOSITION_CORRECTNESS, BatchMetrics, LevelMetrics,
-    nominal_correct)
+    nominal_correct, speedup_noisy)
 from kbv.model.records import InputKind, Status, Verdict
 from kbv.batch.results import SPEEDUP_COLUMNS
 from kbv.batch.store import Store
@@ -34,7 +34,7 @@ def leaderboard_row(m: LevelMetrics) -> dict[str, Any]:
         "run": m.run, "scope": m.label, "baseline": m.baseline, "problems": m.problems,
         "attempted": m.attempted, "samples": m.samples, "solved": m.solved,
         "correct_frac": m.correct_frac, "correct_speedup": m.correct_speedup,
-        "speedup_problems": m.speedup_problems,
+        "speedup_problems": m.speedup_problems, "noisy_problems": m.noisy_problems,
     }
     row.update({f"fast_{p:g}_frac": v for p, v in m.fast_p.items()})
     row.update({"memory_efficiency": m.memory_efficiency, "memory_problems": m.memory_problems,
@@ -86,6 +86,7 @@ def sample_row(v: Verdict) -> dict[str, Any]:
         "problem": problem_key(v.problem), "sample_id": v.candidate.sample_id, "status": v.status.value,
         "nominal_passed": v.nominal_passed, "hidden_passed": v.hidden_passed,
         **{col: v.speedup.get(b) for b, col in SPEEDUP_COLUMNS.items()},
+        **{f"{col}_noisy": speedup_noisy(v, b) if b in v.speedup else None for b, col in SPEEDUP_COLUMNS.items()},
         "memory_efficiency": v.memory_efficiency,
         "candidate_median_ms": cand.median_ms if cand else None,
         "candidate_peak_bytes": mem.peak_bytes if mem else None,
@@ -116,17 +117,30 @@ def fmt_pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
-def write_metrics_markdown(metrics: BatchMetrics, path: Path | str, *, title: str = "kbv report") -> Path:
-    """Markdown summary: leaderboard, decomposition, failures per distribution, exclusions."""
+def write_metrics_markdown(metrics: BatchMetrics, path: Path | str, *, title: str = "kbv report",
+                           unfinished: int = 0) -> Path:
+    """Markdown summary: leaderboard, decomposition, failures per distribution, exclusions.
+
+    ``unfinished``: jobs of the store without a verdict yet (a batch still running or stopped):
+    the page then says the figures are partial. A correct speedup marked ``~`` averages over
+    problems whose best speedup is noisy (``Measurement.noisy``: IQR over 10 % of the median)."""
     p_cols = list(metrics.runs[0].overall.fast_p) if metrics.runs else []
-    lines = [f"# {_md(title)}", "", f"Speedups vs **{_md(metrics.baseline)}**; best-of-N; "
-             "fractions of all problems in the scope.", "", "## Leaderboard", ""]
+    lines = [f"# {_md(title)}", ""]
+    if unfinished:
+        lines += [f"**Partial results: {unfinished} job(s) have no verdict yet** (the batch is still "
+                  "running or was stopped; `kbv run` on the same store resumes it).", ""]
+    lines += [f"Speedups vs **{_md(metrics.baseline)}**; best-of-N; "
+              "fractions of all problems in the scope; `~`: some of the speedups averaged are noisy.", "",
+              "## Leaderboard", ""]
     head = ["run", "scope", "problems", "correct", "correct speedup", *(f"fast_{p:g}" for p in p_cols),
             "mem. eff.", "mem-efficient", "pass@1", "HACK", "SHORTCUT"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for m in metrics.rows():
+        speed = fmt_ratio(m.correct_speedup)
+        if m.correct_speedup is not None and m.noisy_problems:
+            speed = f"~{speed} ({m.noisy_problems} noisy)"
         cells = [m.run or "(unnamed)", m.label, m.problems, fmt_pct(m.correct_frac),
-                 fmt_ratio(m.correct_speedup), *(fmt_pct(m.fast_p[p]) for p in p_cols),
+                 speed, *(fmt_pct(m.fast_p[p]) for p in p_cols),
                  fmt_ratio(m.memory_efficiency), fmt_pct(m.memory_efficient_frac),
                  fmt_pct(m.pass_at_k.get(1)), m.status_counts["HACK"], m.status_counts["SHORTCUT"]]
         lines.append("| " + " | ".join(_md(c) for c in cells) + " |")

@@ -283,8 +283,7 @@ def render_html(store: Store, *, baseline: str = DEFAULT_BASELINE, include_exclu
     labels = sorted({lb for v in verdicts for lb in (*v.speedup, *v.unverified_speedup)},
                     key=lambda lb: list(SPEEDUP_COLUMNS).index(lb) if lb in SPEEDUP_COLUMNS else 99)
     unfinished = store.unfinished_jobs()
-    # jobs of problems excluded as broken never get a verdict: not "partial", just excluded
-    unfinished_excluded = sum(1 for j in unfinished if _job_problem_key(j) in exclusions)
+    unfinished_excluded = len(unfinished) - unfinished_jobs(store, exclusions)
     combos = [(b, c) for b in DECOMPOSITION_BASELINES for c in DECOMPOSITION_CORRECTNESS]
     levels = sorted(metrics.problems)
     # verdicts decided before anything ran (static vetting) carry the orchestrator's minimal
@@ -320,6 +319,14 @@ def write_html(store: Store, path: Path | str, **kwargs: Any) -> Path:
     return path
 
 
+def unfinished_jobs(store: Store, exclusions: Any = None) -> int:
+    """Jobs of ``store`` without a verdict yet, less those of problems excluded as broken (they never
+    get one: not "partial", just excluded). ``exclusions``: problem keys (default: the store's)."""
+    if exclusions is None:
+        exclusions = store.exclusions()
+    return sum(1 for j in store.unfinished_jobs() if _job_problem_key(j) not in exclusions)
+
+
 def write_csv(store: Store, path: Path | str, *, baseline: str = DEFAULT_BASELINE,
               include_excluded: bool = False) -> Path:
     """Leaderboard CSV, one row per (run, scope); fractions in [0, 1], speedups as ratios."""
@@ -331,7 +338,7 @@ def write_markdown(store: Store, path: Path | str, *, baseline: str = DEFAULT_BA
                    include_excluded: bool = False, title: str = "kbv report") -> Path:
     """Markdown summary: leaderboard, decomposition, failures per distribution, exclusions."""
     return write_metrics_markdown(load_metrics(store, baseline=baseline, include_excluded=include_excluded),
-                                  path, title=title)
+                                  path, title=title, unfinished=unfinished_jobs(store))
 
 
 def policy_rows(metrics: BatchMetrics) -> list[dict[str, Any]]:
@@ -387,7 +394,8 @@ def write_all(store: Store, out_dir: Path | str, *, baseline: str = DEFAULT_BASE
         "leaderboard_csv": write_leaderboard_csv(metrics, out / "leaderboard.csv"),
         "policies_csv": write_policy_csv(metrics, out / "policies.csv"),
         "samples_csv": write_samples_csv(store, out / "samples.csv"),
-        "markdown": write_metrics_markdown(metrics, out / "report.md", title=title),
+        "markdown": write_metrics_markdown(metrics, out / "report.md", title=title,
+                                           unfinished=unfinished_jobs(store)),
         "eval_results": write_eval_results_json(store, out / "eval_results"),
     }
 
