@@ -107,3 +107,17 @@ def test_trials_is_exactly_the_number_of_timed_calls(tmp_path):
     assert r.returncode == 0, r.stderr
     rec = json.loads(out.read_text())
     assert all(len(t["times_ms"]) == 5 for t in rec["timing"].values())
+
+
+def test_help_never_cuts_words_at_100_columns():
+    """Every command's ``-h`` fits a 100-column terminal without rich's ``…`` truncation (a fresh
+    user could not read ``kbv run -h``'s layout and hidden-tests options)."""
+    from typer.testing import CliRunner
+
+    from kbv.cli.main import app
+
+    commands = ["run", "eval", "demo", "report", "baselines", "generate", "refine", "audit", "vet", "dataset"]
+    for name in commands:
+        r = CliRunner().invoke(app, [name, "-h"], env={"COLUMNS": "100", "TERM": "xterm"})
+        assert r.exit_code == 0, (name, r.output)
+        assert "Usage" in r.output and "…" not in r.output, (name, [ln for ln in r.output.splitlines() if "…" in ln])

@@ -18,10 +18,10 @@ def eval_cmd(
     device: Device = typer.Option(Device.auto, help="Where to run: cpu, cuda, or auto (cuda when available)."),
     precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the full verdict record here."),
-    seeds: int = typer.Option(3, min=1, help=SEEDS_HELP),
-    trials: int = typer.Option(30, min=1, help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
-    warmup: int = typer.Option(5, min=0, help="Untimed calls before each timing round."),
-    timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
+    seeds: int = typer.Option(3, min=1, metavar="N", help=SEEDS_HELP),
+    trials: int = typer.Option(30, min=1, metavar="N", help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
+    warmup: int = typer.Option(5, min=0, metavar="N", help="Untimed calls before each timing round."),
+    timeout: Optional[float] = typer.Option(None, min=1.0, metavar="S", help="Seconds allowed per forward call (default 120)."),
     policy: Policy = typer.Option(Policy.kbv, help=POLICY_HELP),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the whole build log and traceback of a "
                                  "COMPILE_ERROR or RUNTIME_ERROR (default: the compiler's first errors, or the "
@@ -80,13 +80,13 @@ def vet_cmd(
     target: Path = typer.Argument(..., help="A problem file, or a folder of them (levelN/ or a KernelBench checkout)."),
     device: Device = typer.Option(Device.auto, help="Where to run: cpu, cuda, or auto (cuda when available)."),
     precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
-    rounds: int = typer.Option(2, "--rounds", min=1, help="Rounds of fresh secret seeds (each: nominal, D1-D4, "
+    rounds: int = typer.Option(2, "--rounds", min=1, metavar="N", help="Rounds of fresh secret seeds (each: nominal, D1-D4, "
                                "randomised)."),
-    old_seeds: Optional[int] = typer.Option(None, "--seeds", min=1, hidden=True,
+    old_seeds: Optional[int] = typer.Option(None, "--seeds", min=1, metavar="N", hidden=True,
                                             help="Deprecated name of --rounds (--seeds means input sets elsewhere)."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write every vetting report (a JSON list) here."),
     store: Optional[Path] = typer.Option(None, help="Record flagged problems as exclusions in this batch store."),
-    timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
+    timeout: Optional[float] = typer.Option(None, min=1.0, metavar="S", help="Seconds allowed per forward call (default 120)."),
 ) -> None:
     """Vet problems: flag stochastic references (dropout in training mode), outputs constant across
     all distributions and seeds, outputs inside the tolerance (all-zeros would pass), and references
@@ -146,7 +146,7 @@ def vet_cmd(
 def demo_cmd(
     device: Device = typer.Option(Device.auto, help="cpu, cuda, or auto (cuda when available)."),
     json_dir: Optional[Path] = typer.Option(None, help="Also write each verdict record to this folder."),
-    trials: int = typer.Option(DEMO_TRIALS, min=1, help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
+    trials: int = typer.Option(DEMO_TRIALS, min=1, metavar="N", help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
     precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
     policy: Policy = typer.Option(Policy.kbv, help=POLICY_HELP),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print every case's full verdict."),
