@@ -192,3 +192,17 @@ def test_run_and_metrics_from_python(tmp_path):
     assert [r.run for r in m.runs] == ["broken"]
     with pytest.raises(ValueError, match="baseline must be one of"):
         kbv.metrics(tmp_path / "batch.db", baseline="fastest")
+
+
+def test_source_text_is_named_as_the_caller_says():
+    """Verdicts of source text carry a readable name, not a hash (a fresh user could not tell
+    their candidates apart in a report); a KernelBench stem gives the problem its id."""
+    v = kbv.verify(CPU_RELU, "import torch\nx = (\n", SMALL, candidate_name="relu_v2")  # nothing runs
+    assert v.candidate.path.endswith("/relu_v2.py") and "sources/candidate_" in v.candidate.path
+    ref = api.problem_ref(CPU_RELU.read_text(), "19_ReLU")
+    assert ref.problem_id == 19 and ref.name == "ReLU"
+    assert api.source_file("x = 1\n", "candidate", "a") != api.source_file("x = 1\n", "candidate", "b")
+    with pytest.raises(ValueError, match="plain file stem"):
+        api.source_file("x = 1\n", "candidate", "../evil")
+    with pytest.raises(ValueError, match="for source text"):
+        kbv.verify(CPU_RELU, "kernel.py", SMALL, candidate_name="x")

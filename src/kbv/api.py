@@ -25,6 +25,7 @@ import concurrent.futures
 import dataclasses
 import hashlib
 import os
+import re
 import queue
 import threading
 from pathlib import Path
@@ -116,16 +117,26 @@ def _sources_dir() -> Path:
     return d
 
 
-def source_file(text: str, kind: str) -> Path:
-    """The file holding ``text`` (UTF-8) under ``<kbv cache>/sources/``, named
-    ``<kind>_<first 24 hex digits of its SHA-256>.py``: written once (atomically), the same path
-    for the same text on every call and in every process.
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
+
+
+def source_file(text: str, kind: str, name: str | None = None) -> Path:
+    """The file holding ``text`` (UTF-8) under ``<kbv cache>/sources/``:
+    ``<kind>_<first 24 hex digits of its SHA-256>/<name>.py`` (``name`` defaults to ``kind``; it is
+    what verdicts and reports show, and for a problem a KernelBench name such as ``19_ReLU`` also
+    gives its id). Written once (atomically): the same path for the same text and name on every
+    call and in every process.
 
     Raises:
+        ValueError: ``name`` is not a plain file stem (letters, digits, ``_``, ``.``, ``-``; at most 100).
         OSError: the cache folder cannot be written.
     """
+    if name is not None and not _NAME.fullmatch(name):
+        raise ValueError(f"{kind} name {name!r} must be a plain file stem (letters, digits, '_', '.', '-')")
     raw = text.encode("utf-8")
-    path = _sources_dir() / f"{kind}_{hashlib.sha256(raw).hexdigest()[:24]}.py"
+    folder = _sources_dir() / f"{kind}_{hashlib.sha256(raw).hexdigest()[:24]}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / f"{name or kind}.py"
     try:
         if path.read_bytes() == raw:
             return path
@@ -137,20 +148,22 @@ def source_file(text: str, kind: str) -> Path:
     return path
 
 
-def _as_path(value: Any, kind: str) -> Path:
+def _as_path(value: Any, kind: str, name: str | None = None) -> Path:
     """``value`` as a file path: source text (a ``str`` with a newline) is written with
-    :func:`source_file`; a path must exist."""
+    :func:`source_file` under ``name``; a path must exist (``name`` is then not allowed)."""
     if isinstance(value, str) and "\n" in value:
-        return source_file(value, kind)
+        return source_file(value, kind, name)
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{kind} must be a path, source text or a kbv ref, not {type(value).__name__}")
+    if name is not None:
+        raise ValueError(f"{kind}_name is for source text; a {kind} file is named by its path")
     path = Path(value).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"{kind} file {str(path)!r} does not exist (source text must contain a newline)")
     return path
 
 
-def problem_ref(problem: Source) -> ProblemRef:
+def problem_ref(problem: Source, name: str | None = None) -> ProblemRef:
     """A statically vetted problem (nothing runs).
 
     Raises:
@@ -163,17 +176,17 @@ def problem_ref(problem: Source) -> ProblemRef:
         return problem
     from kbv.intake.problems import load_problem
 
-    return load_problem(_as_path(problem, "problem"))
+    return load_problem(_as_path(problem, "problem", name))
 
 
-def _candidate(candidate: Source) -> tuple[CandidateRef, str | None]:
+def _candidate(candidate: Source, name: str | None = None) -> tuple[CandidateRef, str | None]:
     """(ref, static fault or None): a candidate that fails static vetting gets its verdict, not an error."""
     if isinstance(candidate, CandidateRef):
         return candidate, None
     from kbv.intake.candidates import CandidateError, load_candidate
     from kbv.batch.evaluator import rejected_candidate
 
-    path = _as_path(candidate, "candidate")
+    path = _as_path(candidate, "candidate", name)
     try:
         return load_candidate(path), None
     except CandidateError as exc:
@@ -283,7 +296,8 @@ if hasattr(os, "register_at_fork"):
 # One verification ---------------------------------------------------------------------------------
 
 def verify(problem: Source, candidate: Source, config: ConfigLike = None, *,
-           hidden_tests: str | os.PathLike[str] | None = None) -> Verdict:
+           hidden_tests: str | os.PathLike[str] | None = None, problem_name: str | None = None,
+           candidate_name: str | None = None) -> Verdict:
     """Verify one candidate against one problem, as ``kbv eval`` does: correctness on the nominal
     sets, D1–D4 and kbv's secret randomised distributions, the anti-cheat detectors, timing
     against eager-fp32 and eager-tf32, and peak memory (CUDA).
@@ -298,6 +312,9 @@ def verify(problem: Source, candidate: Source, config: ConfigLike = None, *,
             :func:`make_config`), or None for the defaults on the best device.
         hidden_tests: an optional KernelBench-Verified ``<pid>_hidden.py`` whose
             ``get_hidden_inputs()`` lists are checked as ``HT1``, ``HT2``, ...
+        problem_name, candidate_name: for source text, the file stem it is written under and
+            shown by (default ``problem`` / ``candidate``); a KernelBench problem name such as
+            ``19_ReLU`` also gives the problem its id. Not allowed with a path.
 
     Returns:
         the :class:`~kbv.model.records.Verdict`. Whatever the candidate does, it gets a verdict: a
@@ -305,6 +322,7 @@ def verify(problem: Source, candidate: Source, config: ConfigLike = None, *,
         kbv itself is ``EVAL_ERROR`` (the reference worker is restarted for the next call).
     Raises:
         FileNotFoundError: a path names no file.
+        ValueError: a name given with a path, or one that is not a plain file stem.
         kbv.intake.problems.ProblemError: the problem is broken (static vetting, or its import,
             constructor, inputs or reference forward failed in the reference worker).
         TypeError, ValueError: a bad ``config`` (:func:`make_config`) or argument type.
@@ -312,8 +330,8 @@ def verify(problem: Source, candidate: Source, config: ConfigLike = None, *,
     Thread-safe: calls for one device run one after another in one reference worker.
     """
     config = make_config(config)
-    pref = problem_ref(problem)
-    cref, fault = _candidate(candidate)
+    pref = problem_ref(problem, problem_name)
+    cref, fault = _candidate(candidate, candidate_name)
     if fault is not None:
         from kbv.batch.evaluator import rejection_verdict
 
