@@ -2,7 +2,7 @@
 
 For each operator below, on every input distribution kbv uses (nominal get_inputs() = torch.rand,
 D2 ×3, D3 ×0.01, D4 ×−1, and kbv's randomised ones), several seeds each, this computes the
-normalised error (kbv.reference.oracle.normalised_error) against the float64 oracle of
+normalised error (kbv.reference.policy.normalised_error) against the float64 oracle of
 
 * the baselines: eager-fp32 (TF32 off) and, on cuda, eager-tf32 (TF32 on);
 * honest alternative implementations in float32 (other summation orders, chunked / online
@@ -42,7 +42,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from kbv.reference import inputs as inp  # noqa: E402
 from kbv.sandbox.flags import apply_flags, flags_for  # noqa: E402
-from kbv.reference.oracle import INPUT_ROUNDING, INPUT_ROUNDING_CAP, budget, normalised_error  # noqa: E402
+from kbv.reference.policy import INPUT_ROUNDING, INPUT_ROUNDING_CAP, budget, normalised_error  # noqa: E402
 
 K_GRID = (2, 4, 8, 16, 32, 64, 128)
 FLOOR_GRID = (0, 2, 4, 8, 16, 32)  # in eps(fp32)
@@ -441,7 +441,7 @@ def measure(device: str, seeds: int, small: bool) -> list[dict]:
                     rows.append(dict(case=case.name, dist=dist, seed=seed, dropped=True))
                     continue
                 base = {"eager-fp32": err(ref32, oracle)}
-                # the problem's own sensitivity to one fp32 rounding of its inputs (kbv.reference.oracle.INPUT_ROUNDING)
+                # the problem's own sensitivity to one fp32 rounding of its inputs (kbv.reference.policy.INPUT_ROUNDING)
                 moved = [a + EPS32 * a.abs() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                          for a in args64]
                 torch.set_default_dtype(torch.float64)

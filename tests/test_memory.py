@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from kbv.reference.policy import output_errors
 from kbv.processes import footprint as fp
 from kbv.reference import inputs as inp
 from kbv.reference import oracle as orc
@@ -95,7 +96,7 @@ def test_oracle_runs_row_separable_models_in_pieces_with_the_same_answer(monkeyp
     pieces = o([x], ref)
     assert o.chunked > 1 and torch.allclose(pieces[0], whole[0], rtol=0, atol=1e-15)
     errs = o.input_rounding_errors([x], pieces, ref)
-    full = orc.output_errors(orc.Oracle(_Rows(), torch.device("cpu")).input_rounding([x]), pieces)
+    full = output_errors(orc.Oracle(_Rows(), torch.device("cpu")).input_rounding([x]), pieces)
     assert errs is not None and errs[0] == pytest.approx(full[0], rel=1e-6)
 
 

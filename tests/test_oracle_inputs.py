@@ -10,6 +10,9 @@ import math
 import pytest
 import torch
 
+from kbv.reference import policy as kbv_policy
+from kbv.reference.policy import (INPUT_ROUNDING, INPUT_ROUNDING_CAP, floor_for, kbv_check,
+                                  min_allclose_tolerance, normalised_error, tf32_in_play)
 from kbv.reference import domains as dom
 from kbv.reference import inputs as inp
 from kbv.reference import oracle as orc
@@ -133,25 +136,25 @@ def test_normalised_error_definition_and_scale_invariance():
     o = torch.tensor([1.0, -2.0, 0.0, 4.0], dtype=torch.float64)
     rms = math.sqrt((1 + 4 + 0 + 16) / 4)
     y = o + torch.tensor([0.0, 0.0, 1e-3, 0.0], dtype=torch.float64)
-    assert orc.normalised_error(y.float(), o) == pytest.approx(1e-3 / rms, rel=1e-4)
-    assert orc.normalised_error((y * 1e4).float(), o * 1e4) == pytest.approx(1e-3 / rms, rel=1e-4)
+    assert normalised_error(y.float(), o) == pytest.approx(1e-3 / rms, rel=1e-4)
+    assert normalised_error((y * 1e4).float(), o * 1e4) == pytest.approx(1e-3 / rms, rel=1e-4)
     y2 = o.clone()
     y2[3] = 4.004  # relative error 1e-3 on a large element
-    assert orc.normalised_error(y2, o) == pytest.approx(0.004 / (4 + rms), rel=1e-6)
-    assert orc.normalised_error(o, o) == 0.0
+    assert normalised_error(y2, o) == pytest.approx(0.004 / (4 + rms), rel=1e-6)
+    assert normalised_error(o, o) == 0.0
     y3 = o.clone()
     y3[0] = math.nan
-    assert orc.normalised_error(y3, o) == math.inf
-    assert orc.normalised_error(torch.full((3,), 1e-9), torch.zeros(3, dtype=torch.float64)) == pytest.approx(1e-9)
+    assert normalised_error(y3, o) == math.inf
+    assert normalised_error(torch.full((3,), 1e-9), torch.zeros(3, dtype=torch.float64)) == pytest.approx(1e-9)
     with pytest.raises(ValueError):
-        orc.normalised_error(torch.zeros(3), torch.zeros(4, dtype=torch.float64))
+        normalised_error(torch.zeros(3), torch.zeros(4, dtype=torch.float64))
 
 
 def test_min_allclose_tolerance_agrees_with_torch_allclose():
     g = torch.Generator().manual_seed(0)
     r = torch.randn(1000, generator=g) * 10
     y = r + torch.randn(1000, generator=g) * 1e-3
-    t = orc.min_allclose_tolerance(y, r)
+    t = min_allclose_tolerance(y, r)
     for tol in (t * 0.999, t * 1.001, 1e-2, 1e-3, 1e-4):
         assert torch.allclose(y.double(), r.double(), atol=tol, rtol=tol) == (t <= tol), tol
 
@@ -160,42 +163,42 @@ def test_kbv_check_budget_is_k_times_the_worse_baseline_plus_floor():
     o = [torch.linspace(-1, 1, 101, dtype=torch.float64)]
     ref = [o[0].float()]
     tf32 = [(o[0] * (1 + 1e-4)).float()]
-    e_tf32 = orc.normalised_error(tf32[0], o[0])
-    floor = orc.floor_for(torch.float32, 8)
+    e_tf32 = normalised_error(tf32[0], o[0])
+    floor = floor_for(torch.float32, 8)
     k = 16
     good = [(o[0] * (1 + 1e-4 * 10)).float()]  # ~10x the tf32 baseline's error
     bad = [(o[0] * (1 + 1e-4 * 40)).float()]
-    c = orc.kbv_check(good, ref, o, {"eager-fp32": ref, "eager-tf32": tf32}, k=k, floor_eps=8)
+    c = kbv_check(good, ref, o, {"eager-fp32": ref, "eager-tf32": tf32}, k=k, floor_eps=8)
     assert c.passed and c.budget == pytest.approx(k * e_tf32 + floor)
     assert set(c.baseline_errors) == {"eager-fp32", "eager-tf32"}
-    c = orc.kbv_check(bad, ref, o, {"eager-fp32": ref, "eager-tf32": tf32}, k=k, floor_eps=8)
+    c = kbv_check(bad, ref, o, {"eager-fp32": ref, "eager-tf32": tf32}, k=k, floor_eps=8)
     assert not c.passed and "exceeds the budget" in c.fault
     # without the tf32 baseline (cpu) the fp32 error alone sets the budget: ~0, so the floor rules
-    c = orc.kbv_check(good, ref, o, {"eager-fp32": ref}, k=k, floor_eps=8)
+    c = kbv_check(good, ref, o, {"eager-fp32": ref}, k=k, floor_eps=8)
     assert not c.passed and c.budget < 2 * floor
 
 
 def test_tf32_floor_applies_only_where_tf32_is_in_play():
-    eps8 = orc.floor_for(torch.float32, 8)
+    eps8 = floor_for(torch.float32, 8)
     on = {"eager-fp32": 1e-7, "eager-tf32": 1e-5}  # a matmul on cuda: TF32 changes the answer
-    assert orc.tf32_in_play(on)
-    assert orc.budget(on, torch.float32, 16, 8, 2 ** -10) == pytest.approx(16e-5 + eps8 + 2 ** -10)
+    assert tf32_in_play(on)
+    assert kbv_policy.budget(on, torch.float32, 16, 8, 2 ** -10) == pytest.approx(16e-5 + eps8 + 2 ** -10)
     off = {"eager-fp32": 1e-7, "eager-tf32": 1e-7}  # softmax: the same kernels either way
-    assert orc.budget(off, torch.float32, 16, 8, 2 ** -10) == pytest.approx(16e-7 + eps8)
-    assert orc.budget({"eager-fp32": 1e-7}, torch.float32, 16, 8, 2 ** -10) == pytest.approx(16e-7 + eps8)  # cpu
+    assert kbv_policy.budget(off, torch.float32, 16, 8, 2 ** -10) == pytest.approx(16e-7 + eps8)
+    assert kbv_policy.budget({"eager-fp32": 1e-7}, torch.float32, 16, 8, 2 ** -10) == pytest.approx(16e-7 + eps8)  # cpu
     # a truncating TF32 kernel on same-sign data: ~2^-11 relative error, 100x cuBLAS's rounding
     o = [torch.full((64,), 512.0, dtype=torch.float64)]
     trunc = [(o[0] * (1 - 2 ** -11)).float()]
     base = {"eager-fp32": [o[0].float()], "eager-tf32": [(o[0] * (1 + 1e-5)).float()]}
-    assert orc.kbv_check(trunc, base["eager-fp32"], o, base, k=16, floor_eps=8, tf32_floor=2 ** -10).passed
-    assert not orc.kbv_check(trunc, base["eager-fp32"], o, base, k=16, floor_eps=8, tf32_floor=0).passed
+    assert kbv_check(trunc, base["eager-fp32"], o, base, k=16, floor_eps=8, tf32_floor=2 ** -10).passed
+    assert not kbv_check(trunc, base["eager-fp32"], o, base, k=16, floor_eps=8, tf32_floor=0).passed
 
 
 def test_kbv_check_integer_outputs_compare_exactly():
     ref = [torch.tensor([1, 2, 3])]
     o = [ref[0].clone()]
-    assert orc.kbv_check([torch.tensor([1, 2, 3])], ref, o, {"eager-fp32": ref}, k=16, floor_eps=8).passed
-    c = orc.kbv_check([torch.tensor([1, 2, 4])], ref, o, {"eager-fp32": ref}, k=16, floor_eps=8)
+    assert kbv_check([torch.tensor([1, 2, 3])], ref, o, {"eager-fp32": ref}, k=16, floor_eps=8).passed
+    c = kbv_check([torch.tensor([1, 2, 4])], ref, o, {"eager-fp32": ref}, k=16, floor_eps=8)
     assert not c.passed and "compared exactly" in c.fault
 
 
@@ -305,7 +308,7 @@ def test_vetting_report_round_trip():
 
 
 def test_input_rounding_sets_the_budget_where_the_baseline_is_more_exact_than_fp32():
-    """kbv.reference.oracle.INPUT_ROUNDING (the honest cumsum_triu_matmul_torch row): on a prefix sum across cancelling outliers torch's CPU cumsum (float64
+    """kbv.reference.policy.INPUT_ROUNDING (the honest cumsum_triu_matmul_torch row): on a prefix sum across cancelling outliers torch's CPU cumsum (float64
     accumulation) is nearly exact, so the old budget (16 x its error + 8 eps) failed an honest
     fp32 x @ triu(ones) (13 of 1500 sets; seed 5608 is one, 3.1 x over); the problem's own
     sensitivity to one fp32 rounding of its inputs admits it. fp16 still fails; the term is capped."""
@@ -321,18 +324,18 @@ def test_input_rounding_sets_the_budget_where_the_baseline_is_more_exact_than_fp
     moved = oracle.input_rounding([x])
     assert moved is not None and not torch.equal(moved[0], o[0])
     honest = [x @ torch.triu(torch.ones(256, 256))]
-    old = orc.kbv_check(honest, ref, o, {"eager-fp32": ref}, k=16, floor_eps=8)
-    new = orc.kbv_check(honest, ref, o, {"eager-fp32": ref, orc.INPUT_ROUNDING: moved}, k=16, floor_eps=8)
+    old = kbv_check(honest, ref, o, {"eager-fp32": ref}, k=16, floor_eps=8)
+    new = kbv_check(honest, ref, o, {"eager-fp32": ref, INPUT_ROUNDING: moved}, k=16, floor_eps=8)
     assert not old.passed and "exceeds the budget" in old.fault
     assert new.passed and new.error < 0.5 * new.budget, new
-    assert orc.INPUT_ROUNDING in new.baseline_errors
+    assert INPUT_ROUNDING in new.baseline_errors
     # on ordinary inputs the term is a few eps: a prefix sum computed in fp16 fails by far
     y = torch.randn(4, 256, generator=torch.Generator().manual_seed(4))
     oy, ref_y = oracle([y]), [torch.cumsum(y, dim=1)]
     half = [torch.cumsum(y.half(), dim=1).float()]
-    check = orc.kbv_check(half, ref_y, oy, {"eager-fp32": ref_y, orc.INPUT_ROUNDING: oracle.input_rounding([y])},
+    check = kbv_check(half, ref_y, oy, {"eager-fp32": ref_y, INPUT_ROUNDING: oracle.input_rounding([y])},
                           k=16, floor_eps=8)
     assert not check.passed and check.error > 10 * check.budget, check
     # a discontinuous reference jumps under any perturbation: the term is capped
-    capped = orc.budget({"eager-fp32": 0.0, orc.INPUT_ROUNDING: 0.5}, torch.float32, 16, 8)
-    assert capped == pytest.approx(16 * orc.INPUT_ROUNDING_CAP + orc.floor_for(torch.float32, 8))
+    capped = kbv_policy.budget({"eager-fp32": 0.0, INPUT_ROUNDING: 0.5}, torch.float32, 16, 8)
+    assert capped == pytest.approx(16 * INPUT_ROUNDING_CAP + floor_for(torch.float32, 8))

@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from kbv.reference.policy import (INPUT_ROUNDING, POLICIES, SWEEP_TOLERANCES, VACUOUS_BASELINE_ERROR,
+                                  kbv_check, min_allclose_tolerance, output_errors, sweep_key)
 from kbv.checks.probes import over_budget, settle_probes
 from kbv.intake.problems import ProblemError
 from kbv.model.records import InputKind, InputSetResult, Severity, Status
@@ -56,16 +58,16 @@ class Judging(Context):
             self.state.evidence["oracle_pieces"] = self.oracle.chunked
         errors: dict = {}
         if oracle is not None:
-            errors["eager-fp32"] = orc.output_errors(ref, oracle)
+            errors["eager-fp32"] = output_errors(ref, oracle)
         if self.rp.device.type == "cuda" and oracle is not None:
             tf32 = run_reference(self.rp, inp.clone_args(args), self.tf32_flags)
             bl.apply_flags(self.fp32_flags)
-            errors["eager-tf32"] = orc.output_errors(tf32, oracle)
+            errors["eager-tf32"] = output_errors(tf32, oracle)
             del tf32
-        if oracle is not None:  # the problem's own sensitivity to fp32 rounding (kbv.reference.oracle.INPUT_ROUNDING)
+        if oracle is not None:  # the problem's own sensitivity to fp32 rounding (kbv.reference.policy.INPUT_ROUNDING)
             moved = self.oracle.input_rounding_errors(args, oracle, ref)
             if moved is not None:
-                errors[orc.INPUT_ROUNDING] = moved
+                errors[INPUT_ROUNDING] = moved
         return ref, oracle, oracle_note, errors
 
     def _judge(self, s: inp.InputSet, outs: list, structure: str | None, ref: list, oracle: list | None,
@@ -87,17 +89,17 @@ class Judging(Context):
                       mismatched_elements=c.mismatched_elements, total_elements=c.total_elements)
         if c.max_abs_error is None:  # count / shape / dtype mismatch: wrong under every policy
             return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=False, fault=c.fault,
-                                  policy_passed={p: False for p in orc.POLICIES}, allclose_tolerance=math.inf,
-                                  tolerance_sweep={orc.sweep_key(t): False for t in orc.SWEEP_TOLERANCES}, **common)
+                                  policy_passed={p: False for p in POLICIES}, allclose_tolerance=math.inf,
+                                  tolerance_sweep={sweep_key(t): False for t in SWEEP_TOLERANCES}, **common)
         t_min = math.inf if c.nonfinite_mismatches else max(
-            (orc.min_allclose_tolerance(o, r) for o, r in zip(outs, ref)), default=0.0)
-        sweep = {orc.sweep_key(t): t_min <= t for t in orc.SWEEP_TOLERANCES}
+            (min_allclose_tolerance(o, r) for o, r in zip(outs, ref)), default=0.0)
+        sweep = {sweep_key(t): t_min <= t for t in SWEEP_TOLERANCES}
         if oracle is not None:
-            k = orc.kbv_check(outs, ref, oracle, k=cfg.kbv_k, floor_eps=cfg.kbv_floor_eps,
+            k = kbv_check(outs, ref, oracle, k=cfg.kbv_k, floor_eps=cfg.kbv_floor_eps,
                               tf32_floor=cfg.kbv_tf32_floor, baseline_errors=baselines)
             kbv_passed, kbv_fault = k.passed, k.fault
-            worst_base = max((v for n, v in k.baseline_errors.items() if n != orc.INPUT_ROUNDING), default=0.0)
-            if worst_base > orc.VACUOUS_BASELINE_ERROR:
+            worst_base = max((v for n, v in k.baseline_errors.items() if n != INPUT_ROUNDING), default=0.0)
+            if worst_base > VACUOUS_BASELINE_ERROR:
                 self.state.evidence.setdefault("vacuous_budget", {})[s.name] = worst_base
             figures = dict(oracle_error=k.error, error_budget=k.budget, baseline_errors=k.baseline_errors,
                            oracle_device=self.oracle.device.type)

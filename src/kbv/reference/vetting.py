@@ -37,7 +37,8 @@ import torch
 from kbv.sandbox import flags as bl
 from kbv.reference import inputs as inp
 from kbv.model.paths import cache_root
-from kbv.reference.oracle import VACUOUS_BASELINE_ERROR, Oracle, OracleUnavailable, normalised_error
+from kbv.reference.policy import VACUOUS_BASELINE_ERROR, normalised_error
+from kbv.reference.oracle import Oracle, OracleUnavailable
 from kbv.model.records import (EvalConfig, Environment, InputKind, ProblemRef, VetFinding, VetFlag,
     VetSetResult, VettingReport, to_json, vetting_from_dict)
 
@@ -66,7 +67,7 @@ class OutputSummary:
 
 def summarise(outputs: Sequence[torch.Tensor], atol: float, rtol: float) -> OutputSummary:
     """Shapes, strided samples, sums, RMS and the zeros-pass test, in float64 chunks."""
-    from kbv.reference.oracle import CHUNK_ELEMENTS
+    from kbv.reference.policy import CHUNK_ELEMENTS
 
     shapes, samples, sums = [], [], []
     sq, n = 0.0, 0
