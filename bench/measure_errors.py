@@ -41,6 +41,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from kbv.reference import inputs as inp  # noqa: E402
+from kbv.reference.distributions import DEFAULT_DISTRIBUTIONS, HIDDEN_DISTRIBUTIONS  # noqa: E402
 from kbv.sandbox.flags import apply_flags, flags_for  # noqa: E402
 from kbv.reference.policy import INPUT_ROUNDING, INPUT_ROUNDING_CAP, budget, normalised_error  # noqa: E402
 
@@ -400,8 +401,8 @@ def distributions(case: Case, seed: int):
     base = inp.draw(case.get_inputs, seed)
     yield "nominal", base
     for d in ("D2", "D3", "D4"):
-        yield d, inp.scale(base, inp.HIDDEN_DISTRIBUTIONS[d])
-    for n in inp.DEFAULT_DISTRIBUTIONS:
+        yield d, inp.scale(base, HIDDEN_DISTRIBUTIONS[d])
+    for n in DEFAULT_DISTRIBUTIONS:
         if n != "fresh":
             yield n, inp.build_set(case.get_inputs, n, seed).args
 

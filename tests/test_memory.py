@@ -11,6 +11,7 @@ import torch
 
 from kbv.reference.policy import output_errors
 from kbv.processes import footprint as fp
+from kbv.reference import distributions
 from kbv.reference import inputs as inp
 from kbv.reference import oracle as orc
 from kbv.model.records import EvalConfig, Status
@@ -63,7 +64,7 @@ def test_input_sets_are_made_when_used_and_dropped_after():
 def test_randomised_values_are_made_in_chunks_with_the_same_distribution(monkeypatch):
     get_inputs = lambda: [torch.rand(64, 1000)]  # noqa: E731
     whole = inp.build_set(get_inputs, "heavy-tail", 5).args[0]
-    monkeypatch.setattr(inp, "VALUE_CHUNK_ELEMENTS", 1000)
+    monkeypatch.setattr(distributions, "VALUE_CHUNK_ELEMENTS", 1000)
     chunked = inp.build_set(get_inputs, "heavy-tail", 5).args[0]
     again = inp.build_set(get_inputs, "heavy-tail", 5).args[0]
     assert torch.equal(chunked, again)  # deterministic per seed

@@ -10,6 +10,8 @@ import math
 import pytest
 import torch
 
+from kbv.reference.distributions import (DEFAULT_DISTRIBUTIONS, DISTRIBUTIONS, Distribution,
+                                         register_distribution)
 from kbv.reference import policy as kbv_policy
 from kbv.reference.policy import (INPUT_ROUNDING, INPUT_ROUNDING_CAP, floor_for, kbv_check,
                                   min_allclose_tolerance, normalised_error, tf32_in_play)
@@ -29,7 +31,7 @@ def get_inputs():
 
 def test_every_distribution_changes_floats_only_and_is_reproducible_from_its_seed():
     base = inp.draw(get_inputs, 7)
-    for name in inp.DEFAULT_DISTRIBUTIONS:
+    for name in DEFAULT_DISTRIBUTIONS:
         a = inp.build_set(get_inputs, name, 7)
         b = inp.build_set(get_inputs, name, 7)
         assert a.kind is InputKind.RANDOM and a.seed == 7 and a.name == name
@@ -45,7 +47,7 @@ def test_every_distribution_changes_floats_only_and_is_reproducible_from_its_see
 def test_distribution_shapes_of_values():
     def big():
         return [torch.rand(200, 500)]
-    g = {n: inp.build_set(big, n, 3).args[0].double() for n in inp.DEFAULT_DISTRIBUTIONS}
+    g = {n: inp.build_set(big, n, 3).args[0].double() for n in DEFAULT_DISTRIBUTIONS}
     assert (g["sign-flip"] < 0).any() and (g["sign-flip"] > 0).any()
     mags = g["wide-range"].abs()
     assert mags.min() < 2e-3 and mags.max() > 500  # six decades
@@ -56,8 +58,8 @@ def test_distribution_shapes_of_values():
 
 
 def test_randomised_sets_get_fresh_secret_seeds():
-    sets = inp.randomised_sets(get_inputs, inp.DEFAULT_DISTRIBUTIONS)
-    assert [s.name for s in sets] == list(inp.DEFAULT_DISTRIBUTIONS)
+    sets = inp.randomised_sets(get_inputs, DEFAULT_DISTRIBUTIONS)
+    assert [s.name for s in sets] == list(DEFAULT_DISTRIBUTIONS)
     assert len({s.seed for s in sets}) == len(sets)
 
 
@@ -65,7 +67,7 @@ def test_unknown_distribution_and_duplicate_registration():
     with pytest.raises(ValueError, match="unknown randomised"):
         inp.randomised_sets(get_inputs, ["uniform-ish"])
     with pytest.raises(ValueError, match="already registered"):
-        inp.register_distribution(inp.Distribution("normal", "again", None))
+        register_distribution(Distribution("normal", "again", None))
 
 
 @pytest.mark.parametrize("spec, shape, ok", [
@@ -79,7 +81,7 @@ def test_unknown_distribution_and_duplicate_registration():
 ])
 def test_randomised_values_respect_declared_domains(spec, shape, ok):
     d = dom.parse(spec)
-    for name in inp.DEFAULT_DISTRIBUTIONS:
+    for name in DEFAULT_DISTRIBUTIONS:
         if name == "fresh":
             continue
         x = inp.build_set(lambda: [torch.rand(*shape)], name, 11, {0: d}).args[0]
@@ -254,7 +256,7 @@ def test_new_fields_round_trip_through_json_with_nan_and_inf():
     r = back.input_sets[2]
     assert r.oracle_error == math.inf and math.isnan(r.allclose_tolerance)
     assert r.baseline_errors["eager-tf32"] == math.inf and r.policy_passed == {"kbv": False, "kbv-compat": False}
-    assert back.config.distributions == inp.DEFAULT_DISTRIBUTIONS and back.config.policy == "kbv"
+    assert back.config.distributions == DEFAULT_DISTRIBUTIONS and back.config.policy == "kbv"
     assert back.problem_flags == ("stochastic: runs differ",)
     d = to_dict(v)["derived"]
     assert d["policy_verdicts"] == {"kbv": False, "kbv-compat": True}  # compat: nominal + D1-D4 only
@@ -312,14 +314,14 @@ def test_input_rounding_sets_the_budget_where_the_baseline_is_more_exact_than_fp
     accumulation) is nearly exact, so the old budget (16 x its error + 8 eps) failed an honest
     fp32 x @ triu(ones) (13 of 1500 sets; seed 5608 is one, 3.1 x over); the problem's own
     sensitivity to one fp32 rounding of its inputs admits it. fp16 still fails; the term is capped."""
-    from kbv.reference import inputs as inp
+    from kbv.reference.distributions import randomised
 
     class Cumsum(torch.nn.Module):
         def forward(self, t):
             return torch.cumsum(t, dim=1)
 
     oracle = orc.Oracle(Cumsum(), torch.device("cpu"))
-    x = inp.randomised([torch.rand(8, 256)], inp.DISTRIBUTIONS["outliers"], 5608)[0]
+    x = randomised([torch.rand(8, 256)], DISTRIBUTIONS["outliers"], 5608)[0]
     o, ref = oracle([x]), [torch.cumsum(x, dim=1)]
     moved = oracle.input_rounding([x])
     assert moved is not None and not torch.equal(moved[0], o[0])
