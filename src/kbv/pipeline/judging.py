@@ -8,7 +8,7 @@ import dataclasses
 import math
 
 from kbv.reference.policy import (INPUT_ROUNDING, POLICIES, SWEEP_TOLERANCES, VACUOUS_BASELINE_ERROR,
-                                  kbv_check, min_allclose_tolerance, output_errors, sweep_key)
+                                  kbv_check, output_errors, sweep_key)
 from kbv.checks.probes import over_budget, settle_probes
 from kbv.intake.problems import ProblemError
 from kbv.model.records import InputKind, InputSetResult, Severity, Status
@@ -91,8 +91,7 @@ class Judging(Context):
             return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=False, fault=c.fault,
                                   policy_passed={p: False for p in POLICIES}, allclose_tolerance=math.inf,
                                   tolerance_sweep={sweep_key(t): False for t in SWEEP_TOLERANCES}, **common)
-        t_min = math.inf if c.nonfinite_mismatches else max(
-            (min_allclose_tolerance(o, r) for o, r in zip(outs, ref)), default=0.0)
+        t_min = math.inf if c.nonfinite_mismatches else c.min_tolerance
         sweep = {sweep_key(t): t_min <= t for t in SWEEP_TOLERANCES}
         if oracle is not None:
             k = kbv_check(outs, ref, oracle, k=cfg.kbv_k, floor_eps=cfg.kbv_floor_eps,

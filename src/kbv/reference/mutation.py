@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import torch
 
+from kbv.reference.passes import chunk_elements, host_threads
+
 #: declared domains (kbv.reference.domains) that a change of single elements would break: inputs declared so
 #: are left alone by the per-call changes of timed inputs.
 STRUCTURED_DOMAINS = ("fixed", "probability", "symmetric", "spd")
@@ -18,12 +20,13 @@ def content_digest(t: torch.Tensor) -> tuple:
     raw = flat.view(torch.uint8) if flat.numel() else flat.new_empty(0, dtype=torch.uint8)
     words = raw.view(torch.int32) if raw.numel() % 4 == 0 else raw
     a = b = 0
-    step = 1 << 22
-    for s in range(0, words.numel(), step):
-        w = words[s:s + step].to(torch.int64)
-        idx = torch.arange(s + 1, s + 1 + w.numel(), device=w.device, dtype=torch.int64)
-        a = (a + int(w.sum())) & ((1 << 64) - 1)
-        b = (b + int((w * idx).sum())) & ((1 << 64) - 1)
+    step = chunk_elements(words.device, 1 << 22)
+    with host_threads(words.device):
+        for s in range(0, words.numel(), step):
+            w = words[s:s + step].to(torch.int64)
+            idx = torch.arange(s + 1, s + 1 + w.numel(), device=w.device, dtype=torch.int64)
+            a = (a + int(w.sum())) & ((1 << 64) - 1)
+            b = (b + int(w.mul_(idx).sum())) & ((1 << 64) - 1)
     return tuple(t.shape), str(t.dtype), a, b
 
 

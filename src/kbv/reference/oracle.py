@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import torch
 
 from kbv.processes.footprint import host_available_bytes
+from kbv.reference.passes import all_finite
 from kbv.reference.policy import CHUNK_ELEMENTS, max_error, normalised_error, output_errors, rms_of
 
 
@@ -267,7 +268,7 @@ class Oracle:
         finally:
             del moved
         for o in outs:
-            if isinstance(o, torch.Tensor) and o.is_floating_point() and not bool(torch.isfinite(o).all()):
+            if isinstance(o, torch.Tensor) and not all_finite(o, CHUNK_ELEMENTS):
                 return None
         return outs
 
@@ -295,8 +296,8 @@ class Oracle:
             for a in args:
                 if isinstance(a, torch.Tensor):
                     a = a[s0:s0 + step].to(device=self.device, dtype=torch.float64 if a.is_floating_point() else a.dtype)
-                    if a.is_floating_point():
-                        a = a + eps * a.abs()
+                    if a.is_floating_point():  # ``a`` is a new float64 copy (or the caller's float64 piece)
+                        a = a + a.abs().mul_(eps)
                 part.append(a)
             try:
                 outs = self._run(model, part)
@@ -308,7 +309,7 @@ class Oracle:
             for k, (y, o) in enumerate(zip(outs, oracle)):
                 if worst[k] is None:
                     continue
-                if not bool(torch.isfinite(y).all()):
+                if not all_finite(y, CHUNK_ELEMENTS):
                     return None
                 worst[k] = max(worst[k], max_error(y, o[s0:s0 + step], scales[k]))
             del outs

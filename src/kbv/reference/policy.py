@@ -46,6 +46,7 @@ from typing import Sequence
 
 import torch
 
+from kbv.reference.passes import chunk_elements, host_threads
 
 POLICIES = ("kbv", "kbv-compat")
 
@@ -82,7 +83,9 @@ INPUT_ROUNDING_CAP = 2.0 ** -17
 SWEEP_TOLERANCES: tuple[float, ...] = (1e-2, 1e-3, 1e-4)
 
 
-CHUNK_ELEMENTS = 1 << 22  #: elements handled at a time (32 MiB of float64 per operand: the temporaries of an error pass stay near 250 MiB).
+#: elements handled at a time on a device (32 MiB of float64 per operand: the temporaries of an error
+#: pass stay near 250 MiB); on the host :func:`kbv.reference.passes.chunk_elements` takes fewer.
+CHUNK_ELEMENTS = 1 << 22
 
 
 def sweep_key(tol: float) -> str:
@@ -126,15 +129,18 @@ def rms_of(o: torch.Tensor) -> float:
         return cached[1]
     flat = o.reshape(-1)
     total, count = 0.0, 0
-    for s in range(0, flat.numel(), CHUNK_ELEMENTS):
-        c = flat[s:s + CHUNK_ELEMENTS].to(torch.float64)
-        fin = torch.isfinite(c)
-        if bool(fin.all()):
-            total += float(torch.dot(c, c))
-            count += c.numel()
-        else:
-            total += float(torch.where(fin, c * c, torch.zeros_like(c)).sum())
-            count += int(fin.sum())
+    step = chunk_elements(flat.device, CHUNK_ELEMENTS)
+    with host_threads(flat.device):
+        for s in range(0, flat.numel(), step):
+            c = flat[s:s + step].to(torch.float64)
+            square = float(torch.dot(c, c))
+            if math.isfinite(square):  # every element finite (a NaN or Inf propagates into the sum)
+                total += square
+                count += c.numel()
+            else:
+                fin = torch.isfinite(c)
+                total += float(torch.where(fin, c * c, torch.zeros_like(c)).sum())
+                count += int(fin.sum())
     rms = math.sqrt(total / count) if count else 0.0
     try:
         o._kbv_rms = (o._version, rms)
@@ -163,22 +169,24 @@ def normalised_error(y: torch.Tensor, o: torch.Tensor) -> float:
 
 def max_error(y: torch.Tensor, o: torch.Tensor, scale: float) -> float:
     """``max_i |y_i - o_i| / (|o_i| + scale)`` over the elements where ``o`` is finite (inf where
-    ``o`` is finite and ``y`` is not), :data:`CHUNK_ELEMENTS` at a time."""
+    ``o`` is finite and ``y`` is not), :func:`kbv.reference.passes.chunk_elements` at a time."""
     worst = 0.0
     yf, of = y.reshape(-1), o.reshape(-1)
-    for s in range(0, of.numel(), CHUNK_ELEMENTS):
-        oc = of[s:s + CHUNK_ELEMENTS].to(torch.float64)
-        yc = yf[s:s + CHUNK_ELEMENTS].to(device=oc.device, dtype=torch.float64, copy=True)
-        o_fin = torch.isfinite(oc)
-        if bool(o_fin.all()):  # the common case, in place: three passes, no mask
-            if not bool(torch.isfinite(yc).all()):
-                return math.inf
-            e = yc.sub_(oc).abs_().div_(oc.abs().add_(scale))  # ``oc`` may be ``o`` itself: not in place
-        else:
-            if bool((o_fin & ~torch.isfinite(yc)).any()):
-                return math.inf
-            e = torch.where(o_fin, (yc - oc).abs() / (oc.abs() + scale), torch.zeros_like(oc))
-        worst = max(worst, float(e.max()))
+    step = chunk_elements(of.device, CHUNK_ELEMENTS)
+    with host_threads(of.device):
+        for s in range(0, of.numel(), step):
+            oc = of[s:s + step].to(torch.float64)
+            yc = yf[s:s + step].to(device=oc.device, dtype=torch.float64, copy=True)
+            # in place, no mask: the max is finite only when every element of both is (a NaN or Inf
+            # propagates through the difference, the quotient and the max), the common case
+            e = float(yc.sub_(oc).abs_().div_(oc.abs().add_(scale)).max())  # ``oc`` may be ``o``: not in place
+            if not math.isfinite(e):
+                yc = yf[s:s + step].to(device=oc.device, dtype=torch.float64)
+                o_fin = torch.isfinite(oc)
+                if bool((o_fin & ~torch.isfinite(yc)).any()):
+                    return math.inf
+                e = float(torch.where(o_fin, (yc - oc).abs() / (oc.abs() + scale), torch.zeros_like(oc)).max())
+            worst = max(worst, e)
     return worst
 
 
@@ -191,18 +199,21 @@ def min_allclose_tolerance(y: torch.Tensor, r: torch.Tensor) -> float:
     """Smallest ``t`` with ``|y - r| <= t + t * |r|`` at every element where both are finite.
 
     ``allclose(y, r, atol=t, rtol=t)`` passes iff this is ``<= t`` and the NaN/Inf patterns agree,
-    so one number gives the whole tolerance sweep.
+    so one number gives the whole tolerance sweep. (:func:`kbv.reference.comparison.compare` gives
+    the same figure, ``Comparison.min_tolerance``, from its own pass.)
     """
     if r.numel() == 0:
         return 0.0
     worst = 0.0
     yf, rf = y.reshape(-1), r.reshape(-1)
-    for s in range(0, rf.numel(), CHUNK_ELEMENTS):
-        rc = rf[s:s + CHUNK_ELEMENTS].to(torch.float64)
-        yc = yf[s:s + CHUNK_ELEMENTS].to(device=rc.device, dtype=torch.float64)
-        fin = torch.isfinite(rc) & torch.isfinite(yc)
-        e = torch.where(fin, (yc - rc).abs() / (1.0 + rc.abs()), torch.zeros_like(rc))
-        worst = max(worst, float(e.max()))
+    step = chunk_elements(rf.device, CHUNK_ELEMENTS)
+    with host_threads(rf.device):
+        for s in range(0, rf.numel(), step):
+            rc = rf[s:s + step].to(torch.float64)
+            yc = yf[s:s + step].to(device=rc.device, dtype=torch.float64)
+            fin = torch.isfinite(rc) & torch.isfinite(yc)
+            e = torch.where(fin, (yc - rc).abs() / (1.0 + rc.abs()), torch.zeros_like(rc))
+            worst = max(worst, float(e.max()))
     return worst
 
 

@@ -67,6 +67,7 @@ class OutputSummary:
 
 def summarise(outputs: Sequence[torch.Tensor], atol: float, rtol: float) -> OutputSummary:
     """Shapes, strided samples, sums, RMS and the zeros-pass test, in float64 chunks."""
+    from kbv.reference.passes import chunk_elements, host_threads
     from kbv.reference.policy import CHUNK_ELEMENTS
 
     shapes, samples, sums = [], [], []
@@ -78,13 +79,15 @@ def summarise(outputs: Sequence[torch.Tensor], atol: float, rtol: float) -> Outp
         step = max(1, flat.numel() // SAMPLE_ELEMENTS)
         samples.append(flat[::step][:SAMPLE_ELEMENTS].to("cpu", torch.float64))
         total = 0.0
-        for s in range(0, flat.numel(), CHUNK_ELEMENTS):
-            c = flat[s:s + CHUNK_ELEMENTS].to(torch.float64)
-            total += float(c.sum())
-            if o.is_floating_point():
-                sq += float((c * c).sum())
-            # |0 - ref| <= atol + rtol * |ref|  <=>  |ref| * (1 - rtol) <= atol
-            zeros_pass = zeros_pass and bool((c.abs() * (1 - rtol) <= atol).all())
+        chunk = chunk_elements(flat.device, CHUNK_ELEMENTS)
+        with host_threads(flat.device):
+            for s in range(0, flat.numel(), chunk):
+                c = flat[s:s + chunk].to(torch.float64)
+                total += float(c.sum())
+                if o.is_floating_point():
+                    sq += float(torch.dot(c, c))
+                # |0 - ref| <= atol + rtol * |ref|  <=>  |ref| * (1 - rtol) <= atol
+                zeros_pass = zeros_pass and float(c.abs().max()) * (1 - rtol) <= atol
         sums.append(total)
         if o.is_floating_point():
             n += flat.numel()

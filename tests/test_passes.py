@@ -1,0 +1,137 @@
+"""kbv's own elementwise passes (kbv.reference.passes): host chunks and threads, and the one-pass
+comparison figures against whole-tensor float64 arithmetic, finite or not (issue 9: a 1 GiB
+verification spent most of its time in these passes)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from kbv.reference import comparison as cmp
+from kbv.reference import passes
+from kbv.reference import policy as pol
+from kbv.reference import vetting
+from kbv.reference.mutation import content_digest
+
+
+def _expected(o: torch.Tensor, r: torch.Tensor, atol: float, rtol: float) -> dict:
+    """allclose's figures on whole float64 tensors, element by element as its definition reads."""
+    o, r = o.double().reshape(-1), r.double().reshape(-1)
+    fin = torch.isfinite(o) & torch.isfinite(r)
+    d = torch.where(fin, (o - r).abs(), torch.zeros_like(o))
+    nan_bad = int((torch.isnan(o) != torch.isnan(r)).sum())
+    inf_bad = int((torch.isinf(r) & (o != r)).sum()) + int((torch.isinf(o) & ~torch.isinf(r)).sum())
+    outside = int((fin & (d > atol + rtol * r.abs())).sum())
+    rel = torch.where(fin & (r.abs() > atol), d / r.abs(), torch.zeros_like(d))
+    tmin = torch.where(fin, d / (1 + r.abs()), torch.zeros_like(d))
+    return dict(max_abs=float(d.max()), max_rel=float(rel.max()), bad=outside + nan_bad + inf_bad,
+                nonfinite=nan_bad + inf_bad, tmin=float(tmin.max()))
+
+
+def _cases():
+    g = torch.Generator().manual_seed(3)
+    r = torch.randn(300, 200, generator=g)
+    yield "equal", r.clone(), r
+    yield "within", r + 1e-5 * torch.randn(r.shape, generator=g), r
+    near = r.clone()
+    near.view(-1)[12345] += 2e-3 * (1 + abs(float(r.view(-1)[12345])))
+    yield "one-outside", near, r
+    yield "many-outside", r + 0.1 * torch.randn(r.shape, generator=g), r
+    nans = r.clone()
+    nans.view(-1)[[5, 40_000]] = float("nan")
+    yield "nan-in-output", nans, r
+    rinf = r.clone()
+    rinf.view(-1)[[7, 50_001]] = float("inf")
+    both = rinf.clone()
+    yield "inf-in-both", both, rinf
+    yield "inf-only-in-reference", r.clone(), rinf
+    big = torch.full((5000,), 1.5e308, dtype=torch.float64)
+    flipped = big.clone()
+    flipped[10] = -1.5e308  # both finite, their difference is not
+    yield "float64-overflowing-difference", flipped, big
+
+
+@pytest.mark.parametrize("name,o,r", list(_cases()), ids=[c[0] for c in _cases()])
+@pytest.mark.parametrize("chunk", [1 << 22, 1000])
+def test_compare_gives_the_whole_tensor_figures_in_one_chunked_pass(monkeypatch, name, o, r, chunk):
+    monkeypatch.setattr(passes, "CPU_CHUNK_ELEMENTS", chunk)
+    c = cmp.compare([o], [r], atol=1e-3, rtol=1e-3)
+    e = _expected(o, r, 1e-3, 1e-3)
+    assert c.mismatched_elements == e["bad"] and c.nonfinite_mismatches == e["nonfinite"], name
+    assert c.passed == (e["bad"] == 0)
+    assert c.max_abs_error == pytest.approx(e["max_abs"], rel=1e-12, abs=0)
+    assert c.max_rel_error == pytest.approx(e["max_rel"], rel=1e-12, abs=0)
+    assert c.min_tolerance == pytest.approx(e["tmin"], rel=1e-12, abs=0)
+    assert c.min_tolerance == pytest.approx(pol.min_allclose_tolerance(o, r), rel=1e-12, abs=0)
+
+
+def test_the_count_of_elements_outside_is_exact_just_past_the_tolerance():
+    r = torch.linspace(-3, 3, 1 << 16, dtype=torch.float64)
+    o = r + 1e-3 * (1 + r.abs()) * (1 + 1e-6)  # every element just outside, by a millionth
+    assert cmp.compare([o], [r], atol=1e-3, rtol=1e-3).mismatched_elements == r.numel()
+    o = r + 1e-3 * (1 + r.abs()) * (1 - 1e-6)  # every element just inside
+    c = cmp.compare([o], [r], atol=1e-3, rtol=1e-3)
+    assert c.passed and c.mismatched_elements == 0
+    # atol != rtol: the count is not skipped for figures over min(atol, rtol)
+    o = r + 5e-4 + 2e-3 * r.abs()
+    assert cmp.compare([o], [r], atol=1e-3, rtol=1e-3).mismatched_elements == int((r.abs() > 0.5).sum())
+
+
+@pytest.mark.parametrize("chunk", [1 << 22, 999])
+def test_the_normalised_error_and_rms_match_whole_tensor_arithmetic(monkeypatch, chunk):
+    monkeypatch.setattr(passes, "CPU_CHUNK_ELEMENTS", chunk)
+    g = torch.Generator().manual_seed(5)
+    o = torch.randn(300, 500, generator=g, dtype=torch.float64)
+    y = (o + 1e-6 * torch.randn(o.shape, generator=g, dtype=torch.float64)).float()
+    rms = float(o.pow(2).mean().sqrt())
+    whole = float(((y.double() - o).abs() / (o.abs() + rms)).max())
+    assert pol.normalised_error(y, o.clone()) == pytest.approx(whole, rel=1e-12)
+    bad = y.clone()
+    bad.view(-1)[77_777] = float("inf")
+    assert pol.normalised_error(bad, o.clone()) == math.inf
+    holes = o.clone()
+    holes.view(-1)[[3, 90_000]] = float("nan")  # skipped where the oracle is not finite
+    fin = torch.isfinite(holes)
+    rms_h = float(holes[fin].pow(2).mean().sqrt())
+    assert pol.rms_of(holes) == pytest.approx(rms_h, rel=1e-12)
+    want = float(torch.where(fin, (y.double() - holes).abs() / (holes.abs() + rms_h), 0.0).max())
+    assert pol.normalised_error(y, holes) == pytest.approx(want, rel=1e-12)
+
+
+def test_finiteness_summaries_and_digests_read_in_chunks(monkeypatch):
+    monkeypatch.setattr(passes, "CPU_CHUNK_ELEMENTS", 1000)
+    t = torch.randn(4096, 3)
+    assert passes.all_finite(t) and passes.all_finite(torch.ones(5, dtype=torch.int64))
+    t[4000, 2] = float("nan")
+    assert not passes.all_finite(t) and not cmp.reference_is_finite([t])
+    s = vetting.summarise([torch.full((5000,), 2.0)], 1e-3, 1e-3)
+    assert s.sums == (10000.0,) and s.rms == pytest.approx(2.0) and not s.zeros_pass
+    assert vetting.summarise([torch.full((5000,), 1e-4)], 1e-3, 1e-3).zeros_pass
+    x = torch.randn(10_001)
+    monkeypatch.setattr(passes, "CPU_CHUNK_ELEMENTS", 1 << 18)
+    whole = content_digest(x)
+    monkeypatch.setattr(passes, "CPU_CHUNK_ELEMENTS", 777)
+    assert content_digest(x) == whole  # the same digest whatever the chunk
+    y = x.clone()
+    y[5000] = -y[5000]
+    assert content_digest(y) != whole
+
+
+def test_host_passes_use_one_thread_on_a_loaded_machine_and_restore_torchs_setting(monkeypatch):
+    before = torch.get_num_threads()
+    monkeypatch.setattr(passes.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(passes.os, "getloadavg", lambda: (9.0, 9.0, 9.0))
+    assert passes.idle_threads(2) == 1
+    with passes.host_threads("cpu"):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    monkeypatch.setattr(passes.os, "getloadavg", lambda: (0.2, 0.2, 0.2))
+    assert passes.idle_threads(2) == 2 and passes.idle_threads(8) == 2
+    monkeypatch.setattr(passes.os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(passes.os, "getloadavg", lambda: (40.0, 0, 0))
+    assert passes.idle_threads(64) == 25
+    assert passes.chunk_elements("cpu", 1 << 22) == passes.CPU_CHUNK_ELEMENTS
+    assert passes.chunk_elements("cpu", 100) == 100
+    assert passes.chunk_elements("meta", 1 << 22) == 1 << 22  # a device keeps the caller's chunk
