@@ -16,6 +16,8 @@ import pytest
 
 import kbv
 from kbv import api
+from kbv.batch import sessions
+from kbv.intake import sources
 from kbv.intake.problems import ProblemError
 from kbv.model.records import EvalConfig, Status
 
@@ -70,16 +72,16 @@ def test_unguarded_script_verifies_source_strings(tmp_path):
 def test_verify_paths_reuses_one_reference_worker():
     try:
         first = kbv.verify(CPU_RELU, RELU_TORCH, SMALL)
-        pid = api._sessions["cpu"].evaluator._ref.proc.pid
+        pid = sessions._sessions["cpu"].evaluator._ref.proc.pid
         second = kbv.verify(str(CPU_RELU), str(RELU_TORCH), EvalConfig(**api.make_config(SMALL).__dict__))
         for v in (first, second):  # judged, whatever the timing checks say on a loaded machine
             assert v.input_sets and all(r.passed for r in v.input_sets), v.message
             assert v.status not in (Status.EVAL_ERROR, Status.COMPILE_ERROR, Status.CRASH), v.message
         assert first.candidate.path == str(RELU_TORCH)
-        assert api._sessions["cpu"].evaluator._ref.proc.pid == pid  # kept alive between calls
+        assert sessions._sessions["cpu"].evaluator._ref.proc.pid == pid  # kept alive between calls
     finally:
         kbv.close()
-    assert "cpu" not in api._sessions
+    assert "cpu" not in sessions._sessions
 
 
 # Parent side only: no worker -----------------------------------------------------------------
@@ -158,9 +160,9 @@ def test_static_candidate_fault_is_a_verdict():
 
 
 def test_source_file_is_stable_per_content():
-    a = api.source_file("x = 1\n", "candidate")
-    assert api.source_file("x = 1\n", "candidate") == a and a.read_text() == "x = 1\n"
-    assert api.source_file("x = 2\n", "candidate") != a
+    a = sources.source_file("x = 1\n", "candidate")
+    assert sources.source_file("x = 1\n", "candidate") == a and a.read_text() == "x = 1\n"
+    assert sources.source_file("x = 2\n", "candidate") != a
     assert oct(a.parent.stat().st_mode & 0o777) == oct(0o700)
 
 
@@ -199,10 +201,10 @@ def test_source_text_is_named_as_the_caller_says():
     their candidates apart in a report); a KernelBench stem gives the problem its id."""
     v = kbv.verify(CPU_RELU, "import torch\nx = (\n", SMALL, candidate_name="relu_v2")  # nothing runs
     assert v.candidate.path.endswith("/relu_v2.py") and "sources/candidate_" in v.candidate.path
-    ref = api.problem_ref(CPU_RELU.read_text(), "19_ReLU")
+    ref = sources.problem_ref(CPU_RELU.read_text(), "19_ReLU")
     assert ref.problem_id == 19 and ref.name == "ReLU"
-    assert api.source_file("x = 1\n", "candidate", "a") != api.source_file("x = 1\n", "candidate", "b")
+    assert sources.source_file("x = 1\n", "candidate", "a") != sources.source_file("x = 1\n", "candidate", "b")
     with pytest.raises(ValueError, match="plain file stem"):
-        api.source_file("x = 1\n", "candidate", "../evil")
+        sources.source_file("x = 1\n", "candidate", "../evil")
     with pytest.raises(ValueError, match="for source text"):
         kbv.verify(CPU_RELU, "kernel.py", SMALL, candidate_name="x")

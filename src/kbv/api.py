@@ -20,32 +20,31 @@ kbv; remove the folder whenever no verification runs.
 
 from __future__ import annotations
 
-import atexit
-import concurrent.futures
 import dataclasses
-import hashlib
 import os
-import re
-import queue
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, Union
 
-from kbv.model.records import CandidateRef, EvalConfig, ProblemRef, Verdict
+from kbv.intake.sources import Source, as_path, problem_ref
+from kbv.model.records import CandidateRef, EvalConfig, Verdict
 
 if TYPE_CHECKING:  # heavy modules, imported by the functions that use them
     from kbv.batch.runner import BatchOutcome, BatchPlan, PlannedJob
     from kbv.batch.metrics import BatchMetrics
-    from kbv.batch.evaluator import Evaluator
     from kbv.batch.store import Store
 
-#: a problem or candidate: a path (``str`` without a newline, or ``os.PathLike``), source text (a
-#: ``str`` with a newline), or a ref already vetted by :func:`kbv.intake.problems.load_problem` /
-#: :func:`kbv.intake.candidates.load_candidate`.
-Source = Union[str, "os.PathLike[str]", ProblemRef, CandidateRef]
 #: an :class:`~kbv.model.records.EvalConfig`, a mapping of its fields (resolved by :func:`make_config`),
 #: or None for the defaults on the best device.
 ConfigLike = Union[EvalConfig, Mapping[str, Any], None]
+
+def close() -> None:
+    """Stop the reference workers :func:`verify` keeps alive (one per device used). The next
+    :func:`verify` starts a fresh one. Also run at interpreter exit. A call still running is let
+    finish for up to 30 s, then its workers are killed."""
+    from kbv.batch.sessions import close as close_sessions
+
+    close_sessions()
+
 
 __all__ = ["verify", "plan", "run", "metrics", "close", "make_config", "Source", "ConfigLike"]
 
@@ -107,78 +106,6 @@ def make_config(config: ConfigLike = None) -> EvalConfig:
     return config
 
 
-# Problems and candidates --------------------------------------------------------------------------
-
-def _sources_dir() -> Path:
-    from kbv.model.paths import cache_root
-
-    d = cache_root() / "sources"
-    d.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return d
-
-
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
-
-
-def source_file(text: str, kind: str, name: str | None = None) -> Path:
-    """The file holding ``text`` (UTF-8) under ``<kbv cache>/sources/``:
-    ``<kind>_<first 24 hex digits of its SHA-256>/<name>.py`` (``name`` defaults to ``kind``; it is
-    what verdicts and reports show, and for a problem a KernelBench name such as ``19_ReLU`` also
-    gives its id). Written once (atomically): the same path for the same text and name on every
-    call and in every process.
-
-    Raises:
-        ValueError: ``name`` is not a plain file stem (letters, digits, ``_``, ``.``, ``-``; at most 100).
-        OSError: the cache folder cannot be written.
-    """
-    if name is not None and not _NAME.fullmatch(name):
-        raise ValueError(f"{kind} name {name!r} must be a plain file stem (letters, digits, '_', '.', '-')")
-    raw = text.encode("utf-8")
-    folder = _sources_dir() / f"{kind}_{hashlib.sha256(raw).hexdigest()[:24]}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    path = folder / f"{name or kind}.py"
-    try:
-        if path.read_bytes() == raw:
-            return path
-    except OSError:
-        pass
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(raw)
-    os.replace(tmp, path)  # never a half-written file under the final name
-    return path
-
-
-def _as_path(value: Any, kind: str, name: str | None = None) -> Path:
-    """``value`` as a file path: source text (a ``str`` with a newline) is written with
-    :func:`source_file` under ``name``; a path must exist (``name`` is then not allowed)."""
-    if isinstance(value, str) and "\n" in value:
-        return source_file(value, kind, name)
-    if not isinstance(value, (str, os.PathLike)):
-        raise TypeError(f"{kind} must be a path, source text or a kbv ref, not {type(value).__name__}")
-    if name is not None:
-        raise ValueError(f"{kind}_name is for source text; a {kind} file is named by its path")
-    path = Path(value).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"{kind} file {str(path)!r} does not exist (source text must contain a newline)")
-    return path
-
-
-def problem_ref(problem: Source, name: str | None = None) -> ProblemRef:
-    """A statically vetted problem (nothing runs).
-
-    Raises:
-        FileNotFoundError: a path that names no file.
-        kbv.intake.problems.ProblemError: not a KernelBench problem (unreadable, syntax error, ``Model``,
-            ``get_inputs`` or ``get_init_inputs`` missing).
-        TypeError: ``problem`` is neither a path, text nor a ``ProblemRef``.
-    """
-    if isinstance(problem, ProblemRef):
-        return problem
-    from kbv.intake.problems import load_problem
-
-    return load_problem(_as_path(problem, "problem", name))
-
-
 def _candidate(candidate: Source, name: str | None = None) -> tuple[CandidateRef, str | None]:
     """(ref, static fault or None): a candidate that fails static vetting gets its verdict, not an error."""
     if isinstance(candidate, CandidateRef):
@@ -186,111 +113,11 @@ def _candidate(candidate: Source, name: str | None = None) -> tuple[CandidateRef
     from kbv.intake.candidates import CandidateError, load_candidate
     from kbv.batch.evaluator import rejected_candidate
 
-    path = _as_path(candidate, "candidate", name)
+    path = as_path(candidate, "candidate", name)
     try:
         return load_candidate(path), None
     except CandidateError as exc:
         return rejected_candidate(path, run=None, sample_id=None), str(exc)
-
-
-# One evaluator per device, owned by its own thread ------------------------------------------------
-
-class _Session:
-    """An :class:`~kbv.batch.evaluator.Evaluator` for one device and the thread that owns it: every
-    call runs there, so the reference worker (bound to its creating thread) lives until
-    :meth:`close`."""
-
-    def __init__(self, device: str):
-        from kbv.batch.evaluator import Evaluator
-
-        self.device = device
-        self.evaluator: Evaluator = Evaluator(device)
-        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._serve, name=f"kbv-api-{device}", daemon=True)
-        self.thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            item = self.jobs.get()
-            if item is None:
-                self.evaluator.close()
-                return
-            fn, future = item
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn(self.evaluator))
-                except BaseException as exc:  # noqa: BLE001 - handed to the caller
-                    future.set_exception(exc)
-
-    def call(self, fn: Callable[["Evaluator"], Any]) -> Any:
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        self.jobs.put((fn, future))
-        try:
-            return future.result()
-        except KeyboardInterrupt:
-            self.abort()  # Ctrl-C: end the job in flight instead of letting it run on
-            raise
-
-    def abort(self) -> None:
-        """Kill the reference worker (its candidate workers die with it): the job in flight ends as
-        an EVAL_ERROR nobody waits for, and the next call starts a fresh worker."""
-        ref = getattr(self.evaluator, "_ref", None)
-        proc = getattr(ref, "proc", None)
-        if proc is not None and proc.is_alive():
-            proc.kill()
-
-    def close(self, timeout: float = 30.0) -> None:
-        self.jobs.put(None)
-        self.thread.join(timeout)
-        if self.thread.is_alive():  # a job still running: stop its worker, then wait for the thread
-            self.abort()
-            self.thread.join(timeout)
-
-
-_sessions: dict[str, _Session] = {}
-_sessions_lock = threading.Lock()
-
-
-_atexit_registered = False
-
-
-def _session(device: str) -> _Session:
-    global _atexit_registered
-    with _sessions_lock:
-        s = _sessions.get(device)
-        if s is None or not s.thread.is_alive():
-            s = _sessions[device] = _Session(device)
-        if not _atexit_registered:
-            # after multiprocessing's own exit hook (imported with the Evaluator), so that this one
-            # runs first: that hook joins every non-daemon child, and the reference worker only
-            # ends when told to, so exit would wait forever
-            import multiprocessing.util  # noqa: F401 - registers its hook now if not yet
-
-            atexit.register(close)
-            _atexit_registered = True
-        return s
-
-
-def close() -> None:
-    """Stop the reference workers :func:`verify` keeps alive (one per device used). The next
-    :func:`verify` starts a fresh one. Also run at interpreter exit. A call still running is let
-    finish for up to 30 s, then its workers are killed."""
-    with _sessions_lock:
-        sessions = list(_sessions.values())
-        _sessions.clear()
-    for s in sessions:
-        s.close()
-
-
-def _forget_after_fork() -> None:
-    # a forked child inherits the dict but not the threads: the sessions are the parent's
-    global _sessions_lock
-    _sessions.clear()
-    _sessions_lock = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 # One verification ---------------------------------------------------------------------------------
@@ -337,7 +164,9 @@ def verify(problem: Source, candidate: Source, config: ConfigLike = None, *,
 
         return rejection_verdict(pref, cref, config, fault)
     ht = str(Path(hidden_tests).expanduser().resolve()) if hidden_tests is not None else None
-    return _session(config.device).call(lambda ev: ev.evaluate(pref, cref, config, hidden_tests=ht))
+    from kbv.batch.sessions import session
+
+    return session(config.device).call(lambda ev: ev.evaluate(pref, cref, config, hidden_tests=ht))
 
 
 # A batch ------------------------------------------------------------------------------------------
