@@ -32,6 +32,7 @@ import torch
 
 from kbv.model import records
 from kbv.reference.domains import Domain
+from kbv.reference.passes import chunk_elements, host_threads
 
 #: D1–D4 of KernelBench-Verified: name → factor applied to floating-point inputs.
 HIDDEN_DISTRIBUTIONS: dict[str, float] = {"D1": 1.0, "D2": 3.0, "D3": 0.01, "D4": -1.0}
@@ -170,14 +171,17 @@ def _generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator
 
 def _new_values(a: torch.Tensor, dist: Distribution, g: torch.Generator) -> torch.Tensor:
     """``dist``'s values for a tensor shaped like ``a``, in ``a``'s dtype and on its device, made
-    :data:`VALUE_CHUNK_ELEMENTS` at a time (each chunk from the base values at its positions)."""
+    :data:`VALUE_CHUNK_ELEMENTS` at a time (on the host fewer, :mod:`kbv.reference.passes`; each
+    chunk from the base values at its positions)."""
     base = a.detach().contiguous()
     out = torch.empty(base.shape, dtype=a.dtype, device=a.device)
     src, dst = base.view(-1), out.view(-1)
-    for s in range(0, src.numel(), VALUE_CHUNK_ELEMENTS):
-        chunk = src[s:s + VALUE_CHUNK_ELEMENTS].to(torch.float64)
-        dst[s:s + VALUE_CHUNK_ELEMENTS] = dist.values(chunk, g).to(a.dtype)
-        del chunk
+    step = chunk_elements(a.device, VALUE_CHUNK_ELEMENTS)
+    with host_threads(a.device):
+        for s in range(0, src.numel(), step):
+            chunk = src[s:s + step].to(torch.float64)
+            dst[s:s + step] = dist.values(chunk, g).to(a.dtype)
+            del chunk
     return out
 
 
