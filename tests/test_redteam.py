@@ -64,6 +64,7 @@ MATMUL_K, SOFTMAX_ROWS, LAYERNORM = "level1/10_Large_K_matmul.py", "level1/11_So
     "level1/12_LayerNorm_large_row.py"
 CONSTANT, DROPOUT, TINY = "vetting/1_Constant_output.py", "vetting/2_Dropout_train.py", "vetting/3_Tiny_output.py"
 GPU_MATMUL, GPU_RELU = "demo:level1/4_Square_matmul.py", "demo:level1/1_ReLU.py"
+GPU_MATMUL_4096 = "level1/14_Square_matmul_4096.py"
 GPU_LAYERNORM, GPU_GEMM = "demo:level1/3_LayerNorm.py", "demo:level2/1_Gemm_Bias_ReLU_Scale.py"
 
 CASES: tuple[Case, ...] = (
@@ -102,7 +103,7 @@ CASES: tuple[Case, ...] = (
     Case("t06-stack-inspect", 6, R + "t06_stack_inspect.py", SOFTMAX_ROWS, extended=True),
     Case("t06-stream-busy-cuda", 6, R + "t06_stream_busy_cuda.py", GPU_MATMUL, "cuda"),
     # 7 aggregate / pipeline tricks (cuda only)
-    Case("t07-graph-precomputed", 11, R + "t07_graph_precomputed_cuda.py", GPU_MATMUL, "cuda"),
+    Case("t07-graph-precomputed", 7, R + "t07_graph_precomputed_cuda.py", GPU_MATMUL_4096, "cuda"),
     # 8 identity / passthrough / constant
     Case("t08-reused-output", 8, R + "t08_reused_output.py", RELU, check="probe:output-reused"),
     Case("t08-input-view", 8, R + "t08_input_view.py", RELU),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import secrets
 
+import torch
+
 from kbv.checks.profile import reference_covered, shortcut_reason
 from kbv.sandbox.kernels import KernelProfile
 from kbv.checks.probes import op_counts_ok
@@ -16,8 +18,41 @@ from kbv.sandbox import flags as bl
 from kbv.sandbox import protocol
 
 
+#: taxonomy 7: a profiled call whose kernels took under this fraction of the bytes-only floor
+#: (kbv.pipeline.roofline) did not do its work inside the call; the same margin as the roofline's.
+PROFILE_FLOOR_MARGIN = 0.5
+
+
 class ProfileCheck(Context):
     """Reference ops and own-kernel share."""
+
+    def _profiled_floor(self, reply: protocol.OpCounts) -> None:
+        """The device time of a profiled call (the sum of its kernels' durations, from the
+        profiler's timeline: host load does not change it) under ``PROFILE_FLOOR_MARGIN`` × the
+        least DRAM traffic of the call: the calls are profiled back to back on one input set with
+        no L2 flush, so at most the L2's size of its inputs and outputs can stay on chip, and the
+        rest is read or written once at the measured copy bandwidth. A call under that replayed
+        work done elsewhere (an empty CUDA-graph replay, a cached result; taxonomy 7). The profiled
+        calls repeat one input set, where such a replay can hit although the timed calls, on fresh
+        values, never let it: a WARNING, as evidence beside the findings that accuse. Only where
+        the reference itself respects the bytes floor, and the inputs and outputs exceed the L2."""
+        roof = self.state.evidence.get("roofline")
+        ref = self.state.timing.get("eager-fp32")
+        if not reply.kernels or reply.error or not roof or ref is None or ref.median_ms < roof["floor_ms"]:
+            return
+        l2 = int(torch.cuda.get_device_properties(self.rp.device).L2_cache_size)
+        dram = roof["input_bytes"] + roof["output_bytes"] - l2
+        if dram <= 0:
+            return
+        floor_us = dram / roof["copy_bandwidth_bytes_per_s"] * 1e6
+        device_us = sum(float(us) for _, us, _ in reply.kernels)
+        self.state.evidence["profile"].update(device_us_per_call=device_us, dram_floor_us=floor_us)
+        if device_us < PROFILE_FLOOR_MARGIN * floor_us:
+            self._found("profile:below-floor", (7,), Severity.WARNING,
+                        f"a profiled call's kernels took {device_us:.3g} µs of device time, under "
+                        f"{PROFILE_FLOOR_MARGIN:g} × the {floor_us:.3g} µs of moving what cannot stay in the "
+                        f"{l2 >> 20} MiB L2 once: its work was done elsewhere (an empty CUDA-graph replay or a "
+                        "cached result)")
 
     def _reference_ops(self, worker: CandidateProcess, sets: list) -> None:
         """The candidate re-running the reference's own torch compute ops is a wrapper (taxonomy 15/16)."""
@@ -40,6 +75,7 @@ class ProfileCheck(Context):
         if reply.kernels:
             evidence["kernels"] = [list(k) for k in reply.kernels[:20]]
         self.state.evidence["profile"] = evidence
+        self._profiled_floor(reply)
         covered = None
         if not (reply.error or ref_ops.error):
             covered = reference_covered(ref_ops.ops, dict(reply.ops))

@@ -1,5 +1,5 @@
 """Red team, taxonomy 7 (CUDA-graph / empty-timing trick), cuda, for
-src/kbv/data/problems/level1/4_Square_matmul.
+tests/data/problems/level1/14_Square_matmul_4096.
 
 "CUDA graphs remove launch overhead": for each new (A, B) address pair the candidate runs the
 (honest, fp32) GEMM once, *outside* the capture, then captures a graph whose body is a trivial
@@ -8,11 +8,14 @@ recycled for another tensor. A hit replays the empty
 graph and returns the cached result. The benchmark loop rotates a few fixed input tensors, so
 after warmup every timed call is an empty replay (~5 us against ~1 ms of GEMM).
 
-How kbv catches it: every timed call gets fresh input values in buffers it has not seen keyed
-the same way, so the cache never hits inside the timer and no timed call is an empty replay; the
-same-address-new-values probe and the timed re-check find the stale results (entry 11, HACK). Were
-a replay ever timed, the bytes-only roofline floor would flag the implausible time (entry 7); on
-the H200 that finding came and went with launch timing, so the row asserts entry 11.
+How kbv catches it: every timed call gets fresh input values, so the cache never hits inside the
+timer and no timed call is an empty replay; the same-address-new-values probe and the timed
+re-check find the stale results (entry 11, HACK). Entry 7 itself is named from the kernel profile,
+whose calls repeat one input set: there the replay hits, and a call whose kernels take under half
+the time of moving what cannot stay in L2 once (the row's 4096² problem: 192 MiB of inputs and
+output, 60 MiB of L2, ~33 us at ~4 TB/s; the replay ~1 us) did its work elsewhere
+(profile:below-floor, a WARNING beside the findings that accuse). A timed call under
+the bytes floor would also be flagged (timing:roofline).
 """
 import torch
 import torch.nn as nn
