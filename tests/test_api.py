@@ -65,7 +65,8 @@ def test_unguarded_script_verifies_source_strings(tmp_path):
     assert out.stdout.count("top level ran") == 1  # the workers did not run the script again
     assert "bootstrapping phase" not in out.stderr
     path = Path(out.stdout.split("PATH ", 1)[1].split()[0])
-    assert path.parent == Path(env["KBV_CACHE_DIR"]) / "sources" and path.read_text() == CANDIDATE_SOURCE
+    assert path.parent.parent == Path(env["KBV_CACHE_DIR"]) / "sources" and path.name == "candidate.py"
+    assert path.read_text() == CANDIDATE_SOURCE
 
 
 @pytest.mark.e2e
