@@ -40,6 +40,7 @@ def test_noisy_cpu_samples_are_wide_and_tight_gpu_samples_are_narrow():
     narrow = half_widths({"candidate": GPU_CAND, "eager-fp32": GPU_FP32}, ["eager-fp32"], P, C)
     assert wide["eager-fp32"] > 0.05 > narrow["eager-fp32"]
     assert half_widths({"candidate": GPU_CAND}, ["eager-fp32"], P, C) == {}  # baseline not timed
+    assert half_widths({"candidate": GPU_CAND[:-1] + [0.0], "eager-fp32": GPU_FP32}, ["eager-fp32"], P, C) == {}
 
 
 def test_the_stop_agrees_with_the_interval_the_verdict_records():

@@ -284,6 +284,13 @@ class EvalConfig:
         call_timeout_s: seconds allowed per checked forward call.
         timing_timeout_s: seconds allowed per timing round.
         time_budget_ms: milliseconds of calls per subject in a round after the first (>= 0; 0: no cap).
+        interval_half_width: the adaptive stop's target (:mod:`kbv.pipeline.adaptive`): after the
+            planned rounds, more rounds run until every speedup's 95 % interval spans at most
+            ± this fraction of the speedup (0: the planned rounds only; None, the default: 0.05 on
+            cuda, 0 on cpu).
+        max_timing_rounds: rounds at most with the adaptive stop, the planned ones included (>= 1).
+        timing_budget_s: seconds of timing rounds after which the adaptive stop starts no round
+            (>= 0; 0: no limit but ``max_timing_rounds``).
         policy: ``"kbv"`` (float64 oracle, budget from the baselines' own errors) or
             ``"kbv-compat"`` (``allclose`` on nominal + D1-D4); decides ``passed``.
         distributions: kbv's secret randomised distributions (``kbv.reference.inputs.DISTRIBUTIONS``);
@@ -316,6 +323,18 @@ class EvalConfig:
     #: for every subject; the sync pass is sized the same way (``kbv.pipeline.timing.trials_within_budget``).
     #: 0 for no cap.
     time_budget_ms: float = 2000.0
+    #: adaptive stop: further rounds until each speedup's 95 % interval spans at most ± this
+    #: fraction of it. None: 0.05 on cuda (kbv choice: a quoted 1.50x is then within 1.43-1.58x;
+    #: launch-bound kernels need the extra rounds), 0 on cpu, where kbv's timing serves development
+    #: machines whose load keeps the interval from narrowing (a loaded 2-core machine ran to the
+    #: round cap on a ReLU: +3-4 s a verification for no quotable figure).
+    interval_half_width: float | None = None
+    #: rounds at most under the adaptive stop (4x the planned 3: the interval narrows about as
+    #: 1/sqrt(calls), so a planned width of 0.1 gets to 0.05).
+    max_timing_rounds: int = 12
+    #: seconds of timing rounds after which no further round starts (kbv choice: a verification's
+    #: timing stays within half a minute whatever the kernel).
+    timing_budget_s: float = 30.0
     #: correctness policy deciding ``passed`` (``kbv`` or ``kbv-compat``, see ``kbv.reference.oracle``).
     policy: str = "kbv"
     #: kbv's secret randomised distributions to run (``kbv.reference.inputs.DISTRIBUTIONS``); ``()`` for none.
@@ -343,6 +362,17 @@ class EvalConfig:
             raise ValueError("nominal_seeds, trials and timing_rounds must be >= 1")
         if not (math.isfinite(self.time_budget_ms) and self.time_budget_ms >= 0):
             raise ValueError(f"time_budget_ms must be finite and >= 0, not {self.time_budget_ms!r}")
+        if not (self.interval_half_width is None or 0 <= self.interval_half_width < 1) or self.max_timing_rounds < 1 \
+                or not (math.isfinite(self.timing_budget_s) and self.timing_budget_s >= 0):
+            raise ValueError("interval_half_width must be None or in [0, 1), max_timing_rounds >= 1 and "
+                             "timing_budget_s finite and >= 0")
+
+    @property
+    def interval_target(self) -> float:
+        """The adaptive stop's target in force: ``interval_half_width``, or its device default."""
+        if self.interval_half_width is not None:
+            return float(self.interval_half_width)
+        return 0.05 if self.device == "cuda" else 0.0
 
     @staticmethod
     def default_tolerance(precision: str) -> float:

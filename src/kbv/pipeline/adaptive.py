@@ -2,7 +2,8 @@
 
 After the rounds ``EvalConfig.trials`` asks for (``timing_rounds`` of them), the timing stage runs
 further rounds, of the size of the last one, while the 95 % interval of some speedup
-(:mod:`kbv.model.intervals`) is wider than ``EvalConfig.interval_half_width`` of the speedup.
+(:mod:`kbv.model.intervals`) is wider than ``EvalConfig.interval_target`` of the speedup
+(``interval_half_width``; by default 0.05 on cuda and off on cpu).
 It stops at the first of:
 
 - ``interval``: every baseline's relative half-width is at or under the target;
@@ -19,6 +20,7 @@ than the fixed protocol would.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -40,19 +42,25 @@ class StopRule:
     def from_config(cls, config) -> "StopRule":
         """The rule of an :class:`~kbv.model.records.EvalConfig`."""
         planned = min(config.timing_rounds, config.trials)
-        return cls(float(config.interval_half_width), planned, max(planned, int(config.max_timing_rounds)),
+        return cls(config.interval_target, planned, max(planned, int(config.max_timing_rounds)),
                    float(config.timing_budget_s))
 
 
 def half_widths(samples: Mapping[str, Sequence[float]], baselines: Sequence[str], problem_sha256: str,
                 candidate_sha256: str) -> dict[str, float]:
     """Relative half-width of the speedup against each baseline with samples on both sides (the
-    same seed as the recorded interval, so the stop and the verdict's interval agree)."""
+    same seed as the recorded interval, so the stop and the verdict's interval agree). Times that
+    are not finite and positive give no width (the timing stage then stops and rejects them)."""
+    def usable(times: Sequence[float]) -> bool:
+        return bool(times) and all(math.isfinite(t) and t > 0 for t in times)
+
     cand = samples.get("candidate") or ()
-    out = {}
+    out: dict[str, float] = {}
+    if not usable(cand):
+        return out
     for b in baselines:
         base = samples.get(b) or ()
-        if cand and base:
+        if usable(base):
             out[b] = relative_half_width(base, cand, interval_seed(problem_sha256, candidate_sha256, b))
     return out
 

@@ -7,7 +7,7 @@ import contextlib
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 from kbv.model.findings import finding
 from kbv.model.records import CandidateRef, Environment, EvalConfig, Severity, Status
@@ -56,8 +56,15 @@ class Context:
     _input_bytes = 0  #: bytes of one call's inputs (set by the preflight; sizes the memory bound).
 
     def __init__(self, rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, env: Environment,
-                 hidden_tests: str | None = None):
+                 hidden_tests: str | None = None, *, worker: CandidateProcess | None = None,
+                 quiet: Callable[[], ContextManager] | None = None, on_loaded: Callable[[], None] | None = None):
         self.hidden_tests = hidden_tests
+        #: a candidate worker started ahead for this job (kbv.pipeline.prestart), used instead of a spawn
+        self.worker = worker
+        #: makes the context the timed rounds and the sync pass run in (kbv.pipeline.prestart.quiet)
+        self.quiet = quiet
+        #: called once the candidate is loaded (the lane's next worker is started then)
+        self.on_loaded = on_loaded
         self.rp = rp
         self.candidate = candidate
         self.config = config

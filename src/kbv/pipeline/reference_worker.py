@@ -13,7 +13,11 @@ content-hash build cache, and answers ``{"built": {candidate path: "ok" or the f
 (which fails at the same load, before any timing) and adds ``"verdict"``: the verdict the
 verification pipeline gives a candidate that does not build (COMPILE_ERROR, or HACK when the static
 scan caught a cheat), so that :mod:`kbv.batch.executors.builds` decides it without a lane. Reference models
-are cached per (problem file hash, config precision). Candidate workers are spawned from here, so
+are cached per (problem file hash, config precision). A verification job may name the lane's next
+candidate (``"next"``: its worker is started once this job's candidate is loaded,
+:mod:`kbv.pipeline.prestart`) and a timing-flag directory (``"quiet_dir"``: the build pool stops
+its builds while this job times, :mod:`kbv.processes.quiet`); every verdict names the kbv source
+this worker runs (``evidence["kbv_source"]``, :mod:`kbv.model.source`). Candidate workers are spawned from here, so
 inputs reach them by CUDA IPC without passing through the orchestrator. The worker dies with the
 orchestrator (``PR_SET_PDEATHSIG``) and a forked sentinel kills its candidate workers' processes
 when it dies (:func:`kbv.processes.handles.start_sentinel`).
@@ -21,6 +25,7 @@ when it dies (:func:`kbv.processes.handles.start_sentinel`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import traceback
 from multiprocessing.connection import Connection
@@ -44,16 +49,23 @@ def reference_main(conn: Connection, device: str) -> None:
     from kbv.intake.problems import ProblemError
     from kbv.model.records import CandidateRef, EvalConfig, ProblemRef, to_dict
 
+    from kbv.model.source import source_hash
+    from kbv.pipeline.prestart import Prestarted, quiet
+
     if device == "cuda":
         torch.cuda.set_device(0)
     env = collect_environment(device)
+    source = source_hash()  #: the kbv this worker runs, named in every verdict (evidence kbv_source)
     cache: dict = {}
+    early = Prestarted()
     while True:
         try:
             job = json.loads(conn.recv_bytes())
         except EOFError:
+            early.close()
             return
         if job is None:
+            early.close()
             return
         if job.get("kind") == "environment":  # what a baseline cache key needs, nothing run
             reply = {"baselines": {"environment": to_dict(env), "measurements": {}, "errors": {}}}
@@ -77,6 +89,8 @@ def reference_main(conn: Connection, device: str) -> None:
                 reply = {"built": _build(job["pairs"], config)}
                 if job.get("verify_failures") and len(job["pairs"]) == 1:
                     reply["verdict"] = _failed_build_verdict(job["pairs"][0], reply["built"], config, env)
+                    if reply["verdict"] is not None:
+                        reply["verdict"].setdefault("evidence", {})["kbv_source"] = source
             elif job.get("kind") == "baselines":  # kbv baselines: time the reference model only
                 from kbv.pipeline.baselines import measure_reference
 
@@ -94,7 +108,25 @@ def reference_main(conn: Connection, device: str) -> None:
                     if device == "cuda":
                         torch.cuda.empty_cache()
                     cache[key] = build_reference(problem, config)
-                verdict = verify.verify(cache[key], candidate, config, env, hidden_tests=job.get("hidden_tests"))
+                worker = early.take(candidate, config.device)
+
+                def start_next(device=config.device) -> None:  # the lane's next candidate's worker
+                    if not job.get("ask_next"):
+                        return
+                    conn.send_bytes(json.dumps({"ask": "next"}).encode())
+                    nxt = json.loads(conn.recv_bytes()).get("next")
+                    if nxt:
+                        try:
+                            early.start(CandidateRef(**nxt), device)
+                        except Exception:  # noqa: BLE001 - the next job spawns its own worker
+                            pass
+
+                if worker is not None:  # this one was started early and is ready: the next starts now
+                    start_next()
+                verdict = verify.verify(cache[key], candidate, config, env, hidden_tests=job.get("hidden_tests"),
+                                        worker=worker, quiet=lambda: quiet(job.get("quiet_dir"), early),
+                                        on_loaded=start_next if worker is None else None)
+                verdict = dataclasses.replace(verdict, evidence={**verdict.evidence, "kbv_source": source})
                 reply = {"verdict": to_dict(verdict)}
         except ProblemError as exc:
             cache.clear()

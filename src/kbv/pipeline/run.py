@@ -53,13 +53,16 @@ class Verification(Load, Correctness, Vetting, Timing, SyncChecks, Roofline, Pro
         if self.rp.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.rp.device)
         cand_peak = None
-        with CandidateProcess(device=self.config.device, build_dir=bd) as worker:
+        with self.worker or CandidateProcess(device=self.config.device, build_dir=bd) as worker:
             try:
                 self._preflight()
                 if worker.proc.pid is not None:
                     self._signals_at_spawn = caught_signals(worker.proc.pid) & FAULT_SIGNALS
                     self.state.evidence["signals_at_spawn"] = sorted(int(x) for x in self._signals_at_spawn)
+                self.state.evidence["worker_started_early"] = self.worker is not None
                 self._load(worker)
+                if self.on_loaded is not None:
+                    self.on_loaded()
                 self._correctness(worker)
                 self._vet()
                 judged = [r for r in state.input_sets if not r.dropped]
@@ -92,11 +95,16 @@ class Verification(Load, Correctness, Vetting, Timing, SyncChecks, Roofline, Pro
 
 
 def verify(rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, env: Environment, *,
-           hidden_tests: str | None = None) -> Verdict:
+           hidden_tests: str | None = None, worker: CandidateProcess | None = None, quiet=None,
+           on_loaded=None) -> Verdict:
     """Verify ``candidate`` against the built reference problem ``rp`` (``hidden_tests``: see
-    :meth:`kbv.batch.evaluator.Evaluator.evaluate`).
+    :meth:`kbv.batch.evaluator.Evaluator.evaluate`). ``worker``: a candidate worker started for this
+    job ahead of it, idle (:mod:`kbv.pipeline.prestart`; closed at the end like a fresh one);
+    ``quiet``: a context factory wrapped round the timed rounds and the sync pass; ``on_loaded``:
+    called once the candidate is loaded.
 
     Raises:
         ProblemError: the reference itself fails on nominal inputs (the problem is broken).
     """
-    return Verification(rp, candidate, config, env, hidden_tests).run()
+    return Verification(rp, candidate, config, env, hidden_tests, worker=worker, quiet=quiet,
+                        on_loaded=on_loaded).run()

@@ -1,10 +1,13 @@
 """The timing stage: the candidate and the baselines timed on identical rotating inputs in
 interleaved rounds, every timed call's inputs changed, and the outputs of a secret subset of
-timed calls re-checked against the reference (taxonomy 5, 6, 11); then the sync pass, the
-roofline and op-count checks and memory (their own modules)."""
+timed calls re-checked against the reference (taxonomy 5, 6, 11); more rounds until each
+speedup's interval is narrow enough (the adaptive stop, :mod:`kbv.pipeline.adaptive`); then the
+sync pass, the roofline and op-count checks and memory (their own modules). The rounds and the
+sync pass run in the job's quiet context (builds and the next job's worker stopped)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import secrets
 import time
@@ -15,6 +18,8 @@ import torch
 
 from kbv.checks.timing import implausible_times, plan_leak
 from kbv.model.records import InputKind, InputSetResult, Measurement, Severity, Status
+from kbv.pipeline.adaptive import StopRule, decide, half_widths
+from kbv.pipeline.adaptive import evidence as stop_evidence
 from kbv.pipeline.context import Stop
 from kbv.pipeline.judging import Judging
 from kbv.processes import footprint as fp
@@ -122,11 +127,57 @@ class Timing(Judging):
         self._call(worker, protocol.SetTimingInputs(tuple(tuple(inp.shared_clone(s)) for s in sets)), "time",
                    cfg.call_timeout_s)
         flush = l2_flush_bytes(self.rp.device)
+        with self._quiet_timing():  # the build pool's builds and the next job's worker stopped
+            samples, clock = self._rounds(worker, sets, flush)
+            bad = implausible_times(samples["candidate"])
+            if bad:
+                self._found("timing:non-positive", (7,), Severity.HACK, f"implausible candidate times {bad[:3]} ms")
+                raise Stop(Status.HACK, f"{self.name}: implausible candidate times {bad[:3]} ms")
+            for subject, times in samples.items():
+                self.state.timing[subject] = Measurement(subject, cfg.device, tuple(times), cfg.warmup, flush, clock)
+            cand = self.state.timing["candidate"].median_ms
+            for b in cfg.baselines:
+                self.state.speedup[b] = self.state.timing[b].median_ms / cand
+            self.state.evidence["timing_input_sets"] = len(sets)
+            self.state.evidence["baselines"] = bl.baseline_flags(cfg.baselines)
+            self._phase_peak("timing-rounds")
+            if cfg.integrity:
+                self._sync_pass(worker, sets)
+                self._phase_peak("sync-pass")
+        if cfg.integrity:
+            self._roofline(worker, sets)
+            self._reference_ops(worker, sets)
+            self._phase_peak("op-count")
+        if self.rp.device.type == "cuda":
+            self._memory(worker, sets[0])
+        del sets
+        self.state.phase_seconds["timing"] = time.perf_counter() - t0
+        self._phase_peak("timing")
+
+    @contextlib.contextmanager
+    def _quiet_timing(self):
+        """The context of the timed work (``quiet`` of the job: :func:`kbv.pipeline.prestart.quiet`);
+        records whether the build pool had stopped its builds (``builds_during_timing``)."""
+        if self.quiet is None:
+            yield
+            return
+        with self.quiet() as flag:
+            yield
+        ack = getattr(flag, "acknowledged", None)
+        if ack is not None:
+            self.state.evidence["builds_during_timing"] = "stopped" if ack else "not acknowledged"
+
+    def _rounds(self, worker: CandidateProcess, sets: list, flush: int | None) -> tuple[dict, str]:
+        """The interleaved timing rounds, planned and adaptive (:mod:`kbv.pipeline.adaptive`).
+        Returns the per-call times of every subject and the clock."""
+        cfg = self.config
         # cfg.trials timed calls per subject, split as evenly as possible over the rounds; after the
         # first round a round is cut to fit cfg.time_budget_ms at the slowest subject's median so far
-        # (the same count for every subject, so they stay side by side)
+        # (the same count for every subject, so they stay side by side); rounds past the planned ones
+        # (the adaptive stop) are the size of the last planned one, cut the same way
         rounds = min(cfg.timing_rounds, cfg.trials)
         split = [cfg.trials // rounds + (1 if r < cfg.trials % rounds else 0) for r in range(rounds)]
+        rule = StopRule.from_config(cfg)
         subjects = ["candidate", *cfg.baselines]
         samples: dict[str, list] = {s: [] for s in subjects}
         clock = "cuda-event" if self.rp.device.type == "cuda" else "perf_counter"
@@ -138,12 +189,15 @@ class Timing(Judging):
         plain_round = secrets.randbelow(rounds)
         done = 0  # timed calls per subject so far
         per_round_done = []
-        for r in range(rounds):
-            per_round = split[r]
+        started = time.perf_counter()
+        r = 0
+        while True:
+            round_start = time.perf_counter()
+            per_round = split[min(r, rounds - 1)]
             if r:
                 cost = max(float(np.median(t)) if t and all(math.isfinite(x) for x in t) else math.inf
                            for t in samples.values())
-                per_round = trials_within_budget(split[r], cost if math.isfinite(cost) else 0.0,
+                per_round = trials_within_budget(per_round, cost if math.isfinite(cost) else 0.0,
                                                  cfg.time_budget_ms)
             order = subjects[r % len(subjects):] + subjects[: r % len(subjects)]  # rotate: no fixed position
             # a secret number of extra warmup calls, and timed calls whose outputs are re-checked (all, or a
@@ -157,8 +211,8 @@ class Timing(Judging):
             # values of this round's first warmup call with the single change only: a cache keyed by a
             # sample of the input hits there and answers wrongly, so it is named, not only defeated
             # (t11-sniff-sample-cache; with the plain rotating set it hit only by chance)
-            # (rounds of fewer than three calls: one secret round carries it, so a verification with
-            # few trials still has one; kbv eval --trials 6 splits into rounds of 2)
+            # (rounds of fewer than three calls: one secret planned round carries it, so a verification
+            # with few trials still has one; kbv eval --trials 6 splits into rounds of 2)
             plain = secrets.randbelow(per_round) if cfg.integrity and cfg.trials >= 3 and (
                 per_round >= 3 or r == plain_round) else -1
             mix = tuple((i, (first, 0, skip, 1.0) if i == plain else
@@ -187,34 +241,20 @@ class Timing(Judging):
             kept = []
             done += per_round
             per_round_done.append(per_round)
+            r += 1
+            widths = (half_widths(samples, cfg.baselines, self.rp.ref.sha256, self.candidate.sha256)
+                      if r >= rounds and rule.target > 0 else {})
+            now = time.perf_counter()
+            reason = decide(rule, r, now - started, now - round_start, widths)
+            if reason is not None:
+                self.state.evidence["timing_stop"] = stop_evidence(reason, rule, r, now - started, widths)
+                break
         bl.apply_flags(self.fp32_flags)
         self.state.evidence["timed_rechecks"] = recheck.checked
         self._plan_leak()
         self.state.evidence["timed_calls_per_round"] = per_round_done
         self.oracle.release()
-        bad = implausible_times(samples["candidate"])
-        if bad:
-            self._found("timing:non-positive", (7,), Severity.HACK, f"implausible candidate times {bad[:3]} ms")
-            raise Stop(Status.HACK, f"{self.name}: implausible candidate times {bad[:3]} ms")
-        for subject, times in samples.items():
-            self.state.timing[subject] = Measurement(subject, cfg.device, tuple(times), cfg.warmup, flush, clock)
-        cand = self.state.timing["candidate"].median_ms
-        for b in cfg.baselines:
-            self.state.speedup[b] = self.state.timing[b].median_ms / cand
-        self.state.evidence["timing_input_sets"] = len(sets)
-        self.state.evidence["baselines"] = bl.baseline_flags(cfg.baselines)
-        self._phase_peak("timing-rounds")
-        if cfg.integrity:
-            self._sync_pass(worker, sets)
-            self._phase_peak("sync-pass")
-            self._roofline(worker, sets)
-            self._reference_ops(worker, sets)
-            self._phase_peak("op-count")
-        if self.rp.device.type == "cuda":
-            self._memory(worker, sets[0])
-        del sets
-        self.state.phase_seconds["timing"] = time.perf_counter() - t0
-        self._phase_peak("timing")
+        return samples, clock
 
     def _time_candidate(self, worker: CandidateProcess, sets: list, first: int, warmup: int, per_round: int,
                         flush: int | None, mix: dict, mutate: dict, keep: set, done: int, skip: tuple

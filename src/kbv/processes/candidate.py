@@ -19,10 +19,16 @@ from kbv.sandbox.confinement import InheritedFd, WorkerSetup, worker_environment
 from kbv.sandbox.worker import candidate_main
 
 
+#: candidate workers of this process not yet closed: a worker started while another is open is
+#: spared by the other's jail (each jail kills only what its own worker started).
+_OPEN: set = set()
+
+
 class CandidateProcess:
     """A fresh spawned candidate worker. Use as a context manager; on exit it is killed with every
     process it started, even ones that left its session (:class:`kbv.processes.jail.ProcessJail`: this
-    process becomes a child subreaper)."""
+    process becomes a child subreaper). Several may be open at once (the build pool's parallel
+    loads, the next job's worker started early): none of their jails kills another's worker."""
 
     def __init__(self, *, device: str, build_dir: Path):
         self.workdir = Path(tempfile.mkdtemp(prefix="kbv-cand-"))
@@ -46,6 +52,9 @@ class CandidateProcess:
         os.close(self.log.write_fd)  # the worker holds the only write end: EOF when it is gone
         self.log.write_fd = -1
         self.jail.watch()
+        for other in _OPEN:
+            other.jail.spare(self.proc.pid)
+        _OPEN.add(self)
         tell_sentinel(self.proc.pid)
         child.close()
 
@@ -128,6 +137,7 @@ class CandidateProcess:
         return reply
 
     def close(self) -> None:
+        _OPEN.discard(self)
         if self.proc.is_alive():
             try:
                 protocol.send(self.conn, protocol.Shutdown())

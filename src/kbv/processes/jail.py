@@ -169,6 +169,11 @@ class ProcessJail:
         if self._linux:
             self._known = _children(os.getpid())
 
+    def spare(self, pid: int) -> None:
+        """Leave ``pid``, a child of this process started after :meth:`watch`, alone: another
+        worker with a jail of its own (the next job's candidate worker, started early)."""
+        self._known.add(pid)
+
     def pause(self, pid: int, settle_s: float = 0.1) -> tuple[int, ...]:
         """Stop the worker ``pid`` and every process it started (its descendants, and orphans
         re-parented to this process): SIGSTOP, plus ``cgroup.freeze`` where the jail has a cgroup.

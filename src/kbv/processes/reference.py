@@ -90,9 +90,11 @@ class ReferenceProcess:
             self.proc.start()
         child.close()
 
-    def evaluate(self, job: dict, timeout: float) -> ReferenceReply:
+    def evaluate(self, job: dict, timeout: float, answer: Callable[[dict], dict] | None = None) -> ReferenceReply:
         """Run one verification job (see :func:`kbv.pipeline.reference_worker.reference_main`).
 
+        A question the worker asks during the job (a message with ``"ask"``: which candidate comes
+        next) is answered with ``answer(message)`` (``{}`` without one) and the wait goes on.
         A worker that dies answers an error, except one killed by a signal during a verification:
         that is an EVAL_ERROR verdict naming what is known of the cause (its resident memory
         against the host's, sampled while it ran), never the candidate's fault without proof.
@@ -104,19 +106,25 @@ class ReferenceProcess:
         self.conn.send_bytes(json.dumps(job).encode())
         self._rss = (0, 0)  # (the worker's last resident bytes, host bytes available then)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.proc.is_alive() and not self.conn.poll(0.25):
-            self._rss = _memory_sample(self.proc.pid) or self._rss
-        if not wait_readable(self.conn, self.proc, max(0.0, deadline - time.monotonic()) + POLL_S):
-            if self.proc.is_alive():
-                kill_group(self.proc)
-                kill_cgroups(self.proc.pid)
-                return ReferenceReply(error=f"reference worker did not answer within {timeout:g} s")
-            return self._died(job)
-        try:
-            data = json.loads(self.conn.recv_bytes())
-        except (EOFError, OSError):
-            return self._died(job)
-        return ReferenceReply(**data)
+        while True:
+            while time.monotonic() < deadline and self.proc.is_alive() and not self.conn.poll(0.25):
+                self._rss = _memory_sample(self.proc.pid) or self._rss
+            if not wait_readable(self.conn, self.proc, max(0.0, deadline - time.monotonic()) + POLL_S):
+                if self.proc.is_alive():
+                    kill_group(self.proc)
+                    kill_cgroups(self.proc.pid)
+                    return ReferenceReply(error=f"reference worker did not answer within {timeout:g} s")
+                return self._died(job)
+            try:
+                data = json.loads(self.conn.recv_bytes())
+            except (EOFError, OSError):
+                return self._died(job)
+            if "ask" not in data:
+                return ReferenceReply(**data)
+            try:
+                self.conn.send_bytes(json.dumps(answer(data) if answer is not None else {}).encode())
+            except OSError:
+                return self._died(job)
 
     def _died(self, job: dict) -> ReferenceReply:
         """The worker died during ``job``: an EVAL_ERROR verdict when a signal killed it while it

@@ -111,8 +111,14 @@ class _Server:
         self._reported_writes = 0
 
     def _warm_runtime(self) -> None:
-        """Start torch's own threads (intra-op pool, CUDA driver) before the thread baseline."""
+        """Start torch's own threads (intra-op pool, CUDA driver) before the thread baseline, and
+        apply the eager-fp32 flags once: their first application imports ``torch._inductor``
+        (``torch.use_deterministic_algorithms``, 5 s on a loaded 2-core machine), which then falls
+        in the worker's start-up (overlapped with the previous job for a worker started early,
+        :mod:`kbv.pipeline.prestart`) instead of the candidate's load, and before the snapshots of
+        torch's operators and of the harness."""
         torch = self.torch
+        self.baselines.apply_flags(self.baselines.flags_for("eager-fp32"))
         torch.ones(1 << 16).sum()
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)

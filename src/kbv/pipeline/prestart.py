@@ -1,0 +1,100 @@
+"""The next job's candidate worker, started while the current job runs (kbv run's lanes).
+
+The reference worker asks its lane which candidate comes next (the lane holds its next job beside
+the current one) and spawns that candidate's worker: a fresh sandboxed process of the next
+candidate's own build directory that imports torch and kbv's harness, applies the eager-fp32 flags
+once, starts CUDA and then waits; the candidate file is not read until its own job loads it. It
+asks as a job starts when that job's own worker was started early (then nothing else is starting),
+else once the job's candidate is loaded (so the two start-ups do not compete). A ``Ping`` sent at
+spawn marks it ready (its ``Pong`` comes once the start-up is done). While the current job's timed
+rounds and sync pass run, the early worker is stopped (SIGSTOP of its tree, with the build pool's
+processes: :mod:`kbv.processes.quiet`), so its start-up work never runs beside a timed call; it
+overlaps the current job's load, correctness, vetting, profile and memory stages instead.
+
+When the next job arrives for that candidate, :meth:`Prestarted.take` hands the worker over once
+its Pong arrives; any other job, or a worker that died or did not answer, gets a fresh spawn as
+before. Nothing secret is in the early worker: seeds, inputs and reference outputs are drawn by
+the job that uses it, after its load, as for a fresh worker (docs/scale.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+from kbv.intake.candidates import build_dir
+from kbv.model.records import CandidateRef
+from kbv.processes.candidate import CandidateProcess
+from kbv.processes.quiet import TimingFlag, continue_all, stop_trees
+from kbv.sandbox import protocol
+
+#: seconds a job waits for its early worker's start-up to finish (a fresh spawn would take as long).
+READY_TIMEOUT_S = 300.0
+
+
+def _key(candidate: CandidateRef, device: str) -> tuple:
+    return (str(build_dir(candidate, device)), device)
+
+
+class Prestarted:
+    """At most one early candidate worker, for the next job (see the module doc)."""
+
+    def __init__(self) -> None:
+        self._slot: tuple[tuple, CandidateProcess] | None = None
+
+    def start(self, candidate: CandidateRef, device: str) -> None:
+        """Spawn the worker ``candidate``'s job will use (the one already started is closed)."""
+        self.close()
+        worker = CandidateProcess(device=device, build_dir=build_dir(candidate, device))
+        try:
+            worker.send(protocol.Ping(), phase="start")
+        except Exception:  # noqa: BLE001 - the job spawns its own
+            worker.close()
+            return
+        self._slot = (_key(candidate, device), worker)
+
+    def take(self, candidate: CandidateRef, device: str, timeout: float = READY_TIMEOUT_S) -> CandidateProcess | None:
+        """The early worker if it was started for ``candidate`` on ``device`` and has finished
+        its start-up (waits for it), else None (any early worker is closed)."""
+        slot, self._slot = self._slot, None
+        if slot is None:
+            return None
+        key, worker = slot
+        if key != _key(candidate, device) or not worker.proc.is_alive():
+            worker.close()
+            return None
+        try:
+            reply = worker.receive(phase="start", timeout=timeout)
+        except Exception:  # noqa: BLE001 - died or hung during start-up: not the candidate's doing
+            worker.close()
+            return None
+        if not isinstance(reply, protocol.Pong):
+            worker.close()
+            return None
+        return worker
+
+    def pids(self) -> list[int]:
+        """The early worker's pid (empty when none is running)."""
+        if self._slot is None or not self._slot[1].proc.is_alive() or not self._slot[1].proc.pid:
+            return []
+        return [self._slot[1].proc.pid]
+
+    def close(self) -> None:
+        if self._slot is not None:
+            self._slot[1].close()
+            self._slot = None
+
+
+@contextlib.contextmanager
+def quiet(flag_dir: str | None, early: Prestarted) -> Iterator[TimingFlag]:
+    """The timed part of a verification: the lane's timing flag up (the build pool stops its
+    builds, :class:`kbv.processes.quiet.TimingFlag`) and the early worker stopped."""
+    with TimingFlag(flag_dir) as flag:
+        stopped = stop_trees(early.pids())
+        try:
+            yield flag
+        finally:
+            continue_all(reversed(stopped))
+
+
+__all__ = ["Prestarted", "quiet", "READY_TIMEOUT_S"]
