@@ -171,6 +171,82 @@ def test_thread_lanes_verify_each_job_once(tmp_path):
     assert len({lane for lane, _ in seen}) > 1  # by more than one lane
 
 
+class PeekingFake(SlowFake):
+    """A stand-in that asks, as a lane's reference worker does, which candidate comes next."""
+
+    def evaluate(self, problem, candidate, config, *, hidden_tests=None, next_candidate=None, quiet_dir=None):
+        nxt = next_candidate() if next_candidate is not None else None
+        self.seen.append((candidate.path, nxt.path if nxt is not None else None))
+        v = make_verdict("PASS", speedup=1.5)
+        return dataclasses.replace(v, problem=problem, candidate=candidate, config=config)
+
+
+def _plan(tmp_path, n: int):
+    probs = tmp_path / "problems" / "level1"
+    probs.mkdir(parents=True)
+    (probs / "1_P1.py").write_text(PROBLEM)
+    run = tmp_path / "runs" / "m"
+    run.mkdir(parents=True)
+    for s in range(n):
+        (run / f"level_1_problem_1_sample_{s}_kernel.py").write_text(GOOD + f"# {s}\n")
+    return plan_batch(tmp_path / "problems", [tmp_path / "runs"], CONFIG)
+
+
+def test_a_lane_names_its_next_job_to_the_job_before(tmp_path):
+    """One lane holding one job behind the one in flight: each job is told the next one's
+    candidate (the one the lane then runs), the last none; every job runs once."""
+    plan = _plan(tmp_path, 4)
+    seen: list = []
+
+    def lanes(work, post):
+        return [ThreadLane(LaneSpec("main", "cpu"), work, post, prestart=True,
+                           evaluator_factory=lambda sp: PeekingFake(sp, seen))]
+
+    with Store(tmp_path / "s.db") as st:
+        out = run_batch(plan, st, lane_factory=lanes)
+    assert out.finished == 4 and out.lanes == 1
+    ran = [path for path, _ in seen]
+    assert sorted(ran) == sorted(pj.candidate.path for pj in plan.jobs)
+    assert [nxt for _, nxt in seen] == ran[1:] + [None]
+
+
+class OtherSource(SlowFake):
+    """A stand-in whose verdicts name another kbv source (a Ray node with another tree)."""
+
+    def evaluate(self, problem, candidate, config, *, hidden_tests=None):
+        v = super().evaluate(problem, candidate, config)
+        return dataclasses.replace(v, evidence={**v.evidence, "kbv_source": "f" * 64})
+
+
+def test_a_verdict_of_another_kbv_source_is_not_stored(tmp_path):
+    plan = _plan(tmp_path, 3)
+    with Store(tmp_path / "s.db") as st:
+        out = run_batch(plan, st, lane_factory=lambda work, post: [
+            ThreadLane(LaneSpec("main", "cpu"), work, post, evaluator_factory=lambda sp: OtherSource(sp, []))])
+        assert out.source_changed and "ffffffffffff" in out.source_changed
+        assert list(st.verdicts()) == [] and st.progress().done == 0  # released, pending for a rerun
+        out = run_batch(plan, st, allow_mixed=True, lane_factory=lambda work, post: [
+            ThreadLane(LaneSpec("main", "cpu"), work, post, evaluator_factory=lambda sp: OtherSource(sp, []))])
+        assert out.source_changed is None and out.finished == 3
+
+
+def test_a_store_of_another_source_is_refused_and_a_change_mid_run_stops_the_batch(tmp_path, monkeypatch):
+    from kbv.batch.provenance import META_KEY, SourceMismatch
+    from kbv.model import source
+
+    plan = _plan(tmp_path, 3)
+    fake = lambda work, post: [ThreadLane(LaneSpec("main", "cpu"), work, post,  # noqa: E731
+                                          evaluator_factory=lambda sp: SlowFake(sp, []))]
+    calls = []
+    monkeypatch.setattr(source.SourceWatch, "changed", lambda self: calls.append(1) or len(calls) > 1)
+    with Store(tmp_path / "s.db") as st:
+        out = run_batch(plan, st, lane_factory=fake)
+        assert out.finished == 1 and out.source_changed.startswith("kbv's source files changed")
+        st.set_meta(META_KEY, "0" * 64)
+        with pytest.raises(SourceMismatch, match="000000000000"):
+            run_batch(plan, st, lane_factory=fake)
+
+
 # real verifications (slow) -----------------------------------------------------------------------
 
 def _cpp_run(tmp_path: Path) -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from typing import Callable
 from pathlib import Path
 
 from kbv.batch.baselines import BaselineRun, environment_from_dict, measurement_from_dict
@@ -27,8 +28,9 @@ class EvaluationError(RuntimeError):
 def job_timeout_s(config: EvalConfig) -> float:
     """Upper bound of one job's wall time (s): every worker deadline of the pipeline, plus slack."""
     calls = config.nominal_seeds + len(config.hidden) + len(config.distributions) + 4
+    rounds = max(config.timing_rounds, config.max_timing_rounds if config.interval_target > 0 else 0)
     return (config.compile_timeout_s + calls * config.call_timeout_s
-            + config.timing_rounds * config.timing_timeout_s + 300.0)
+            + rounds * config.timing_timeout_s + 300.0)
 
 
 #: ``CandidateRef.backend`` of a file that failed static vetting (its backend was never detected).
@@ -86,11 +88,16 @@ class Evaluator:
         return self._ref
 
     def evaluate(self, problem: ProblemRef, candidate: CandidateRef, config: EvalConfig, *,
-                 hidden_tests: str | None = None) -> Verdict:
+                 hidden_tests: str | None = None, next_candidate: Callable[[], CandidateRef | None] | None = None,
+                 quiet_dir: str | None = None) -> Verdict:
         """Run the full verification of ``candidate`` against ``problem``.
 
         ``hidden_tests`` is an optional KernelBench-Verified ``<pid>_hidden.py`` file whose
         ``get_hidden_inputs()`` lists become extra hidden input sets ``HT1``, ``HT2``, ...
+        ``next_candidate``: asked once this job's candidate is loaded, it names the candidate
+        this evaluator verifies next (or None), whose worker the reference worker then starts
+        (:mod:`kbv.pipeline.prestart`). ``quiet_dir``: the build pool's timing-flag directory
+        (:mod:`kbv.processes.quiet`).
 
         Raises:
             ProblemError: the problem file is broken (import, constructor, inputs, reference forward).
@@ -100,8 +107,14 @@ class Evaluator:
         if config.device != self.device:
             raise ValueError(f"evaluator is for {self.device}, config asks for {config.device}")
         job = {"problem": dataclasses.asdict(problem), "candidate": dataclasses.asdict(candidate),
-               "config": to_dict(config), "hidden_tests": str(hidden_tests) if hidden_tests else None}
-        reply = self._worker().evaluate(job, job_timeout_s(config))
+               "config": to_dict(config), "hidden_tests": str(hidden_tests) if hidden_tests else None,
+               "ask_next": next_candidate is not None, "quiet_dir": str(quiet_dir) if quiet_dir else None}
+
+        def answer(question: dict) -> dict:
+            nxt = next_candidate() if next_candidate is not None and question.get("ask") == "next" else None
+            return {"next": dataclasses.asdict(nxt) if nxt is not None else None}
+
+        reply = self._worker().evaluate(job, job_timeout_s(config), answer)
         if reply.problem_error:
             raise ProblemError(problem.path, reply.problem_error.split(": ", 1)[-1])
         if reply.error or reply.verdict is None:

@@ -235,6 +235,14 @@ class BatchOutcome:
     eval_errors: list[tuple[str, str]] = field(default_factory=list)  #: (candidate path, cause), this invocation.
     retried_eval_errors: int = 0  #: jobs whose stored EVAL_ERROR verdict this invocation ran again.
     statuses: Counter = field(default_factory=Counter)  #: status → verdicts of the plan's jobs (all time).
+    #: why the run stopped early because kbv's source changed (None: it did not), see kbv.batch.provenance.
+    source_changed: str | None = None
+    builds: int = 0  #: builds the pool did.
+    build_cpu_s: float = 0.0  #: CPU seconds of the pool's build processes, compilers included.
+    build_s: float = 0.0  #: wall seconds of the pool's builds, summed.
+    builds_stopped_s: float = 0.0  #: seconds the pool's builds were held stopped while a lane timed.
+    lanes: int = 0  #: lanes that verified jobs.
+    lane_busy_s: float = 0.0  #: seconds the lanes spent on jobs, summed.
 
     @property
     def pending(self) -> int:
@@ -328,7 +336,8 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
               console: Console | None = None, retry_excluded: bool = False,
               on_verdict: Callable[[PlannedJob, Verdict], None] | None = None,
               lanes: Sequence | None = None, builds: int = 0, jobs_per_build: int | None = None,
-              lane_factory: Callable | None = None) -> BatchOutcome:
+              lane_factory: Callable | None = None, prestart: bool = True, pause_builds: bool = True,
+              allow_mixed: bool = False) -> BatchOutcome:
     """Run every job of ``plan`` that has no verdict yet, writing each verdict as it finishes.
 
     Jobs go to *lanes*, each verifying one job at a time: by default one lane in this thread; with
@@ -337,8 +346,14 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
     :func:`kbv.batch.executors.ray_executor.ray_lanes`) the lanes it makes. Claims, verdict writes and
     printing stay in this thread (one SQLite connection). With ``builds`` > 0, candidates whose
     import builds an extension (cpp, cuda) are first built in a pool of that many sandboxed build
-    processes at idle CPU priority (:mod:`kbv.batch.executors.builds`), ahead of the lanes; a build
-    failure is decided there. The verdicts do not depend on the lanes or the pool.
+    processes at idle CPU priority (:mod:`kbv.batch.executors.builds`), ahead of the lanes, and
+    stopped while a lane times (``pause_builds``, :mod:`kbv.processes.quiet`); a build failure is
+    decided there. A lane of its own (not a given ``evaluator``) holds its next job and has that
+    candidate's worker started while the current job runs (``prestart``,
+    :mod:`kbv.pipeline.prestart`). The verdicts do not depend on the lanes, the pool or the early
+    workers. The store records the kbv source that made its verdicts (:mod:`kbv.batch.provenance`):
+    another source is refused unless ``allow_mixed``, and a source changed on disk during the run
+    stops it before a verdict of the changed files is written (``outcome.source_changed``).
 
     Args:
         evaluator: the evaluator of the single lane (one for ``plan.config.device`` is made, and
@@ -350,20 +365,31 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
         builds: builds at once in the build pool (0: no pool, each lane builds as it loads).
         jobs_per_build: ``MAX_JOBS`` of each build (default :data:`kbv.batch.executors.builds.DEFAULT_JOBS_PER_BUILD`).
         lane_factory: makes the lanes (another executor, e.g. Ray).
+        prestart: start each lane's next candidate worker early.
+        pause_builds: stop the build pool's processes while any lane times.
+        allow_mixed: resume a store another kbv source wrote to, and go on if the source changes.
     Raises:
         ConfigMismatch: the store holds results of another configuration.
+        SourceMismatch: the store's verdicts come from another kbv source (and not ``allow_mixed``).
         ValueError: ``evaluator`` given with ``lanes`` or ``lane_factory``.
     """
     import collections
     import queue
+    import shutil
+    import tempfile
+
+    from kbv.batch.provenance import check_source
+    from kbv.model.source import SourceWatch
 
     from kbv.batch.executors.builds import DEFAULT_JOBS_PER_BUILD, BuildPool, needs_build
-    from kbv.batch.executors.lanes import InlineLane, ThreadLane
+    from kbv.batch.executors.lanes import InlineLane, LaneSpec, ThreadLane
 
     if evaluator is not None and (lanes or lane_factory):
         raise ValueError("give an evaluator or lanes, not both")
     console = console or Console(quiet=True)
     check_config(store, plan.config)
+    source = SourceWatch()
+    check_source(store, source.digest, allow_mixed=allow_mixed)
     out = BatchOutcome(total=len(plan.jobs))
     out.superseded = remove_superseded(plan, store)
     store.add_jobs(pj.job for pj in plan.jobs)
@@ -382,12 +408,26 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
     events: queue.Queue = queue.Queue()
     config, hidden = plan.config, plan.hidden_tests
 
-    def work(ev, pj: PlannedJob):  # in a lane: the raw verdict, or the exception it raised
+    quiet_dir: str | None = None  #: the lanes' timing flags, when a pool stops its builds meanwhile
+
+    def work(ev, pj: PlannedJob, peek=None):  # in a lane: the raw verdict, or the exception it raised
         try:
             ht = (hidden or {}).get((pj.problem.level, pj.problem.problem_id))
-            return ev.evaluate(pj.problem, pj.candidate, config, hidden_tests=str(ht) if ht else None)
+            extra = {k: v for k, v in (("next_candidate", peek), ("quiet_dir", quiet_dir)) if v is not None}
+            return ev.evaluate(pj.problem, pj.candidate, config, hidden_tests=str(ht) if ht else None, **extra)
         except Exception as exc:  # noqa: BLE001 - handled in the dispatcher
             return exc
+
+    def source_moved(res) -> str | None:
+        """Why ``res`` must not be stored: kbv's files changed, or another source made it."""
+        if allow_mixed:
+            return None
+        theirs = res.evidence.get("kbv_source") if isinstance(res, Verdict) else None
+        if theirs is not None and theirs != source.digest:
+            return f"a reference worker ran kbv source {theirs[:12]}, this run {source.digest[:12]}"
+        if source.changed():
+            return f"kbv's source files changed on disk during the run (it started from {source.digest[:12]})"
+        return None
 
     def say(text: str) -> None:
         progress.console.print(text, highlight=False, markup=False, soft_wrap=True)
@@ -429,6 +469,14 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
 
     def result(pj: PlannedJob, res) -> None:
         pkey = problem_key(pj.problem)
+        moved = out.source_changed or source_moved(res)
+        if moved:
+            release(pj)
+            if out.source_changed is None:
+                out.source_changed = moved
+                say(f"KBV STOPPED   {moved}: the verdict of {pj.candidate.path} and those after it are not "
+                    "stored (rerun from one kbv source, or --allow-mixed)")
+            return
         if isinstance(res, ProblemError):
             release(pj)
             out.skipped_excluded += 1
@@ -458,11 +506,11 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
                                      counts=_status_text(out.statuses))
             if lane_factory is not None:
                 runners = list(lane_factory(work, events.put))
-            elif lanes:
-                runners = [ThreadLane(spec, work, events.put) for spec in lanes]
+            elif lanes or evaluator is None:
+                runners = [ThreadLane(spec, work, events.put, prestart=prestart)
+                           for spec in (lanes or [LaneSpec("main", config.device)])]
             else:
-                runners = [InlineLane(evaluator or Evaluator(config.device), work, events.put,
-                                      own=evaluator is None)]
+                runners = [InlineLane(evaluator, work, events.put)]
             use_pool = builds > 0 and lane_factory is None
             for pj in plan.jobs:
                 if states.get(pj.job.key) == "done":
@@ -474,8 +522,10 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
             if todo_build:
                 devices = [spec.env["CUDA_VISIBLE_DEVICES"] for spec in (lanes or [])
                            if "CUDA_VISIBLE_DEVICES" in spec.env] or None
+                if pause_builds:
+                    quiet_dir = tempfile.mkdtemp(prefix="kbv-quiet-")
                 pool = BuildPool(config, built, size=builds, jobs_per_build=jobs_per_build or DEFAULT_JOBS_PER_BUILD,
-                                 visible_devices=devices)
+                                 visible_devices=devices, pause_dir=quiet_dir)
 
             def take(source: collections.deque) -> PlannedJob | None:
                 """The next job of ``source`` this invocation may run, claimed; None when empty."""
@@ -500,8 +550,9 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
                     ht = hidden.get((pj.problem.level, pj.problem.problem_id))
                     pool.submit(pj, pj.problem, pj.candidate, str(ht) if ht else None)
                     building += 1
-                for lane in runners:
-                    while lane.busy < lane.capacity:
+                # every lane gets a job before any gets the one it holds behind it (prestart)
+                for lane, limit in [(ln, 1) for ln in runners] + [(ln, ln.capacity) for ln in runners]:
+                    while lane.busy < min(limit, lane.capacity):
                         pj = None
                         while ready and pj is None:
                             pj = ready.popleft()
@@ -523,19 +574,27 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
                 if kind == "built":
                     building -= 1
                     if payload.verdict is not None:
-                        record(pj, payload.verdict)
+                        result(pj, payload.verdict)
                     else:
                         ready.append(pj)
                 else:
                     lane.busy -= 1
                     result(pj, payload)
+                if out.source_changed:
+                    break
     except KeyboardInterrupt:
         out.interrupted = True
     finally:
         if pool is not None:
             pool.close()
+            out.builds, out.build_cpu_s, out.build_s = pool.builds, round(pool.cpu_s, 1), round(pool.build_s, 1)
+            out.builds_stopped_s = round(pool.pauser.paused_s, 1) if pool.pauser is not None else 0.0
         for lane in runners:
-            lane.close(abort=out.interrupted)
+            lane.close(abort=out.interrupted or out.source_changed is not None)
+        out.lanes = len(runners)
+        out.lane_busy_s = round(sum(getattr(lane, "busy_s", 0.0) for lane in runners), 1)
+        if quiet_dir is not None:
+            shutil.rmtree(quiet_dir, ignore_errors=True)
         for pj in list(claimed.values()):  # claimed, no verdict: pending again for a rerun
             release(pj)
     return out

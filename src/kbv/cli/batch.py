@@ -69,22 +69,26 @@ def run_cmd(
     level: Optional[List[str]] = typer.Option(None, "--level", metavar="1,2", help=LEVEL_HELP),
     problem_ids: Optional[List[str]] = typer.Option(None, "--problem-ids", metavar="1,2,5-8", help=IDS_HELP),
     runs: Optional[List[str]] = typer.Option(None, "--runs", metavar="a,b", help=RUNS_HELP),
-    layout: LayoutOpt = typer.Option(LayoutOpt.auto, help="Candidate layout: kernelbench (KernelBench's run folders, one file per level, problem and sample), plain (run / level / id / sample .py) or auto."),
+    layout: LayoutOpt = typer.Option(LayoutOpt.auto, help="Candidate layout: kernelbench (runs/<run>/level_L_problem_P_sample_S_kernel.py), plain (<run>/<level>/<id>/<sample>.py) or auto."),
     hidden_tests: Optional[Path] = typer.Option(None, "--hidden-tests", help="KernelBench-Verified hidden_tests folder (default: looked for beside the problems); each <pid>_hidden.py adds its get_hidden_inputs() sets as HT1, HT2, ..."),
     retry_excluded: bool = typer.Option(False, "--retry-excluded", help="Run again the jobs of problems excluded as broken."),
-    seeds: int = typer.Option(3, min=1, metavar="N", help=SEEDS_HELP),
-    trials: int = typer.Option(30, min=1, metavar="N", help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
-    warmup: int = typer.Option(5, min=0, metavar="N", help="Untimed calls before each timing round."),
-    timeout: Optional[float] = typer.Option(None, min=1.0, metavar="S", help="Seconds allowed per forward call (default 120)."),
+    seeds: int = typer.Option(3, min=1, help=SEEDS_HELP),
+    trials: int = typer.Option(30, min=1, help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
+    warmup: int = typer.Option(5, min=0, help="Untimed calls before each timing round."),
+    timeout: Optional[float] = typer.Option(None, min=1.0, help="Seconds allowed per forward call (default 120)."),
     policy: Policy = typer.Option(Policy.kbv, help=POLICY_HELP),
     gpus: Optional[str] = typer.Option(None, "--gpus", metavar="all|0,1", help="One lane per GPU (implies --device cuda): each lane's candidates see only its GPU, one timing per GPU at a time."),
-    lanes: int = typer.Option(1, "--lanes", "--workers", min=1, metavar="N", help="Lanes on --device cpu (jobs verified at once; they share the cores)."),
-    builds: Optional[int] = typer.Option(None, "--builds", min=0, metavar="N", help="C++/CUDA builds at once in the sandboxed build pool ahead of the lanes (default: cores / 2; 0: no pool)."),
+    lanes: int = typer.Option(1, "--lanes", "--workers", min=1, help="Lanes on --device cpu (jobs verified at once; they share the cores)."),
+    builds: Optional[int] = typer.Option(None, "--builds", min=0, help="C++/CUDA builds at once in the sandboxed build pool ahead of the lanes (default: cores / 2; 0: no pool)."),
     executor: ExecutorOpt = typer.Option(ExecutorOpt.local, "--executor", help="local (lanes in this process) or ray (one Ray task per job; needs the ray extra: pip install kbv\\[ray])."),
     address: Optional[str] = typer.Option(None, "--address", help="--executor ray: the cluster's address (default: start a local Ray cluster)."),
+    build_pause: bool = typer.Option(True, "--build-pause/--no-build-pause", help="Stop the build pool's processes while a lane times (default), or only run them at idle priority."),
+    prestart: bool = typer.Option(True, "--prestart/--no-prestart", help="Start each lane's next candidate worker while the current job runs (default)."),
+    allow_mixed: bool = typer.Option(False, "--allow-mixed", help="Add to a store that another kbv source wrote, and go on if kbv's files change during the run (the store records every source)."),
 ) -> None:
     """Verify every (problem, candidate) pair into a resumable store: one verdict written per
     finished job; a rerun skips finished pairs and redoes interrupted ones."""
+    from kbv.batch.provenance import SourceMismatch
     from kbv.batch.runner import ConfigMismatch, plan_batch, run_batch
     from kbv.intake.layout import Layout, LayoutError
     from kbv.batch.store import Store
@@ -141,8 +145,9 @@ def run_cmd(
     with Store(store) as st:
         try:
             outcome = run_batch(plan, st, console=console, retry_excluded=retry_excluded, lanes=lane_specs,
-                                builds=n_builds, lane_factory=ray_ex.lanes if ray_ex else None)
-        except ConfigMismatch as exc:
+                                builds=n_builds, lane_factory=ray_ex.lanes if ray_ex else None,
+                                prestart=prestart, pause_builds=build_pause, allow_mixed=allow_mixed)
+        except (ConfigMismatch, SourceMismatch) as exc:
             fail(str(exc))
         finally:
             if ray_ex is not None:
@@ -156,9 +161,19 @@ def run_cmd(
         if outcome.skipped_excluded:
             console.print(f"{outcome.skipped_excluded} job(s) of excluded problems have no verdict "
                           f"({', '.join(sorted(outcome.excluded)) or 'excluded earlier'}).", highlight=False)
+        if outcome.builds:
+            console.print(f"build pool: {outcome.builds} builds, {outcome.build_cpu_s:.1f} CPU-s, "
+                          f"{outcome.build_s:.1f} s of builds; stopped {outcome.builds_stopped_s:.1f} s while "
+                          "lanes timed", highlight=False)
+        if outcome.lane_busy_s:
+            console.print(f"lanes: {outcome.lanes}, busy {outcome.lane_busy_s:.1f} s", highlight=False)
         for path, error in outcome.internal_errors:
             err_console.print(f"kbv: internal error on {path}: {error.strip().splitlines()[0]}",
                               highlight=False, markup=False, soft_wrap=True)
+    if outcome.source_changed:
+        err_console.print(f"kbv: stopped: {outcome.source_changed}; rerun from one kbv source, or --allow-mixed",
+                          highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(3)
     if outcome.interrupted:
         err_console.print("kbv: interrupted; the job in flight was released, rerun to resume")
         raise typer.Exit(130)
@@ -203,9 +218,9 @@ def baselines_cmd(
     measure: bool = typer.Option(True, "--measure/--no-measure", help="Measure what the cache lacks (--no-measure: only import/export)."),
     force: bool = typer.Option(False, "--force", help="Measure again even when cached."),
     import_json: Optional[Path] = typer.Option(None, "--import-json", help="Import KernelBench baseline JSON (a file, a <hardware> folder or results/timing)."),
-    export_json: Optional[Path] = typer.Option(None, "--export-json", help="Write KernelBench's baseline JSON files into this folder (one subfolder per hardware)."),
-    trials: int = typer.Option(100, min=1, metavar="N", help="Timed calls per baseline (KernelBench uses 100)."),
-    warmup: int = typer.Option(5, min=0, metavar="N", help="Untimed calls before each timing round."),
+    export_json: Optional[Path] = typer.Option(None, "--export-json", help="Write KernelBench's layout <dir>/<hardware>/baseline_time_torch*.json."),
+    trials: int = typer.Option(100, min=1, help="Timed calls per baseline (KernelBench uses 100)."),
+    warmup: int = typer.Option(5, min=0, help="Untimed calls before each timing round."),
 ) -> None:
     """Measure and cache per-problem baselines (eager-fp32, eager-tf32, torch.compile with TF32 on),
     keyed by device name, driver, torch version and precision; import/export KernelBench's JSON."""

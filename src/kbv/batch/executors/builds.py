@@ -13,7 +13,9 @@ the static scan caught a cheat), so a build failure is decided before any lane o
 spent. A build that timed out, whose worker died, or whose verification went past the load (the
 candidate built the second time) gives no verdict here: the job goes to a lane as if never built.
 
-Builds must not slow the timing in the lanes: every build process runs under ``SCHED_IDLE`` with
+Builds must not slow the timing in the lanes. With ``pause_dir`` (``kbv run``'s default, see
+:mod:`kbv.processes.quiet`) every build process is stopped while any lane is in its timed rounds
+or sync pass and continued after. Besides, every build process runs under ``SCHED_IDLE`` with
 nice 19 (set on the pool's reference worker as soon as it is spawned; Linux passes both on to the
 threads and processes it starts, so the candidate workers and their compilers inherit them). A ``SCHED_IDLE``
 process gets a core only when no normal process wants it, so a lane's timing loop (a normal
@@ -64,6 +66,7 @@ class BuildResult:
     built: str  #: ``"ok"``, or the one-line failure of the build-only load.
     verdict: Verdict | None = None  #: the job's verdict when the build failed (see the module doc).
     seconds: float = 0.0  #: wall time of the build (s).
+    cpu_s: float = 0.0  #: CPU time of the build's processes (s): compilers, ninja, the build's worker.
 
 
 def _lower_priority(pid: int) -> None:
@@ -77,6 +80,19 @@ def _lower_priority(pid: int) -> None:
         os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
     except (AttributeError, OSError):
         pass
+
+
+def tree_cpu_s(pid: int | None) -> float | None:
+    """User + system CPU seconds of process ``pid`` and of its children it has reaped (a build's
+    worker, ninja and the compilers, once the build's worker is closed), from /proc/<pid>/stat."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return sum(int(fields[i]) for i in (11, 12, 13, 14)) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _accepted(verdict: Verdict | None) -> Verdict | None:
@@ -101,10 +117,21 @@ class BuildPool:
         jobs_per_build: ``MAX_JOBS`` of each build.
         visible_devices: on cuda, ``CUDA_VISIBLE_DEVICES`` of each build thread in turn (the
             candidate is constructed on the device, so it needs one); None leaves it as it is.
+        pause_dir: the lanes' timing-flag directory: every build process is stopped while a lane
+            times (:class:`kbv.processes.quiet.BuildPauser`); None: idle priority only.
+
+    Attributes:
+        cpu_s, build_s, builds: CPU seconds, wall seconds and number of the builds done so far.
+        pauser: the :class:`~kbv.processes.quiet.BuildPauser` (None without ``pause_dir``).
     """
 
     def __init__(self, config: EvalConfig, on_done: Callable[[Any, BuildResult], None], *, size: int,
-                 jobs_per_build: int = DEFAULT_JOBS_PER_BUILD, visible_devices: Sequence[str] | None = None):
+                 jobs_per_build: int = DEFAULT_JOBS_PER_BUILD, visible_devices: Sequence[str] | None = None,
+                 pause_dir: str | None = None):
+        from kbv.processes.quiet import BuildPauser
+
+        self.cpu_s = self.build_s = 0.0
+        self.builds = 0
         self.config = config
         self.size = max(1, int(size))
         self.jobs_per_build = max(1, int(jobs_per_build))
@@ -116,8 +143,14 @@ class BuildPool:
         devices = list(visible_devices or [])
         self._threads = [threading.Thread(target=self._serve, args=(devices[i % len(devices)] if devices else None,),
                                           name=f"kbv-build-{i}", daemon=True) for i in range(self.size)]
+        self.pauser = BuildPauser(pause_dir, self._pids) if pause_dir else None
         for t in self._threads:
             t.start()
+
+    def _pids(self) -> list[int]:
+        """The pool's reference workers (roots of every build process tree)."""
+        with self._lock:
+            return [r.proc.pid for r in self._refs if r.proc.pid and r.proc.is_alive()]
 
     def submit(self, item: Any, problem, candidate, hidden_tests: str | None = None) -> None:
         """Queue the build of ``candidate`` (a :class:`~kbv.model.records.CandidateRef`) for ``problem``."""
@@ -153,9 +186,11 @@ class BuildPool:
             item, problem, candidate, hidden = got
             t0 = time.monotonic()
             result = BuildResult("build stage failed")
+            cpu0 = None
             try:
                 if ref is None or not ref.proc.is_alive():
                     ref = self._spawn(visible)
+                cpu0 = tree_cpu_s(ref.proc.pid)
                 pair = {"problem": dataclasses.asdict(problem), "candidate": dataclasses.asdict(candidate),
                         "hidden_tests": hidden}
                 job = {"kind": "build", "problem": pair["problem"], "config": to_dict(self.config),
@@ -173,7 +208,13 @@ class BuildPool:
                     result = BuildResult(built, verdict)
             except Exception as exc:  # noqa: BLE001 - the lane verifies the job as if never built
                 result = BuildResult(f"build stage failed: {type(exc).__name__}: {exc}")
-            result = dataclasses.replace(result, seconds=time.monotonic() - t0)
+            cpu1 = tree_cpu_s(ref.proc.pid) if ref is not None else None
+            result = dataclasses.replace(result, seconds=time.monotonic() - t0,
+                                         cpu_s=max(0.0, cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else 0.0)
+            with self._lock:
+                self.cpu_s += result.cpu_s
+                self.build_s += result.seconds
+                self.builds += 1
             if not self._closed.is_set():
                 self._on_done(item, result)
         if ref is not None:
@@ -183,6 +224,8 @@ class BuildPool:
         """Stop the pool: builds in progress are killed, queued ones dropped. Returns when every
         build thread has ended (at most the reference workers' close time)."""
         self._closed.set()
+        if self.pauser is not None:  # nothing left stopped
+            self.pauser.close()
         with self._lock:
             refs = list(self._refs)
         for ref in refs:  # ends a build in progress at once (its evaluate sees the worker gone)
@@ -202,4 +245,4 @@ class BuildPool:
         self.close()
 
 
-__all__ = ["BuildPool", "BuildResult", "pool_size", "needs_build", "BUILT_BACKENDS", "DEFAULT_JOBS_PER_BUILD"]
+__all__ = ["BuildPool", "BuildResult", "pool_size", "needs_build", "tree_cpu_s", "BUILT_BACKENDS", "DEFAULT_JOBS_PER_BUILD"]

@@ -114,10 +114,16 @@ class InlineLane:
     def __init__(self, evaluator, work, post, *, own: bool = False):
         self.name, self.evaluator, self._work, self._post, self._own = "main", evaluator, work, post, own
         self.busy = 0
+        self.busy_s = 0.0  #: seconds spent on jobs.
 
     def submit(self, pj) -> None:
+        import time
+
         self.busy += 1
-        self._post(("done", self, pj, self._work(self.evaluator, pj)))
+        t0 = time.monotonic()
+        res = self._work(self.evaluator, pj)
+        self.busy_s += time.monotonic() - t0
+        self._post(("done", self, pj, res))
 
     def close(self, abort: bool = False) -> None:
         if self._own or abort:
@@ -126,16 +132,22 @@ class InlineLane:
 
 class ThreadLane:
     """Runs jobs one at a time in a thread of its own, with a :class:`LaneEvaluator` made in that
-    thread (its reference worker lives as long as the thread)."""
+    thread (its reference worker lives as long as the thread).
 
-    capacity = 1
+    With ``prestart`` the lane holds one job beside the one in flight (``capacity`` 2) and, asked
+    once the current candidate is loaded, names that next job's candidate, whose worker the
+    reference worker starts early (:mod:`kbv.pipeline.prestart`); ``work(evaluator, job, peek)``
+    gets ``peek``, the function that answers.
+    """
 
-    def __init__(self, spec: LaneSpec, work, post, *, evaluator_factory=None):
+    def __init__(self, spec: LaneSpec, work, post, *, evaluator_factory=None, prestart: bool = False):
         import queue
         import threading
 
         self.name, self.spec, self._work, self._post = spec.name, spec, work, post
         self._factory = evaluator_factory or LaneEvaluator  #: spec -> evaluator, called in the lane's thread
+        self.capacity = 2 if prestart else 1
+        self.busy_s = 0.0  #: seconds spent on jobs.
         self.busy = 0
         self.evaluator: LaneEvaluator | None = None
         self._queue: queue.Queue = queue.Queue()
@@ -148,6 +160,7 @@ class ThreadLane:
 
     def _serve(self) -> None:
         import dataclasses
+        import time
 
         from kbv.batch.executors.throttle import ThrottleWatch
         from kbv.model.records import Verdict
@@ -159,13 +172,28 @@ class ThreadLane:
             while (pj := self._queue.get()) is not None:
                 if watch is not None:
                     watch.start()
-                res = self._work(self.evaluator, pj)
+                t0 = time.monotonic()
+                res = self._work(self.evaluator, pj, self._peek if self.capacity > 1 else None)
+                self.busy_s += time.monotonic() - t0
                 seen = watch.stop() if watch is not None else None
                 if seen is not None and isinstance(res, Verdict):
                     res = dataclasses.replace(res, evidence={**res.evidence, "gpu_throttle": seen})
                 self._post(("done", self, pj, res))
         finally:
             self.evaluator.close()
+
+    def _peek(self, wait_s: float = 0.25):
+        """The candidate of the job queued behind the one in flight, or None; waits up to
+        ``wait_s`` for it (asked as a job starts, the dispatcher may still be handing it over)."""
+        import time
+
+        deadline = time.monotonic() + wait_s
+        while True:
+            with self._queue.mutex:
+                nxt = self._queue.queue[0] if self._queue.queue else None
+            if nxt is not None or time.monotonic() >= deadline:
+                return None if nxt is None else nxt.candidate
+            time.sleep(0.005)
 
     def close(self, abort: bool = False) -> None:
         """End the lane after its job in flight (``abort``: kill its reference worker now, so the
