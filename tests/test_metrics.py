@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from scipy.stats import gmean
 
-from kbv.batch.metrics import FAST_P_THRESHOLDS, compute_metrics, fast_p, geomean, pass_at_k
+from kbv.batch.metrics import compute_metrics
+from kbv.batch.scoring import FAST_P_THRESHOLDS, fast_p, geomean, pass_at_k
 from kbv.model.records import Status
 from kbv.batch.jobs import problem_key
 from verdict_factory import make_batch, make_verdict, problem
@@ -276,7 +277,7 @@ def test_per_sample_aggregates_by_hand():
 
 
 def test_speedup_interval_brackets_the_ratio_of_medians_and_widens_with_noise():
-    from kbv.batch.metrics import speedup_interval, speedup_noisy
+    from kbv.batch.scoring import speedup_interval, speedup_noisy
 
     quiet = make_verdict("PASS", speedup=2.0)
     noisy = make_verdict("PASS", speedup=2.0, noisy=True, problem_id=2)

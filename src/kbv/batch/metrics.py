@@ -22,9 +22,9 @@ Definitions (``../shared/kernelbench-format.md``):
   fewer problems cannot look faster by averaging over fewer.
 * **speedup interval**: a 95 % percentile-bootstrap interval of one sample's speedup, the ratio of
   the medians of the baseline's and the candidate's raw per-call times, each resampled with
-  replacement (:func:`speedup_interval`); a speedup is **noisy** when either measurement is
+  replacement (:func:`kbv.batch.scoring.speedup_interval`); a speedup is **noisy** when either measurement is
   (IQR > 10 % of the median, :data:`kbv.model.records.NOISY_IQR_FRACTION`).
-* **policies side by side** (:class:`PolicyMetrics`): the aggregates above plus the per-sample
+* **policies side by side** (:class:`kbv.batch.policies.PolicyMetrics`): the aggregates above plus the per-sample
   ones of KernelBench-Verified's ``scripts/benchmark_eval_analysis.py``, under ``kbv`` (kbv's
   verdict) and ``kbv-compat`` (the paper's allclose rule on nominal + D1–D4, no integrity
   detectors). Definitions and sources: docs/metrics.md.
@@ -37,171 +37,31 @@ run are all ``EVAL_ERROR`` leaves that run's denominators (``LevelMetrics.eval_e
 they are counted apart. Problems excluded by vetting are left out of every metric unless asked
 for, and listed with their reasons. Problems outside any ``levelN`` folder form level 0.
 
-All fractions are in [0, 1] (``_frac``); speedups and memory efficiencies are ratios (×).
+The formulas and the choice of a problem's best sample are :mod:`kbv.batch.scoring`; the two
+policies' aggregates are :mod:`kbv.batch.policies`. All fractions are in [0, 1] (``_frac``);
+speedups and memory efficiencies are ratios (×).
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from kbv.model.intervals import INTERVAL_CONFIDENCE, INTERVAL_RESAMPLES, interval_seed, ratio_interval
-from kbv.model.records import POLICIES, InputKind, ProblemRef, Status, Verdict
 from kbv.batch.jobs import problem_key
+from kbv.batch.policies import PolicyDisagreement, PolicyMetrics, policy_disagreements, policy_metrics
+from kbv.batch.scoring import (FAST_P_THRESHOLDS, PASS_AT_K, all_problems_speedup, fast_p, fastest, finite_pos,
+                               geomean, nominal_correct, nominal_speedup, pass_at_k, speedup_interval,
+                               speedup_noisy, verified_speedup)
+from kbv.model.records import POLICIES, InputKind, ProblemRef, Status, Verdict
 
-FAST_P_THRESHOLDS: tuple[float, ...] = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
-PASS_AT_K: tuple[int, ...] = (1, 5, 10)
 DECOMPOSITION_BASELINES: tuple[str, ...] = ("eager-fp32", "eager-tf32")
 #: ``nominal``: the original KernelBench notion (ran, every nominal set passed; hidden failures and
 #: integrity findings ignored). ``hidden``: kbv's verdict (status PASS).
 DECOMPOSITION_CORRECTNESS: tuple[str, ...] = ("nominal", "hidden")
 DEFAULT_BASELINE = "eager-tf32"
-
-
-# Elementary formulas ----------------------------------------------------------------------------
-
-def geomean(values: Iterable[float]) -> float | None:
-    """Geometric mean exp(mean(log x)) of positive ratios; None for an empty input.
-
-    Raises:
-        ValueError: a value is not finite and positive.
-    """
-    arr = np.asarray(list(values), dtype=np.float64)
-    if arr.size == 0:
-        return None
-    if not np.all(np.isfinite(arr) & (arr > 0)):
-        raise ValueError(f"geomean needs finite positive values, got {arr[~(np.isfinite(arr) & (arr > 0))][:3]}")
-    return float(np.exp(np.mean(np.log(arr))))
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k of one problem with ``n`` samples of which ``c`` are correct.
-
-    ``1 − C(n−c, k) / C(n, k)`` (Chen et al. 2021, §2.1), evaluated in the numerically stable
-    product form ``1 − ∏_{i=n−c+1}^{n} (1 − k / i)`` of their reference code.
-
-    Raises:
-        ValueError: ``k < 1``, ``k > n`` or ``c`` outside ``[0, n]``.
-    """
-    if not (0 <= c <= n) or not (1 <= k <= n):
-        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n, got n={n} c={c} k={k}")
-    if n - c < k:
-        return 1.0
-    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1, dtype=np.float64)))
-
-
-def fast_p(best_speedups: Sequence[float | None], n_problems: int, p: float) -> float:
-    """fast_p (KernelBench §4): share of ``n_problems`` whose best correct speedup is > ``p``.
-
-    ``best_speedups`` holds one entry per solved problem (None when its speedup is unknown,
-    which never counts as fast).
-    """
-    if n_problems <= 0:
-        return 0.0
-    return sum(1 for s in best_speedups if s is not None and s > p) / n_problems
-
-
-def all_problems_speedup(best_speedups: Sequence[float | None], n_problems: int) -> float | None:
-    """KernelBench's official average speedup: geomean over ``n_problems`` of max(1, s).
-
-    ``best_speedups`` holds one entry per solved problem (None when unknown); every other problem,
-    and every unknown or slower one, counts 1× (KernelBench-Verified ``src/score.py``,
-    ``geometric_mean_speedup_all_problems``). None for no problems.
-    """
-    if n_problems <= 0:
-        return None
-    logs = [math.log(s) for s in best_speedups if s is not None and s > 1.0]
-    return float(math.exp(sum(logs) / n_problems))
-
-
-def speedup_interval(v: Verdict, baseline: str, *, confidence: float = INTERVAL_CONFIDENCE,
-                     resamples: int = INTERVAL_RESAMPLES) -> tuple[float, float] | None:
-    """Percentile-bootstrap interval (×) of ``v``'s speedup vs ``baseline``.
-
-    The speedup is median(baseline times) / median(candidate times) of the raw per-call samples
-    (:attr:`kbv.model.records.Measurement.times_ms`); the interval is
-    :func:`kbv.model.intervals.ratio_interval` (percentile bootstrap, each side resampled
-    ``resamples`` times; Efron & Tibshirani 1993, §13.3), seeded from the candidate, problem and
-    baseline, so a report is reproducible and agrees with the adaptive stop of the timing rounds.
-    None when either side was not timed in this verdict (e.g. ``compile``, which comes from the
-    baseline cache).
-    """
-    cand, base = v.timing.get("candidate"), v.timing.get(baseline)
-    if cand is None or base is None:
-        return None
-    seed = interval_seed(v.problem.sha256, v.candidate.sha256, baseline)
-    return ratio_interval(base.times_ms, cand.times_ms, seed, confidence=confidence, resamples=resamples)
-
-
-def speedup_noisy(v: Verdict, baseline: str) -> bool:
-    """The candidate's or the baseline's measurement is too noisy to rank (``Measurement.noisy``)."""
-    return any(m is not None and m.noisy for m in (v.timing.get("candidate"), v.timing.get(baseline)))
-
-
-# Sample selection -------------------------------------------------------------------------------
-
-def verified_speedup(v: Verdict, baseline: str) -> float | None:
-    """Speedup of a PASS sample vs ``baseline`` (None for any other status or when not timed)."""
-    return v.speedup.get(baseline) if v.status is Status.PASS else None
-
-
-def nominal_speedup(v: Verdict, baseline: str) -> float | None:
-    """Speedup the original protocol would credit: ``speedup``, else ``unverified_speedup``."""
-    s = v.speedup.get(baseline)
-    return s if s is not None else v.unverified_speedup.get(baseline)
-
-
-def nominal_correct(v: Verdict) -> bool:
-    """Correct under the original KernelBench protocol: ran and passed every nominal set."""
-    return v.status.ran and v.nominal_passed
-
-
-def policy_correct(v: Verdict, policy: str) -> bool:
-    """Whether ``v`` is correct under a correctness policy (:data:`kbv.model.records.POLICIES`).
-
-    ``kbv``: every judged set passes kbv's rule and no integrity finding made it HACK or SHORTCUT
-    (a PASS when the run used the kbv policy). ``kbv-compat``: the paper's rule only — allclose on
-    the nominal and D1–D4 sets, nothing else (KernelBench-Verified has no integrity detector, so
-    a HACK or SHORTCUT that passes allclose counts). Uses :attr:`Verdict.policy_verdicts`; a
-    record without a policy's per-set verdicts falls back to its sets' ``passed`` for the run's
-    own policy and is not correct under the other. EVAL_ERROR and every failure to run: False.
-    """
-    if not v.status.ran:
-        return False
-    ok = v.policy_verdicts.get(policy)
-    if ok is None and policy == v.config.policy:
-        judged = [r for r in v.input_sets if not r.dropped]
-        ok = bool(judged) and all(r.passed for r in judged)
-    if not ok:
-        return False
-    return policy != "kbv" or v.status not in (Status.HACK, Status.SHORTCUT)
-
-
-def policy_speedup(v: Verdict, baseline: str) -> float | None:
-    """Measured speedup vs ``baseline`` whatever the status (``speedup``, else ``unverified_speedup``);
-    what a policy that counts ``v`` as correct credits it with."""
-    return nominal_speedup(v, baseline)
-
-
-def _candidate_median(v: Verdict) -> float:
-    m = v.timing.get("candidate")
-    return m.median_ms if m is not None else math.inf
-
-
-def fastest(samples: Iterable[Verdict], speed: Callable[[Verdict], float | None]) -> Verdict | None:
-    """The sample with the largest ``speed(v)``; samples without a speed rank last, then by the
-    candidate's median time. None for no samples."""
-    best, best_rank = None, None
-    for v in samples:
-        s = speed(v)
-        rank = (s is not None, s if s is not None else 0.0, -_candidate_median(v))
-        if best_rank is None or rank > best_rank:
-            best, best_rank = v, rank
-    return best
 
 
 # Records ----------------------------------------------------------------------------------------
@@ -236,57 +96,6 @@ class DecompositionCell:
     correct_frac: float  #: correct_problems / problems.
     correct_speedup: float | None  #: geomean of the fastest correct sample's speedup (×).
     fast_1_frac: float  #: problems with a correct sample faster than the baseline / problems.
-
-
-@dataclass(frozen=True)
-class PerSampleMetrics:
-    """KernelBench-Verified's per-sample aggregates (``scripts/benchmark_eval_analysis.py``): each
-    sample index s is scored as one attempt at every problem (a missing sample fails), then the
-    scores are averaged over the indices. Every value is ``(mean, population std)`` over indices."""
-
-    indices: int  #: sample indices scored.
-    compiled_rate: tuple[float, float]  #: share of problems whose sample s compiled (not COMPILE_ERROR).
-    correctness_rate: tuple[float, float]  #: share of problems whose sample s is correct.
-    correct_speedup: tuple[float, float] | None  #: geomean over correct samples s (``gmsr``); None if none.
-    all_problems_speedup: tuple[float, float]  #: geomean over problems of max(1, speedup) (``avg_speedup``).
-    fast_p: Mapping[float, tuple[float, float]]  #: p → share of problems correct and faster than p×.
-    memory_ratio: tuple[float, float]  #: geomean candidate/reference peak, 1 where not correct (``gmr``).
-    memory_efficient_frac: tuple[float, float]  #: share of problems correct with a lower peak.
-
-
-@dataclass(frozen=True)
-class PolicyMetrics:
-    """A run's aggregates over one scope under one correctness policy (:func:`policy_correct`),
-    best-of-N per problem unless per sample. Denominators are ``problems`` (EVAL_ERROR-only
-    problems out)."""
-
-    policy: str  #: ``kbv`` or ``kbv-compat``.
-    problems: int
-    correct_problems: int  #: problems with a sample correct under the policy.
-    correct_frac: float  #: correct_problems / problems (KernelBench-Verified's Correctness %).
-    correct_speedup: float | None  #: geomean over correct problems of the fastest correct sample (×).
-    speedup_problems: int  #: correct problems with a measured speedup (the n of that geomean).
-    noisy_problems: int  #: of those, how many have a noisy speedup.
-    all_problems_speedup: float | None  #: :func:`all_problems_speedup` over every problem (×).
-    fast_p: Mapping[float, float]  #: p → share of problems whose fastest correct sample beats p×.
-    memory_efficiency: float | None  #: geomean reference/candidate peak of those samples (×).
-    memory_problems: int
-    memory_efficient_frac: float | None  #: share of memory_problems with a lower peak than the reference.
-    memory_efficient_frac_all: float  #: the same count over all problems (``memory_efficient_p``).
-    memory_ratio_all: float | None  #: geomean over all problems of candidate/reference peak, 1 if unknown.
-    per_sample: PerSampleMetrics | None  #: None when the scope has no sample of the run.
-
-
-@dataclass(frozen=True)
-class PolicyDisagreement:
-    """A sample correct under the paper's rule (``kbv-compat``) but not under kbv's."""
-
-    run: str
-    problem_key: str
-    sample_id: int | None
-    status: str  #: kbv's status of the sample.
-    message: str
-    speedup: float | None  #: its measured speedup vs the metrics' baseline (×), whatever the status.
 
 
 @dataclass(frozen=True)
@@ -390,10 +199,6 @@ def _level_bucket(ref: ProblemRef) -> int:
     return ref.level if ref.level is not None else 0
 
 
-def _finite_pos(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) and x > 0 else None
-
-
 def problem_outcome(key: str, samples: Sequence[Verdict], baseline: str) -> ProblemOutcome:
     """Best-of-N outcome: the fastest PASS sample vs ``baseline``, its interval, noise and memory
     efficiency. EVAL_ERROR samples are counted apart, never as attempts."""
@@ -406,7 +211,7 @@ def problem_outcome(key: str, samples: Sequence[Verdict], baseline: str) -> Prob
         passed=sum(v.status is Status.PASS for v in judged),
         best_sample_id=best.candidate.sample_id if best else None,
         best_speedup=speed,
-        best_memory_efficiency=_finite_pos(best.memory_efficiency) if best else None,
+        best_memory_efficiency=finite_pos(best.memory_efficiency) if best else None,
         best_speedup_interval=speedup_interval(best, baseline) if speed is not None else None,
         best_noisy=speedup_noisy(best, baseline) if speed is not None else False,
         eval_errors=len(samples) - len(judged),
@@ -449,76 +254,6 @@ def _hidden_failures(samples: Iterable[Verdict]) -> tuple[int, dict[str, int]]:
             if r.passed is False:
                 failures[r.name] += 1
     return passed_nominal, dict(sorted(failures.items()))
-
-
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    return float(np.mean(values)), float(np.std(values))
-
-
-def _per_sample(groups: Mapping[str, Sequence[Verdict]], policy: str, baseline: str,
-                thresholds: Sequence[float]) -> PerSampleMetrics | None:
-    """KernelBench-Verified ``benchmark_eval_analysis.py``'s per-sample scores (see
-    :class:`PerSampleMetrics`); an index's EVAL_ERROR samples leave that index's denominator."""
-    indices = sorted({v.candidate.sample_id or 0 for vs in groups.values() for v in vs})
-    if not indices:
-        return None
-    rows: dict[str, list[float]] = defaultdict(list)
-    gmsr: list[float] = []
-    for s in indices:
-        picked = {k: next((v for v in vs if (v.candidate.sample_id or 0) == s), None) for k, vs in groups.items()}
-        scored = {k: v for k, v in picked.items() if v is None or v.status is not Status.EVAL_ERROR}
-        n = len(scored)
-        if n == 0:
-            continue
-        correct = {k: v for k, v in scored.items() if v is not None and policy_correct(v, policy)}
-        speeds = [sp for v in correct.values() if (sp := _finite_pos(policy_speedup(v, baseline))) is not None]
-        mems = [m for v in correct.values() if (m := _finite_pos(v.memory_efficiency)) is not None]
-        rows["compiled"].append(sum(v is not None and v.status is not Status.COMPILE_ERROR
-                                    for v in scored.values()) / n)
-        rows["correct"].append(len(correct) / n)
-        if speeds:
-            gmsr.append(geomean(speeds))
-        rows["all"].append(all_problems_speedup(speeds, n))
-        for p in thresholds:
-            rows[f"fast_{p}"].append(sum(sp > p for sp in speeds) / n)
-        rows["mem_ratio"].append(float(math.exp(sum(-math.log(m) for m in mems) / n)))
-        rows["mem_eff"].append(sum(m > 1.0 for m in mems) / n)
-    if not rows:
-        return None
-    return PerSampleMetrics(
-        indices=len(rows["correct"]), compiled_rate=_mean_std(rows["compiled"]),
-        correctness_rate=_mean_std(rows["correct"]), correct_speedup=_mean_std(gmsr) if gmsr else None,
-        all_problems_speedup=_mean_std(rows["all"]),
-        fast_p={float(p): _mean_std(rows[f"fast_{p}"]) for p in thresholds},
-        memory_ratio=_mean_std(rows["mem_ratio"]), memory_efficient_frac=_mean_std(rows["mem_eff"]))
-
-
-def policy_metrics(groups: Mapping[str, Sequence[Verdict]], policy: str, baseline: str,
-                   thresholds: Sequence[float] = FAST_P_THRESHOLDS) -> PolicyMetrics:
-    """A run's aggregates under ``policy`` over the problems in ``groups`` (problem key → that run's
-    verdicts, EVAL_ERROR-only problems already removed; EVAL_ERROR samples of the others are never
-    correct and leave their index's per-sample denominator); see docs/metrics.md."""
-    n = len(groups)
-    best: list[Verdict] = []
-    for vs in groups.values():
-        good = [v for v in vs if policy_correct(v, policy)]
-        if good:
-            best.append(fastest(good, lambda v: policy_speedup(v, baseline)))
-    speeds = [_finite_pos(policy_speedup(v, baseline)) for v in best]
-    timed = [(v, sp) for v, sp in zip(best, speeds) if sp is not None]
-    mems = [m for v in best if (m := _finite_pos(v.memory_efficiency)) is not None]
-    return PolicyMetrics(
-        policy=policy, problems=n, correct_problems=len(best), correct_frac=len(best) / n if n else 0.0,
-        correct_speedup=geomean(sp for _, sp in timed), speedup_problems=len(timed),
-        noisy_problems=sum(speedup_noisy(v, baseline) for v, _ in timed),
-        all_problems_speedup=all_problems_speedup(speeds, n),
-        fast_p={float(p): fast_p(speeds, n, p) for p in thresholds},
-        memory_efficiency=geomean(mems), memory_problems=len(mems),
-        memory_efficient_frac=(sum(m > 1.0 for m in mems) / len(mems)) if mems else None,
-        memory_efficient_frac_all=sum(m > 1.0 for m in mems) / n if n else 0.0,
-        memory_ratio_all=float(math.exp(sum(-math.log(m) for m in mems) / n)) if n else None,
-        per_sample=_per_sample(groups, policy, baseline, thresholds),
-    )
 
 
 def level_metrics(run: str, level: int | None, problems: Sequence[str],
@@ -576,15 +311,6 @@ def level_metrics(run: str, level: int | None, problems: Sequence[str],
         # with their EVAL_ERROR samples: never correct, and the per-sample scores leave them out
         policies={p: policy_metrics({k: everything[k] for k in groups}, p, baseline, thresholds) for p in POLICIES},
     )
-
-
-def policy_disagreements(verdicts: Iterable[Verdict], baseline: str) -> tuple[PolicyDisagreement, ...]:
-    """Samples correct under ``kbv-compat`` (the paper's rule) but not under ``kbv``, in store order."""
-    return tuple(
-        PolicyDisagreement(run=v.candidate.run or "", problem_key=problem_key(v.problem),
-                           sample_id=v.candidate.sample_id, status=v.status.value, message=v.message,
-                           speedup=policy_speedup(v, baseline))
-        for v in verdicts if policy_correct(v, "kbv-compat") and not policy_correct(v, "kbv"))
 
 
 def compute_metrics(verdicts: Iterable[Verdict], *,

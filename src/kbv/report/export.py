@@ -16,8 +16,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from kbv.batch.metrics import (DECOMPOSITION_BASELINES, DECOMPOSITION_CORRECTNESS, BatchMetrics, LevelMetrics,
-    nominal_correct, speedup_noisy)
+from kbv.batch.metrics import DECOMPOSITION_BASELINES, DECOMPOSITION_CORRECTNESS, BatchMetrics, LevelMetrics
+from kbv.batch.scoring import nominal_correct, speedup_noisy
 from kbv.model.records import InputKind, Status, Verdict
 from kbv.batch.results import SPEEDUP_COLUMNS
 from kbv.batch.store import Store
