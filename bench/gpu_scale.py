@@ -1,17 +1,33 @@
-"""GPU batch bench (issue 12): >= 40 CUDA/Triton candidates, one lane sequentially without the build
-pool, then ``--gpus all`` with the pool; identical verdicts, wall times, and the issue's ratio.
+"""GPU batch bench (issue 12): 40 honest CUDA/Triton candidates and one that does not compile,
+built in the pool beside the lanes, then verified again with every build cached.
 
-    python3 bench/gpu_scale.py [--copies 14] [--gpus all] [--builds 8] [--json OUT]
+    PYTHONPATH=src python3 bench/gpu_scale.py [--gpus all] [--builds N] [--small] [--json FILE]
+    PYTHONPATH=src python3 bench/gpu_scale.py --device cpu --n 3 --small --deadline-s 1500   # dry run
 
-The candidates are the demo's cuda cases (``kbv.demo.cases_for("cuda")``: CUDA ``load_inline``
-kernels, Triton kernels: ``--copies`` each, 42 by default; the SHORTCUT and HACK cases: 2 each) with
-its own extension name, so every CUDA copy is a separate build, plus one CUDA file that does not
-compile. Each mode runs ``kbv run`` in a fresh
-process with a fresh build cache. The ratio is the pooled wall time over
-max(build seconds / cores, GPU-busy seconds / GPUs), where build seconds is the sum of the
-sequential run's ``compile`` phases (builds ran one at a time there: wall seconds of builds of one
-or two translation units, so a lower bound of their CPU-seconds) and GPU-busy seconds the sum of the
-pooled run's non-compile phases (the lanes' verification time: an upper bound of GPU-busy time).
+The batch is bench/gpu_kernels.py's: five problems (ReLU, Softmax, LayerNorm, SiLU, RowSum of a
+4096 x 4096 float32 input), 16 CUDA ``load_inline`` kernels (each its own nvcc build), 24 Triton
+kernels, and a CUDA file that does not compile. Two ``kbv run`` processes, one after the other:
+
+1. **cold**: a fresh build cache, ``--gpus all`` (one lane per GPU) and the build pool (default
+   size: cores / 2, ``MAX_JOBS`` 2 each; builds stopped while a lane times). Figure: the wall time
+   over max(build CPU-seconds / cores, lane-busy seconds / lanes), goal <= 1.25. Build
+   CPU-seconds are the pool's own count (kbv run's ``build pool:`` line: CPU time of every build
+   process, compilers included); lane-busy seconds the lanes' own (``lanes:`` line: the time each
+   lane had a job). The NVML kernel-active seconds are reported beside them when nvidia-ml-py is
+   installed.
+2. **warm**: the same candidates with every build cached, a fresh store, no pool, the same lanes.
+   Figures: the amortised wall per kernel (wall / kernels, and the steady-state gap between
+   verdicts, which leaves out the start-up), goal <= 2 s; whether every verdict equals the cold
+   run's (identical verdicts with and without the pool); and for each candidate timed in both, the
+   ratio of its median times (builds running beside the cold run's timing, none in the warm one).
+
+Both use kbv's default configuration (every check; ``--small`` for 1 nominal seed, 3 trials, the
+kbv-compat policy). Expected wall time on one H200: ~3-4 min cold (16 CUDA builds of 60-100 s,
+8 at once, beside the lane), ~3 min warm; ``--deadline-s`` (default 450) bounds both (the cold run
+gets at most the deadline less 180 s, the warm run the rest: a run cut short reports what it
+stored). ``--device cpu`` runs the Triton kernels under the Triton interpreter on small inputs (no
+CUDA build there): it checks the bench's plumbing, slowly. Writes JSON to ``--json``, default
+``$OUT/gpu-scale.json`` when ``$OUT`` is set.
 """
 
 from __future__ import annotations
@@ -20,98 +36,223 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
+import signal
 import sqlite3
+import statistics
+import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "bench"))
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
 
-from batch_cpu import run_mode  # noqa: E402
-from kbv.demo import cases_for, data_path  # noqa: E402
-from kbv.intake.problems import identify  # noqa: E402
+from gpu_kernels import kernels, write_problems, write_run  # noqa: E402
 
-
-def make_runs(root: Path, copies: int) -> Path:
-    """``copies`` of each CUDA and Triton case (each CUDA copy its own extension name), 2 of the
-    others, and one CUDA ReLU whose kernel does not compile."""
-    from kbv.intake.candidates import load_candidate
-
-    run = root / "runs" / "gpu"
-    run.mkdir(parents=True)
-    samples: dict[tuple[int, int], int] = {}
-    for case in cases_for("cuda"):
-        level, pid, _ = identify(Path(case.problem))
-        path = data_path("candidates", case.candidate)
-        text = path.read_text()
-        kind = load_candidate(path).backend
-        if case.candidate == "relu_cuda.py":
-            s = samples[(level, pid)] = samples.get((level, pid), -1) + 1
-            broken = text.replace('name="kbv_demo_relu_cuda"', 'name="kbv_bench_broken_relu_cuda"')
-            broken = re.sub(r"__global__ void", "__global__ void void", broken, count=1)
-            (run / f"level_{level}_problem_{pid}_sample_{s}_kernel.py").write_text(broken)
-        for k in range(copies if kind in ("cuda", "triton") else 2):
-            s = samples[(level, pid)] = samples.get((level, pid), -1) + 1
-            src = re.sub(r'name\s*=\s*"([A-Za-z0-9_]+)"', lambda m: f'name="{m[1]}_s{s}"', text)
-            (run / f"level_{level}_problem_{pid}_sample_{s}_kernel.py").write_text(src + f"\n# copy {k}\n")
-    return root / "runs"
+SMALL = ["--seeds", "1", "--trials", "3", "--warmup", "1", "--policy", "kbv-compat"]
+STATUSES = ("PASS", "SHORTCUT", "HACK", "INCORRECT", "COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "CRASH",
+            "EVAL_ERROR")
+VERDICT_LINE = re.compile(rf"^({'|'.join(STATUSES)})\s+\S+ \S+ sample (\d+)")
+POOL_LINE = re.compile(r"^build pool: (\d+) builds?, ([\d.]+) CPU-s, ([\d.]+) s of builds?; stopped ([\d.]+) s")
+LANES_LINE = re.compile(r"^lanes: (\d+), busy ([\d.]+) s")
 
 
-def phase_sums(db: Path) -> tuple[float, float]:
+class GpuActivity:
+    """NVML utilisation of the visible GPUs sampled every ``period`` s: the integral of the
+    kernel-active fraction, in seconds summed over the GPUs (None without nvidia-ml-py)."""
+
+    def __init__(self, period: float = 0.2):
+        self.period, self.active_s, self._end = period, None, threading.Event()
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            self._nvml = pynvml
+            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        except Exception:  # noqa: BLE001 - no NVML: the figure is left out
+            self._nvml = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        total, last = 0.0, time.monotonic()
+        while not self._end.wait(self.period):
+            now = time.monotonic()
+            util = sum(self._nvml.nvmlDeviceGetUtilizationRates(h).gpu for h in self._handles)
+            total += util / 100 * (now - last)
+            last = now
+        self.active_s = round(total, 1)
+
+    def __enter__(self) -> "GpuActivity":
+        if self._nvml is not None:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._end.set()
+        if self._nvml is not None:
+            self._thread.join()
+
+
+def run_kbv(work: Path, name: str, args: list[str], env: dict, timeout: float) -> dict:
+    """``kbv run`` of the batch into ``work/<name>.db``, stdout read line by line (each verdict
+    line timestamped); a run past ``timeout`` gets SIGTERM (kbv releases its jobs) and is reported
+    as ``timed_out`` with what it stored."""
+    db = work / f"{name}.db"
+    cmd = [sys.executable, "-m", "kbv", "run", str(work / "problems"), str(work / "runs"), "--store", str(db), *args]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, env={**env, "PYTHONUNBUFFERED": "1"}, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    lines: list[tuple[float, str]] = []
+    reader = threading.Thread(target=lambda: lines.extend((time.monotonic() - t0, ln.rstrip()) for ln in proc.stdout),
+                              daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=max(1.0, timeout))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    reader.join(timeout=10)
+    wall = time.monotonic() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = {"mode": name, "args": args, "wall_s": round(wall, 1), "exit": proc.returncode, "timed_out": timed_out,
+           "tree_cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1),
+           "verdict_times_s": [round(t, 2) for t, ln in lines if VERDICT_LINE.match(ln)],
+           "tail": [ln for _, ln in lines[-8:]]}
+    for _, ln in lines:
+        if m := POOL_LINE.match(ln):
+            out.update(builds=int(m[1]), build_cpu_s=float(m[2]), build_wall_s=float(m[3]), builds_stopped_s=float(m[4]))
+        if m := LANES_LINE.match(ln):
+            out.update(lanes=int(m[1]), lane_busy_s=float(m[2]))
+    if proc.returncode not in (0, 130) and not timed_out:
+        raise SystemExit(f"{name}: kbv run exited {proc.returncode}:\n" + "\n".join(ln for _, ln in lines[-40:]))
+    out.update(read_store(db))
+    return out
+
+
+def read_store(db: Path) -> dict:
+    """Status, candidate median and timing evidence of every verdict in ``db``, by file name."""
+    if not db.exists():
+        return {"verdicts": 0, "jobs": {}}
     con = sqlite3.connect(db)
-    comp = other = 0.0
-    for (vj,) in con.execute("SELECT verdict_json FROM verdicts"):
-        ph = json.loads(vj).get("phase_seconds") or {}
-        comp += float(ph.get("compile", 0.0))
-        other += sum(float(v) for k, v in ph.items() if k != "compile")
+    rows = con.execute("SELECT j.candidate_path, v.status, v.verdict_json FROM verdicts v JOIN jobs j USING (job_key)"
+                       ).fetchall()
     con.close()
-    return comp, other
+    jobs = {}
+    for path, status, vj in rows:
+        v = json.loads(vj)
+        cand = (v.get("timing") or {}).get("candidate")
+        ev = v.get("evidence") or {}
+        jobs[Path(path).name] = {
+            "status": status,
+            "median_ms": sorted(cand["times_ms"])[len(cand["times_ms"]) // 2] if cand else None,
+            "stop": (ev.get("timing_stop") or {}).get("reason"),
+            "builds_during_timing": ev.get("builds_during_timing"),
+            "decided_in_pool": ev.get("decided_in") == "build pool",
+            "phase_s": round(sum(float(x) for k, x in (v.get("phase_seconds") or {}).items() if k != "compile"), 2)}
+    return {"verdicts": len(rows), "jobs": jobs}
+
+
+def _count(values) -> dict:
+    out: dict = {}
+    for x in values:
+        out[str(x)] = out.get(str(x), 0) + 1
+    return out
+
+
+def summarise(cold: dict, warm: dict | None, n: int, cores: int) -> dict:
+    lanes = cold.get("lanes") or 1
+    busy = cold.get("lane_busy_s") or sum(j["phase_s"] for j in cold["jobs"].values())
+    build_cpu = cold.get("build_cpu_s")
+    if build_cpu is None and warm is not None:  # the pool's count missing: the process trees' difference
+        build_cpu = max(0.0, cold["tree_cpu_s"] - warm["tree_cpu_s"])
+    bound = max((build_cpu or 0.0) / cores, busy / lanes)
+    out = {"candidates": n, "cores": cores, "lanes": lanes,
+           "cold_wall_s": cold["wall_s"], "build_cpu_s": build_cpu, "lane_busy_s": round(busy, 1),
+           "bound_s": round(bound, 1), "ratio_wall_over_bound": round(cold["wall_s"] / bound, 2) if bound else None,
+           "ratio_goal": 1.25, "builds": cold.get("builds"), "builds_stopped_s": cold.get("builds_stopped_s"),
+           "decided_in_pool": sum(j["decided_in_pool"] for j in cold["jobs"].values()),
+           "cold_statuses": _count(j["status"] for j in cold["jobs"].values()),
+           "cold_stop_reasons": _count(j["stop"] for j in cold["jobs"].values()),
+           "cold_builds_during_timing": _count(j["builds_during_timing"] for j in cold["jobs"].values())}
+    if warm is None:
+        return out
+    done = warm["verdicts"]
+    t = warm["verdict_times_s"]
+    common = sorted(set(cold["jobs"]) & set(warm["jobs"]))
+    diff = {k: (cold["jobs"][k]["status"], warm["jobs"][k]["status"]) for k in common
+            if cold["jobs"][k]["status"] != warm["jobs"][k]["status"]}
+    ratios = [cold["jobs"][k]["median_ms"] / warm["jobs"][k]["median_ms"] for k in common
+              if cold["jobs"][k]["median_ms"] and warm["jobs"][k]["median_ms"]]
+    out.update({
+        "warm_wall_s": warm["wall_s"], "warm_verdicts": done, "warm_timed_out": warm["timed_out"],
+        "amortised_s_per_kernel": round(warm["wall_s"] / done, 2) if done else None,
+        "steady_s_per_kernel": round((t[-1] - t[0]) / (len(t) - 1), 2) if len(t) > 1 else None,
+        "amortised_goal_s": 2.0,
+        "identical_verdicts": not diff and len(common) == len(cold["jobs"]), "compared": len(common),
+        "differences": diff,
+        "cold_over_warm_median": {"n": len(ratios),
+                                  "median": round(statistics.median(ratios), 4) if ratios else None,
+                                  "within_2pct": sum(abs(r - 1) <= 0.02 for r in ratios),
+                                  "within_5pct": sum(abs(r - 1) <= 0.05 for r in ratios),
+                                  "worst": round(max(ratios, key=lambda r: abs(r - 1)), 4) if ratios else None},
+        "warm_stop_reasons": _count(j["stop"] for j in warm["jobs"].values())})
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--copies", type=int, default=14, help="copies of each CUDA/Triton case")
-    ap.add_argument("--gpus", default="all")
-    ap.add_argument("--builds", type=int, default=None)
-    ap.add_argument("--json", type=Path)
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    ap.add_argument("--gpus", default="all", help="kbv run --gpus (cuda)")
+    ap.add_argument("--builds", type=int, default=None, help="build pool size (default: kbv's, cores / 2)")
+    ap.add_argument("--small", action="store_true", help="1 nominal seed, 3 trials, kbv-compat")
+    ap.add_argument("--n", type=int, default=None, help="only the first N candidates (the dry run)")
+    ap.add_argument("--deadline-s", type=float, default=450.0, help="both runs end within this")
+    ap.add_argument("--keep", type=Path, help="work in this folder and keep it")
+    ap.add_argument("--json", type=Path, default=Path(os.environ["OUT"]) / "gpu-scale.json" if os.environ.get("OUT") else None)
     a = ap.parse_args()
-    root = Path(tempfile.mkdtemp(prefix="kbv-gpu-scale-"))
+    t_start = time.monotonic()
+    work = a.keep or Path(tempfile.mkdtemp(prefix="kbv-gpu-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "KBV_CACHE_DIR": str(work / "cache")}
+    chosen = kernels(broken=True)
+    if a.device == "cpu":  # Triton under its interpreter on CPU tensors: no CUDA build possible
+        env["TRITON_INTERPRET"] = "1"
+        chosen = [k for k in chosen if k[1] == "triton"]
+    chosen = chosen[:a.n] if a.n else chosen
+    write_problems(work / "problems", *((4096, 4096) if a.device == "cuda" else (64, 1000)))
+    write_run(work / "runs" / "gpu", chosen)
+    lanes = ["--gpus", a.gpus] if a.device == "cuda" else ["--device", "cpu"]
+    config = SMALL if a.small else []
+    pool = ["--builds", str(a.builds)] if a.builds is not None else []
+    result: dict = {"device": a.device, "config": "small" if a.small else "default"}
     try:
-        runs = make_runs(root, a.copies)
-        n = len(list((runs / "gpu").iterdir()))
-        problems = data_path("problems")
-        common = ["--device", "cuda"]
-        seq = run_mode(root, runs, "sequential", ["--builds", "0"], problems=problems, base=common)
-        pool_args = ["--gpus", a.gpus] + (["--builds", str(a.builds)] if a.builds is not None else [])
-        par = run_mode(root, runs, "pool", pool_args, problems=problems, base=[])
-        build_s, _ = phase_sums(root / "sequential.db")
-        _, busy_s = phase_sums(root / "pool.db")
+        with GpuActivity() as act:
+            cold = run_kbv(work, "cold", lanes + config + pool, env, max(0.6 * a.deadline_s, a.deadline_s - 180))
+        cold["nvml_active_s"] = act.active_s
+        left = a.deadline_s - (time.monotonic() - t_start)
+        warm = run_kbv(work, "warm", lanes + config + ["--builds", "0"], env, left) if left > 30 else None
         cores = len(os.sched_getaffinity(0))
-        bound = max(build_s / cores, busy_s / max(1, _gpu_count(a.gpus)))
-        result = {"candidates": n, "sequential_wall_s": seq["wall_s"], "pool_wall_s": par["wall_s"],
-                  "speedup": round(seq["wall_s"] / par["wall_s"], 2),
-                  "identical_verdicts": seq["statuses"] == par["statuses"],
-                  "differences": {k: (seq["statuses"].get(k), par["statuses"].get(k)) for k in seq["statuses"]
-                                  if seq["statuses"].get(k) != par["statuses"].get(k)},
-                  "build_s_sequential": round(build_s, 1), "lane_busy_s_pool": round(busy_s, 1), "cores": cores,
-                  "ratio_wall_over_bound": round(par["wall_s"] / bound, 2) if bound else None,
-                  "decided_in_pool": par["decided_in_pool"], "pool_args": pool_args}
+        result.update(summarise(cold, warm, len(chosen), cores), nvml_active_s=act.active_s,
+                      bench_wall_s=round(time.monotonic() - t_start, 1))
         print(json.dumps(result, indent=2))
         if a.json:
-            a.json.write_text(json.dumps({**result, "sequential": seq, "pool": par}, indent=2))
+            a.json.parent.mkdir(parents=True, exist_ok=True)
+            a.json.write_text(json.dumps({**result, "cold": cold, "warm": warm}, indent=2))
     finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
-def _gpu_count(gpus: str) -> int:
-    if gpus != "all":
-        return len([g for g in gpus.split(",") if g.strip()])
-    import torch
-
-    return torch.cuda.device_count()
+        if a.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
