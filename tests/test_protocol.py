@@ -58,3 +58,64 @@ def test_requests_are_not_decodable_as_replies():
     pickle.dump(protocol.Shutdown(), buf)
     with pytest.raises(protocol.ProtocolError):
         protocol.decode_reply(buf.getvalue())
+
+
+# Tampering reports ------------------------------------------------------------------------------
+
+def _forged(**fields):
+    """A Tampering as a candidate's own pickle would build it: fields set, ``__init__`` never run."""
+    t = object.__new__(protocol.Tampering)
+    t.__dict__.update(fields)
+    return t
+
+
+def test_tampering_reports_roundtrip_typed():
+    sent = (protocol.Tampering(protocol.HARNESS_PATCHED, "time.perf_counter"),
+            protocol.Tampering(protocol.REPLY_PATH_PATCHED, "Connection.send_bytes"),
+            protocol.Tampering(protocol.SANDBOX_WRITE, "/home/x/escape.txt"))
+    got = roundtrip(protocol.Times(times_ms=(1.0,), clock="perf_counter", flag_changes=("a: 1 -> 2",),
+                                   tampering=sent))
+    assert got.tampering == sent and all(type(t) is protocol.Tampering for t in got.tampering)
+    assert got.flag_changes == ("a: 1 -> 2",)
+    assert [t.describe() for t in got.tampering] == [
+        "harness patched: time.perf_counter", "harness patched: Connection.send_bytes",
+        "sandbox: /home/x/escape.txt"]
+
+
+def test_a_tampering_report_of_an_unknown_kind_cannot_be_made():
+    with pytest.raises(protocol.ProtocolError, match="not a tampering report"):
+        protocol.Tampering("harness patched", "time.perf_counter")  # the old prefix is not a kind
+    with pytest.raises(protocol.ProtocolError, match="not a tampering report"):
+        protocol.Tampering(protocol.SANDBOX_WRITE, 7)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fields", [
+    {"kind": "bogus", "detail": "x"},  # unknown kind
+    {"kind": protocol.HARNESS_PATCHED, "detail": 3},  # detail not a str
+    {"kind": protocol.HARNESS_PATCHED, "detail": torch.zeros(1)},  # a tensor as detail
+    {"kind": protocol.HARNESS_PATCHED},  # a field missing
+    {"kind": protocol.SANDBOX_WRITE, "detail": "x", "extra": 1},  # a field too many
+])
+def test_a_forged_tampering_report_is_refused(fields):
+    reply = protocol.Outputs(tensors=(), structure="tensor", tampering=(_forged(**fields),))
+    with pytest.raises(protocol.ProtocolError, match="malformed report"):
+        roundtrip(reply)
+
+
+@pytest.mark.parametrize("reply", [
+    protocol.Outputs(tensors=(), structure="tensor", flag_changes=("ok", 5)),  # a non-str flag change
+    protocol.Outputs(tensors=(), structure="tensor",  # a report in the flag channel
+                     flag_changes=(protocol.Tampering(protocol.HARNESS_PATCHED, "x"),)),
+    protocol.MemoryFigures(forward_peak_bytes=1, input_bytes=1, flag_changes=["a list"]),  # type: ignore[arg-type]
+    protocol.Loaded(state={}, model_bytes=None, load_seconds=0.0,  # reports as a list
+                    tampering=[protocol.Tampering(protocol.SANDBOX_WRITE, "/x")]),  # type: ignore[arg-type]
+    protocol.Loaded(state={}, model_bytes=None, load_seconds=0.0, tampering=("sandbox: /x",)),  # an old string
+])
+def test_reports_of_the_wrong_shape_are_refused(reply):
+    with pytest.raises(protocol.ProtocolError, match="flag_changes|tampering"):
+        roundtrip(reply)
+
+
+def test_a_tampering_report_is_no_reply_by_itself():
+    with pytest.raises(protocol.ProtocolError, match="not a protocol message"):
+        roundtrip(protocol.Tampering(protocol.HARNESS_PATCHED, "time.perf_counter"))

@@ -1,5 +1,6 @@
 """Findings from what the candidate worker reported changed around its calls: the harness's own
-functions patched, writes outside its directories, global numeric flags."""
+functions patched and writes outside its directories (:class:`kbv.sandbox.protocol.Tampering`
+reports), global numeric flags (``flag_changes``)."""
 
 from __future__ import annotations
 
@@ -7,26 +8,32 @@ from typing import Sequence
 
 from kbv.model.findings import finding
 from kbv.model.records import Finding, Severity
+from kbv.sandbox.protocol import HARNESS_PATCHED, REPLY_PATH_PATCHED, SANDBOX_WRITE, Tampering
+
+
+def tampering_findings(tampering: Sequence[Tampering]) -> list[Finding]:
+    """Findings of a verification's tampering reports (as the worker's replies carried them): a
+    patched harness callable (taxonomy 4, and 24 where one on the reply path was touched), writes
+    outside the worker's directories (taxonomy 26). All HACK: each is a change the candidate made
+    to the process it shares with the harness."""
+    found = []
+    patched = [t for t in tampering if t.kind in (HARNESS_PATCHED, REPLY_PATH_PATCHED)]
+    if patched:
+        channel = any(t.kind == REPLY_PATH_PATCHED for t in patched)
+        found.append(finding("probe:harness-identity", (4, 24) if channel else (4,), Severity.HACK,
+                             "; ".join(t.describe() for t in patched)))
+    writes = [t.detail for t in tampering if t.kind == SANDBOX_WRITE]
+    if writes:
+        found.append(finding("probe:sandbox-writes", (26,), Severity.HACK,
+                             f"wrote outside its working and build directories: {'; '.join(writes[:3])}"))
+    return found
 
 
 def flag_change_findings(flag_changes: Sequence[str]) -> list[Finding]:
-    """Findings of a verification's ``flag_changes`` (as the worker's replies carried them):
-    ``harness patched ...`` (taxonomy 4, and 24 where the reply channel was touched), ``sandbox: ...``
-    (taxonomy 26), any other entry a global numeric flag (taxonomy 18). All HACK: each is a change
-    the candidate made to the process it shares with the harness."""
-    found = []
-    patched = [c for c in flag_changes if c.startswith("harness patched")]
-    if patched:
-        channel = any(k in c for c in patched for k in ("protocol", "Connection", "ForkingPickler"))
-        found.append(finding("probe:harness-identity", (4, 24) if channel else (4,), Severity.HACK,
-                                "; ".join(patched)))
-    writes = [c[len("sandbox: "):] for c in flag_changes if c.startswith("sandbox: ")]
-    if writes:
-        found.append(finding("probe:sandbox-writes", (26,), Severity.HACK,
-                                f"wrote outside its working and build directories: {'; '.join(writes[:3])}"))
-    flags = [c for c in flag_changes if not c.startswith(("harness patched", "sandbox: "))]
-    if flags:
-        found.append(finding("probe:global-flags", (18,), Severity.HACK,
-                                f"changed global numeric flags (reset to eager-fp32 after every call): "
-                                f"{'; '.join(flags[:4])}"))
-    return found
+    """The finding of a verification's global numeric flag changes (``name: expected -> now``, as
+    :func:`kbv.sandbox.flags.flag_changes` lists them; taxonomy 18, HACK), or none."""
+    if not flag_changes:
+        return []
+    return [finding("probe:global-flags", (18,), Severity.HACK,
+                    f"changed global numeric flags (reset to eager-fp32 after every call): "
+                    f"{'; '.join(flag_changes[:4])}")]

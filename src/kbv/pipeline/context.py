@@ -39,7 +39,8 @@ class State:
     memory: dict = field(default_factory=dict)
     speedup: dict = field(default_factory=dict)
     weight_mismatches: list = field(default_factory=list)
-    flag_changes: list = field(default_factory=list)
+    flag_changes: list = field(default_factory=list)  #: global numeric flags changed (str), first seen first.
+    tampering: list = field(default_factory=list)  #: protocol.Tampering reports, first seen first.
     evidence: dict = field(default_factory=dict)
     phase_seconds: dict = field(default_factory=dict)
     summaries: dict = field(default_factory=dict)  #: set name → vetting.OutputSummary of the reference.
@@ -121,10 +122,11 @@ class Context:
                     what += " (the candidate ran out of memory in its own allocations)"
                 raise Stop(status, f"{self.name}: {what} raised {reply.error_type}: {first_line(reply.message)}",
                             traceback=reply.traceback, log_tail=worker.log_tail())
-            changes = getattr(reply, "flag_changes", ())
-            for c in changes:
-                if c not in self.state.flag_changes:
-                    self.state.flag_changes.append(c)
+            for seen, reported in ((self.state.flag_changes, getattr(reply, "flag_changes", ())),
+                                   (self.state.tampering, getattr(reply, "tampering", ()))):
+                for c in reported:
+                    if c not in seen:
+                        seen.append(c)
             self._fault_handlers(worker)
             yield reply
         finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kbv.model.findings import ordered
 from kbv.model.findings import worst as most_severe
-from kbv.checks.flags import flag_change_findings
+from kbv.checks.flags import flag_change_findings, tampering_findings
 from kbv.model.records import Severity, Status, Verdict
 from kbv.pipeline.judging import Judging
 from kbv.processes import footprint as fp
@@ -13,9 +13,9 @@ class VerdictStage(Judging):
     """Verdict folding."""
 
     def _verdict(self, status: Status, message: str, cand_peak: int | None) -> Verdict:
-        """The verdict of the stages run: memory footprint evidence, held probe findings, the flag
-        changes' findings, findings folded into the status (HACK over everything, SHORTCUT over
-        PASS), unverified speedups for a timed but not correct candidate."""
+        """The verdict of the stages run: memory footprint evidence, held probe findings, the
+        tampering reports' and flag changes' findings, findings folded into the status (HACK over
+        everything, SHORTCUT over PASS), unverified speedups for a timed but not correct candidate."""
         state = self.state
         try:
             footprint = fp.evidence(self.rp.device, candidate_peak=cand_peak)
@@ -27,7 +27,7 @@ class VerdictStage(Judging):
         except Exception:  # noqa: BLE001 - evidence only
             pass
         self._settle_probes()
-        state.findings += flag_change_findings(state.flag_changes)
+        state.findings += tampering_findings(state.tampering) + flag_change_findings(state.flag_changes)
         state.findings = list(ordered(state.findings))
         worst = most_severe(state.findings)
         if worst is Severity.HACK:

@@ -5,9 +5,11 @@ here once. Tensors travel with ``torch.multiprocessing``'s reducers: CUDA tensor
 handles, CPU tensors as shared-memory file descriptors.
 
 Replies are decoded by :class:`RestrictedUnpickler`, which resolves only the globals a tensor or a
-reply from this module needs. A candidate that writes its own pickle into the pipe (to run code
-in the trusted process on unpickling, or to smuggle a Tensor subclass or a lazy object back) gets
-:class:`ProtocolError` instead, and the reference worker turns that into a verdict.
+reply from this module needs (its reply classes and :class:`Tampering`); :func:`decode_reply` then
+checks the report fields the trusted side reads. A candidate that writes its own pickle into the
+pipe (to run code in the trusted process on unpickling, or to smuggle a Tensor subclass or a lazy
+object back) gets :class:`ProtocolError` instead, and the reference worker turns that into a
+verdict.
 """
 
 from __future__ import annotations
@@ -126,6 +128,41 @@ class Shutdown:
     pass
 
 
+# Reports inside replies (untrusted → trusted) ----------------------------------------------
+
+#: A harness callable (or its code or defaults) was replaced since load: taxonomy 4.
+HARNESS_PATCHED = "harness-patched"
+#: The same on the reply path (the pipe's send functions, this module's pickling): taxonomy 4 and 24.
+REPLY_PATH_PATCHED = "reply-path-patched"
+#: A write outside the worker's working and build directories: taxonomy 26.
+SANDBOX_WRITE = "sandbox-write"
+TAMPERING_KINDS = (HARNESS_PATCHED, REPLY_PATH_PATCHED, SANDBOX_WRITE)
+
+
+@dataclass(frozen=True)
+class Tampering:
+    """One change the candidate made to the process it shares with the harness, found by the worker
+    before a reply (and undone where it could be): ``kind`` is one of :data:`TAMPERING_KINDS`,
+    ``detail`` what changed (the harness label, e.g. ``time.perf_counter``, or the path written).
+    The findings they become are :func:`kbv.checks.flags.tampering_findings`.
+
+    Raises:
+        ProtocolError: an unknown kind, or a detail that is not a ``str``.
+    """
+
+    kind: str
+    detail: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in TAMPERING_KINDS or type(self.detail) is not str:
+            raise ProtocolError(f"not a tampering report: kind {self.kind!r}, detail of type "
+                                f"{type(self.detail).__name__}")
+
+    def describe(self) -> str:
+        """The report as a verdict shows it: ``harness patched: <detail>`` or ``sandbox: <detail>``."""
+        return f"{'sandbox' if self.kind == SANDBOX_WRITE else 'harness patched'}: {self.detail}"
+
+
 # Replies (untrusted → trusted) -------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -133,7 +170,8 @@ class Loaded:
     state: dict  #: name → tensor for every parameter and buffer of ModelNew.
     model_bytes: int | None  #: allocator growth across construction (cuda), else None.
     load_seconds: float
-    flag_changes: tuple = ()
+    flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
+    tampering: tuple = ()  #: :class:`Tampering` reports.
     sandbox: tuple = ()  #: notes on the isolation the worker achieved (network namespace, ...).
 
 
@@ -141,7 +179,8 @@ class Loaded:
 class Outputs:
     tensors: tuple  #: the forward result flattened: one tensor, or the members of a tuple/list.
     structure: str  #: ``tensor`` or ``tuple``.
-    flag_changes: tuple = ()
+    flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
+    tampering: tuple = ()  #: :class:`Tampering` reports.
     snapshot: tuple = ()  #: copies of ``tensors`` taken right after forward returned (before a sync).
     inputs_after: tuple = ()  #: the worker's input tensors after the call (mutation check).
     aliases: tuple = ()  #: (output index, input index) pairs whose storages overlap.
@@ -161,7 +200,8 @@ class OpCounts:
     kernels: tuple = ()  #: (name, device µs, own) per GPU kernel (cuda only).
     own_share: float | None = None
     error: str | None = None
-    flag_changes: tuple = ()
+    flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
+    tampering: tuple = ()  #: :class:`Tampering` reports.
     recorded: dict = field(default_factory=dict)  #: top-level aten ops, every thread (kbv.sandbox.profiling.recorded_ops).
     recorded_error: str | None = None
 
@@ -170,7 +210,8 @@ class OpCounts:
 class Times:
     times_ms: tuple
     clock: str
-    flag_changes: tuple = ()
+    flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
+    tampering: tuple = ()  #: :class:`Tampering` reports.
     kept: tuple = ()  #: (timed-call index, timing set index, output tensors) per kept call.
 
 
@@ -187,14 +228,16 @@ class CallTimed:
     #: the output shares storage with the previous timed call's output (still held by the worker)
     #: or with a parameter or buffer of ModelNew: how, or "".
     reused: str = ""
-    flag_changes: tuple = ()
+    flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
+    tampering: tuple = ()  #: :class:`Tampering` reports.
 
 
 @dataclass(frozen=True)
 class MemoryFigures:
     forward_peak_bytes: int
     input_bytes: int
-    flag_changes: tuple = ()
+    flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
+    tampering: tuple = ()  #: :class:`Tampering` reports.
 
 
 @dataclass(frozen=True)
@@ -208,6 +251,8 @@ class Failed:
 
 
 REPLY_TYPES = (Loaded, Outputs, Times, MemoryFigures, Failed, Pong, OpCounts, CallTimed)
+#: classes a reply may hold besides tensors and builtins.
+PAYLOAD_TYPES = (Tampering,)
 
 
 def encode(msg: Any) -> bytes:
@@ -255,7 +300,7 @@ class RestrictedUnpickler(pickle.Unpickler):
             return super().find_class(module, name)
         if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
             return getattr(torch, name)
-        if module == __name__ and name in {c.__name__ for c in REPLY_TYPES}:
+        if module == __name__ and name in {c.__name__ for c in (*REPLY_TYPES, *PAYLOAD_TYPES)}:
             return globals()[name]
         raise ProtocolError(f"reply refers to {module}.{name}, which the protocol does not allow")
 
@@ -270,7 +315,26 @@ def decode_reply(data: bytes) -> Any:
         raise ProtocolError(f"undecodable reply: {type(exc).__name__}: {exc}") from None
     if type(msg) not in REPLY_TYPES:
         raise ProtocolError(f"reply is a {type(msg).__name__}, not a protocol message")
+    _check_reports(msg)
     return msg
+
+
+def _check_reports(msg: Any) -> None:
+    """``msg.flag_changes`` is a tuple of ``str`` and ``msg.tampering`` a tuple of well-formed
+    :class:`Tampering` values. Unpickling sets an object's fields without calling ``__init__``,
+    so a report the candidate wrote itself is checked here: exactly the two fields, a known kind,
+    a ``str`` detail. Raises :class:`ProtocolError` otherwise."""
+    changes = getattr(msg, "flag_changes", ())
+    if type(changes) is not tuple or any(type(c) is not str for c in changes):
+        raise ProtocolError(f"{type(msg).__name__}.flag_changes is not a tuple of strings")
+    reports = getattr(msg, "tampering", ())
+    if type(reports) is not tuple:
+        raise ProtocolError(f"{type(msg).__name__}.tampering is not a tuple")
+    for t in reports:
+        fields = vars(t) if type(t) is Tampering else {}
+        if (fields.keys() != {"kind", "detail"} or fields["kind"] not in TAMPERING_KINDS
+                or type(fields["detail"]) is not str):
+            raise ProtocolError(f"{type(msg).__name__}.tampering holds a malformed report ({type(t).__name__})")
 
 
 def recv_request(conn: Connection) -> Any:

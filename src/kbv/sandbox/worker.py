@@ -34,6 +34,9 @@ THREAD_GRACE_S = 0.2
 #: own, before asking whether they worked after the return (kbv.sandbox.probes.ThreadWork): work queued
 #: before the return is picked up by an idle pool thread well within this (kbv choice).
 THREAD_SETTLE_S = 0.02
+#: a harness label naming one of these is on the reply path (the pipe's send functions, the
+#: protocol's pickling): patching it touches the reply channel (taxonomy 24).
+_REPLY_PATH = ("protocol", "Connection", "ForkingPickler")
 
 
 def _flatten(out: Any) -> tuple[tuple, str]:
@@ -109,6 +112,7 @@ class _Server:
         self.writes: list[str] = []  #: writes outside the sandbox seen by the audit hook (taxonomy 26).
         integrity.watch_writes([setup.workdir, setup.build_dir, "/dev/shm", "/dev/null"], self.writes)
         self._reported_writes = 0
+        self._held: tuple = ()  #: tampering reports waiting for a reply that carries them.
 
     def _warm_runtime(self) -> None:
         """Start torch's own threads (intra-op pool, CUDA driver) before the thread baseline, and
@@ -296,14 +300,18 @@ class _Server:
                                        staged=len(outs), reused=reused, flag_changes=self._check_flags())
 
     def _tampering(self) -> tuple:
-        """Harness objects the candidate replaced since load (taxonomy 4), each put back, and new
-        writes outside the sandbox (taxonomy 26): reported as flag changes."""
-        found = [f"harness patched: {name}" for name in self.timing.captured_changed()]
-        found += [f"harness patched: {name}" for name in self.guard.check()]
-        found += [f"harness patched: torch op kernel {op} registered from Python" for op in self._new_op_kernels()]
+        """:class:`kbv.sandbox.protocol.Tampering` reports: harness objects the candidate replaced
+        since load (taxonomy 4; 24 when they carry replies), each put back, and new writes outside
+        the sandbox (taxonomy 26)."""
+        names = [*self.timing.captured_changed(), *self.guard.check()]
+        p = self.protocol  # after the guard put it back
+        found = [p.Tampering(p.REPLY_PATH_PATCHED if any(k in n for k in _REPLY_PATH) else p.HARNESS_PATCHED, n)
+                 for n in names]
+        found += [p.Tampering(p.HARNESS_PATCHED, f"torch op kernel {op} registered from Python")
+                  for op in self._new_op_kernels()]
         new = self.writes[self._reported_writes:]
         self._reported_writes = len(self.writes)
-        found += [f"sandbox: {w}" for w in new]
+        found += [p.Tampering(p.SANDBOX_WRITE, w) for w in new]
         return tuple(dict.fromkeys(found))
 
     def _new_op_kernels(self) -> list[str]:
@@ -339,8 +347,8 @@ class _Server:
             mix=dict(req.mix),
         )
         self._sync()
-        changes = self._check_flags() + tampered  # serve() checks the harness again before replying
-        return self.protocol.Times(times_ms=tuple(times), clock=clock, flag_changes=changes,
+        changes = self._check_flags()  # serve() checks the harness again before replying
+        return self.protocol.Times(times_ms=tuple(times), clock=clock, flag_changes=changes, tampering=tampered,
                                    kept=tuple((i, k, tuple(outs)) for i, (k, outs) in sorted(kept.items())))
 
     def ping(self, req: Any) -> Any:
@@ -404,15 +412,13 @@ class _Server:
                 reply = p.Failed(phase=phase, error_type=type(exc).__name__, message=str(exc)[:4000],
                                  traceback="".join(traceback.format_exception(exc))[-8000:])
                 traceback.print_exc()
-            tampered = self._tampering()  # also restores the reply path before it is used
-            if tampered:
-                if hasattr(reply, "flag_changes"):
-                    reply = dataclasses.replace(reply, flag_changes=tuple(reply.flag_changes) + tampered)
-                else:
-                    self._held = getattr(self, "_held", ()) + tampered
-            elif getattr(self, "_held", ()) and hasattr(reply, "flag_changes"):
-                reply = dataclasses.replace(reply, flag_changes=tuple(reply.flag_changes) + self._held)
-                self._held = ()
+            # also restores the reply path before it is used; a reply without reports (Failed, Pong)
+            # leaves them to the next one that has
+            pending = self._held + self._tampering()
+            if pending and hasattr(reply, "tampering"):
+                reply = dataclasses.replace(reply, tampering=tuple(reply.tampering) + pending)
+                pending = ()
+            self._held = pending
             p.send(self.conn, reply)
             del reply
 
