@@ -135,3 +135,37 @@ def test_host_passes_use_one_thread_on_a_loaded_machine_and_restore_torchs_setti
     assert passes.chunk_elements("cpu", 1 << 22) == passes.CPU_CHUNK_ELEMENTS
     assert passes.chunk_elements("cpu", 100) == 100
     assert passes.chunk_elements("meta", 1 << 22) == 1 << 22  # a device keeps the caller's chunk
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_poisoned_elements_counts_the_same_in_chunks_across_their_edges(monkeypatch, dtype):
+    from kbv.checks import outputs as co
+    from kbv.sandbox.probes import POISON_INT32
+
+    t = torch.randn(1000).to(dtype)
+    ref = t.clone()
+    if dtype == torch.float32:
+        bits = t.view(torch.int32)
+        bits[[0, 6, 7, 13, 999]] = POISON_INT32
+        ref.view(torch.int32)[13] = POISON_INT32  # equal to the reference there: not counted
+    else:  # the two halves of the 32-bit pattern side by side, straddling chunk edges (7, 14, ...)
+        bits = t.view(torch.int16)
+        hi, lo = (POISON_INT32 >> 16) & 0xFFFF, POISON_INT32 & 0xFFFF
+        for at in (6, 13, 500):
+            bits[at], bits[at + 1] = co._signed(lo, 2), co._signed(hi, 2)
+        bits[300] = co._signed(hi, 2)  # a half alone is not a poison word
+    whole = co.poisoned_elements(t, ref)
+    monkeypatch.setattr(co, "POISON_CHUNK_ELEMENTS", 7)
+    assert co.poisoned_elements(t, ref) == whole == (4 if dtype == torch.float32 else 6)
+
+
+def test_drop_view_unmaps_a_shared_tensor_and_its_values_read_the_same():
+    from kbv.processes import footprint as fp
+
+    t = torch.empty(32 << 20, dtype=torch.uint8).share_memory_()
+    t.fill_(7)
+    before = fp.host_rss_bytes()
+    assert fp.drop_view(t)
+    assert fp.host_rss_bytes() < before - (24 << 20)
+    assert int(t[::4096].to(torch.int64).sum()) == 7 * t[::4096].numel()
+    assert not fp.drop_view(torch.ones(10)) and not fp.drop_view(t[:0]) and not fp.drop_view("x")

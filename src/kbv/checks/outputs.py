@@ -15,6 +15,10 @@ def _repeat(byte: int, size: int) -> int:
     return _signed(int.from_bytes(bytes([byte]) * size, "little"), size)
 
 
+#: elements :func:`poisoned_elements` reads at a time.
+POISON_CHUNK_ELEMENTS = 1 << 20
+
+
 def poisoned_elements(t: Any, ref: Any = None) -> int:
     """Elements of ``t`` (floating dtypes; 0 for others) that hold, bit for bit, the pattern
     :func:`poison_free_memory` writes (:data:`POISON_INT32`) or the one :class:`malloc_perturb`
@@ -37,18 +41,26 @@ def poisoned_elements(t: Any, ref: Any = None) -> int:
         return 0
     dtype, poison = views[size]
     bits = c.view(dtype).reshape(-1)
-    hit = bits == poison
-    if size == 2:  # 0x7FC0 counts beside 0xDEAD, the other half of POISON_INT32 (either order)
-        low = bits == _signed(POISON_INT32 & 0xFFFF, 2)
-        word = (hit[:-1] & low[1:]) | (low[:-1] & hit[1:])
-        hit = torch.zeros_like(hit)
-        hit[:-1] |= word
-        hit[1:] |= word
-    hit |= bits == _repeat(PERTURB_FILL_BYTE, size)
+    r = None
     if type(ref) is torch.Tensor and ref.shape == t.shape and ref.dtype == t.dtype:
         r = ref.detach().to(c.device).contiguous().view(dtype).reshape(-1)
-        hit &= bits != r
-    return int(hit.sum())
+    n, total = bits.numel(), 0
+    for s in range(0, n, POISON_CHUNK_ELEMENTS):  # no full-size masks (a 1 GiB output: 256M elements)
+        e = min(n, s + POISON_CHUNK_ELEMENTS)
+        lo, hi = max(0, s - 1), min(n, e + 1)  # one neighbour each side: the 2-byte words across the edge
+        b = bits[lo:hi]
+        hit = b == poison
+        if size == 2:  # 0x7FC0 counts beside 0xDEAD, the other half of POISON_INT32 (either order)
+            low = b == _signed(POISON_INT32 & 0xFFFF, 2)
+            word = (hit[:-1] & low[1:]) | (low[:-1] & hit[1:])
+            hit = torch.zeros_like(hit)
+            hit[:-1] |= word
+            hit[1:] |= word
+        hit |= b == _repeat(PERTURB_FILL_BYTE, size)
+        if r is not None:
+            hit &= b != r[lo:hi]
+        total += int(hit[s - lo:e - lo].sum())
+    return total
 
 
 def _signed(value: int, size: int) -> int:

@@ -11,6 +11,7 @@ import torch
 from kbv.checks.outputs import bitwise_equal, has_zero_stride, poisoned_elements
 from kbv.model.findings import finding
 from kbv.model.records import Finding, InputSetResult, Severity
+from kbv.processes.footprint import drop_view
 from kbv.sandbox.worker import THREAD_GRACE_S
 
 #: a caching or timed re-check probe accuses only when its error is at least this many times its
@@ -59,6 +60,15 @@ def settle_probes(input_sets: Sequence[InputSetResult], pending: Sequence[tuple]
     return found
 
 
+def _read_equal(own: Any, sent: Any) -> bool:
+    """:func:`bitwise_equal` of a trusted tensor and one the worker sent, whose shared pages are
+    unmapped here once read (:func:`kbv.processes.footprint.drop_view`): one at a time resident."""
+    try:
+        return bitwise_equal(own, sent)
+    finally:
+        drop_view(sent)
+
+
 def call_findings(reply: Any, outs: list, args: list, ref: list | None, label: str, *, zero_strides: bool,
                   aliases_inputs: bool, mutates_inputs: bool) -> list[Finding]:
     """Findings of one forward call's probes. ``reply``: the worker's :class:`kbv.sandbox.protocol.Outputs`
@@ -85,13 +95,13 @@ def call_findings(reply: Any, outs: list, args: list, ref: list | None, label: s
                                 f"outputs share storage with inputs{where}: {pairs}"))
     sent = [a for a in args if isinstance(a, torch.Tensor)]
     if len(reply.inputs_after) == len(sent) and not mutates_inputs:
-        changed = [j for j, (a, b) in enumerate(zip(sent, reply.inputs_after)) if not bitwise_equal(a, b)]
+        changed = [j for j, (a, b) in enumerate(zip(sent, reply.inputs_after)) if not _read_equal(a, b)]
         if changed:
             found.append(finding("probe:input-mutation", (12,), Severity.HACK,
                                     f"forward changed its input tensor(s) {changed}{where}"))
     if len(reply.snapshot) == len(outs):
         late = [k for k, (snap, o) in enumerate(zip(reply.snapshot, outs))
-                if snap is not None and not bitwise_equal(snap, o)]
+                if snap is not None and not _read_equal(o, snap)]
         if late:
             found.append(finding("probe:writes-after-return", (1, 2, 5), Severity.HACK,
                                     f"output(s) {late}{where} changed after forward returned: work still running "

@@ -15,6 +15,7 @@ from kbv.intake.problems import ProblemError
 from kbv.model.records import InputKind, InputSetResult, Severity, Status
 from kbv.pipeline.context import Stop
 from kbv.pipeline.judging import Judging
+from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference import vetting
@@ -45,6 +46,7 @@ class Correctness(Judging):
                 raise Stop(Status.RUNTIME_ERROR,
                             f"{self.name}: forward returned {type(t).__name__} as output {k}, not a torch.Tensor")
             outs.append(t.clone())  # own copy: the candidate keeps no handle on what is judged
+            fp.drop_view(t)  # the worker's shared pages, read once: counted in its resident set, not here too
         self._last_structure = reply.structure
         if probes:
             lazy = [k for k, exact in enumerate(reply.exact) if not exact]
