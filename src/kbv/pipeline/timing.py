@@ -12,6 +12,7 @@ import math
 import secrets
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import torch
@@ -94,6 +95,18 @@ def recheck_plan(per_round: int, output_bytes: int, device_type: str = "cuda") -
     if m >= per_round:
         return tuple(range(per_round))
     return tuple(sorted(secrets.SystemRandom().sample(range(per_round), m)))
+
+
+def recheck_at_once(kept_calls: int, output_bytes: int, device_type: str = "cuda") -> bool:
+    """Whether each kept timed call is judged as soon as it returns rather than with the rest of its
+    round: where the round's kept outputs (``kept_calls`` x ``output_bytes``) are over the budget of
+    :func:`recheck_plan` (it keeps RECHECKS_PER_ROUND calls whatever their size). One kept output is
+    then held at a time beside the reference side of its call (issue 9: two 256 MiB outputs held
+    beside the re-check's reference and oracle took the reference worker over its memory bound).
+    Small outputs are judged after the round, so the trusted side's work does not run between
+    the candidate's timed calls, where it would evict what the candidate had in cache."""
+    budget = RECHECK_BYTES_PER_ROUND if device_type == "cuda" else RECHECK_BYTES_PER_ROUND_CPU
+    return kept_calls * output_bytes > budget
 
 
 
@@ -224,10 +237,17 @@ class Timing(Judging):
             # the problem's domain): no spare draw of the problem's size is held
             mutate = tuple((i, timed_mutation(sets[base[i]], sets[(base[i] + 1) % len(sets)], g, skip))
                            for i in range(per_round)) if cfg.integrity else ()
+            mixes = dict(mix)
+            mutations = {done + i: (mixes.get(i), m) for i, m in mutate}
+            at_once = None
+            if cfg.integrity and recheck_at_once(len(keep), self.rp.output_bytes, self.rp.device.type):
+                def at_once(entry, mutations=mutations):
+                    self._recheck([entry], sets, recheck, mutations)
             for subject in order:
                 if subject == "candidate":
                     times, kept, clock = self._time_candidate(worker, sets, first, warmup, per_round, flush,
-                                                              dict(mix), dict(mutate), set(keep), done, skip)
+                                                              dict(mix), dict(mutate), set(keep), done, skip,
+                                                              at_once)
                 else:
                     bl.apply_flags(bl.flags_for(subject))
                     with worker.paused():  # nothing of the candidate's runs beside the baselines
@@ -236,8 +256,7 @@ class Timing(Judging):
                                                   sync_each=True)
                 samples[subject].extend(times)
             if cfg.integrity:  # judged and dropped round by round: at most one round's outputs held
-                mixes = dict(mix)
-                self._recheck(kept, sets, recheck, {done + i: (mixes.get(i), m) for i, m in mutate})
+                self._recheck(kept, sets, recheck, mutations)
             kept = []
             done += per_round
             per_round_done.append(per_round)
@@ -257,14 +276,17 @@ class Timing(Judging):
         return samples, clock
 
     def _time_candidate(self, worker: CandidateProcess, sets: list, first: int, warmup: int, per_round: int,
-                        flush: int | None, mix: dict, mutate: dict, keep: set, done: int, skip: tuple
-                        ) -> tuple[list, list, str]:
+                        flush: int | None, mix: dict, mutate: dict, keep: set, done: int, skip: tuple,
+                        at_once: Callable[[tuple], None] | None = None) -> tuple[list, list, str]:
         """One round of the candidate's calls, one request each (:class:`kbv.sandbox.protocol.TimedCall`):
         each call's input changes are revealed with it, warmup and timed calls look the same, and
         every call's output comes back shared; the outputs of the calls in ``keep`` (chosen here,
         never sent) are copied while the worker is stopped, so the judged output is the one the
-        call returned, read by the trusted side. Returns (times of the timed calls in ms, kept
-        ``(call index, timing set, outputs)``, clock)."""
+        call returned, read by the trusted side, and the pages of the shared staging buffers read
+        for it are unmapped here after the copy (:func:`kbv.processes.footprint.drop_view`). With
+        ``at_once`` (:func:`recheck_at_once`) each kept ``(call index, timing set, outputs)`` is
+        handed to it once the worker runs again, before the next call; else they are returned.
+        Returns (times of the timed calls in ms, kept calls, clock)."""
         cfg = self.config
         n = len(sets)
         times: list = []
@@ -286,6 +308,7 @@ class Timing(Judging):
                 idx = (first + warmup + i) % n
                 mx, mt = mix.get(i, ()), mutate.get(i, ())
             judged = i >= 0 and i in keep and cfg.integrity  # decided before, never sent
+            entry = None
             with self._held(worker, protocol.TimedCall(idx, flush, tuple(mx), tuple(mt)), "time",
                             cfg.call_timeout_s, hold=judged) as reply:
                 if not isinstance(reply, protocol.CallTimed) or not isinstance(reply.time_ms, (int, float)):
@@ -306,8 +329,16 @@ class Timing(Judging):
                     times.append(float(reply.time_ms))
                     clock = str(reply.clock)
                     if judged:  # the worker is stopped: the staged outputs as this call left them
-                        kept.append((done + i, idx, [t.clone() for t in self._stage]))
+                        entry = (done + i, idx, [t.clone() for t in self._stage])
+                        for t in self._stage:
+                            fp.drop_view(t)
                 del reply
+            if entry is not None:
+                if at_once is not None:
+                    at_once(entry)
+                else:
+                    kept.append(entry)
+                del entry
         self._kept_times.setdefault("kept", []).extend(times[i] for i in sorted(keep) if i < len(times))
         self._kept_times.setdefault("other", []).extend(t for i, t in enumerate(times) if i not in keep)
         return times, kept, clock
@@ -341,6 +372,8 @@ class Timing(Judging):
                 s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL,
                                  f"timing set {k}, {how}{len(mutation)} element(s) changed", 0, args)
                 side = self._reference_side(s, args)
+                s.release()  # the call's inputs are not needed once its reference side is made
+                del args
             else:
                 s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL, f"timing set {k}", 0, sets[k])
                 if k not in state.refs:
@@ -349,10 +382,9 @@ class Timing(Judging):
             if isinstance(side, InputSetResult):
                 continue
             ref, oracle, note, baselines = side
-            outs = [o.clone() for o in outs]  # own copies: the candidate's shared memory may still change
+            # ``outs`` are this process's own copies, taken while the worker was stopped
             r = self._judge(s, outs, self.rp.structure, ref, oracle, note, baselines)
             del outs, ref, oracle, side
-            args = None
             state.checked.append(call)
             if r.passed is False:
                 self._probe_failed("probe:timed-recheck", (5, 6, 11), r,
