@@ -102,13 +102,14 @@ MIX_CHUNK_ELEMENTS = 1 << 22
 
 
 def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip: Collection[int] = (),
-               fraction: float = MIX_FRACTION) -> list:
+               fraction: float = MIX_FRACTION, *, inplace: bool = False) -> list:
     """``args`` where a random ``fraction`` of each tensor's elements (all of them at 1) take the values the
     same-shaped tensor of ``source`` (another timing set, so inside the problem's domain, and with
     any structure tied to positions kept) has there. Positions come from ``seed`` on the tensors'
     device, so the trusted side rebuilds exactly the values a timed call got. Inputs at positions in
     ``skip`` (declared domains a position-wise mix would break) are left as they are. New tensors;
-    the inputs are not written."""
+    the inputs are not written, except with ``inplace``: contiguous tensors of ``args`` (buffers the
+    caller owns) then take the mixed values themselves, the same values, with no full-size copy."""
     out = []
     for ai, (a, b) in enumerate(zip(args, source)):
         if ai not in skip and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
@@ -116,15 +117,16 @@ def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip
             g = torch.Generator(device=a.device)
             g.manual_seed((int(seed) + ai) % (1 << 63))
             b = b.to(device=a.device, dtype=a.dtype)
+            own = inplace and a.is_contiguous()
             if fraction >= 1:
-                a = b.clone()
+                a = a.copy_(b) if own else b.clone()
             else:  # in chunks: no full-size mask or random tensor beside the result
-                a = a.clone(memory_format=torch.contiguous_format)
+                a = a if own else a.clone(memory_format=torch.contiguous_format)
                 flat, src = a.view(-1), b.reshape(-1)
                 for s in range(0, flat.numel(), MIX_CHUNK_ELEMENTS):
                     part = flat[s:s + MIX_CHUNK_ELEMENTS]
                     mask = torch.rand(part.shape, generator=g, device=a.device) < fraction
-                    part[mask] = src[s:s + MIX_CHUNK_ELEMENTS][mask]
+                    torch.where(mask, src[s:s + MIX_CHUNK_ELEMENTS], part, out=part)  # no index gather
         out.append(a)
     return out
 
@@ -162,7 +164,7 @@ def call_inputs(buffer: list, sets: Sequence[Sequence[object]], index: int, mix:
             buffer[k] = a
     if mix:
         source, seed, *rest = mix
-        for k, a in enumerate(mix_values(buffer, sets[int(source) % n], seed, *rest)):
+        for k, a in enumerate(mix_values(buffer, sets[int(source) % n], seed, *rest, inplace=True)):
             if isinstance(a, torch.Tensor) and a is not buffer[k]:
                 buffer[k].copy_(a)
     for ai, where, value in mutate:

@@ -248,6 +248,7 @@ class _Server:
                                      aliases=aliases, new_threads=len(new), late_work=late_work)
 
     def set_timing_inputs(self, req: Any) -> Any:
+        self.last_args = None  # the correctness calls' inputs: no forward reuses them after this
         self.timing_sets = [self._own(s) for s in req.input_sets]
         #: two buffers per call alternate, so no call gets its inputs at the previous call's addresses
         self._call_buffers = [[a.clone() if isinstance(a, self.torch.Tensor) else a for a in self.timing_sets[0]]
@@ -412,6 +413,7 @@ class _Server:
                 reply = p.Failed(phase=phase, error_type=type(exc).__name__, message=str(exc)[:4000],
                                  traceback="".join(traceback.format_exception(exc))[-8000:])
                 traceback.print_exc()
+            del req  # the request's shared inputs (copied by the handler) unmapped now, not at the next request
             # also restores the reply path before it is used; a reply without reports (Failed, Pong)
             # leaves them to the next one that has
             pending = self._held + self._tampering()
