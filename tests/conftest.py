@@ -30,6 +30,11 @@ def pytest_collection_modifyitems(config, items):
         if (E2E_FIXTURES & fixtures or any(f.endswith("_evaluator") for f in fixtures)
                 or any(m in item.keywords for m in E2E_MARKERS)):
             item.add_marker(e2e)
+    # the README's command runs the suite on two pytest-xdist workers (``-n 2 --dist loadgroup``):
+    # the GPU tests stay on one of them, one after another, so no two time kernels on one GPU
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(pytest.mark.xdist_group("cuda"))
     import torch
 
     if torch.cuda.is_available():

@@ -27,7 +27,9 @@ from typer.testing import CliRunner
 
 from kbv.cli.main import app
 
-pytestmark = pytest.mark.e2e  # every test reads one real batch (kbv run, kill -9, resume)
+# every test reads one real batch (kbv run, kill -9, resume); one xdist worker runs them all, so the
+# module's batch runs once
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("batch")]
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "tests" / "data" / "runs"

@@ -164,6 +164,7 @@ def triton_evaluator():
             yield ev
 
 
+@pytest.mark.xdist_group("honest-triton")  # one xdist worker, so one triton_evaluator
 @pytest.mark.parametrize("case", TRITON_CASES, ids=lambda c: c.id)
 def test_honest_triton_candidate(triton_evaluator, honest_config, case):
     v = triton_evaluator.evaluate(honest_problem(case.problem), honest_candidate(case.candidate), honest_config)

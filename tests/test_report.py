@@ -16,6 +16,8 @@ from kbv.batch.store import Store
 from kbv.batch.jobs import problem_key
 from verdict_factory import job_for, make_batch, make_verdict, problem
 
+pytestmark = pytest.mark.xdist_group("report")  # one xdist worker renders the module's pages once
+
 HOSTILE = ('</td></tr></table><script>alert("pwned")</script><img src=x onerror=alert(1)>'
            '{{ 7*7 }} <a href="javascript:alert(2)">x</a> <style>body{display:none}</style>')
 
