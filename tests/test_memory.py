@@ -141,9 +141,6 @@ def test_an_honest_relu_on_a_256_mib_input_passes_and_its_checks_stay_within_the
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("big-relu")
-@pytest.mark.xfail(reason="the per-call timing of issue 15 holds staged and judged outputs beside the re-check's "
-                          "reference side: the reference worker peaked at 3.86 GiB in the timing phase against "
-                          "the 3.0 GiB bound (2.82 GiB before it); open in issue 9", strict=True)
 def test_the_whole_verification_of_a_256_mib_relu_stays_within_the_bound(big_relu_verdict):
     m = big_relu_verdict.evidence["memory_footprint"]
     assert m["reference_host_peak_bytes"] <= m["bound_bytes"], m
