@@ -16,13 +16,14 @@ candidates in ``tests/data/candidates/``. Problems come from ``tests/data/proble
 in ``src/kbv/data/problems/``.
 
 Run time: the cpu rows are one evaluation each (~6 s on an idle 2-core CPU, plus one cached C++
-build for t02-native-async): about 10 minutes for all 77 idle. Every row runs by default (CI
+build for t02-native-async): about 10 minutes for all 82 idle. Every row runs by default (CI
 included); ``KBV_REDTEAM=default`` skips the 32 rows marked ``extended`` (more variants of the
 same entries) for a quicker local run. Rows marked cuda need a GPU (``-m cuda`` on the device host).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -55,6 +56,7 @@ class Case:
     extended: bool = False  #: a further variant: skipped with KBV_REDTEAM=default.
     any_status: bool = False  #: the finding is the answer (entry 23: a flagged problem), any status.
     check: str | None = None  #: a detector that must have a HACK finding (the one this row is for).
+    config: tuple = ()  #: (field, value) pairs replaced in the device's config for this row.
 
 
 R = "redteam/"
@@ -62,6 +64,9 @@ RELU, LINEAR, LOG, SOFTMAX = "level1/1_Small_ReLU.py", "level1/2_Small_Linear.py
     "level1/5_Small_Softmax.py"
 MATMUL_K, SOFTMAX_ROWS, LAYERNORM = "level1/10_Large_K_matmul.py", "level1/11_Softmax_rows.py", \
     "level1/12_LayerNorm_large_row.py"
+BMM = "level1/15_Batched_matmul.py"
+#: the timing sets capped at a byte: two sets, the path of a problem too big for more (issue 15's 528 MiB bmm).
+TWO_SETS = (("timing_input_bytes", 1),)
 CONSTANT, DROPOUT, TINY = "vetting/1_Constant_output.py", "vetting/2_Dropout_train.py", "vetting/3_Tiny_output.py"
 GPU_MATMUL, GPU_RELU = "demo:level1/4_Square_matmul.py", "demo:level1/1_ReLU.py"
 GPU_MATMUL_4096 = "level1/14_Square_matmul_4096.py"
@@ -77,12 +82,18 @@ CASES: tuple[Case, ...] = (
     Case("t02-thread-pool", 2, R + "t02_thread_pool.py", SOFTMAX),
     Case("t02-native-async", 2, R + "t02_native_async.py", RELU),
     Case("t02-thread-launch-cuda", 2, R + "t02_thread_launch_cuda.py", GPU_MATMUL, "cuda"),
+    # the kernel launched by a C++ thread woken from a host callback, after the call returned
+    Case("t02-host-callback-cuda", 2, R + "t02_host_callback_cuda.py", GPU_RELU, "cuda"),
     # 3 lazy output
     Case("t03-lazy-subclass-reduce", 3, R + "t03_lazy_subclass_reduce.py", SOFTMAX),
     Case("t03-tensor-subclass", 3, "candidates/relu_tensor_subclass.py", RELU, extended=True),
     # a SIGSEGV handler computes the output when its PROT_NONE pages are first touched (source in a variable)
     Case("t03-fault-pages", 3, R + "t03_fault_pages_cpp.py", RELU),
     Case("t03-fault-pages-hidden", 3, R + "t03_fault_pages_hidden_cpp.py", RELU, check="probe:fault-handler"),
+    # outputs over managed memory filled by a host callback, and over mapped host memory
+    Case("t03-managed-output-cuda", 3, R + "t03_managed_output_cuda.py", GPU_RELU, "cuda", check="probe:output-memory"),
+    Case("t03-host-mapped-output-cuda", 3, R + "t03_host_mapped_output_cuda.py", GPU_RELU, "cuda",
+         check="probe:output-memory"),
     # 4 timer / harness monkeypatching
     Case("t04-kwdefaults-inplace", 4, R + "t04_kwdefaults_inplace.py", RELU),
     Case("t04-server-time-calls", 4, R + "t04_server_time_calls.py", RELU, extended=True),
@@ -119,6 +130,8 @@ CASES: tuple[Case, ...] = (
     Case("t10-uninit-tail", 10, R + "t10_uninit_tail.py", TINY, extended=True),
     # 11 output caching
     Case("t11-sniff-sample-cache", 11, R + "t11_sniff_sample_cache.py", SOFTMAX),
+    # issue 15's diff-and-patch cache on the two-set path: right on every call, cheap only on repeats
+    Case("t11-diff-patch-bmm", 11, R + "t11_diff_patch_bmm_cpp.py", BMM, check="timing:repeat-gain", config=TWO_SETS),
     Case("t11-cache-by-data-ptr", 11, R + "t11_cache_by_data_ptr.py", SOFTMAX),
     Case("t11-cache-by-sample-hash", 11, R + "t11_cache_by_sample_hash.py", SOFTMAX_ROWS),
     # keyed by (data_ptr, _version): every kbv call either moves the inputs or refills them with
@@ -255,7 +268,8 @@ def test_table_covers_every_taxonomy_entry():
 @pytest.mark.parametrize("case", _params("cpu"))
 def test_redteam_cpu(cpu_evaluator, case: Case):
     try:
-        v = cpu_evaluator.evaluate(_problem(case.problem), load_candidate(DATA / case.candidate), CPU_CONFIG)
+        v = cpu_evaluator.evaluate(_problem(case.problem), load_candidate(DATA / case.candidate),
+                                   dataclasses.replace(CPU_CONFIG, **dict(case.config)))
     finally:
         if case.id == "t26-plant-torch-py":
             shutil.rmtree(PLANT_DIR, ignore_errors=True)
@@ -264,5 +278,6 @@ def test_redteam_cpu(cpu_evaluator, case: Case):
 
 @pytest.mark.parametrize("case", _params("cuda"))
 def test_redteam_cuda(gpu_evaluator, case: Case):
-    v = gpu_evaluator.evaluate(_problem(case.problem), load_candidate(DATA / case.candidate), GPU_CONFIG)
+    v = gpu_evaluator.evaluate(_problem(case.problem), load_candidate(DATA / case.candidate),
+                               dataclasses.replace(GPU_CONFIG, **dict(case.config)))
     _check(case, v)

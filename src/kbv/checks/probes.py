@@ -69,6 +69,15 @@ def _read_equal(own: Any, sent: Any) -> bool:
         drop_view(sent)
 
 
+def output_memory_finding(what: str, where: str = "") -> Finding:
+    """HACK ``probe:output-memory`` (taxonomy 3): ``what`` (:func:`kbv.sandbox.pointers.output_memory`,
+    e.g. "output 0 is over managed memory"): the host can write such memory after the call, outside
+    every stream kbv times and synchronises."""
+    return finding("probe:output-memory", (3,), Severity.HACK,
+                   f"{what}{where}, not device memory from an allocator: the host can fill it after the call, "
+                   "outside every stream kbv times and synchronises (a lazy output)")
+
+
 def call_findings(reply: Any, outs: list, args: list, ref: list | None, label: str, *, zero_strides: bool,
                   aliases_inputs: bool, mutates_inputs: bool) -> list[Finding]:
     """Findings of one forward call's probes. ``reply``: the worker's :class:`kbv.sandbox.protocol.Outputs`
@@ -89,6 +98,8 @@ def call_findings(reply: Any, outs: list, args: list, ref: list | None, label: s
             found.append(finding("probe:zero-stride", (8,), Severity.HACK,
                                     f"output {k}{where} has a zero stride {tuple(sent.stride())}: one value "
                                     f"expanded over shape {tuple(sent.shape)}"))
+    if getattr(reply, "memory", ""):
+        found.append(output_memory_finding(reply.memory, where))
     if reply.aliases and not aliases_inputs:
         pairs = ", ".join(f"output {i} ↔ input {j}" for i, j in reply.aliases[:4])
         found.append(finding("probe:output-alias", (8,), Severity.HACK,

@@ -11,6 +11,13 @@ from kbv.model.findings import finding
 from kbv.model.records import Finding, Severity
 #: judged timed calls this many times slower than the others are named (:func:`plan_leak`).
 PLAN_LEAK_RATIO = 3.0
+#: taxonomy 11 (:func:`repeat_gain`): the cheapest call on the previous call's values with one
+#: element changed this many times cheaper than the cheapest call on fresh values, and by at
+#: least REPEAT_GAIN_MIN_MS, is a diff-and-patch cache (kbv choice: an honest kernel's cost does
+#: not depend on whether its values repeat the previous call's; a patch cache on an 8 x 128^3
+#: batched matmul answered the repeat 9-13x cheaper on a 2-core machine at load 10).
+REPEAT_GAIN_RATIO = 3.0
+REPEAT_GAIN_MIN_MS = 0.05
 
 
 def plan_leak(judged_ms: Sequence[float], other_ms: Sequence[float]) -> tuple[list | None, Finding | None]:
@@ -35,3 +42,15 @@ def plan_leak(judged_ms: Sequence[float], other_ms: Sequence[float]) -> tuple[li
 def implausible_times(times_ms: Sequence[float]) -> list[float]:
     """The candidate's timed-call figures that are not finite and positive (taxonomy 7)."""
     return [t for t in times_ms if not (math.isfinite(t) and t > 0)]
+
+
+def repeat_gain(fresh_ms: Sequence[float], repeat_ms: Sequence[float]) -> bool:
+    """The candidate answers calls on the previous call's values (one element per tensor changed)
+    far cheaper than calls on fresh values: ``min(repeat_ms)`` × :data:`REPEAT_GAIN_RATIO` at most
+    ``min(fresh_ms)``, and :data:`REPEAT_GAIN_MIN_MS` under it (taxonomy 11). Minima, since noise
+    (a loaded machine, a preempted pool thread) only ever adds to a call's cost. False when either
+    list is empty."""
+    if not fresh_ms or not repeat_ms:
+        return False
+    f, r = min(fresh_ms), min(repeat_ms)
+    return r * REPEAT_GAIN_RATIO <= f and f - r >= REPEAT_GAIN_MIN_MS

@@ -299,6 +299,11 @@ class EvalConfig:
             kbv_k x max(baseline errors) + kbv_floor_eps x eps(float32) (+ kbv_tf32_floor where TF32
             is in play); docs/correctness.md.
         integrity: run the anti-cheat detectors (only off to measure their cost).
+        timing_input_bytes: cap in bytes on what the timing phase's input sets take together, each
+            counted three times (kbv's copy, the staging copy, the candidate's); 0 (default): a
+            quarter of free device memory on cuda, of available host memory (at most 1 GiB) on cpu
+            (``kbv.pipeline.timing.TIMING_INPUT_MEMORY_FRACTION``). There are always two sets at
+            least, four at most: a small cap puts a small problem on a big one's path (two sets).
 
     Raises:
         ValueError: a value out of range (device, precision, policy, counts, budgets).
@@ -347,6 +352,9 @@ class EvalConfig:
     #: run the anti-cheat detectors (static scan and runtime probes, ``kbv.sandbox.probes``). Off only
     #: to measure their cost (``bench/probe_overhead.py``): a verdict without them can be gamed.
     integrity: bool = True
+    #: cap on the timing input sets' bytes (each counted 3 times); 0: from free memory
+    #: (``kbv.pipeline.timing.Timing._timing_sets``).
+    timing_input_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -360,6 +368,8 @@ class EvalConfig:
             raise ValueError(f"precision must be fp32, bf16 or fp16, not {self.precision!r}")
         if self.nominal_seeds < 1 or self.trials < 1 or self.timing_rounds < 1:
             raise ValueError("nominal_seeds, trials and timing_rounds must be >= 1")
+        if self.timing_input_bytes < 0:
+            raise ValueError(f"timing_input_bytes must be >= 0, not {self.timing_input_bytes!r}")
         if not (math.isfinite(self.time_budget_ms) and self.time_budget_ms >= 0):
             raise ValueError(f"time_budget_ms must be finite and >= 0, not {self.time_budget_ms!r}")
         if not (self.interval_half_width is None or 0 <= self.interval_half_width < 1) or self.max_timing_rounds < 1 \

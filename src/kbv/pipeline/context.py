@@ -81,6 +81,10 @@ class Context:
         self._pending_probes: list = []  #: (check, taxonomy, detail, error / budget) of failed probes.
         self._fault_reported = False
         self._reused_reported = False
+        self._memory_reported = False  #: probe:output-memory found on a timed call already.
+        #: costs in ms (kbv.pipeline.timing.Timing._call_cost) of the timed calls on fresh values and
+        #: of the repeated calls (kbv.pipeline.repeat).
+        self._repeat_costs: dict = {"fresh": [], "repeat": []}
         self._stage: list = []  #: the candidate worker's staging buffers, shared (kbv.sandbox.protocol.CallTimed).
         self._kept_times: dict = {}  #: candidate times of judged and of other timed calls (plan leak evidence).
         self._signals_at_spawn: frozenset = frozenset()

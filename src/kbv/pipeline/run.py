@@ -26,6 +26,7 @@ from kbv.pipeline.correctness import Correctness
 from kbv.pipeline.load import Load
 from kbv.pipeline.memory import MemoryStage
 from kbv.pipeline.profile import ProfileCheck
+from kbv.pipeline.repeat import RepeatGain
 from kbv.pipeline.roofline import Roofline
 from kbv.pipeline.sync import SyncChecks
 from kbv.pipeline.timing import Timing
@@ -38,8 +39,8 @@ from kbv.reference.build import ReferenceProblem, first_line
 from kbv.sandbox import flags as bl
 
 
-class Verification(Load, Correctness, Vetting, Timing, SyncChecks, Roofline, ProfileCheck, MemoryStage,
-                   VerdictStage):
+class Verification(Load, Correctness, Vetting, Timing, RepeatGain, SyncChecks, Roofline, ProfileCheck,
+                   MemoryStage, VerdictStage):
     """One (problem, candidate, config) verification. Call :meth:`run` once."""
 
     # the whole pipeline --------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from kbv.checks.probes import output_memory_finding
 from kbv.checks.timing import implausible_times, plan_leak
 from kbv.model.records import InputKind, InputSetResult, Measurement, Severity, Status
 from kbv.pipeline.adaptive import StopRule, decide, half_widths
@@ -116,8 +117,9 @@ class Timing(Judging):
     def _timing_sets(self) -> list:
         """Up to :data:`MAX_TIMING_SETS` rotating timing sets, drawn on the device, as many as fit
         in :data:`TIMING_INPUT_MEMORY_FRACTION` of free device memory (cuda) or of available host
-        memory (cpu, at most :data:`CPU_TIMING_INPUT_BYTES`), each counted three times (ours, the
-        staging copy, the candidate's); never fewer than two."""
+        memory (cpu, at most :data:`CPU_TIMING_INPUT_BYTES`), and in ``EvalConfig.timing_input_bytes``
+        when set, each counted three times (ours, the staging copy, the candidate's); never fewer
+        than two."""
         get_inputs = self.rp.module.get_inputs
         dev = self.rp.device
         first = inp.to_device(inp.draw(get_inputs, inp.secret_seed(), dev), dev, self.config.precision)
@@ -126,6 +128,8 @@ class Timing(Judging):
             budget = fp.device_free_bytes(dev) * TIMING_INPUT_MEMORY_FRACTION / 3
         else:
             budget = min(CPU_TIMING_INPUT_BYTES, fp.host_available_bytes() * TIMING_INPUT_MEMORY_FRACTION / 3)
+        if self.config.timing_input_bytes:
+            budget = min(budget, self.config.timing_input_bytes / 3)
         # at least two, whatever the size: every timed call takes a fraction of its values from
         # another set (kbv.sandbox.timing.mix_values), so no call repeats another's inputs
         count = int(max(2, min(MAX_TIMING_SETS, budget // size, max(TIMING_SETS_SMALL_BYTES, 2 * size) // size)))
@@ -271,6 +275,8 @@ class Timing(Judging):
         bl.apply_flags(self.fp32_flags)
         self.state.evidence["timed_rechecks"] = recheck.checked
         self._plan_leak()
+        if cfg.integrity:
+            self._repeat_gain(worker, sets)
         self.state.evidence["timed_calls_per_round"] = per_round_done
         self.oracle.release()
         return samples, clock
@@ -286,12 +292,17 @@ class Timing(Judging):
         for it are unmapped here after the copy (:func:`kbv.processes.footprint.drop_view`). With
         ``at_once`` (:func:`recheck_at_once`) each kept ``(call index, timing set, outputs)`` is
         handed to it once the worker runs again, before the next call; else they are returned.
+        With the detectors on, one secret timed call is followed by one more on its values with
+        one more element per tensor changed, whose cost is kept apart
+        (:meth:`kbv.pipeline.repeat.RepeatGain._repeat_gain`), never a sample.
         Returns (times of the timed calls in ms, kept calls, clock)."""
         cfg = self.config
         n = len(sets)
         times: list = []
         kept: list = []
         clock = "cuda-event" if self.rp.device.type == "cuda" else "perf_counter"
+        again = secrets.randbelow(per_round) if cfg.integrity and per_round else -1
+        calls = []  # (timed index, -1 for the repeat, None for warmup; set index; mix; changes; judged)
         for j in range(warmup + per_round):
             i = j - warmup
             if i < 0:  # warmup: the same kind of request, with a mix of its own (never judged); the
@@ -303,35 +314,31 @@ class Timing(Judging):
                     mx = (first, 0, skip, 1.0)
                 else:
                     mx = ((idx + 1 + secrets.randbelow(n - 1)) % n, secrets.randbits(62), skip)
-                mt: tuple = ()
-            else:
-                idx = (first + warmup + i) % n
-                mx, mt = mix.get(i, ()), mutate.get(i, ())
-            judged = i >= 0 and i in keep and cfg.integrity  # decided before, never sent
+                calls.append((None, idx, mx, (), False))
+                continue
+            idx = (first + warmup + i) % n
+            mx, mt = tuple(mix.get(i, ())), tuple(mutate.get(i, ()))
+            calls.append((i, idx, mx, mt, cfg.integrity and i in keep))  # judged: decided here, never sent
+            if i == again:
+                more = timed_mutation(sets[idx], sets[(idx + 1) % n], torch.Generator().manual_seed(
+                    secrets.randbits(62)), skip)
+                calls.append((-1, idx, mx, mt + more, False))
+        for i, idx, mx, mt, judged in calls:
             entry = None
-            with self._held(worker, protocol.TimedCall(idx, flush, tuple(mx), tuple(mt)), "time",
-                            cfg.call_timeout_s, hold=judged) as reply:
-                if not isinstance(reply, protocol.CallTimed) or not isinstance(reply.time_ms, (int, float)):
-                    raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
-                if reply.reused and not self._reused_reported:
-                    self._reused_reported = True
-                    self._found("probe:output-reused", (8,), Severity.HACK,
-                                f"a timed call returned storage shared with {reply.reused}: the output is not the "
-                                "caller's (the next call overwrites it, and the allocation the reference pays is "
-                                "skipped)")
-                if reply.tensors:  # new staging buffers (first call, or other output shapes)
-                    if any(type(t) is not torch.Tensor for t in reply.tensors):
-                        raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: output is not a tensor")
-                    self._stage = list(reply.tensors)
-                if type(reply.staged) is not int or reply.staged != len(self._stage):
-                    raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
-                if i >= 0:
+            with self._held(worker, protocol.TimedCall(idx, flush, mx, mt), "time", cfg.call_timeout_s,
+                            hold=judged) as reply:
+                self._timed_reply(reply)
+                if i is not None and i >= 0:
                     times.append(float(reply.time_ms))
                     clock = str(reply.clock)
                     if judged:  # the worker is stopped: the staged outputs as this call left them
                         entry = (done + i, idx, [t.clone() for t in self._stage])
                         for t in self._stage:
                             fp.drop_view(t)
+                    if not (len(mx) > 3 and mx[3] >= 1):  # the plain call repeats a warmup call's values
+                        self._repeat_costs["fresh"].append(self._call_cost(reply))
+                elif i == -1:
+                    self._repeat_costs["repeat"].append(self._call_cost(reply))
                 del reply
             if entry is not None:
                 if at_once is not None:
@@ -342,6 +349,39 @@ class Timing(Judging):
         self._kept_times.setdefault("kept", []).extend(times[i] for i in sorted(keep) if i < len(times))
         self._kept_times.setdefault("other", []).extend(t for i, t in enumerate(times) if i not in keep)
         return times, kept, clock
+
+    def _timed_reply(self, reply: object) -> None:
+        """The checks every reply to a :class:`kbv.sandbox.protocol.TimedCall` gets: its form, an
+        output that is not the caller's (taxonomy 8) or not over device memory (taxonomy 3, both
+        reported once), new staging buffers."""
+        if not isinstance(reply, protocol.CallTimed) or not isinstance(reply.time_ms, (int, float)):
+            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+        if reply.reused and not self._reused_reported:
+            self._reused_reported = True
+            self._found("probe:output-reused", (8,), Severity.HACK,
+                        f"a timed call returned storage shared with {reply.reused}: the output is not the "
+                        "caller's (the next call overwrites it, and the allocation the reference pays is "
+                        "skipped)")
+        if reply.memory and not self._memory_reported:
+            self._memory_reported = True
+            self.state.findings.append(output_memory_finding(str(reply.memory), " (a timed call)"))
+        if reply.tensors:  # new staging buffers (first call, or other output shapes)
+            if any(type(t) is not torch.Tensor for t in reply.tensors):
+                raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: output is not a tensor")
+            self._stage = list(reply.tensors)
+        if type(reply.staged) is not int or reply.staged != len(self._stage):
+            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+
+    def _call_cost(self, reply: object) -> float:
+        """What a timed call cost, in ms, for comparing one candidate's calls with each other: the
+        event time on cuda; on cpu the lesser of the wall time and the CPU time of the worker's
+        calling thread. Noise only adds to either: a loaded machine stretches the wall time, and
+        the calling thread spins at torch's pool barrier while a pool thread waits to run."""
+        ms = float(reply.time_ms)
+        cpu = reply.cpu_ms
+        if self.rp.device.type == "cpu" and isinstance(cpu, (int, float)) and math.isfinite(cpu) and cpu > 0:
+            return min(ms, float(cpu))
+        return ms
 
     def _plan_leak(self) -> None:
         """Judged timed calls systematically slower than the others (:func:`kbv.checks.timing.plan_leak`);

@@ -187,6 +187,7 @@ class Outputs:
     new_threads: int = 0  #: threads alive after the call that were not before it.
     exact: tuple = ()  #: per output: ``type(out) is torch.Tensor`` as forward returned it (before pickling).
     late_work: str = ""  #: work a candidate thread did after forward returned (kbv.sandbox.probes.ThreadWork).
+    memory: str = ""  #: a cuda output over memory that is not device memory (kbv.sandbox.pointers), or "".
 
 
 @dataclass(frozen=True)
@@ -230,6 +231,10 @@ class CallTimed:
     reused: str = ""
     flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
     tampering: tuple = ()  #: :class:`Tampering` reports.
+    #: CPU time of the worker's calling thread over the call, ms (the repeat-gain comparison on
+    #: cpu: a loaded machine stretches wall time, not CPU time).
+    cpu_ms: float | None = None
+    memory: str = ""  #: a cuda output over memory that is not device memory (kbv.sandbox.pointers), or "".
 
 
 @dataclass(frozen=True)
@@ -320,13 +325,19 @@ def decode_reply(data: bytes) -> Any:
 
 
 def _check_reports(msg: Any) -> None:
-    """``msg.flag_changes`` is a tuple of ``str`` and ``msg.tampering`` a tuple of well-formed
-    :class:`Tampering` values. Unpickling sets an object's fields without calling ``__init__``,
-    so a report the candidate wrote itself is checked here: exactly the two fields, a known kind,
-    a ``str`` detail. Raises :class:`ProtocolError` otherwise."""
+    """``msg.flag_changes`` is a tuple of ``str``, ``msg.tampering`` a tuple of well-formed
+    :class:`Tampering` values, ``msg.memory`` a ``str`` and ``msg.cpu_ms`` a float or None.
+    Unpickling sets an object's fields without calling ``__init__``, so a report the candidate
+    wrote itself is checked here: exactly the two fields, a known kind, a ``str`` detail. Raises
+    :class:`ProtocolError` otherwise."""
     changes = getattr(msg, "flag_changes", ())
     if type(changes) is not tuple or any(type(c) is not str for c in changes):
         raise ProtocolError(f"{type(msg).__name__}.flag_changes is not a tuple of strings")
+    if type(getattr(msg, "memory", "")) is not str:
+        raise ProtocolError(f"{type(msg).__name__}.memory is not a string")
+    cpu = getattr(msg, "cpu_ms", None)
+    if cpu is not None and type(cpu) is not float:
+        raise ProtocolError(f"{type(msg).__name__}.cpu_ms is not a float")
     reports = getattr(msg, "tampering", ())
     if type(reports) is not tuple:
         raise ProtocolError(f"{type(msg).__name__}.tampering is not a tuple")

@@ -20,6 +20,7 @@ from typing import Callable, Collection, Mapping, Sequence
 import torch
 
 _perf_counter = time.perf_counter
+_thread_time = time.thread_time  #: CPU time of the calling thread, per timed call (kbv.pipeline.repeat)
 _Event = torch.cuda.Event
 _event_record = torch.cuda.Event.record
 _event_elapsed = torch.cuda.Event.elapsed_time

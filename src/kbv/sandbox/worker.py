@@ -54,6 +54,7 @@ class _Server:
         from kbv.sandbox import probes as integrity
         from kbv.sandbox import memory
         from kbv.sandbox import kernels as kernel_timeline
+        from kbv.sandbox import pointers
         from kbv.sandbox import profiling
         from kbv.sandbox import protocol
         from kbv.sandbox import timing  # noqa: F401
@@ -62,6 +63,7 @@ class _Server:
 
         self.torch = torch
         self.integrity = integrity
+        self.pointers = pointers
         self.baselines = baselines
         self.protocol = protocol
         self.timing = timing
@@ -70,6 +72,7 @@ class _Server:
         self._time_calls = timing.time_calls
         self._one_call = timing.one_call
         self._call_inputs = timing.call_inputs
+        self._thread_time = timing._thread_time
         self._time_calls_code = timing.time_calls.__code__
         self._kw_defaults = timing.time_calls.__kwdefaults__
         self.conn = conn
@@ -88,7 +91,8 @@ class _Server:
         # every harness callable, the clocks and the reply path, as they are before the candidate
         # loads: checked (and put back) before every reply, taxonomy 4/24/25
         self.guard = integrity.HarnessGuard(
-            [baselines, integrity, kernel_timeline, memory, profiling, protocol, timing, sys.modules[__name__]],
+            [baselines, integrity, kernel_timeline, memory, pointers, profiling, protocol, timing,
+             sys.modules[__name__]],
             [(time, "perf_counter", "time.perf_counter"), (time, "monotonic", "time.monotonic"),
              (torch.cuda, "synchronize", "torch.cuda.synchronize"), (torch.cuda, "Event", "torch.cuda.Event"),
              (torch.cuda.Event, "record", "torch.cuda.Event.record"),
@@ -97,8 +101,9 @@ class _Server:
              (mpc.Connection, "send_bytes", "Connection.send_bytes"),
              (mpc.Connection, "_send_bytes", "Connection._send_bytes"), (mpc.Connection, "_send", "Connection._send"),
              (mpr.ForkingPickler, "dumps", "ForkingPickler.dumps"), (mpr.ForkingPickler, "__init__", "ForkingPickler.__init__"),
-             *((self, name, f"worker.{name}") for name in ("_time_calls", "_one_call", "_call_inputs", "torch", "timing",
-                                                            "protocol", "baselines",
+             *((self, name, f"worker.{name}") for name in ("_time_calls", "_one_call", "_call_inputs", "_thread_time",
+                                                            "torch", "timing",
+                                                            "protocol", "baselines", "pointers",
                                                             "integrity", "conn", "_perturb"))])
         # the candidate's own Python threads, watched for work after forward returns (taxonomy 2)
         self.threadwork = integrity.ThreadWork()
@@ -128,6 +133,7 @@ class _Server:
             torch.cuda.set_device(self.device)
             torch.ones(1 << 16, device=self.device).sum()
             self._sync()
+            self.pointers.driver()  # the driver library the output-memory check asks, bound before the candidate
 
     # helpers ---------------------------------------------------------------------------------
     def _sync(self) -> None:
@@ -239,13 +245,15 @@ class _Server:
         late_work = f"ran {late}" if late else ""
         self._sync()
         aliases = ig.overlaps(tensors, args)
+        memory = self.pointers.output_memory(tensors) if self.device.type == "cuda" else ""
         self.last_args = args
         self.last_sizes = [t.numel() * t.element_size() for t in (*tensors, *args) if type(t) is torch.Tensor]
         changes = self._check_flags()
         return self.protocol.Outputs(tensors=tensors, structure=structure, flag_changes=changes,
                                      snapshot=snapshot, exact=tuple(type(t) is torch.Tensor for t in tensors),
                                      inputs_after=tuple(a for a in args if type(a) is torch.Tensor),
-                                     aliases=aliases, new_threads=len(new), late_work=late_work)
+                                     aliases=aliases, new_threads=len(new), late_work=late_work,
+                                     memory=memory)
 
     def set_timing_inputs(self, req: Any) -> Any:
         self.last_args = None  # the correctness calls' inputs: no forward reuses them after this
@@ -266,7 +274,9 @@ class _Server:
         buf = self._call_buffers[self._call_count % 2]
         self._call_count += 1
         args = self._call_inputs(buf, self.timing_sets, req.set_index, tuple(req.mix), tuple(req.mutate))
+        c0 = self._thread_time()
         ms, out, clock = self._one_call(self.model, args, device=self.device, flush_bytes=req.l2_flush_bytes)
+        cpu_ms = (self._thread_time() - c0) * 1e3
         tensors, structure = _flatten(out)
         del out
         reused = ""
@@ -298,7 +308,9 @@ class _Server:
             b.copy_(t)
         self._sync()
         return self.protocol.CallTimed(time_ms=float(ms), clock=clock, tensors=new, structure=structure,
-                                       staged=len(outs), reused=reused, flag_changes=self._check_flags())
+                                       staged=len(outs), reused=reused, cpu_ms=cpu_ms,
+                                       memory=self.pointers.output_memory(outs) if self.device.type == "cuda" else "",
+                                       flag_changes=self._check_flags())
 
     def _tampering(self) -> tuple:
         """:class:`kbv.sandbox.protocol.Tampering` reports: harness objects the candidate replaced

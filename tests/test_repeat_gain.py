@@ -1,0 +1,87 @@
+"""Unit tests of the diff-and-patch checks (issue 15, taxonomy 3 and 11): the repeat-gain rule,
+the timing-set cap that puts a small problem on the two-set path, and the driver's answer about
+what memory a cuda output lies in (read here through a stand-in driver)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kbv.checks.probes import output_memory_finding
+from kbv.checks.timing import REPEAT_GAIN_MIN_MS, REPEAT_GAIN_RATIO, repeat_gain
+from kbv.model.records import EvalConfig, Severity
+from kbv.sandbox import pointers
+
+
+def test_repeat_gain_compares_the_cheapest_calls():
+    """The cheapest repeat against the cheapest fresh call: a cache answering repeats 10x cheaper
+    is seen even when noise inflates most of its repeats, and an honest kernel whose every call
+    costs the same is not, however much noise inflates some of its fresh calls."""
+    assert repeat_gain([3.3, 2.8, 4.2], [0.32, 4.1])  # one uninflated repeat is enough
+    assert not repeat_gain([2.0, 9.0, 8.0], [2.1, 2.0])  # honest: noisy fresh calls, cheapest alike
+    assert not repeat_gain([1.0], [1.0 / REPEAT_GAIN_RATIO * 1.01])  # under the ratio
+    tiny = REPEAT_GAIN_MIN_MS / 2
+    assert not repeat_gain([tiny], [tiny / 100])  # over the ratio, but too small a difference to trust
+    assert not repeat_gain([], [0.1]) and not repeat_gain([1.0], [])
+
+
+def test_timing_input_bytes_is_a_non_negative_cap():
+    assert EvalConfig().timing_input_bytes == 0
+    assert EvalConfig(timing_input_bytes=1).timing_input_bytes == 1
+    with pytest.raises(ValueError, match="timing_input_bytes"):
+        EvalConfig(timing_input_bytes=-1)
+
+
+class _Driver:
+    """Answers cuPointerGetAttribute like the CUDA driver: IS_MANAGED (8), MEMORY_TYPE (2), or an error."""
+
+    def __init__(self, managed: int = 0, kind: int = 2, error: int = 0):
+        self.managed, self.kind, self.error, self.asked = managed, kind, error, []
+
+    def cuPointerGetAttribute(self, ref, attribute, ptr):  # noqa: N802 - the driver's name
+        self.asked.append((attribute, ptr))
+        if self.error:
+            return self.error
+        ref._obj.value = self.managed if attribute == pointers.CU_POINTER_ATTRIBUTE_IS_MANAGED else self.kind
+        return 0
+
+
+@pytest.mark.parametrize("driver, kind", [
+    (_Driver(kind=2), "device"),  # cudaMalloc, torch's caching allocator
+    (_Driver(managed=1), "managed"),  # cudaMallocManaged (the driver may report its type as device)
+    (_Driver(kind=1), "host"),  # cudaHostAlloc(mapped), cudaHostRegister
+    (_Driver(error=pointers.CUDA_ERROR_INVALID_VALUE), "unregistered"),  # pageable memory (HMM/ATS)
+    (_Driver(error=201), "unknown"),  # another driver error
+    (_Driver(kind=9), "unknown"),
+], ids=["device", "managed", "host", "unregistered", "error", "unlisted"])
+def test_memory_kind_reads_the_driver(driver, kind):
+    assert pointers.memory_kind(0x7000_0000_1000, driver) == kind
+    assert driver.asked[0] == (pointers.CU_POINTER_ATTRIBUTE_IS_MANAGED, 0x7000_0000_1000)
+
+
+def test_no_driver_means_unknown_and_ordinary():
+    assert pointers.memory_kind(0x1000, False) == "unknown" and "unknown" in pointers.ORDINARY
+    driver = _Driver(kind=1)
+    assert pointers.output_memory([object(), torch.zeros(2)], driver) == "" and not driver.asked  # cpu: not asked
+
+
+def test_output_memory_finding_is_a_hack_naming_lazy_outputs():
+    f = output_memory_finding("output 0 is over managed memory", " (a timed call)")
+    assert f.check == "probe:output-memory" and f.severity is Severity.HACK and 3 in f.taxonomy
+    assert "managed memory (a timed call)" in f.detail
+
+
+def test_timed_call_reports_are_checked_before_the_trusted_side_reads_them():
+    """``CallTimed.cpu_ms`` (the repeat-gain cost on cpu) and ``memory`` (the output-memory report)
+    come from the untrusted worker: the decoder refuses them in any other type."""
+    from kbv.sandbox import protocol
+
+    ok = protocol.CallTimed(time_ms=1.0, clock="perf_counter", tensors=(), cpu_ms=0.5,
+                            memory="output 0 is over managed memory")
+    back = protocol.decode_reply(protocol.encode(ok))
+    assert back.cpu_ms == 0.5 and back.memory == ok.memory
+    for bad in (dict(cpu_ms="0.5"), dict(memory=3), dict(memory=("managed",))):
+        with pytest.raises(protocol.ProtocolError, match="cpu_ms|memory"):
+            protocol.decode_reply(protocol.encode(protocol.CallTimed(time_ms=1.0, clock="c", tensors=(), **bad)))
+    with pytest.raises(protocol.ProtocolError, match="memory"):
+        protocol.decode_reply(protocol.encode(protocol.Outputs(tensors=(), structure="tensor", memory=1)))
