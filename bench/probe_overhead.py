@@ -7,8 +7,9 @@ costs at most twice the wall time of the same verify without them (``EvalConfig(
 For each (problem, candidate) pair below, the pair is verified ``--repeats`` times in each mode,
 alternating the order (on, off, off, on, ...) in one Evaluator so warm caches favour neither. The
 first, untimed, verification of each pair builds the candidate. Reported per pair: median wall
-seconds of ``Evaluator.evaluate`` in each mode and their ratio; overall: the geometric mean ratio
-and the worst one.
+seconds of ``Evaluator.evaluate`` in each mode, their ratio and every run's phase seconds
+(load, correctness, vetting, timing); overall: the geometric mean ratio and the worst one.
+``--only SUBSTR`` keeps the pairs whose candidate file name contains SUBSTR.
 
 Usage (repo root):
     TRITON_INTERPRET=1 .venv/bin/python bench/probe_overhead.py --device cpu --out /tmp/overhead-cpu.json
@@ -45,16 +46,18 @@ def main() -> None:
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--out", help="write every measurement as JSON here")
+    ap.add_argument("--only", default="", help="run only the pairs whose candidate file name contains this")
     args = ap.parse_args()
     base = EvalConfig(device=args.device) if args.device == "cuda" else EvalConfig(
         device="cpu", trials=6, timing_rounds=2, warmup=1)
     rows = []
     with Evaluator(args.device) as ev:
-        for prob, cand in PAIRS[args.device]:
+        for prob, cand in [p for p in PAIRS[args.device] if args.only in p[1]]:
             p = load_problem(data_path("problems", prob))
             c = load_candidate(data_path("candidates", cand))
             ev.evaluate(p, c, base)  # build and warm
             walls: dict[str, list[float]] = {"on": [], "off": []}
+            phases: dict[str, list[dict]] = {"on": [], "off": []}
             statuses = {}
             for r in range(args.repeats):
                 for mode in (("on", "off") if r % 2 == 0 else ("off", "on")):
@@ -62,10 +65,11 @@ def main() -> None:
                     t0 = time.perf_counter()
                     v = ev.evaluate(p, c, cfg)
                     walls[mode].append(time.perf_counter() - t0)
+                    phases[mode].append(dict(v.phase_seconds))
                     statuses[mode] = v.status.value
             on, off = statistics.median(walls["on"]), statistics.median(walls["off"])
             rows.append({"problem": prob, "candidate": cand, "on_s": on, "off_s": off, "ratio": on / off,
-                         "walls": walls, "status": statuses})
+                         "walls": walls, "phase_seconds": phases, "status": statuses})
             print(f"{prob:38s} {cand:22s} on {on:7.2f} s  off {off:7.2f} s  ratio {on / off:5.2f}  "
                   f"({statuses['on']} / {statuses['off']})", flush=True)
     ratios = [r["ratio"] for r in rows]

@@ -85,6 +85,8 @@ class Context:
         #: costs in ms (kbv.pipeline.timing.Timing._call_cost) of the timed calls on fresh values and
         #: of the repeated calls (kbv.pipeline.repeat).
         self._repeat_costs: dict = {"fresh": [], "repeat": []}
+        #: the largest input-rounding errors the nominal sets measured (kbv.pipeline.judging), per output.
+        self._nominal_rounding: list | None = None
         self._stage: list = []  #: the candidate worker's staging buffers, shared (kbv.sandbox.protocol.CallTimed).
         self._kept_times: dict = {}  #: candidate times of judged and of other timed calls (plan leak evidence).
         self._signals_at_spawn: frozenset = frozenset()

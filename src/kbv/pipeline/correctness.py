@@ -65,14 +65,17 @@ class Correctness(Judging):
                                              aliases_inputs=rp.aliases_inputs, mutates_inputs=rp.mutates_inputs)
 
     def _check_set(self, worker: CandidateProcess, s: inp.InputSet, *, buffers: str = "fresh",
-                   keep_outputs: bool = False) -> InputSetResult:
+                   keep_outputs: bool = False, probe: bool = False) -> InputSetResult:
+        """The candidate judged on input set ``s`` (one forward call with the per-call probes).
+        ``probe``: a cache probe, whose budget takes its input-rounding term from the nominal sets
+        (:meth:`_reference_side`)."""
         cfg = self.config
         if s.drop_reason:
             s.release()
             return self._dropped(s, s.drop_reason)
         args = inp.to_device(s.args, self.rp.device, cfg.precision)
         s.release()  # ``args`` is the one copy held (a set with a maker is made again when needed)
-        side = self._reference_side(s, args)
+        side = self._reference_side(s, args, self._nominal_rounding if probe else None)
         if isinstance(side, InputSetResult):
             return side
         ref, oracle, oracle_note, baselines = side
@@ -108,20 +111,20 @@ class Correctness(Judging):
     def _cache_probes(self, worker: CandidateProcess, last: inp.InputSet) -> None:
         """Same addresses with new values, then new addresses with the values of ``last`` (the
         last nominal set): both must be right, and the second bit-identical to ``last`` (taxonomy
-        9, 10, 11). Run only when every nominal set passed."""
+        9, 10, 11). Run only when every nominal set passed. Probe sets (:meth:`_check_set`)."""
         get_inputs = self.rp.module.get_inputs
         seed = inp.secret_seed()
         dev = self.rp.device
         fresh = inp.InputSet("probe-same-address", InputKind.NOMINAL, "new values in the previous call's buffers",
                              seed, maker=lambda: (inp.draw(get_inputs, seed, dev), None))
         first_outs = self._kept_outputs
-        r = self._check_set(worker, fresh, buffers="reuse")
+        r = self._check_set(worker, fresh, buffers="reuse", probe=True)
         if r.passed is False:
             self._probe_failed("probe:cache-same-address", (11,), r,
                                f"wrong when new values arrive in the previous call's input buffers: {r.fault}")
         again = inp.InputSet("probe-new-address", InputKind.NOMINAL, f"values of {last.name} at new addresses",
                              last.seed, maker=lambda: (last.args, None))
-        r = self._check_set(worker, again, buffers="moved", keep_outputs=True)
+        r = self._check_set(worker, again, buffers="moved", keep_outputs=True, probe=True)
         if r.passed is False:
             self._probe_failed("probe:cache-new-address", (9, 11), r,
                                f"wrong on the values of {last.name} placed at new addresses: {r.fault}")
@@ -141,7 +144,7 @@ class Correctness(Judging):
                                  "buffers", seed, perturbed(last.args, other, seed, self._structured()))
             last.release()
             del other
-            r = self._check_set(worker, mixed, buffers="reuse")
+            r = self._check_set(worker, mixed, buffers="reuse", probe=True)
             if r.passed is False:
                 self._probe_failed("probe:cache-perturbed", (11,), r,
                                    f"wrong when one input element changes in place: {r.fault} (a cache keyed by a "

@@ -36,10 +36,15 @@ class Judging(Context):
                             memory_footprint=fp.evidence(self.rp.device)) from None
             return None, f"fp64 oracle unavailable ({exc}); the kbv policy fell back to allclose"
 
-    def _reference_side(self, s: inp.InputSet, args: list) -> tuple | InputSetResult:
+    def _reference_side(self, s: inp.InputSet, args: list, rounding: list | None = None) -> tuple | InputSetResult:
         """Reference, oracle and the baselines' errors against it on ``args`` (already on the
         device), or a dropped result. Baseline outputs are reduced to their errors at once, so at
-        most the reference and the oracle outputs stay held for the candidate's."""
+        most the reference and the oracle outputs stay held for the candidate's.
+
+        The input-rounding term of the budget (a second fp64 forward) is measured on every set
+        except where ``rounding`` gives it: the probes and timed re-checks on ``get_inputs()``
+        draws take the largest the nominal sets measured (:attr:`_nominal_rounding`, the same
+        distribution); the nominal sets' own figures are collected here."""
         try:
             ref = run_reference(self.rp, inp.clone_args(args), self.fp32_flags, original=args)
         except BaseException as exc:  # noqa: BLE001 - reference raised on this distribution
@@ -64,10 +69,14 @@ class Judging(Context):
             bl.apply_flags(self.fp32_flags)
             errors["eager-tf32"] = output_errors(tf32, oracle)
             del tf32
-        if oracle is not None:  # the problem's own sensitivity to fp32 rounding (kbv.reference.policy.INPUT_ROUNDING)
+        if oracle is not None and rounding is not None:
+            errors[INPUT_ROUNDING] = list(rounding)
+        elif oracle is not None:  # the problem's own sensitivity to fp32 rounding (kbv.reference.policy.INPUT_ROUNDING)
             moved = self.oracle.input_rounding_errors(args, oracle, ref)
             if moved is not None:
                 errors[INPUT_ROUNDING] = moved
+                if s.kind is InputKind.NOMINAL:
+                    self._nominal_rounding = largest_errors(self._nominal_rounding, moved)
         return ref, oracle, oracle_note, errors
 
     def _judge(self, s: inp.InputSet, outs: list, structure: str | None, ref: list, oracle: list | None,
@@ -129,3 +138,11 @@ class Judging(Context):
         """The held probe failures become findings (:func:`kbv.checks.probes.settle_probes`)."""
         self.state.findings += settle_probes(self.state.input_sets, self._pending_probes)
         self._pending_probes = []
+
+
+def largest_errors(a: list | None, b: list) -> list:
+    """Per output, the larger of two :func:`kbv.reference.oracle.output_errors` lists (None
+    entries, integer outputs, stay None only where both are None)."""
+    if a is None:
+        return list(b)
+    return [x if y is None else y if x is None else max(x, y) for x, y in zip(a, b)]

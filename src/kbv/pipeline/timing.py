@@ -411,13 +411,13 @@ class Timing(Judging):
                        else f"1/{round(1 / timing.MIX_FRACTION)} of its elements from set {mix[0]}, ")
                 s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL,
                                  f"timing set {k}, {how}{len(mutation)} element(s) changed", 0, args)
-                side = self._reference_side(s, args)
+                side = self._reference_side(s, args, self._nominal_rounding)
                 s.release()  # the call's inputs are not needed once its reference side is made
                 del args
             else:
                 s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL, f"timing set {k}", 0, sets[k])
                 if k not in state.refs:
-                    state.refs[k] = self._reference_side(s, sets[k])
+                    state.refs[k] = self._reference_side(s, sets[k], self._nominal_rounding)
                 side = state.refs[k]
             if isinstance(side, InputSetResult):
                 continue
