@@ -116,12 +116,13 @@ class Evaluator:
 
         reply = self._worker().evaluate(job, job_timeout_s(config), answer)
         if reply.problem_error:
-            raise ProblemError(problem.path, reply.problem_error.split(": ", 1)[-1])
+            raise ProblemError(problem.path, reply.problem_error.fault)
         if reply.error or reply.verdict is None:
             if self._ref is not None:
                 self._ref.close()
                 self._ref = None
-            return eval_error_verdict(problem, candidate, config, reply.error or "reference worker sent no verdict")
+            return eval_error_verdict(problem, candidate, config,
+                                      reply.error.describe() if reply.error else "reference worker sent no verdict")
         verdict = verdict_from_dict(reply.verdict)
         if verdict.status is Status.EVAL_ERROR and self._ref is not None:
             self._ref.close()  # a fresh reference worker for the next job (its memory, its state)
@@ -137,7 +138,7 @@ class Evaluator:
         reply = self._worker().evaluate({"kind": "environment"}, 300.0)
         if reply.error or reply.baselines is None:
             self.close()
-            raise EvaluationError(reply.error or "reference worker sent no environment")
+            raise EvaluationError(reply.error.describe() if reply.error else "reference worker sent no environment")
         return environment_from_dict(reply.baselines["environment"])
 
     def measure_baselines(self, problem: ProblemRef, config: EvalConfig,
@@ -158,12 +159,12 @@ class Evaluator:
         timeout = config.compile_timeout_s + len(labels) * config.timing_timeout_s + 300.0
         reply = self._worker().evaluate(job, timeout)
         if reply.problem_error:
-            raise ProblemError(problem.path, reply.problem_error.split(": ", 1)[-1])
+            raise ProblemError(problem.path, reply.problem_error.fault)
         if reply.error or reply.baselines is None:
             if self._ref is not None:
                 self._ref.close()
                 self._ref = None
-            raise EvaluationError(reply.error or "reference worker sent no baselines")
+            raise EvaluationError(reply.error.describe() if reply.error else "reference worker sent no baselines")
         b = reply.baselines
         return BaselineRun(environment=environment_from_dict(b["environment"]),
                            measurements={k: measurement_from_dict(m) for k, m in b["measurements"].items()},
@@ -183,12 +184,12 @@ class Evaluator:
         calls = seeds * (1 + len(config.hidden) + len(config.distributions)) * 3 + 2
         reply = self._worker().evaluate(job, calls * config.call_timeout_s + 300.0)
         if reply.problem_error:
-            raise ProblemError(problem.path, reply.problem_error.split(": ", 1)[-1])
+            raise ProblemError(problem.path, reply.problem_error.fault)
         if reply.error or reply.vetting is None:
             if self._ref is not None:
                 self._ref.close()
                 self._ref = None
-            raise EvaluationError(reply.error or "reference worker sent no vetting report")
+            raise EvaluationError(reply.error.describe() if reply.error else "reference worker sent no vetting report")
         return vetting_from_dict(reply.vetting)
 
     def close(self) -> None:

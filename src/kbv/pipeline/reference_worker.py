@@ -1,7 +1,9 @@
 """The reference worker: trusted process that owns one device, the problems and the comparisons.
 
 It serves JSON jobs from the orchestrator (``{"problem": ..., "candidate": ..., "config": ...}``)
-and answers each with ``{"verdict": dict}`` or ``{"problem_error": "one line"}``. A job with
+and answers each with ``{"verdict": dict}``, ``{"problem_error": {"path", "fault"}}`` or
+``{"error": {"kind", "message", "traceback"}}`` (:class:`kbv.processes.reference.ReferenceReply`,
+decoded strictly by its handle). A job with
 ``"kind": "vet"`` (problem, config, ``vet_seeds``; no candidate) vets the problem
 (:func:`kbv.reference.vetting.vet_problem`) and answers ``{"vetting": dict}``. A job with
 ``"kind": "baselines"`` and ``"labels"`` times the reference model alone under each baseline
@@ -51,6 +53,7 @@ def reference_main(conn: Connection, device: str) -> None:
 
     from kbv.model.source import source_hash
     from kbv.pipeline.prestart import Prestarted, quiet
+    from kbv.processes.reference import RAISED, ProblemFailure, ReferenceReply, WorkerError
 
     if device == "cuda":
         torch.cuda.set_device(0)
@@ -130,9 +133,10 @@ def reference_main(conn: Connection, device: str) -> None:
                 reply = {"verdict": to_dict(verdict)}
         except ProblemError as exc:
             cache.clear()
-            reply = {"problem_error": str(exc)}
+            reply = ReferenceReply(problem_error=ProblemFailure(exc.path, exc.fault)).to_json()
         except Exception as exc:  # noqa: BLE001 - report, keep serving
-            reply = {"error": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-4000:]}"}
+            reply = ReferenceReply(error=WorkerError(RAISED, f"{type(exc).__name__}: {exc}",
+                                                     traceback.format_exc()[-4000:])).to_json()
         conn.send_bytes(json.dumps(reply, allow_nan=False).encode())
 
 

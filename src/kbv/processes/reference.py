@@ -10,6 +10,7 @@ import platform
 import signal
 import socket
 import time
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from multiprocessing.connection import Connection
@@ -34,18 +35,91 @@ def minimal_environment(device: str) -> Environment:
                        device=device, hostname=socket.gethostname())
 
 
+#: why a reference worker gave no answer (:attr:`WorkerError.kind`): it raised, died, did not answer
+#: in time, was not running, or sent a reply that is not one of :class:`ReferenceReply`.
+RAISED, DIED, TIMEOUT, NOT_RUNNING, MALFORMED = "raised", "died", "timeout", "not-running", "malformed"
+ERROR_KINDS = (RAISED, DIED, TIMEOUT, NOT_RUNNING, MALFORMED)
+
+
+@dataclass(frozen=True)
+class ProblemFailure:
+    """The job's problem file is broken (the worker's :class:`kbv.intake.problems.ProblemError`):
+    the path it read and the fault, one line."""
+
+    path: str
+    fault: str
+
+
+@dataclass(frozen=True)
+class WorkerError:
+    """A failure of the reference worker itself (kbv's, never the candidate's): ``kind`` one of
+    :data:`ERROR_KINDS`, its ``message`` (``Type: text`` when it raised), and the worker's
+    traceback tail when there is one."""
+
+    kind: str
+    message: str
+    traceback: str = ""
+
+    def describe(self) -> str:
+        """The message, then the traceback on the lines after it."""
+        return self.message + (f"\n{self.traceback}" if self.traceback else "")
+
+
 @dataclass(frozen=True)
 class ReferenceReply:
     """What the reference worker answers for one job: a verdict dict or a problem error."""
 
     verdict: dict | None = None
-    problem_error: str | None = None
-    error: str | None = None  #: an internal failure of the reference worker.
+    problem_error: ProblemFailure | None = None
+    error: WorkerError | None = None  #: an internal failure of the reference worker.
     vetting: dict | None = None  #: the answer to a vetting job (``kbv.model.records.VettingReport``).
     #: answer to a ``{"kind": "baselines"}`` job: ``{"environment": dict, "measurements": {label: dict}}``.
     baselines: dict | None = None
     #: answer to a ``{"kind": "build"}`` job: candidate path -> ``"ok"`` or the one-line failure.
     built: dict | None = None
+
+    def to_json(self) -> dict:
+        """The wire form (the worker's side): the fields set, the errors as objects."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
+        for name in ("problem_error", "error"):
+            if name in out:
+                out[name] = dataclasses.asdict(out[name])
+        return out
+
+    @classmethod
+    def from_json(cls, data: object) -> "ReferenceReply":
+        """Decode a reply strictly: an object of known fields, answers as objects, a
+        ``problem_error`` of exactly ``path`` and ``fault`` strings, an ``error`` of a known kind
+        with string ``message`` and ``traceback``. Anything else is a :data:`MALFORMED` error
+        reply (the worker is then restarted, the job's verdict an EVAL_ERROR)."""
+        def bad(why: str) -> "ReferenceReply":
+            return cls(error=WorkerError(MALFORMED, f"reference worker sent a malformed reply: {why}"))
+
+        if not isinstance(data, dict):
+            return bad(f"a {type(data).__name__}, not an object")
+        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            return bad(f"unknown field(s) {sorted(unknown)}")
+        fields = dict(data)
+        for name in ("verdict", "vetting", "baselines", "built"):
+            if fields.get(name) is not None and not isinstance(fields[name], dict):
+                return bad(f"{name} is not an object")
+        pe, err = fields.get("problem_error"), fields.get("error")
+        if pe is not None:
+            if not _strings(pe, {"path", "fault"}, {"path", "fault"}):
+                return bad("problem_error is not {path, fault}")
+            fields["problem_error"] = ProblemFailure(**pe)
+        if err is not None:
+            if not _strings(err, {"kind", "message", "traceback"}, {"kind", "message"}) or err["kind"] not in ERROR_KINDS:
+                return bad("error is not {kind, message, traceback} of a known kind")
+            fields["error"] = WorkerError(**err)
+        return cls(**fields)
+
+
+def _strings(obj: object, allowed: set[str], required: set[str]) -> bool:
+    """``obj`` is a dict of string values whose keys include ``required`` and lie in ``allowed``."""
+    return (isinstance(obj, dict) and required <= obj.keys() <= allowed
+            and all(isinstance(v, str) for v in obj.values()))
 
 
 def _oom_killed(pid: int | None) -> bool:
@@ -102,7 +176,7 @@ class ReferenceProcess:
         (:func:`kbv.processes.jail.kill_cgroups`).
         """
         if not self.proc.is_alive():
-            return ReferenceReply(error=f"reference worker is not running (exit code {self.proc.exitcode})")
+            return ReferenceReply(error=WorkerError(NOT_RUNNING, f"reference worker is not running (exit code {self.proc.exitcode})"))
         self.conn.send_bytes(json.dumps(job).encode())
         self._rss = (0, 0)  # (the worker's last resident bytes, host bytes available then)
         deadline = time.monotonic() + timeout
@@ -113,14 +187,18 @@ class ReferenceProcess:
                 if self.proc.is_alive():
                     kill_group(self.proc)
                     kill_cgroups(self.proc.pid)
-                    return ReferenceReply(error=f"reference worker did not answer within {timeout:g} s")
+                    return ReferenceReply(error=WorkerError(TIMEOUT, f"reference worker did not answer within {timeout:g} s"))
                 return self._died(job)
             try:
-                data = json.loads(self.conn.recv_bytes())
+                raw = self.conn.recv_bytes()
             except (EOFError, OSError):
                 return self._died(job)
-            if "ask" not in data:
-                return ReferenceReply(**data)
+            try:
+                data = json.loads(raw)
+            except ValueError as exc:
+                return ReferenceReply(error=WorkerError(MALFORMED, f"reference worker sent no JSON: {exc}"))
+            if not (isinstance(data, dict) and "ask" in data):
+                return ReferenceReply.from_json(data)
             try:
                 self.conn.send_bytes(json.dumps(answer(data) if answer is not None else {}).encode())
             except OSError:
@@ -133,7 +211,7 @@ class ReferenceProcess:
         kill_cgroups(self.proc.pid)
         code = self.proc.exitcode
         if job.get("kind") is not None or "candidate" not in job or code is None or code >= 0:
-            return ReferenceReply(error=f"reference worker died (exit code {code})")
+            return ReferenceReply(error=WorkerError(DIED, f"reference worker died (exit code {code})"))
         from kbv.model.records import to_dict
 
         try:

@@ -199,7 +199,8 @@ class BuildPool:
                 if reply.error or reply.built is None:
                     ref.close()  # a fresh one for the next build
                     ref = None
-                    result = BuildResult(f"build stage failed: {(reply.error or 'no reply').splitlines()[0]}")
+                    why = reply.error.message.splitlines()[0] if reply.error and reply.error.message else "no reply"
+                    result = BuildResult(f"build stage failed: {why}")
                 else:
                     built = reply.built.get(candidate.path, "no result")
                     verdict = None
