@@ -44,11 +44,14 @@ def poisoned_elements(t: Any, ref: Any = None) -> int:
     r = None
     if type(ref) is torch.Tensor and ref.shape == t.shape and ref.dtype == t.dtype:
         r = ref.detach().to(c.device).contiguous().view(dtype).reshape(-1)
+    perturb = _repeat(PERTURB_FILL_BYTE, size)
     n, total = bits.numel(), 0
     for s in range(0, n, POISON_CHUNK_ELEMENTS):  # no full-size masks (a 1 GiB output: 256M elements)
         e = min(n, s + POISON_CHUNK_ELEMENTS)
         lo, hi = max(0, s - 1), min(n, e + 1)  # one neighbour each side: the 2-byte words across the edge
         b = bits[lo:hi]
+        if not bool((b == poison).any()) and not bool((b == perturb).any()):
+            continue  # the common case: neither pattern anywhere in the chunk (both halves of a word need the first)
         hit = b == poison
         if size == 2:  # 0x7FC0 counts beside 0xDEAD, the other half of POISON_INT32 (either order)
             low = b == _signed(POISON_INT32 & 0xFFFF, 2)
@@ -56,7 +59,7 @@ def poisoned_elements(t: Any, ref: Any = None) -> int:
             hit = torch.zeros_like(hit)
             hit[:-1] |= word
             hit[1:] |= word
-        hit |= b == _repeat(PERTURB_FILL_BYTE, size)
+        hit |= b == perturb
         if r is not None:
             hit &= b != r[lo:hi]
         total += int(hit[s - lo:e - lo].sum())

@@ -18,6 +18,7 @@ from kbv.pipeline.judging import Judging
 from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
+from kbv.reference.passes import host_threads
 from kbv.reference import vetting
 from kbv.reference.build import hidden_test_sets
 from kbv.reference.mutation import content_digest, perturbed
@@ -59,10 +60,12 @@ class Correctness(Judging):
         return outs
 
     def _probe_call(self, reply: Any, outs: list, args: list, ref: list | None, label: str) -> None:
-        """The per-call probes' findings (:func:`kbv.checks.probes.call_findings`)."""
+        """The per-call probes' findings (:func:`kbv.checks.probes.call_findings`), its passes over the
+        outputs on the host's idle cores (:func:`kbv.reference.passes.host_threads`)."""
         rp = self.rp
-        self.state.findings += call_findings(reply, outs, args, ref, label, zero_strides=rp.zero_strides,
-                                             aliases_inputs=rp.aliases_inputs, mutates_inputs=rp.mutates_inputs)
+        with host_threads(rp.device):
+            self.state.findings += call_findings(reply, outs, args, ref, label, zero_strides=rp.zero_strides,
+                                                 aliases_inputs=rp.aliases_inputs, mutates_inputs=rp.mutates_inputs)
 
     def _check_set(self, worker: CandidateProcess, s: inp.InputSet, *, buffers: str = "fresh",
                    keep_outputs: bool = False, probe: bool = False) -> InputSetResult:
