@@ -169,3 +169,18 @@ def test_drop_view_unmaps_a_shared_tensor_and_its_values_read_the_same():
     assert fp.host_rss_bytes() < before - (24 << 20)
     assert int(t[::4096].to(torch.int64).sum()) == 7 * t[::4096].numel()
     assert not fp.drop_view(torch.ones(10)) and not fp.drop_view(t[:0]) and not fp.drop_view("x")
+
+
+def test_input_rounding_leaves_float64_inputs_as_they_were(monkeypatch):
+    """The moved copy of a float64 input is a new tensor: the chunked move once ran in place on a
+    view of the caller's float64 tensor (``.to(float64)`` returns the tensor itself)."""
+    from kbv.reference import oracle as orc
+
+    monkeypatch.setattr(orc, "PIECE_BYTES", 4096)  # the piecewise path as well
+    x = torch.randn(64, 50, dtype=torch.float64)
+    before = x.clone()
+    o = orc.Oracle(torch.nn.Softmax(dim=1), torch.device("cpu"))
+    out = o([x], [torch.softmax(x, dim=1)])
+    assert orc.Oracle(torch.nn.Softmax(dim=1), torch.device("cpu")).input_rounding([x]) is not None
+    assert torch.equal(x, before)
+    assert o.input_rounding_errors([x], out, [torch.softmax(x, dim=1)]) is not None and torch.equal(x, before)
