@@ -41,6 +41,9 @@ def reference_main(conn: Connection, device: str) -> None:
 
     die_with_parent()
     start_sentinel()
+    from kbv.processes.footprint import reuse_small_blocks
+
+    reuse_small_blocks()  # kbv's chunk temporaries reused, not page-faulted anew each time
 
     import torch
 

@@ -99,8 +99,44 @@ def reset_host_peak() -> None:
         pass
 
 
+_LIBC: Any = None  #: the C library, loaded on first use (ctypes).
+
+#: glibc malloc settings of the reference worker (:func:`reuse_small_blocks`): blocks under this are
+#: taken from the heap and reused there, larger ones mapped and returned to the system when freed.
+MALLOC_MMAP_THRESHOLD = 32 << 20
+#: freed heap above this at its top goes back to the system.
+MALLOC_TRIM_THRESHOLD = 64 << 20
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  #: mallopt parameter numbers (glibc malloc.h).
+
+
+def reuse_small_blocks() -> bool:
+    """Set this process's malloc to reuse freed blocks under :data:`MALLOC_MMAP_THRESHOLD` and keep
+    at most :data:`MALLOC_TRIM_THRESHOLD` of freed heap (``mallopt``; glibc only, False elsewhere).
+    glibc's own threshold follows the largest block freed so far, so a chunk temporary exactly that
+    size is mapped and unmapped again on every allocation: kbv's 2 MiB pass temporaries
+    page-faulted anew each time (a 256 MiB comparison: 569K page faults and 2.83 CPU-s, 1037 and
+    0.69 CPU-s with this; randomised values of 256 MiB 3.4 and 1.9 CPU-s)."""
+    global _LIBC
+    try:
+        if _LIBC is None:
+            _LIBC = _libc()
+        return bool(_LIBC.mallopt(_M_MMAP_THRESHOLD, MALLOC_MMAP_THRESHOLD)) and \
+            bool(_LIBC.mallopt(_M_TRIM_THRESHOLD, MALLOC_TRIM_THRESHOLD))
+    except (OSError, AttributeError):
+        return False
+
+
+def _libc() -> Any:
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    return libc
+
+
 _MADV_DONTNEED = 4  #: Linux's madvise advice number (asm-generic/mman-common.h).
-_LIBC: Any = None
 
 
 def drop_view(t: Any) -> bool:
@@ -116,11 +152,7 @@ def drop_view(t: Any) -> bool:
         return False
     try:
         if _LIBC is None:
-            import ctypes
-            import ctypes.util
-
-            _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-            _LIBC.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+            _LIBC = _libc()
         page = os.sysconf("SC_PAGE_SIZE")
         storage = t.untyped_storage()
         start, end = storage.data_ptr(), storage.data_ptr() + storage.nbytes()
