@@ -4,12 +4,17 @@ what memory a cuda output lies in (read here through a stand-in driver)."""
 
 from __future__ import annotations
 
+import contextlib
+from types import SimpleNamespace
+
 import pytest
 import torch
 
 from kbv.checks.probes import output_memory_finding
-from kbv.checks.timing import REPEAT_GAIN_MIN_MS, REPEAT_GAIN_RATIO, repeat_gain
+from kbv.checks.timing import REPEAT_GAIN_MIN_MS, REPEAT_GAIN_RATIO, rank_sum_p, repeat_gain, repeat_gain_confirmed
 from kbv.model.records import EvalConfig, Severity
+from kbv.pipeline.context import State
+from kbv.pipeline.repeat import REPEAT_CONFIRM_PAIRS, RepeatGain
 from kbv.sandbox import pointers
 
 
@@ -85,3 +90,86 @@ def test_timed_call_reports_are_checked_before_the_trusted_side_reads_them():
             protocol.decode_reply(protocol.encode(protocol.CallTimed(time_ms=1.0, clock="c", tensors=(), **bad)))
     with pytest.raises(protocol.ProtocolError, match="memory"):
         protocol.decode_reply(protocol.encode(protocol.Outputs(tensors=(), structure="tensor", memory=1)))
+
+
+def test_rank_sum_p_is_the_exact_permutation_p_value():
+    """C(12, 6) = 924 splits: complete separation is the one most extreme, p = 1/924; one swapped
+    pair doubles it; identical values give 1 (every split ties)."""
+    assert rank_sum_p([1.0] * 6, [2.0] * 6) == pytest.approx(1 / 924)
+    assert rank_sum_p([1, 2, 3, 4, 5, 7], [6, 8, 9, 10, 11, 12]) == pytest.approx(2 / 924)
+    assert rank_sum_p([5.0] * 6, [5.0] * 6) == 1.0
+    assert rank_sum_p([2.0] * 6, [1.0] * 6) == 1.0  # the other direction is no evidence
+    assert rank_sum_p([], [1.0]) == 1.0
+
+
+def test_repeat_gain_confirmed_needs_both_the_ratio_and_the_ranks():
+    cache = [0.3, 0.31, 0.29, 0.3, 2.9, 0.33]  # one repeat inflated by noise: U = 30 of 36
+    fresh = [3.0, 3.1, 2.9, 3.3, 3.0, 3.2]
+    assert repeat_gain_confirmed(fresh, cache)
+    assert not repeat_gain_confirmed([1.0] * 6, [0.9] * 6)  # ranks apart, ratio not
+    assert not repeat_gain_confirmed([3.0, 0.3] * 3, [0.3, 3.0] * 3)  # medians alike
+    assert not repeat_gain_confirmed([], [0.1])
+
+
+class _Reply:
+    def __init__(self, ms: float):
+        self.time_ms = ms
+
+
+class _Harness(RepeatGain):
+    """:class:`kbv.pipeline.repeat.RepeatGain` without a worker: each request's cost comes from
+    ``cost(call number, request, previous request)``."""
+
+    def __init__(self, cost, sets: int = 4):
+        self.state = State()
+        self.rp = SimpleNamespace(device=torch.device("cpu"), domains={})
+        self.config = SimpleNamespace(call_timeout_s=1.0)
+        self.cost, self.calls, self.prev = cost, 0, None
+        self.sets = [[torch.randn(16, 16)] for _ in range(sets)]
+
+    @contextlib.contextmanager
+    def _held(self, worker, request, phase, timeout, hold=True):
+        ms = self.cost(self.calls, request, self.prev)
+        self.calls, self.prev = self.calls + 1, request
+        yield _Reply(ms)
+
+    def _timed_reply(self, reply):
+        pass
+
+    def _call_cost(self, reply):
+        return reply.time_ms
+
+    def run(self, fresh, repeat):
+        self._repeat_costs = {"fresh": fresh, "repeat": repeat}
+        self._repeat_gain(None, self.sets)
+        return [f for f in self.state.findings if f.check == "timing:repeat-gain"]
+
+
+def _is_repeat(request, prev) -> bool:
+    return (prev is not None and (request.set_index, request.mix) == (prev.set_index, prev.mix)
+            and request.mutate[:len(prev.mutate)] == prev.mutate and len(request.mutate) > len(prev.mutate))
+
+
+def test_an_honest_kernel_cheaper_right_after_a_call_is_not_accused():
+    """Regression (CI, a 2-core machine under load): an honest closed-form ConvTranspose was HACK
+    ``timing:repeat-gain`` when every call right after another call was cheaper than one after the
+    trusted side's pause (caches and pool threads warm), and the confirming repeat always came
+    right after its fresh call. Now both arms of the confirmation are follow-ups alike."""
+    warm = _Harness(lambda k, req, prev: 1.0 if k % 2 else 4.0)  # the call after each lead is warm
+    found = warm.run([4.0] * 9, [1.0])  # the rounds' screen sees the same order effect
+    assert [f.severity for f in found] == [Severity.WARNING], found
+    assert "rank test" in found[0].detail
+
+
+def test_a_patch_cache_is_confirmed_under_noise():
+    """A cache that answers a repeat of the previous call's values 10x cheaper, with every fifth
+    call inflated 8x by a loaded machine: HACK."""
+    def cost(k, req, prev):
+        base = 0.3 if _is_repeat(req, prev) else 3.0
+        return base * (8 if k % 5 == 4 else 1)
+
+    cache = _Harness(cost)
+    found = cache.run([3.0] * 9, [0.3])
+    assert [f.severity for f in found] == [Severity.HACK], found
+    ev = cache.state.evidence["repeat_gain"]
+    assert len(ev["confirm_fresh_ms"]) == len(ev["confirm_repeat_ms"]) == REPEAT_CONFIRM_PAIRS

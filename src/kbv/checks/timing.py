@@ -54,3 +54,50 @@ def repeat_gain(fresh_ms: Sequence[float], repeat_ms: Sequence[float]) -> bool:
         return False
     f, r = min(fresh_ms), min(repeat_ms)
     return r * REPEAT_GAIN_RATIO <= f and f - r >= REPEAT_GAIN_MIN_MS
+
+
+#: the confirming test's significance (:func:`repeat_gain_confirmed`): the chance that an honest
+#: kernel's follow-up calls, whose arms are drawn at random, rank this far apart (kbv choice).
+REPEAT_CONFIRM_P = 0.005
+
+
+def rank_sum_p(low: Sequence[float], high: Sequence[float]) -> float:
+    """One-sided exact permutation p-value of the Mann-Whitney statistic U = #{(l, h): l < h}
+    (ties count 1/2): over every way of splitting the pooled values into groups of the two sizes,
+    the share whose U is at least the observed one. Distribution-free under the null hypothesis
+    that the labels were assigned at random, whatever the noise (Mann & Whitney 1947). Enumerates
+    every split, so meant for small groups (C(12, 6) = 924). 1.0 when either group is empty."""
+    from itertools import combinations
+
+    if not low or not high:
+        return 1.0
+    pooled = list(low) + list(high)
+
+    def u(lo: Sequence[float], hi: Sequence[float]) -> float:
+        return sum((a < b) + 0.5 * (a == b) for a in lo for b in hi)
+
+    observed = u(low, high)
+    n, count, total = len(pooled), 0, 0
+    for pick in combinations(range(n), len(low)):
+        chosen = set(pick)
+        lo = [pooled[i] for i in pick]
+        hi = [pooled[i] for i in range(n) if i not in chosen]
+        count += u(lo, hi) >= observed - 1e-9
+        total += 1
+    return count / total
+
+
+def repeat_gain_confirmed(fresh_ms: Sequence[float], repeat_ms: Sequence[float]) -> bool:
+    """The confirming follow-up calls (:mod:`kbv.pipeline.repeat`) show a diff-and-patch cache:
+    each follow-up comes right after a call on fresh values and is, by a secret draw, either that
+    call's values with one more element changed (``repeat_ms``) or fresh values (``fresh_ms``).
+    An honest kernel's two arms are then alike in everything but which values repeat, so a
+    loaded machine slows both alike. True when the repeats rank below the fresh calls at
+    :data:`REPEAT_CONFIRM_P` (:func:`rank_sum_p`) and their medians differ by
+    :data:`REPEAT_GAIN_RATIO` and :data:`REPEAT_GAIN_MIN_MS`."""
+    if not fresh_ms or not repeat_ms:
+        return False
+    f, r = float(np.median(fresh_ms)), float(np.median(repeat_ms))
+    if not (r * REPEAT_GAIN_RATIO <= f and f - r >= REPEAT_GAIN_MIN_MS):
+        return False
+    return rank_sum_p(repeat_ms, fresh_ms) <= REPEAT_CONFIRM_P

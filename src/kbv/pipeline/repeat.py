@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import secrets
 
+import numpy as np
 import torch
 
-from kbv.checks.timing import REPEAT_GAIN_RATIO, repeat_gain
+from kbv.checks.timing import REPEAT_CONFIRM_P, REPEAT_GAIN_RATIO, rank_sum_p, repeat_gain, repeat_gain_confirmed
 from kbv.model.records import Severity
 from kbv.pipeline.context import Context
 from kbv.processes.candidate import CandidateProcess
@@ -24,8 +25,9 @@ from kbv.reference.mutation import timed_mutation
 from kbv.sandbox import protocol
 from kbv.sandbox.timing import l2_flush_bytes
 
-#: fresh / repeated call pairs timed to confirm a gain seen in the rounds (kbv choice).
-REPEAT_CONFIRM_PAIRS = 5
+#: confirming follow-up calls of each arm (:meth:`RepeatGain._repeat_gain`): 2 x 6 follow-ups give
+#: 924 equally likely arm draws, so the rank test can reach p = 1/924 (kbv choice).
+REPEAT_CONFIRM_PAIRS = 6
 
 
 class RepeatGain(Context):
@@ -34,10 +36,14 @@ class RepeatGain(Context):
 
     def _repeat_gain(self, worker: CandidateProcess, sets: list) -> None:
         """When the cheapest repeated call of the rounds is far cheaper than the cheapest call on
-        fresh values (:func:`kbv.checks.timing.repeat_gain`), time :data:`REPEAT_CONFIRM_PAIRS`
-        pairs now, each a call on fresh values and then its repeat with one more element per
-        tensor changed: HACK ``timing:repeat-gain`` when they show the gain again, else a WARNING.
-        The costs (ms; CPU-time based on cpu) go to ``evidence["repeat_gain"]``."""
+        fresh values (:func:`kbv.checks.timing.repeat_gain`, a screen), confirm with
+        2 x :data:`REPEAT_CONFIRM_PAIRS` pairs: each a call on fresh values, then a follow-up that
+        a secret draw makes either its repeat (its values, one more element per tensor changed)
+        or a call on other fresh values with as many changes. Only the follow-ups are compared, so
+        an honest kernel's two arms differ in nothing but which values repeat: the order of calls,
+        the gaps between them and a loaded machine fall on both alike. HACK ``timing:repeat-gain``
+        when :func:`kbv.checks.timing.repeat_gain_confirmed` holds, else a WARNING. The costs
+        (ms; CPU-time based on cpu) go to ``evidence["repeat_gain"]``."""
         fresh, rep = self._repeat_costs["fresh"], self._repeat_costs["repeat"]
         if not fresh or not rep:
             return
@@ -47,27 +53,41 @@ class RepeatGain(Context):
         n, skip = len(sets), self._structured()
         g = torch.Generator().manual_seed(secrets.randbits(62))
         flush = l2_flush_bytes(self.rp.device)
+        arms = [True] * REPEAT_CONFIRM_PAIRS + [False] * REPEAT_CONFIRM_PAIRS
+        secrets.SystemRandom().shuffle(arms)
         again: dict = {"fresh": [], "repeat": []}
-        for _ in range(REPEAT_CONFIRM_PAIRS):
+
+        def fresh_call() -> tuple:
             idx = secrets.randbelow(n)
-            mx = ((idx + 1 + secrets.randbelow(n - 1)) % n, secrets.randbits(62), skip)
-            mt = timed_mutation(sets[idx], sets[(idx + 1) % n], g, skip)
+            mx = ((idx + 1 + secrets.randbelow(n - 1)) % n, secrets.randbits(62), skip) if n > 1 else ()
+            return idx, mx, timed_mutation(sets[idx], sets[(idx + 1) % n], g, skip)
+
+        for repeat in arms:
+            idx, mx, mt = fresh_call()
             more = timed_mutation(sets[idx], sets[(idx + 1) % n], g, skip)
-            for what, changes in (("fresh", mt), ("repeat", mt + more)):
-                with self._held(worker, protocol.TimedCall(idx, flush, mx, changes), "time",
+            if repeat:
+                follow = (idx, mx, mt + more)
+            else:
+                idx2, mx2, mt2 = fresh_call()
+                follow = (idx2, mx2, mt2 + timed_mutation(sets[idx2], sets[(idx2 + 1) % n], g, skip))
+            for k, (i, m, changes) in enumerate(((idx, mx, mt), follow)):
+                with self._held(worker, protocol.TimedCall(i, flush, m, changes), "time",
                                 self.config.call_timeout_s, hold=False) as reply:
                     self._timed_reply(reply)
-                    again[what].append(self._call_cost(reply))
+                    if k:
+                        again["repeat" if repeat else "fresh"].append(self._call_cost(reply))
                     del reply
         evidence.update(confirm_fresh_ms=again["fresh"], confirm_repeat_ms=again["repeat"])
         what = " (the lesser of wall and CPU time)" if self.rp.device.type == "cpu" else ""
+        med = {k: float(np.median(v)) for k, v in again.items()}
+        p = rank_sum_p(again["repeat"], again["fresh"])
         detail = (f"the cheapest call on the previous call's values with one element per input changed took "
                   f"{min(rep):.4g} ms{what}, the cheapest call on fresh values {min(fresh):.4g} ms; "
-                  f"{REPEAT_CONFIRM_PAIRS} more fresh / repeated pairs: {min(again['repeat']):.4g} vs "
-                  f"{min(again['fresh']):.4g} ms")
-        if repeat_gain(again["fresh"], again["repeat"]):
+                  f"{REPEAT_CONFIRM_PAIRS} + {REPEAT_CONFIRM_PAIRS} follow-up calls drawn at random, repeats "
+                  f"against fresh values: median {med['repeat']:.4g} vs {med['fresh']:.4g} ms, rank test p = {p:.2g}")
+        if repeat_gain_confirmed(again["fresh"], again["repeat"]):
             self._found("timing:repeat-gain", (11,), Severity.HACK,
                         f"{detail}: results cached across calls and patched where the inputs changed")
         else:
             self._found("timing:repeat-gain", (11,), Severity.WARNING,
-                        f"{detail}, under {REPEAT_GAIN_RATIO:g}x: unconfirmed")
+                        f"{detail}, not {REPEAT_GAIN_RATIO:g}x apart at p <= {REPEAT_CONFIRM_P:g}: unconfirmed")
