@@ -40,6 +40,75 @@ class ModelNew(nn.Module):
             return x.clamp(min=0)
 '''
 
+PTRACE_PROBE = '''
+\"\"\"Right only if it can NOT read kbv's other processes: the reference worker that started it (its
+parent, which holds the secret seeds), the orchestrator above it, or its siblings (the sentinel,
+pre-started candidate workers), through ptrace, /proc/<pid>/mem or process_vm_readv, and if
+it is not dumpable itself (so that no other candidate worker reads it).\"\"\"
+import ctypes, os
+import torch
+import torch.nn as nn
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+libc.ptrace.restype = ctypes.c_long
+
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+def _ppid(pid):
+    with open(f"/proc/{{pid}}/stat", "rb") as f:
+        return int(f.read().rsplit(b")", 1)[1].split()[1])
+
+def _targets():
+    me, parent = os.getpid(), os.getppid()
+    out = {{parent, _ppid(parent)}}
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != me:
+            try:
+                if _ppid(int(name)) == parent:
+                    out.add(int(name))
+            except OSError:
+                pass
+    return out - {{0, 1}}
+
+def _readable(pid):
+    got = []
+    try:
+        with open(f"/proc/{{pid}}/maps") as f:
+            line = next(l for l in f if l.split()[1].startswith("r"))
+        addr = int(line.split("-")[0], 16)
+    except (OSError, StopIteration):
+        addr = None
+    if addr is not None:
+        try:
+            with open(f"/proc/{{pid}}/mem", "rb") as f:
+                f.seek(addr)
+                if f.read(8):
+                    got.append("mem")
+        except OSError:
+            pass
+        buf = ctypes.create_string_buffer(8)
+        local, remote = iovec(ctypes.addressof(buf), 8), iovec(addr, 8)
+        if libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0) == 8:
+            got.append("process_vm_readv")
+    if libc.ptrace(0x4206, pid, None, None) == 0:  # PTRACE_SEIZE
+        got.append("ptrace")
+        libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
+    return got
+
+LEAKS = {{pid: _readable(pid) for pid in _targets()}}
+LEAKS = {{pid: how for pid, how in LEAKS.items() if how}}
+if libc.prctl(3, 0, 0, 0, 0) != 0:  # PR_GET_DUMPABLE: this worker is open to every other candidate worker
+    LEAKS[os.getpid()] = ["dumpable"]
+if LEAKS:
+    print("kbv process readable:", LEAKS)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.zeros_like(x) if LEAKS else x.clamp(min=0)  # wrong on purpose when it could read
+'''
+
 ENV_PROBE = '''
 """Right only in a fresh, empty kbv temp dir, with no secret in os.environ, /proc/self/environ
 (the environment the process was started with) or any ancestor's /proc/<pid>/environ."""
@@ -271,6 +340,16 @@ print(jail.kill(), flush=True)
 """.format(sleeper=_SLEEPER)
 
 
+def _cgroup_gone(path: str, timeout: float = 5.0) -> bool:
+    """True once the cgroup directory ``path`` is removed within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while os.path.exists(path):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def _owner(tmp_path: Path, mode: str) -> tuple[subprocess.Popen, Path]:
     pidfile = tmp_path / "sleeper.pid"
     return subprocess.Popen([sys.executable, "-c", _OWNER, str(pidfile), mode], stdout=subprocess.PIPE, text=True,
@@ -304,7 +383,12 @@ def test_cgroup_of_a_dead_owner_is_swept(tmp_path):
             pytest.skip("no writable cgroup v2 hierarchy")
         owner.kill()
         owner.wait()
-        assert not _gone(pid, 0.2)  # re-parented away: neither killed nor reaped by the dead owner
+        if _gone(pid, 0.2):
+            # every ProcessJail sweeps dead owners' cgroups when it starts, so a test running beside
+            # this one (pytest -n 2) may have swept it first: fine if the sweep did it, removing the
+            # cgroup; a sleeper dead with its cgroup still there died with its owner
+            assert _cgroup_gone(cgroup), f"the sleeper died with its owner; its cgroup {cgroup} is still there"
+            return
         kill_cgroups()  # every dead owner's (ReferenceProcess names its worker's pid)
         assert _gone(pid) and not os.path.exists(cgroup)
     finally:
@@ -391,3 +475,34 @@ def test_pause_stops_the_worker_and_what_it_forked():
     listed, during, after = out.stdout.split()
     assert listed == "True", out
     assert float(during) <= 0.05 and float(after) >= 0.05, out
+
+
+_NO_CAPS_VERIFY = """
+import sys
+from kbv.sandbox.confinement import _drop_privileges
+print(_drop_privileges(), file=sys.stderr)  # as root: like any user's run, no process of it has capabilities
+import kbv
+v = kbv.verify(sys.argv[1], sys.argv[2], {"device": "cpu", "trials": 4, "timing_rounds": 1, "warmup": 1})
+judged = [r for r in v.input_sets if not r.dropped]
+print(v.status.value, all(r.passed for r in judged) and bool(judged), v.message)
+"""
+
+
+@linux_only
+@pytest.mark.e2e
+def test_candidate_cannot_read_kbvs_other_processes(tmp_path):
+    """Processes of one user are open to each other through ptrace, /proc/<pid>/mem and
+    process_vm_readv when neither has capabilities (any non-root user's run) unless the target is
+    not dumpable: every kbv process is made undumpable (:func:`kbv.processes.procfs.undumpable`),
+    so the candidate reads none of the reference worker (the secret seeds, the reference outputs),
+    the orchestrator or the sentinel. Run here in a subprocess without capabilities, since a root
+    run's trusted processes keep theirs and the kernel refuses a capless reader for that alone.
+    Correct output means every read failed."""
+    cand = tmp_path / "ptrace_probe.py"
+    cand.write_text(PTRACE_PROBE.format())
+    out = subprocess.run([sys.executable, "-c", _NO_CAPS_VERIFY, str(problem("level1/1_Small_ReLU.py").path), str(cand)],
+                         capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    assert out.returncode == 0, out.stderr[-3000:]
+    status, right, *_ = out.stdout.split()
+    assert right == "True", out.stdout + out.stderr[-2000:]
