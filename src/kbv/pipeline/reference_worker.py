@@ -38,8 +38,10 @@ def reference_main(conn: Connection, device: str) -> None:
     # starts die with this worker (a kill -9 of `kbv run` left both workers running for minutes)
     from kbv.sandbox.confinement import die_with_parent
     from kbv.processes.handles import start_sentinel
+    from kbv.processes.procfs import undumpable
 
     die_with_parent()
+    undumpable()  # no candidate of the same user reads this process's memory (the sentinel inherits it)
     start_sentinel()
     from kbv.processes.footprint import reuse_small_blocks
 

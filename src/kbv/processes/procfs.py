@@ -29,3 +29,27 @@ def caught_signals(pid: int) -> frozenset:
     except (OSError, ValueError):
         return frozenset()
     return frozenset(n for n in range(1, 65) if mask >> (n - 1) & 1)
+
+
+#: ``prctl`` options (linux/prctl.h).
+PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
+
+
+def undumpable() -> bool:
+    """Make this process not dumpable (``prctl(PR_SET_DUMPABLE, 0)``): a process of the same user
+    without ``CAP_SYS_PTRACE`` can then neither ptrace it nor read its ``/proc/<pid>/mem``,
+    ``maps`` or ``environ``, nor use ``process_vm_readv`` on it (ptrace(2), "Ptrace access mode
+    checking"), and it writes no core dump. Every kbv process calls it first: the orchestrator,
+    the reference worker (it holds the secret seeds and the reference outputs), the sentinel and
+    each candidate worker (so no candidate reads another's). Without it, a candidate of a user's
+    run (no capabilities on either side) could attach to all of them. Also stops ``py-spy`` and
+    ``gdb -p`` by the same user; root keeps both. Returns False where the call failed (not Linux)."""
+    if not os.path.exists("/proc/self"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False

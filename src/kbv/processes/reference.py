@@ -20,6 +20,7 @@ from kbv import __version__
 from kbv.model.records import Environment
 from kbv.processes.handles import POLL_S, spawn_context, kill_group, plain_main, wait_readable
 from kbv.processes.jail import kill_cgroups
+from kbv.processes.procfs import undumpable
 
 
 def minimal_environment(device: str) -> Environment:
@@ -156,6 +157,7 @@ class ReferenceProcess:
         """Spawn the worker for ``device`` running ``main(conn, device)``
         (:func:`kbv.pipeline.reference_worker.reference_main`)."""
         self.device = device
+        undumpable()  # the orchestrator too: no candidate of the same user reads its memory
         ctx = spawn_context()
         self.conn, child = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(target=main, args=(child, device), daemon=False,

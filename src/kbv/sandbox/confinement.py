@@ -4,6 +4,9 @@ Worker side, :func:`apply_sandbox`, first thing in the worker and before torch i
 process is still single-threaded, as ``unshare`` and per-thread credentials require). In order:
 
 * own session (the parent kills the group) and ``PR_SET_PDEATHSIG`` (it dies with its parent);
+* not dumpable (``PR_SET_DUMPABLE`` 0): no other candidate worker of the same user ptraces it or
+  reads its ``/proc/<pid>/mem``; kbv's trusted processes are undumpable too
+  (:func:`kbv.processes.procfs.undumpable`), and a candidate may make only itself dumpable again;
 * it joins the cgroup v2 its parent made for it (:class:`kbv.processes.jail.ProcessJail`), so that every process it
   starts, even one that calls ``setsid`` and double-forks, is killed with it;
 * an empty network namespace (root on Linux);
@@ -65,6 +68,7 @@ _MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "no
                 "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME, "strictatime": MS_STRICTATIME}
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 1, 24, 36
 PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
+PR_SET_DUMPABLE = 4
 #: Landlock syscalls (the same number on every architecture) and its filesystem write rights.
 _LANDLOCK_CREATE_RULESET, _LANDLOCK_ADD_RULE, _LANDLOCK_RESTRICT_SELF = 444, 445, 446
 _LL_WRITE_FILE, _LL_REFER, _LL_TRUNCATE = 1 << 1, 1 << 13, 1 << 14
@@ -301,7 +305,10 @@ def apply_sandbox(setup: WorkerSetup, log_fd: int | None = None) -> list[str]:
     except OSError:
         pass
     die_with_parent()
-    notes = [_join_cgroup(setup.cgroup), _isolate_network()]
+    # not dumpable: another candidate worker of the same user cannot ptrace this one or read its
+    # /proc/<pid>/mem (kbv.processes.procfs.undumpable does the same for the trusted processes)
+    dumpable = "ptrace: not dumpable" if prctl(PR_SET_DUMPABLE, 0) else f"ptrace: dumpable ({_errno()})"
+    notes = [_join_cgroup(setup.cgroup), _isolate_network(), dumpable]
     _limit_resources()
     if log_fd is None:  # else the write end of a pipe the parent drains into a capped log
         log_fd = os.open(setup.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
