@@ -341,3 +341,41 @@ def test_input_rounding_sets_the_budget_where_the_baseline_is_more_exact_than_fp
     # a discontinuous reference jumps under any perturbation: the term is capped
     capped = kbv_policy.budget({"eager-fp32": 0.0, INPUT_ROUNDING: 0.5}, torch.float32, 16, 8)
     assert capped == pytest.approx(16 * INPUT_ROUNDING_CAP + floor_for(torch.float32, 8))
+
+
+def test_input_rounding_sees_a_shift_invariant_function_at_a_large_offset():
+    """Regression (CI): the honest log-sum-exp cross-entropy (cross_entropy_lse_torch row) was
+    INCORRECT on ``offset`` (1000 + N(0, 1)), 1.30e-6 against a budget of 1.18e-6. Cross-entropy
+    ignores a common shift, so moving every input up by one rounding (the same-sign move) is
+    nearly a shift: 1.3e-8. Moving each up or down by a draw changes the loss as fp32 rounding of
+    the inputs does, and the budget, the worse of both moves, admits the rewrite. The same-sign
+    move still sets the budget of a sum (the componentwise bound)."""
+    from kbv.reference.distributions import randomised
+
+    class CrossEntropy(torch.nn.Module):
+        def forward(self, p, t):
+            return torch.nn.functional.cross_entropy(p, t)
+
+    def lse_rewrite(p, t):
+        m = p.amax(dim=1, keepdim=True)
+        lse = (p - m).exp().sum(dim=1).log() + m.squeeze(1)
+        return (lse - p.gather(1, t.unsqueeze(1)).squeeze(1)).sum() / p.shape[0]
+
+    oracle = orc.Oracle(CrossEntropy(), torch.device("cpu"))
+    g = torch.Generator().manual_seed(11)
+    p = randomised([torch.randn(128, 1000, generator=g)], DISTRIBUTIONS["offset"], 7)[0]
+    t = torch.randint(0, 1000, (128,), generator=g)
+    o = oracle([p, t])
+    up = kbv_policy.output_errors(oracle.input_rounding([p, t]), o)[0]
+    both = oracle.input_rounding_errors([p, t], o)[0]
+    assert up < 1e-7 < both, (up, both)
+    eager = kbv_policy.output_errors([CrossEntropy()(p, t)], o)[0]
+    honest = kbv_policy.output_errors([lse_rewrite(p, t)], o)[0]
+    budget = kbv_policy.budget({"eager-fp32": eager, INPUT_ROUNDING: both}, torch.float32, 16, 8)
+    assert honest < 0.5 * budget, (honest, budget)
+    # a sum: the same-sign move is the larger one (eps * sum |a|), so it still sets the budget
+    s = orc.Oracle(type("Sum", (torch.nn.Module,), {"forward": lambda self, x: x.sum(dim=1)})(), torch.device("cpu"))
+    x = torch.rand(4, 4096, generator=g)
+    os_ = s([x])
+    up_sum = kbv_policy.output_errors(s.input_rounding([x]), os_)[0]
+    assert s.input_rounding_errors([x], os_)[0] == pytest.approx(up_sum)

@@ -48,19 +48,31 @@ def upcast(args: Sequence[Any], device: torch.device) -> list[Any]:
     return out
 
 
-def _rounded_up(a: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """``a`` in float64 on ``device`` with every element moved up by one fp32 rounding, ``a + eps *
-    |a|`` (:meth:`Oracle.input_rounding`), made :func:`kbv.reference.passes.chunk_elements` at a time
-    on the host's idle cores: no full-size temporaries, and ``a`` is not written."""
+def _rounded_up(a: torch.Tensor, device: torch.device, seed: int | None = None) -> torch.Tensor:
+    """``a`` in float64 on ``device`` with every element moved by one fp32 rounding: up, ``a + eps *
+    |a|``, or with ``seed`` up or down at random, ``a ± eps * |a|`` (:meth:`Oracle.input_rounding`),
+    made :func:`kbv.reference.passes.chunk_elements` at a time on the host's idle cores: no
+    full-size temporaries, and ``a`` is not written."""
     eps = torch.finfo(torch.float32).eps
     m = torch.empty(a.shape, dtype=torch.float64, device=device)
     src, dst = a.reshape(-1), m.view(-1)
     step = chunk_elements(device, CHUNK_ELEMENTS)
+    g = torch.Generator(device=device) if seed is not None else None
     with host_threads(device):
         for s in range(0, src.numel(), step):
             c = src[s:s + step].to(device=device, dtype=torch.float64, copy=True)
-            dst[s:s + step] = c.add_(c.abs().mul_(eps))
+            move = c.abs().mul_(eps)
+            if g is not None:
+                g.manual_seed(seed + s)
+                move.mul_(torch.randint(0, 2, c.shape, generator=g, device=device, dtype=torch.int8)
+                          .mul_(2).sub_(1))
+            dst[s:s + step] = c.add_(move)
     return m
+
+
+#: the input-rounding moves (:meth:`Oracle.input_rounding`): every element up (None), and up or
+#: down by a fixed pseudo-random draw (the seed; the draw needs no secrecy, it only has to mix signs).
+ROUNDING_MOVES: tuple[int | None, ...] = (None, 0x5EED)
 
 
 class OracleUnavailable(RuntimeError):
@@ -259,19 +271,24 @@ class Oracle:
         except MemoryError:
             raise OracleUnavailable("float64 forward ran out of memory on the device and the host", memory=True) from None
 
-    def input_rounding(self, args: Sequence[Any], reference: Sequence[torch.Tensor] | None = None
-                       ) -> list[torch.Tensor] | None:
-        """Oracle outputs for ``args`` with every floating-point element moved up by one fp32
-        rounding, ``a + eps(float32) * |a|`` (see :data:`INPUT_ROUNDING`); None when the oracle is
-        unavailable or an output is not finite there (the entry is then left out, never infinite).
+    def input_rounding(self, args: Sequence[Any], reference: Sequence[torch.Tensor] | None = None,
+                       seed: int | None = None) -> list[torch.Tensor] | None:
+        """Oracle outputs for ``args`` with every floating-point element moved by one fp32 rounding
+        (:func:`_rounded_up`): up, ``a + eps(float32) * |a|``, or with ``seed`` up or down at
+        random (see :data:`INPUT_ROUNDING`); None when the oracle is unavailable or an output is
+        not finite there (the entry is then left out, never infinite).
 
-        The move is the same sign for every element, so for sums, prefix sums, means and pooling
-        the change is ``eps * sum |a|``, the componentwise condition bound (Higham §1.6), whatever
-        the data; random signs cancel across a few large elements and then understate it (a
-        triu-matmul prefix sum still failed 2 of 2000 ``outliers`` sets with them, measured by
-        kbv).
+        :meth:`input_rounding_errors` takes the worse of both moves (:data:`ROUNDING_MOVES`). The
+        same-sign move changes sums, prefix sums, means and pooling by ``eps * sum |a|``, the
+        componentwise condition bound (Higham §1.6), whatever the data; random signs alone cancel
+        across a few large elements and understate it (a triu-matmul prefix sum still failed 2 of
+        2000 ``outliers`` sets with them, measured by kbv). The random-sign move sees what the
+        same-sign one cannot: a function of differences (softmax, log-sum-exp, cross-entropy, a
+        normalisation) ignores a common shift, and at a large common offset the same-sign move is
+        nearly one (cross-entropy at 1000 + N(0, 1): 1.4e-8 against the honest log-sum-exp
+        rewrite's 1.3e-6, where fp32 rounding of the inputs moves the loss by ~1e-6).
         """
-        moved = [_rounded_up(a, self.device) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+        moved = [_rounded_up(a, self.device, seed) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                  for a in args]
         try:
             outs = self(moved, reference)
@@ -286,15 +303,23 @@ class Oracle:
 
     def input_rounding_errors(self, args: Sequence[Any], oracle: Sequence[torch.Tensor],
                               reference: Sequence[torch.Tensor] | None = None) -> list[float | None] | None:
-        """:func:`output_errors` of :meth:`input_rounding`'s outputs against ``oracle`` (the oracle
-        on ``args``), without holding them whole where the oracle runs in pieces: each piece's
-        moved inputs and outputs are judged against the oracle's rows and dropped. None where
-        :meth:`input_rounding` gives None."""
+        """The worse, per output, of :func:`output_errors` of :meth:`input_rounding`'s outputs
+        against ``oracle`` (the oracle on ``args``) for each of :data:`ROUNDING_MOVES`, without
+        holding them whole where the oracle runs in pieces: each piece's moved inputs and
+        outputs are judged against the oracle's rows and dropped. None where a move gives None."""
         n = _batch_size(args)
         pieces = self._plan(args, reference)
         if not pieces or n is None:
-            moved = self.input_rounding(args, reference)
-            return None if moved is None else output_errors(moved, oracle)
+            worst_whole: list[float | None] | None = None
+            for seed in ROUNDING_MOVES:
+                moved = self.input_rounding(args, reference, seed)
+                if moved is None:
+                    return None
+                errs = output_errors(moved, oracle)
+                del moved
+                worst_whole = errs if worst_whole is None else [
+                    None if a is None or b is None else max(a, b) for a, b in zip(worst_whole, errs)]
+            return worst_whole
         scales = []
         for o in oracle:
             rms = rms_of(o) if o.is_floating_point() else 0.0
@@ -303,26 +328,27 @@ class Oracle:
         step = -(-n // pieces)
         model = self._build(0)
         for s0 in range(0, n, step):
-            part = []
-            for a in args:
-                if isinstance(a, torch.Tensor):
-                    a = (_rounded_up(a[s0:s0 + step], self.device) if a.is_floating_point()
-                         else a[s0:s0 + step].to(self.device))
-                part.append(a)
-            try:
-                outs = self._run(model, part)
-            except Exception:  # noqa: BLE001 - the move is optional evidence
-                return None
-            del part
-            if len(outs) != len(oracle):
-                return None
-            for k, (y, o) in enumerate(zip(outs, oracle)):
-                if worst[k] is None:
-                    continue
-                if not all_finite(y, CHUNK_ELEMENTS):
+            for seed in ROUNDING_MOVES:
+                part = []
+                for a in args:
+                    if isinstance(a, torch.Tensor):
+                        a = (_rounded_up(a[s0:s0 + step], self.device, None if seed is None else seed + s0)
+                             if a.is_floating_point() else a[s0:s0 + step].to(self.device))
+                    part.append(a)
+                try:
+                    outs = self._run(model, part)
+                except Exception:  # noqa: BLE001 - the move is optional evidence
                     return None
-                worst[k] = max(worst[k], max_error(y, o[s0:s0 + step], scales[k]))
-            del outs
+                del part
+                if len(outs) != len(oracle):
+                    return None
+                for k, (y, o) in enumerate(zip(outs, oracle)):
+                    if worst[k] is None:
+                        continue
+                    if not all_finite(y, CHUNK_ELEMENTS):
+                        return None
+                    worst[k] = max(worst[k], max_error(y, o[s0:s0 + step], scales[k]))
+                del outs
         return worst
 
     def release(self) -> None:
