@@ -1,0 +1,147 @@
+"""The settings of one verification (:class:`EvalConfig`) and the names they choose from. No torch."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+#: correctness policies (``kbv.reference.oracle``): ``kbv`` judges against a float64 oracle with a budget set
+#: by the baselines' own errors; ``kbv-compat`` is KernelBench-Verified's allclose rule.
+POLICIES: tuple[str, ...] = ("kbv", "kbv-compat")
+#: kbv's randomised distributions run by default (``kbv.reference.inputs.DEFAULT_DISTRIBUTIONS``).
+DEFAULT_DISTRIBUTIONS: tuple[str, ...] = (
+    "fresh", "normal", "sign-flip", "heavy-tail", "wide-range", "outliers", "near-zero", "offset")
+#: tolerances of the allclose sweep kept with every input set (atol = rtol = t), as keys.
+SWEEP_KEYS: tuple[str, ...] = ("1e-02", "1e-03", "1e-04")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Fully resolved settings of one verification, stored with every result (and part of a batch
+    store's identity: one store holds one config). Frozen; construction checks the values.
+
+    Fields (defaults are ``kbv eval``'s):
+        device: ``"cpu"`` or ``"cuda"`` (default ``"cpu"``; ``kbv.make_config`` picks cuda when available).
+        precision: ``"fp32"``, ``"bf16"`` or ``"fp16"``: dtype of both models and of the
+            floating-point inputs (integer inputs keep theirs).
+        nominal_seeds: nominal input sets, each ``get_inputs()`` under a fresh secret seed (>= 1).
+        hidden: KernelBench-Verified's hidden distributions to check (``D1``-``D4``: inputs x1,
+            x3, x0.01, x-1).
+        atol, rtol: ``allclose`` tolerances of the ``kbv-compat`` policy and of the recorded
+            allclose verdicts (KernelBench-Verified: 1e-3 for fp32, 1e-2 for bf16/fp16; see
+            :meth:`default_tolerance`).
+        warmup: untimed calls before each timing round.
+        trials: timed calls per subject in all (>= 1), split over ``timing_rounds`` interleaved
+            rounds; rounds after the first are cut by ``time_budget_ms``.
+        timing_rounds: interleaved rounds of candidate and baselines (>= 1).
+        init_seed: ``torch.manual_seed`` before both constructors (KernelBench's 42).
+        baselines: baselines timed beside the candidate (``eager-fp32``, ``eager-tf32``,
+            ``eager-fp32-cudnn-tf32``; ``kbv.sandbox.flags``).
+        compile_timeout_s: seconds allowed to import and build ``ModelNew`` (extension builds).
+        call_timeout_s: seconds allowed per checked forward call.
+        timing_timeout_s: seconds allowed per timing round.
+        time_budget_ms: milliseconds of calls per subject in a round after the first (>= 0; 0: no cap).
+        interval_half_width: the adaptive stop's target (:mod:`kbv.pipeline.adaptive`): after the
+            planned rounds, more rounds run until every speedup's 95 % interval spans at most
+            ± this fraction of the speedup (0: the planned rounds only; None, the default: 0.05 on
+            cuda, 0 on cpu).
+        max_timing_rounds: rounds at most with the adaptive stop, the planned ones included (>= 1).
+        timing_budget_s: seconds of timing rounds after which the adaptive stop starts no round
+            (>= 0; 0: no limit but ``max_timing_rounds``).
+        policy: ``"kbv"`` (float64 oracle, budget from the baselines' own errors) or
+            ``"kbv-compat"`` (``allclose`` on nominal + D1-D4); decides ``passed``.
+        distributions: kbv's secret randomised distributions (``kbv.reference.inputs.DISTRIBUTIONS``);
+            ``()`` for none, as ``kbv-compat`` runs.
+        kbv_k, kbv_floor_eps, kbv_tf32_floor: the ``kbv`` policy's budget: candidate error <=
+            kbv_k x max(baseline errors) + kbv_floor_eps x eps(float32) (+ kbv_tf32_floor where TF32
+            is in play); docs/correctness.md.
+        integrity: run the anti-cheat detectors (only off to measure their cost).
+        timing_input_bytes: cap in bytes on what the timing phase's input sets take together, each
+            counted three times (kbv's copy, the staging copy, the candidate's); 0 (default): a
+            quarter of free device memory on cuda, of available host memory (at most 1 GiB) on cpu
+            (``kbv.pipeline.timing.TIMING_INPUT_MEMORY_FRACTION``). There are always two sets at
+            least, four at most: a small cap puts a small problem on a big one's path (two sets).
+
+    Raises:
+        ValueError: a value out of range (device, precision, policy, counts, budgets).
+    """
+
+    device: str = "cpu"
+    precision: str = "fp32"  #: ``fp32`` | ``bf16`` | ``fp16``: dtype of models and float inputs.
+    nominal_seeds: int = 3  #: nominal input sets (``get_inputs()`` under fresh seeds).
+    hidden: tuple[str, ...] = ("D1", "D2", "D3", "D4")
+    atol: float = 1e-3  #: KernelBench-Verified: 1e-3 for fp32, 1e-2 for bf16/fp16.
+    rtol: float = 1e-3
+    warmup: int = 5
+    trials: int = 30
+    timing_rounds: int = 3  #: trials are split into interleaved rounds (candidate, baselines).
+    init_seed: int = 42  #: KernelBench's ``torch.manual_seed(42)`` before both constructors.
+    baselines: tuple[str, ...] = ("eager-fp32", "eager-tf32")
+    compile_timeout_s: float = 900.0
+    call_timeout_s: float = 120.0
+    timing_timeout_s: float = 600.0
+    #: cap (ms) on the timed calls of one subject in one round: after the first round a round's
+    #: calls are cut to budget / the slowest subject's median so far, never below 3 and the same
+    #: for every subject; the sync pass is sized the same way (``kbv.pipeline.timing.trials_within_budget``).
+    #: 0 for no cap.
+    time_budget_ms: float = 2000.0
+    #: adaptive stop: further rounds until each speedup's 95 % interval spans at most ± this
+    #: fraction of it. None: 0.05 on cuda (kbv choice: a quoted 1.50x is then within 1.43-1.58x;
+    #: launch-bound kernels need the extra rounds), 0 on cpu, where kbv's timing serves development
+    #: machines whose load keeps the interval from narrowing (a loaded 2-core machine ran to the
+    #: round cap on a ReLU: +3-4 s a verification for no quotable figure).
+    interval_half_width: float | None = None
+    #: rounds at most under the adaptive stop (4x the planned 3: the interval narrows about as
+    #: 1/sqrt(calls), so a planned width of 0.1 gets to 0.05).
+    max_timing_rounds: int = 12
+    #: seconds of timing rounds after which no further round starts (kbv choice: a verification's
+    #: timing stays within half a minute whatever the kernel).
+    timing_budget_s: float = 30.0
+    #: correctness policy deciding ``passed`` (``kbv`` or ``kbv-compat``, see ``kbv.reference.oracle``).
+    policy: str = "kbv"
+    #: kbv's secret randomised distributions to run (``kbv.reference.inputs.DISTRIBUTIONS``); ``()`` for none.
+    distributions: tuple[str, ...] = DEFAULT_DISTRIBUTIONS
+    #: ``kbv`` policy: candidate error <= kbv_k * max(baseline errors) + kbv_floor_eps * eps(float32)
+    #: (+ kbv_tf32_floor where the eager-tf32 baseline shows TF32 in play); docs/correctness.md.
+    kbv_k: float = 16.0
+    kbv_floor_eps: float = 8.0
+    kbv_tf32_floor: float = 2.0 ** -10
+    #: run the anti-cheat detectors (static scan and runtime probes, ``kbv.sandbox.probes``). Off only
+    #: to measure their cost (``bench/probe_overhead.py``): a verdict without them can be gamed.
+    integrity: bool = True
+    #: cap on the timing input sets' bytes (each counted 3 times); 0: from free memory
+    #: (``kbv.pipeline.timing.Timing._timing_sets``).
+    timing_input_bytes: int = 0
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {self.policy!r}")
+        if not (self.kbv_k >= 1 and math.isfinite(self.kbv_k)) or not (0 <= self.kbv_floor_eps < math.inf) \
+                or not (0 <= self.kbv_tf32_floor < math.inf):
+            raise ValueError("kbv_k must be finite and >= 1, kbv_floor_eps and kbv_tf32_floor finite and >= 0")
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"device must be cpu or cuda, not {self.device!r}")
+        if self.precision not in ("fp32", "bf16", "fp16"):
+            raise ValueError(f"precision must be fp32, bf16 or fp16, not {self.precision!r}")
+        if self.nominal_seeds < 1 or self.trials < 1 or self.timing_rounds < 1:
+            raise ValueError("nominal_seeds, trials and timing_rounds must be >= 1")
+        if self.timing_input_bytes < 0:
+            raise ValueError(f"timing_input_bytes must be >= 0, not {self.timing_input_bytes!r}")
+        if not (math.isfinite(self.time_budget_ms) and self.time_budget_ms >= 0):
+            raise ValueError(f"time_budget_ms must be finite and >= 0, not {self.time_budget_ms!r}")
+        if not (self.interval_half_width is None or 0 <= self.interval_half_width < 1) or self.max_timing_rounds < 1 \
+                or not (math.isfinite(self.timing_budget_s) and self.timing_budget_s >= 0):
+            raise ValueError("interval_half_width must be None or in [0, 1), max_timing_rounds >= 1 and "
+                             "timing_budget_s finite and >= 0")
+
+    @property
+    def interval_target(self) -> float:
+        """The adaptive stop's target in force: ``interval_half_width``, or its device default."""
+        if self.interval_half_width is not None:
+            return float(self.interval_half_width)
+        return 0.05 if self.device == "cuda" else 0.0
+
+    @staticmethod
+    def default_tolerance(precision: str) -> float:
+        """atol = rtol of the KernelBench-Verified protocol: 1e-3 for fp32, 1e-2 for bf16/fp16."""
+        return 1e-3 if precision == "fp32" else 1e-2

@@ -1,0 +1,213 @@
+"""The outcome of one verification (:class:`Verdict`) and its JSON round trip. No torch."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from kbv.model.base import (SCHEMA_VERSION, CandidateRef, Environment, Finding, InputKind, InputSetResult, ProblemRef,
+                             Severity, Status)
+from kbv.model.codec import _build, _decode_floats, _encode
+from kbv.model.config import POLICIES, SWEEP_KEYS, EvalConfig
+from kbv.model.measurements import Measurement, MemoryMeasurement
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of verifying one candidate against one problem.
+
+    Construction fails when the fields contradict the status: a PASS has every input set passed
+    and a candidate timing; an INCORRECT has a failed input set; only a PASS or SHORTCUT carries
+    ``speedup`` (a candidate timed but not correct keeps its figures in ``unverified_speedup``);
+    an error status has a message.
+    """
+
+    status: Status
+    message: str  #: one line, naming the file and the fault when there is one.
+    problem: ProblemRef
+    candidate: CandidateRef
+    config: EvalConfig
+    environment: Environment
+    input_sets: tuple[InputSetResult, ...] = ()
+    timing: Mapping[str, Measurement] = field(default_factory=dict)
+    speedup: Mapping[str, float] = field(default_factory=dict)  #: baseline median / candidate median.
+    memory: Mapping[str, MemoryMeasurement] = field(default_factory=dict)
+    memory_efficiency: float | None = None  #: reference peak / candidate peak.
+    #: baseline median / candidate median of a candidate that ran and passed the nominal sets but is
+    #: not a PASS (failed a hidden set, or HACK): the speed the original KernelBench protocol would
+    #: have credited. Used only by the decomposition (nominal vs hidden correctness); never a
+    #: correct speedup. Empty when the candidate was not timed.
+    unverified_speedup: Mapping[str, float] = field(default_factory=dict)
+    weight_mismatches: tuple[str, ...] = ()  #: parameters/buffers shared by name that differ.
+    flag_changes: tuple[str, ...] = ()  #: global numeric flags the candidate changed.
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    phase_seconds: Mapping[str, float] = field(default_factory=dict)  #: wall time per phase.
+    #: vetting findings about the *problem* (``kbv.reference.vetting``), one ``flag: reason`` line each; a
+    #: flagged problem is left out of aggregate metrics by default.
+    problem_flags: tuple[str, ...] = ()
+    #: integrity findings (static scan and runtime probes, ``kbv.sandbox.probes``), most severe first.
+    findings: tuple[Finding, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        s = self.status
+        if s is Status.HACK and not any(f.severity is Severity.HACK for f in self.findings):
+            raise ValueError("HACK needs a finding of severity HACK naming the taxonomy entry")
+        if s is Status.SHORTCUT and not any(f.severity is Severity.SHORTCUT for f in self.findings):
+            raise ValueError("SHORTCUT needs a finding of severity SHORTCUT")
+        judged = [r for r in self.input_sets if not r.dropped]
+        for r in judged:
+            if self.config.policy in r.policy_passed and r.policy_passed[self.config.policy] != r.passed:
+                raise ValueError(f"input set {r.name}: passed={r.passed} contradicts its "
+                                 f"{self.config.policy} verdict {r.policy_passed[self.config.policy]}")
+        if s is Status.PASS:
+            if not judged or not all(r.passed for r in judged):
+                raise ValueError("PASS needs at least one judged input set and all of them passed")
+            if "candidate" not in self.timing:
+                raise ValueError("PASS needs a candidate timing")
+        if s is Status.INCORRECT and not any(r.passed is False for r in judged):
+            raise ValueError("INCORRECT needs a failed input set")
+        if s in (Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT, Status.CRASH, Status.EVAL_ERROR):
+            if not self.message:
+                raise ValueError(f"{s.value} needs a message")
+            if self.speedup:
+                raise ValueError(f"{s.value} cannot carry a speedup")
+        if s not in (Status.PASS, Status.SHORTCUT) and self.speedup:
+            raise ValueError(f"{s.value} cannot carry a speedup (use unverified_speedup)")
+        for name, value in (*self.speedup.items(), *self.unverified_speedup.items()):
+            if not (math.isfinite(value) and value > 0):
+                raise ValueError(f"speedup vs {name} must be finite and positive, got {value}")
+
+    # Derived views ---------------------------------------------------------------------------
+    @property
+    def taxonomy(self) -> tuple[int, ...]:
+        """Entries of ``hack-taxonomy.md`` named by any finding (any severity) or by a vetting
+        flag on the problem (23), ascending."""
+        entries = {t for f in self.findings for t in f.taxonomy}
+        if self.problem_flags:
+            entries.add(23)
+        return tuple(sorted(entries))
+
+    def sets(self, kind: InputKind) -> tuple[InputSetResult, ...]:
+        return tuple(r for r in self.input_sets if r.kind is kind)
+
+    @property
+    def nominal_passed(self) -> bool:
+        """All nominal input sets passed (the original KernelBench notion of correct)."""
+        nominal = [r for r in self.sets(InputKind.NOMINAL) if not r.dropped]
+        return bool(nominal) and all(r.passed for r in nominal)
+
+    @property
+    def hidden_passed(self) -> bool:
+        """Every judged non-nominal set (D1–D4 and kbv's randomised ones) passed."""
+        hidden = [r for r in self.input_sets if r.kind is not InputKind.NOMINAL and not r.dropped]
+        return all(r.passed for r in hidden)
+
+    @property
+    def correct(self) -> bool:
+        return self.status is Status.PASS
+
+    @property
+    def policy_verdicts(self) -> dict[str, bool | None]:
+        """Policy → the candidate's correctness under it, from the per-set verdicts.
+
+        ``kbv`` covers every judged set; ``kbv-compat`` covers the nominal and D1–D4 sets (the
+        KernelBench-Verified protocol). None when the candidate produced no judged outputs or a
+        set lacks that policy's verdict.
+        """
+        judged = [r for r in self.input_sets if not r.dropped]
+        out: dict[str, bool | None] = {}
+        for policy in POLICIES:
+            sets = judged if policy == "kbv" else [r for r in judged if r.kind is not InputKind.RANDOM]
+            if not self.status.ran or not sets or any(policy not in r.policy_passed for r in sets):
+                out[policy] = None
+            else:
+                out[policy] = all(r.policy_passed[policy] for r in sets)
+        return out
+
+    @property
+    def tolerance_sweep(self) -> dict[str, bool | None]:
+        """Sweep key → every judged nominal and D1–D4 set passes allclose at that tolerance."""
+        sets = [r for r in self.input_sets if not r.dropped and r.kind is not InputKind.RANDOM]
+        out: dict[str, bool | None] = {}
+        for key in SWEEP_KEYS:
+            if not self.status.ran or not sets or any(key not in r.tolerance_sweep for r in sets):
+                out[key] = None
+            else:
+                out[key] = all(r.tolerance_sweep[key] for r in sets)
+        return out
+
+
+def to_dict(record: Any) -> dict[str, Any]:
+    """A JSON-ready dict of any record (non-finite floats as strings)."""
+    out = _encode(record)
+    if isinstance(record, Verdict):
+        out["derived"] = {
+            "nominal_passed": record.nominal_passed,
+            "hidden_passed": record.hidden_passed,
+            "correct": record.correct,
+            "policy_verdicts": record.policy_verdicts,
+            "tolerance_sweep": record.tolerance_sweep,
+            "taxonomy": list(record.taxonomy),
+        }
+    return out
+
+
+def to_json(record: Any, indent: int | None = 2) -> str:
+    return json.dumps(to_dict(record), indent=indent, allow_nan=False, sort_keys=False)
+
+
+def verdict_from_dict(data: Mapping[str, Any]) -> Verdict:
+    """Rebuild a :class:`Verdict` from :func:`to_dict` output.
+
+    Raises:
+        ValueError: the data contradicts the status (see :class:`Verdict`) or the schema differs.
+    """
+    d = _decode_floats(dict(data))
+    if d.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
+        raise ValueError(f"unsupported verdict schema {d.get('schema_version')}")
+    cfg = dict(d["config"])
+    cfg["hidden"] = tuple(cfg.get("hidden", ()))
+    cfg["baselines"] = tuple(cfg.get("baselines", ()))
+    if "distributions" in cfg:
+        cfg["distributions"] = tuple(cfg["distributions"])
+    else:  # written before randomised distributions existed: none were run
+        cfg["distributions"] = ()
+    timing = {}
+    for k, m in d.get("timing", {}).items():
+        m = dict(m)
+        m.pop("stats", None)
+        m["times_ms"] = tuple(m["times_ms"])
+        timing[k] = _build(Measurement, m)
+    sets = []
+    for r in d.get("input_sets", []):
+        r = dict(r)
+        r["kind"] = InputKind(r["kind"])
+        sets.append(_build(InputSetResult, r))
+    return Verdict(
+        status=Status(d["status"]),
+        message=d["message"],
+        problem=_build(ProblemRef, d["problem"]),
+        candidate=_build(CandidateRef, d["candidate"]),
+        config=_build(EvalConfig, cfg),
+        environment=_build(Environment, d["environment"]),
+        input_sets=tuple(sets),
+        timing=timing,
+        speedup=dict(d.get("speedup", {})),
+        memory={k: _build(MemoryMeasurement, v) for k, v in d.get("memory", {}).items()},
+        memory_efficiency=d.get("memory_efficiency"),
+        unverified_speedup=dict(d.get("unverified_speedup", {})),
+        weight_mismatches=tuple(d.get("weight_mismatches", ())),
+        flag_changes=tuple(d.get("flag_changes", ())),
+        evidence=d.get("evidence", {}),
+        phase_seconds=d.get("phase_seconds", {}),
+        problem_flags=tuple(d.get("problem_flags", ())),
+        findings=tuple(Finding(f["check"], tuple(f["taxonomy"]), Severity(f["severity"]), f["detail"], f.get("line"))
+                       for f in d.get("findings", ())),
+    )
+
+
+def verdict_from_json(text: str) -> Verdict:
+    return verdict_from_dict(json.loads(text))
