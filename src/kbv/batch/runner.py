@@ -1,6 +1,6 @@
 """``kbv run``: verify every (problem, candidate) pair of a batch into a resumable store.
 
-Planning (:func:`plan_batch`) reads only file names and parses files statically
+Planning (:func:`kbv.batch.plan.plan_batch`, here under the same name) reads only file names and parses files statically
 (:mod:`kbv.intake.layout`, :mod:`kbv.intake.problems`, :mod:`kbv.intake.candidates`); running (:func:`run_batch`) sends
 each job to an :class:`~kbv.batch.evaluator.Evaluator` and writes its verdict to the
 :class:`~kbv.batch.store.Store` the moment it arrives, in one transaction with the job's ``done`` state.
@@ -45,177 +45,26 @@ The file's content is not part of a job's identity: edit one and rerun with a fr
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import re
 import signal
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Sequence
 
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 
+from kbv.batch.annotate import name_baselines, speedup_intervals
 from kbv.batch.baselines import attach_compile_speedup
-from kbv.intake.candidates import CandidateError, load_candidate
-from kbv.intake.layout import (CandidateFile, Layout, discover_candidates, discover_hidden_tests,
-    find_hidden_tests_root, vet_problems)
-from kbv.batch.evaluator import EvaluationError, Evaluator, rejected_candidate, rejection_verdict
-from kbv.intake.problems import ProblemError, identify
-from kbv.model.records import CandidateRef, EvalConfig, ProblemRef, Status, Verdict, to_dict
-from kbv.batch.jobs import Job, config_hash, problem_key
+from kbv.batch.evaluator import EvaluationError, Evaluator, rejection_verdict
+from kbv.batch.jobs import problem_key
+from kbv.batch.plan import (_SHA_CHARS, BROKEN_PREFIX, BatchPlan, BrokenProblemFile, ConfigMismatch, PlannedJob,
+                            Selection, _sync_exclusions, broken_reason, check_config, parse_ids, plan_batch,
+                            remove_superseded)
 from kbv.batch.store import Store
-
-#: Prefix of the exclusion reasons this module writes; the file hash follows, then the fault.
-BROKEN_PREFIX = "broken problem file"
-_BROKEN_RE = re.compile(rf"^{BROKEN_PREFIX} \(sha256 (?P<sha>[0-9a-f]+)\): ")
-_SHA_CHARS = 16
-
-
-def broken_reason(sha256: str, fault: str) -> str:
-    """Exclusion reason of a broken problem file: names the file's hash so a changed file is retried."""
-    return f"{BROKEN_PREFIX} (sha256 {sha256[:_SHA_CHARS]}): {fault}"
-
-
-# Selection and planning -------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Selection:
-    """Filters of a batch; None means everything."""
-
-    levels: frozenset[int] | None = None
-    problem_ids: frozenset[int] | None = None
-    runs: frozenset[str] | None = None
-
-    def problem(self, level: int | None, problem_id: int | None) -> bool:
-        if self.levels is not None and level not in self.levels:
-            return False
-        return self.problem_ids is None or problem_id in self.problem_ids
-
-    def run(self, name: str) -> bool:
-        return self.runs is None or name in self.runs
-
-
-def parse_ids(text: str) -> frozenset[int]:
-    """``"1,2,5-8"`` → {1, 2, 5, 6, 7, 8}.
-
-    Raises:
-        ValueError: not a comma-separated list of ids and ranges.
-    """
-    out: set[int] = set()
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if not m:
-            raise ValueError(f"bad problem id {part!r} (expected e.g. 1,2,5-8)")
-        lo, hi = int(m[1]), int(m[2] or m[1])
-        if hi < lo:
-            raise ValueError(f"bad range {part!r}")
-        out.update(range(lo, hi + 1))
-    if not out:
-        raise ValueError("no problem ids given")
-    return frozenset(out)
-
-
-@dataclass(frozen=True)
-class PlannedJob:
-    """One job of a batch with the records it is run from."""
-
-    job: Job
-    problem: ProblemRef
-    candidate: CandidateRef
-    rejection: str | None = None  #: static-vetting fault: becomes COMPILE_ERROR without running.
-
-
-@dataclass(frozen=True)
-class BrokenProblemFile:
-    """A problem file that failed static vetting (no :class:`ProblemRef` could be made)."""
-
-    key: str  #: :func:`kbv.batch.jobs.problem_key`-style key from the file name.
-    sha256: str
-    fault: str
-
-
-@dataclass(frozen=True)
-class BatchPlan:
-    config: EvalConfig
-    problems: tuple[ProblemRef, ...]  #: selected problems that passed static vetting.
-    jobs: tuple[PlannedJob, ...]  #: static rejections first, then the rest in (run, level, id, sample) order.
-    broken_files: tuple[BrokenProblemFile, ...]
-    orphans: tuple[CandidateFile, ...]  #: selected candidates with no problem file of their (level, id).
-    ignored: tuple[Path, ...]  #: ``.py`` files in run folders that fit no layout pattern.
-    hidden_tests: dict[tuple[int, int], Path] = field(default_factory=dict)
-
-    @property
-    def runs(self) -> list[str]:
-        return sorted({pj.job.run for pj in self.jobs})
-
-
-def _broken_file(exc: ProblemError) -> BrokenProblemFile:
-    import hashlib
-
-    path = Path(exc.path)
-    level, pid, name = identify(path)
-    stem = f"{pid}_{name}" if pid is not None else name
-    key = f"level{level}/{stem}" if level is not None else stem
-    try:
-        sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        sha = hashlib.sha256(f"unreadable:{path}".encode()).hexdigest()
-    return BrokenProblemFile(key, sha, exc.fault)
-
-
-def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str], config: EvalConfig, *,
-               layout: Layout = Layout.auto, selection: Selection = Selection(),
-               hidden_tests_root: Path | str | None = None) -> BatchPlan:
-    """Find and statically vet the problems and candidates of a batch; nothing is executed.
-
-    Raises:
-        kbv.intake.layout.LayoutError: a folder fits no layout, or two files claim one identity.
-    """
-    pscan = vet_problems(problems_root)
-    problems = tuple(p for p in pscan.problems if selection.problem(p.level, p.problem_id))
-    broken = []
-    for exc in pscan.errors:
-        level, pid, _ = identify(Path(exc.path))
-        if selection.problem(level, pid):
-            broken.append(_broken_file(exc))
-    by_id = {(p.level, p.problem_id): p for p in problems if p.problem_id is not None}
-    cscan = discover_candidates(candidate_roots, layout)
-    rejected, accepted, orphans = [], [], []
-    chash = config_hash(config)
-    for f in cscan.files:
-        if not selection.run(f.run) or not selection.problem(f.level, f.problem_id):
-            continue
-        problem = by_id.get((f.level, f.problem_id))
-        if problem is None:
-            orphans.append(f)
-            continue
-        try:
-            cand = load_candidate(f.path, run=f.run, sample_id=f.sample_id)
-            fault = None
-        except CandidateError as exc:
-            cand = rejected_candidate(f.path, run=f.run, sample_id=f.sample_id)
-            fault = str(exc)
-        pj = PlannedJob(Job.from_refs(problem, cand, chash), problem, cand, fault)
-        (rejected if fault else accepted).append(pj)
-    hidden_root = find_hidden_tests_root(*(c for c in (hidden_tests_root, problems_root,
-                                                        Path(problems_root).parent) if c is not None))
-    hidden = discover_hidden_tests(hidden_root) if hidden_root else {}
-    hidden = {k: v for k, v in hidden.items() if k in by_id}
-    return BatchPlan(config=config, problems=problems, jobs=tuple(rejected + accepted),
-                     broken_files=tuple(broken), orphans=tuple(orphans), ignored=cscan.ignored,
-                     hidden_tests=hidden)
-
-
-# Running ------------------------------------------------------------------------------------------
-
-class ConfigMismatch(ValueError):
-    """The store holds results of a different configuration."""
+from kbv.intake.problems import ProblemError
+from kbv.model.records import EvalConfig, Status, Verdict
 
 
 @dataclass
@@ -250,28 +99,6 @@ class BatchOutcome:
         return self.total - sum(self.statuses.values())
 
 
-def check_config(store: Store, config: EvalConfig) -> None:
-    """Record the batch configuration in a new store; refuse a store made with another one.
-
-    One store holds one configuration, so every sample of a candidate is counted once by the
-    metrics (a second configuration would add a second verdict per candidate).
-
-    Raises:
-        ConfigMismatch: the store was made with a different configuration.
-    """
-    mine = json.loads(json.dumps(to_dict(config), sort_keys=True))
-    text = store.get_meta("config")
-    if text is None:
-        store.set_meta("config", json.dumps(mine, sort_keys=True))
-        return
-    theirs = json.loads(text)
-    if theirs != mine:
-        diff = [f"{k} {theirs.get(k)!r} -> {mine.get(k)!r}" for k in sorted(set(theirs) | set(mine))
-                if theirs.get(k) != mine.get(k)]
-        raise ConfigMismatch(f"{store.path} holds results of another configuration ({'; '.join(diff)}); "
-                             "use the same options or a new --store")
-
-
 class _Interrupt:
     """Turns SIGTERM into KeyboardInterrupt while a batch runs (main thread only)."""
 
@@ -293,43 +120,6 @@ def _status_text(counts: Counter) -> str:
     order = [s.value for s in Status]
     parts = [f"{s} {counts[s]}" for s in order if counts.get(s)]
     return " · ".join(parts) or "no verdicts yet"
-
-
-def _sync_exclusions(plan: BatchPlan, store: Store, retry_excluded: bool) -> dict[str, str]:
-    """Write exclusions of broken files; drop stale ones. Returns ``{problem key: sha prefix}`` of
-    problems whose jobs are skipped."""
-    current = {problem_key(p): p.sha256 for p in plan.problems}
-    current.update({b.key: b.sha256 for b in plan.broken_files})
-    for key, reasons in store.exclusions().items():
-        if key not in current:
-            continue
-        for reason in reasons:
-            m = _BROKEN_RE.match(reason)
-            if m and (retry_excluded or not current[key].startswith(m["sha"])):
-                store.remove_exclusion(key, reason)
-    for b in plan.broken_files:
-        store.exclude_problem(b.key, broken_reason(b.sha256, f"static vetting: {b.fault}"))
-    skip = {}
-    for key, reasons in store.exclusions().items():
-        for reason in reasons:
-            m = _BROKEN_RE.match(reason)
-            if m and key in current and current[key].startswith(m["sha"]):
-                skip[key] = m["sha"]
-    return skip
-
-
-def _slot(job: Job) -> tuple:
-    return (job.run, job.level, job.problem_id, job.problem_name, job.sample_id)
-
-
-def remove_superseded(plan: BatchPlan, store: Store) -> int:
-    """Delete stored jobs (and verdicts) whose slot — (run, problem, sample) — the plan now fills
-    with a different job: the candidate or the problem file changed, so the old verdict no longer
-    describes the files on disk and must not count as a second sample. Jobs outside the plan's
-    slots (other runs, filtered-out problems) are kept. Returns how many were removed."""
-    wanted = {_slot(pj.job): pj.job.key for pj in plan.jobs}
-    stale = [j.key for j in store.jobs() if _slot(j) in wanted and wanted[_slot(j)] != j.key]
-    return store.remove_jobs(stale) if stale else 0
 
 
 def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = None,
@@ -607,38 +397,6 @@ def _verdict(pj: PlannedJob, ev: Evaluator, config: EvalConfig, store: Store,
     ht = (hidden_tests or {}).get((pj.problem.level, pj.problem.problem_id))
     verdict = ev.evaluate(pj.problem, pj.candidate, config, hidden_tests=str(ht) if ht else None)
     return name_baselines(attach_compile_speedup(verdict, store))
-
-
-def speedup_intervals(verdict: Verdict) -> Verdict:
-    """Record in a timed verdict's evidence (``speedup_interval_95``: ``{baseline: [lo, hi]}``, ×)
-    the 95 % percentile-bootstrap interval of each speedup measured side by side with the
-    candidate (:func:`kbv.batch.metrics.speedup_interval`, the interval the report shows), so each stored
-    record carries the interval of the figure it quotes."""
-    from kbv.batch.metrics import speedup_interval
-
-    if not verdict.speedup or "speedup_interval_95" in verdict.evidence:
-        return verdict
-    ci = {}
-    for label in verdict.speedup:
-        iv = speedup_interval(verdict, label)
-        if iv is not None:
-            ci[label] = [round(iv[0], 4), round(iv[1], 4)]
-    if not ci:
-        return verdict
-    return dataclasses.replace(verdict, evidence={**verdict.evidence, "speedup_interval_95": ci})
-
-
-def name_baselines(verdict: Verdict) -> Verdict:
-    """Record in a timed verdict's evidence (``baselines``) the flags and the description of every
-    baseline its speedups are against (:func:`kbv.sandbox.flags.baseline_flags`), so each record says
-    which fp32 baseline it used (kbv's strict eager-fp32 or the papers' eager-fp32-cudnn-tf32)."""
-    from kbv.sandbox.flags import baseline_flags
-
-    if not verdict.timing or "baselines" in verdict.evidence:
-        return verdict
-    labels = [lb for lb in verdict.timing if lb != "candidate"]
-    labels += [lb for lb in (*verdict.speedup, *verdict.unverified_speedup) if lb not in labels]
-    return dataclasses.replace(verdict, evidence={**verdict.evidence, "baselines": baseline_flags(labels)})
 
 
 __all__ = ["Selection", "parse_ids", "PlannedJob", "BatchPlan", "BrokenProblemFile", "BatchOutcome",
