@@ -1,0 +1,147 @@
+"""The harness's own callables kept as they were before the candidate loaded (:class:`HarnessGuard`),
+and torch op kernels the candidate registered from Python (:func:`torch_op_overrides`): worker
+side, imported before any candidate code (taxonomy 4/24/25). What they saw is decided on the
+trusted side (:mod:`kbv.checks`)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterable
+
+
+def _lookup(owner: Any, attr: str) -> Any:
+    """``owner.attr`` without binding: a class's own namespace (then its bases), else getattr."""
+    if isinstance(owner, type):
+        for klass in owner.__mro__:
+            if attr in vars(klass):
+                return vars(klass)[attr]
+        return None
+    return getattr(owner, attr, None)
+
+
+class HarnessGuard:
+    """Identities of the harness's callables, taken before any candidate code runs.
+
+    Covers every function and class (and the functions in each class's namespace) defined in
+    the given modules, plus named attributes of other objects (``time.perf_counter``, CUDA
+    events, the pipe's ``send_bytes``...). For a function the object, its ``__code__`` and
+    copies of its ``__defaults__`` / ``__kwdefaults__`` are kept, so an in-place edit of a
+    defaults dict is seen too. :meth:`check` lists what changed and puts the originals back
+    (taxonomy 4/24/25): the worker calls it before every reply, so the reply itself goes out
+    through unpatched code.
+    """
+
+    def __init__(self, modules: Iterable[Any], attributes: Iterable[tuple[Any, str, str]] = ()):
+        self._entries: list[tuple[str, Any, str, Any, tuple]] = []
+        for m in modules:
+            prefix = m.__name__
+            for name, obj in list(vars(m).items()):
+                if getattr(obj, "__module__", None) != m.__name__:
+                    continue
+                if isinstance(obj, type):
+                    self._add(f"{prefix}.{name}", m, name, obj)
+                    for attr, member in list(vars(obj).items()):
+                        if callable(member) and hasattr(member, "__code__"):
+                            self._add(f"{prefix}.{name}.{attr}", obj, attr, member)
+                elif callable(obj):
+                    self._add(f"{prefix}.{name}", m, name, obj)
+        for owner, attr, label in attributes:
+            self.watch(owner, attr, label)
+
+    def watch(self, owner: Any, attr: str, label: str) -> None:
+        """Add ``owner.attr`` as it is now (e.g. a hook installed after construction)."""
+        obj = _lookup(owner, attr)
+        if obj is not None:
+            self._add(label, owner, attr, obj)
+
+    def _add(self, label: str, owner: Any, attr: str, obj: Any) -> None:
+        code = getattr(obj, "__code__", None)
+        state = (code, getattr(obj, "__defaults__", None), dict(getattr(obj, "__kwdefaults__", None) or {}))
+        self._entries.append((label, owner, attr, obj, state))
+
+    def check(self) -> list[str]:
+        """Labels of the entries that changed since construction; each is restored."""
+        changed = []
+        for label, owner, attr, obj, (code, defaults, kwdefaults) in self._entries:
+            if _lookup(owner, attr) is not obj:
+                changed.append(label)
+                try:
+                    setattr(owner, attr, obj)
+                except (AttributeError, TypeError):
+                    pass
+            if code is not None:
+                kw = getattr(obj, "__kwdefaults__", None) or {}
+                if (obj.__code__ is not code or obj.__defaults__ is not defaults and obj.__defaults__ != defaults
+                        or kw.keys() != kwdefaults.keys() or any(kw[k] is not v for k, v in kwdefaults.items())):
+                    changed.append(f"{label} internals")
+                    try:
+                        obj.__code__ = code
+                        obj.__defaults__ = defaults
+                        obj.__kwdefaults__ = dict(kwdefaults) or None
+                    except (AttributeError, TypeError, ValueError):
+                        pass
+        return changed
+
+
+#: operator namespaces of torch itself: a kernel registered for one of their existing ops replaces
+#: torch's own (a wrapper hidden behind another op, taxonomy 15).
+TORCH_OP_NAMESPACES = frozenset({"aten", "prims", "_quantized", "quantized", "sparse"})
+#: dispatch keys whose kernels compute (Meta and the other tracing keys are left out: torch
+#: registers those lazily itself); ``Autograd*`` keys count too.
+COMPUTE_KEYS = frozenset({"CPU", "CUDA", "CompositeImplicitAutograd", "CompositeExplicitAutograd",
+                          "CompositeExplicitAutogradNonFunctional", "PrivateUse1", "Math", "DefaultBackend"})
+#: torch's generic registration helpers: a Library they create on a caller's behalf is recorded
+#: at their own line, so a registration "made there" may come from anyone, the candidate included.
+_REGISTRATION_HELPERS = ("library.py", "_library" + os.sep)
+
+
+def registration_sites(dump: str) -> dict[str, str]:
+    """Where each dispatch key's active kernel was registered, from ``torch._C._dispatch_dump``:
+    ``{"CPU": "/path/file.py:12", "Autograd": ...}`` (alias keys without ``[alias]``; inactive,
+    overridden kernels left out)."""
+    sites: dict[str, str] = {}
+    for line in dump.splitlines():
+        key, sep, rest = line.partition(": registered at ")
+        if not sep or "(inactive)" in key or " " in key.strip() or key.strip() == "debug":
+            continue
+        sites[key.strip().removesuffix("[alias]")] = rest.split(" :: ", 1)[0].strip()
+    return sites
+
+
+def torch_op_overrides(new_entries: Iterable[str], ops_before: Iterable[str], sites: dict[str, dict[str, str]],
+                       torch_dir: str) -> list[str]:
+    """Kernels registered through ``torch.library`` that replace one of torch's own ops
+    (``aten::sinc`` re-registered to compute a softmax): the harness-identity HACK, taxonomy 15.
+
+    ``new_entries`` are ``torch.library._impls`` entries (``ns/op.overload/Key``) added since the
+    worker started; ``ops_before`` the qualified op names that existed before the candidate
+    loaded (``torch._C._dispatch_get_all_op_names()``); ``sites[qualname][key]`` where the active
+    kernel was registered (:func:`registration_sites`); ``torch_dir`` torch's package directory.
+
+    An entry counts only when its op is in one of :data:`TORCH_OP_NAMESPACES`, existed before the
+    candidate loaded, the key computes, and the registration was made from outside torch: torch
+    itself defines and registers new ``prims::`` ops when inductor loads (an honest
+    ``torch.compile``, a SHORTCUT, not a HACK), and registers kernels of its own from files in its
+    package. A registration recorded at torch's generic helpers (``torch.library.impl("aten::x")``,
+    ``register_kernel``) counts: anyone may call them.
+    """
+    before = set(ops_before)
+    root = os.path.join(os.path.realpath(torch_dir), "")
+    found = []
+    for entry in sorted(set(new_entries)):
+        ns, _, rest = str(entry).partition("/")
+        op, _, key = rest.rpartition("/")
+        qualname = f"{ns}::{op}"
+        if ns not in TORCH_OP_NAMESPACES or not (key in COMPUTE_KEYS or key.startswith("Autograd")):
+            continue
+        if qualname not in before and f"{ns}::{op.split('.')[0]}" not in before:
+            continue
+        site = sites.get(qualname, {}).get(key, "")
+        path = os.path.realpath(site.rsplit(":", 1)[0]) if site else ""
+        inside = path.startswith(root) and not path[len(root):].startswith(_REGISTRATION_HELPERS)
+        if not inside:
+            found.append(f"{ns}::{rest}" + (f" (registered at {site})" if site else ""))
+    return found
+
+
+# Writes outside the sandbox (worker side) --------------------------------------------------------
