@@ -23,7 +23,7 @@ import pytest
 import torch
 from kbv.model.findings import finding
 from kbv.sandbox import protocol
-from kbv.sandbox import timing
+from kbv.pipeline import rates
 from kbv.model.records import InputKind, InputSetResult, Measurement, Severity
 
 from kbv.checks.probes import PROBE_HACK_MARGIN
@@ -121,7 +121,7 @@ def test_over_budget_under_each_policy():
 
 # --- roofline -----------------------------------------------------------------------------------
 
-#: kbv's own copy bandwidth on the lent H200 (``timing.copy_bandwidth``: bytes read + written), 2026-12-01
+#: kbv's own copy bandwidth on the lent H200 (``rates.copy_bandwidth``: bytes read + written), 2026-12-01
 H200_COPY_BYTES_PER_S = 4.19e12
 
 
@@ -129,7 +129,7 @@ def _roofline(monkeypatch, inputs: list, output_bytes: int, cand_ms: float, ref_
               remeasured_ms: float | None = None) -> _Stand:
     """Run ``_roofline`` on a cuda stand-in: the copy bandwidth fixed, the candidate's re-measure
     (if the method asks for one) answered with ``remeasured_ms``."""
-    monkeypatch.setattr(timing, "copy_bandwidth", lambda device: H200_COPY_BYTES_PER_S)
+    monkeypatch.setattr(rates, "copy_bandwidth", lambda device: H200_COPY_BYTES_PER_S)
     monkeypatch.setattr(roofline, "l2_flush_bytes", lambda device: 0)
     asked = []
 

@@ -10,7 +10,7 @@ from kbv.pipeline.context import Context
 from kbv.pipeline.timing import MIN_TRIALS_PER_ROUND
 from kbv.processes.candidate import CandidateProcess
 from kbv.sandbox import protocol
-from kbv.sandbox import timing
+from kbv.pipeline import rates
 from kbv.sandbox.memory import nbytes
 from kbv.sandbox.timing import l2_flush_bytes
 
@@ -32,7 +32,7 @@ class Roofline(Context):
         median under the floor is re-measured before it counts."""
         if self.rp.device.type != "cuda":
             return
-        bw = timing.copy_bandwidth(self.rp.device)
+        bw = rates.copy_bandwidth(self.rp.device)
         in_bytes = nbytes(sets[0])
         out_bytes = self.rp.output_bytes
         floor_ms = (in_bytes + out_bytes) / bw * 1e3
