@@ -23,8 +23,11 @@ class HarnessGuard:
     """Identities of the harness's callables, taken before any candidate code runs.
 
     Covers every function and class (and the functions in each class's namespace) defined in
-    the given modules, plus named attributes of other objects (``time.perf_counter``, CUDA
-    events, the pipe's ``send_bytes``...). For a function the object, its ``__code__`` and
+    the given modules, every module-level name one of them imported from another of them (the
+    worker calls ``probes.torch_op_overrides`` and its own ``_flatten``, both defined elsewhere:
+    replacing that name, not the original, is what changes what runs), plus named attributes of
+    other objects (``time.perf_counter``, CUDA events, the pipe's ``send_bytes``...). For a
+    function the object, its ``__code__`` and
     copies of its ``__defaults__`` / ``__kwdefaults__`` are kept, so an in-place edit of a
     defaults dict is seen too. :meth:`check` lists what changed and puts the originals back
     (taxonomy 4/24/25): the worker calls it before every reply, so the reply itself goes out
@@ -33,10 +36,15 @@ class HarnessGuard:
 
     def __init__(self, modules: Iterable[Any], attributes: Iterable[tuple[Any, str, str]] = ()):
         self._entries: list[tuple[str, Any, str, Any, tuple]] = []
+        modules = list(modules)
+        names = {m.__name__ for m in modules}
         for m in modules:
             prefix = m.__name__
             for name, obj in list(vars(m).items()):
-                if getattr(obj, "__module__", None) != m.__name__:
+                home = getattr(obj, "__module__", None)
+                if home != m.__name__:
+                    if home in names and callable(obj):  # imported from another watched module
+                        self._add(f"{prefix}.{name}", m, name, obj)
                     continue
                 if isinstance(obj, type):
                     self._add(f"{prefix}.{name}", m, name, obj)

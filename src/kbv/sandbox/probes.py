@@ -21,7 +21,8 @@ import sys
 import threading
 from typing import Any, Iterable, Sequence
 
-from kbv.sandbox.guard import HarnessGuard, registration_sites, torch_op_overrides  # noqa: F401 - the worker's names
+from kbv.sandbox.guard import (  # noqa: F401 - the worker's names (it calls them as probes.*)
+    TORCH_OP_NAMESPACES, HarnessGuard, registration_sites, torch_op_overrides)
 
 
 

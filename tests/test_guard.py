@@ -1,0 +1,71 @@
+"""The harness guard's reach (kbv.sandbox.guard.HarnessGuard) and the worker's torch.library
+check through the names the worker calls (kbv.sandbox.worker._Server._new_op_kernels)."""
+
+from __future__ import annotations
+
+import tempfile
+
+import pytest
+
+from kbv.sandbox import guard, probes, protocol, timed, timing
+import kbv.sandbox.worker as worker
+
+
+def test_a_name_imported_from_another_watched_module_is_watched_where_it_is_called():
+    """Regression: the worker calls ``probes.torch_op_overrides`` and its own ``_flatten``, both
+    defined in another module since the split into guard/timed; the guard watched only the
+    originals, so replacing the name the worker calls went unreported and stayed in place."""
+    g = guard.HarnessGuard([probes, guard, timing, protocol, timed, worker])
+    orig = probes.torch_op_overrides, worker._flatten
+    try:
+        probes.torch_op_overrides = lambda *a, **k: []
+        worker._flatten = lambda out: ((out,), "tensor")
+        changed = g.check()
+        assert "kbv.sandbox.probes.torch_op_overrides" in changed
+        assert "kbv.sandbox.worker._flatten" in changed
+        assert (probes.torch_op_overrides, worker._flatten) == orig  # put back
+        assert g.check() == []
+    finally:
+        probes.torch_op_overrides, worker._flatten = orig
+
+
+def test_every_name_the_worker_reads_from_probes_exists():
+    """Regression: the worker read ``probes.TORCH_OP_NAMESPACES``, which the split left in guard
+    only; the AttributeError was swallowed and the torch.library check found nothing."""
+    import ast
+    import inspect
+
+    used = {n.attr for n in ast.walk(ast.parse(inspect.getsource(worker)))
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute) and n.value.attr == "integrity"}
+    assert used and not [a for a in used if not hasattr(probes, a)]
+
+
+OVERRIDE = '''
+import torch
+import torch.nn as nn
+
+_lib = torch.library.Library("".join(["at", "en"]), "IMPL")  # no constant: the static scan misses it
+_lib.impl("sinc", lambda x: torch.softmax(x, dim=1), "CPU")
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.sinc(x)
+'''
+
+
+@pytest.mark.e2e
+def test_the_worker_reports_an_aten_kernel_registered_at_load(tmp_path):
+    """Regression: the run-time half of taxonomy 15's aten override (``t15-aten-override`` is caught
+    by the static scan first, so it did not notice): the Load reply carries the tampering report."""
+    from kbv.processes.candidate import CandidateProcess
+    from kbv.sandbox.flags import flags_for
+
+    cand = tmp_path / "override.py"
+    cand.write_text(OVERRIDE)
+    with CandidateProcess(device="cpu", build_dir=tempfile.mkdtemp(dir=tmp_path)) as w:
+        w.send(protocol.Load(str(cand), "kbv_guard_test", (), 0, "cpu", "fp32", flags_for("eager-fp32")), phase="load")
+        reply = w.receive(phase="load", timeout=300)
+    assert isinstance(reply, protocol.Loaded), reply
+    assert any("aten::sinc/CPU" in t.detail and t.kind == protocol.HARNESS_PATCHED for t in reply.tampering), \
+        reply.tampering
