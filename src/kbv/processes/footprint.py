@@ -91,10 +91,16 @@ def host_rss_bytes(pid: int | str = "self") -> int | None:
 
 
 def reset_host_peak() -> None:
-    """Start this process's ``VmHWM`` again from its current RSS (``/proc/self/clear_refs`` 5)."""
+    """Start this process's ``VmHWM`` again from its current RSS (``/proc/self/clear_refs`` 5,
+    through the descriptor :func:`kbv.processes.procfs.clear_refs_fd` keeps: an undumpable
+    non-root process cannot open the file again)."""
+    from kbv.processes.procfs import clear_refs_fd
+
+    fd = clear_refs_fd()
+    if fd is None:
+        return
     try:
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
+        os.write(fd, b"5")
     except OSError:
         pass
 

@@ -43,9 +43,13 @@ def undumpable() -> bool:
     the reference worker (it holds the secret seeds and the reference outputs), the sentinel and
     each candidate worker (so no candidate reads another's). Without it, a candidate of a user's
     run (no capabilities on either side) could attach to all of them. Also stops ``py-spy`` and
-    ``gdb -p`` by the same user; root keeps both. Returns False where the call failed (not Linux)."""
+    ``gdb -p`` by the same user; root keeps both. Returns False where the call failed (not Linux).
+
+    An undumpable process's /proc files belong to root (proc(5)), so a non-root one can no longer
+    open its own ``clear_refs`` for writing: it is opened first and kept (:func:`clear_refs_fd`)."""
     if not os.path.exists("/proc/self"):
         return False
+    clear_refs_fd()
     import ctypes
 
     try:
@@ -53,3 +57,20 @@ def undumpable() -> bool:
         return libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+_CLEAR_REFS: tuple[int, int] | None = None  #: (pid, fd) of this process's /proc/self/clear_refs, kept open.
+
+
+def clear_refs_fd() -> int | None:
+    """A write descriptor of this process's ``/proc/self/clear_refs`` (``VmHWM`` reset,
+    :func:`kbv.processes.footprint.reset_host_peak`), opened once per process and kept (close on
+    exec): writes through it still work once :func:`undumpable` has made the file root's. None
+    where it cannot be opened."""
+    global _CLEAR_REFS
+    if _CLEAR_REFS is None or _CLEAR_REFS[0] != os.getpid():  # a forked child opens its own
+        try:
+            _CLEAR_REFS = (os.getpid(), os.open("/proc/self/clear_refs", os.O_WRONLY | os.O_CLOEXEC))
+        except OSError:
+            return None
+    return _CLEAR_REFS[1]
