@@ -97,8 +97,9 @@ def test_oracle_runs_row_separable_models_in_pieces_with_the_same_answer(monkeyp
     pieces = o([x], ref)
     assert o.chunked > 1 and torch.allclose(pieces[0], whole[0], rtol=0, atol=1e-15)
     errs = o.input_rounding_errors([x], pieces, ref)
-    full = output_errors(orc.Oracle(_Rows(), torch.device("cpu")).input_rounding([x]), pieces)
-    assert errs is not None and errs[0] == pytest.approx(full[0], rel=1e-6)
+    whole_oracle = orc.Oracle(_Rows(), torch.device("cpu"))
+    full = max(output_errors(whole_oracle.input_rounding([x], None, seed), pieces)[0] for seed in orc.ROUNDING_MOVES)
+    assert errs is not None and errs[0] == pytest.approx(full, rel=1e-6)  # the same draw, whole or in pieces
 
 
 @pytest.mark.parametrize("model", [_Prefix(), _Suffix()], ids=["prefix-scan", "suffix-scan"])

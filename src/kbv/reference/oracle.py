@@ -48,24 +48,32 @@ def upcast(args: Sequence[Any], device: torch.device) -> list[Any]:
     return out
 
 
-def _rounded_up(a: torch.Tensor, device: torch.device, seed: int | None = None) -> torch.Tensor:
+def _signs(start: int, n: int, seed: int, device: torch.device) -> torch.Tensor:
+    """±1 (float64) for the flat element indices ``start .. start + n - 1``: a hash of each index
+    and ``seed`` (a 64-bit multiply and xor-shifts), so the draw of an element is the same whether
+    the tensor is moved whole, in chunks or in pieces of its batch."""
+    h = torch.arange(start, start + n, device=device, dtype=torch.int64).mul_(-7046029254386353131).add_(seed)
+    h = h.bitwise_xor_(h >> 29).mul_(-4658895280553007687)
+    h = h.bitwise_xor_(h >> 32)
+    return ((h >> 17) & 1).to(torch.float64).mul_(2).sub_(1)
+
+
+def _rounded_up(a: torch.Tensor, device: torch.device, seed: int | None = None, offset: int = 0) -> torch.Tensor:
     """``a`` in float64 on ``device`` with every element moved by one fp32 rounding: up, ``a + eps *
-    |a|``, or with ``seed`` up or down at random, ``a ± eps * |a|`` (:meth:`Oracle.input_rounding`),
-    made :func:`kbv.reference.passes.chunk_elements` at a time on the host's idle cores: no
-    full-size temporaries, and ``a`` is not written."""
+    |a|``, or with ``seed`` up or down by a draw, ``a ± eps * |a|`` (:func:`_signs` of the element's
+    flat index plus ``offset``, where ``a`` is a piece of a larger tensor), made
+    :func:`kbv.reference.passes.chunk_elements` at a time on the host's idle cores
+    (:meth:`Oracle.input_rounding`): no full-size temporaries, and ``a`` is not written."""
     eps = torch.finfo(torch.float32).eps
     m = torch.empty(a.shape, dtype=torch.float64, device=device)
     src, dst = a.reshape(-1), m.view(-1)
     step = chunk_elements(device, CHUNK_ELEMENTS)
-    g = torch.Generator(device=device) if seed is not None else None
     with host_threads(device):
         for s in range(0, src.numel(), step):
             c = src[s:s + step].to(device=device, dtype=torch.float64, copy=True)
             move = c.abs().mul_(eps)
-            if g is not None:
-                g.manual_seed(seed + s)
-                move.mul_(torch.randint(0, 2, c.shape, generator=g, device=device, dtype=torch.int8)
-                          .mul_(2).sub_(1))
+            if seed is not None:
+                move.mul_(_signs(offset + s, c.numel(), seed, device))
             dst[s:s + step] = c.add_(move)
     return m
 
@@ -332,7 +340,7 @@ class Oracle:
                 part = []
                 for a in args:
                     if isinstance(a, torch.Tensor):
-                        a = (_rounded_up(a[s0:s0 + step], self.device, None if seed is None else seed + s0)
+                        a = (_rounded_up(a[s0:s0 + step], self.device, seed, s0 * (a[0].numel() if a.dim() else 1))
                              if a.is_floating_point() else a[s0:s0 + step].to(self.device))
                     part.append(a)
                 try:
