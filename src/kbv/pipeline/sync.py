@@ -38,8 +38,8 @@ WALL_SLACK_MS = 1.0
 WALL_REPEATS = 3
 #: on cpu a confirmed parent wall figure is HACK only when the worker's own CPU time per call (all its
 #: threads, from /proc) is also over cores x WALL_FACTOR x its claimed time plus this (loop and pipe
-#: overhead in the worker; /proc counts 10 ms ticks, 0.25 ms per call over a 40-call request). The
-#: pass runs with one intra-op thread on cpu (``Time.threads``), so no pool thread spins.
+#: overhead in the worker; /proc counts 10 ms ticks, 0.25 ms per call over a 40-call request). Both
+#: workers' OpenMP threads wait passive (kbv.sandbox.confinement.WAIT_POLICY), so none spins.
 WALL_CPU_SLACK_MS = 0.3
 #: a parent wall figure over the bound is re-measured with this many times more calls (kbv choice),
 #: twice: a figure counts (HACK) only when every re-measure repeats it, else it is a WARNING.
@@ -64,16 +64,10 @@ class SyncChecks(Context):
         n = trials_within_budget(max(2, min(SYNC_PASS_TRIALS, cfg.trials)), ref_event or 0.0, cfg.time_budget_ms, 2)
         calls = trials_within_budget(SYNC_PASS_TRIALS, cand_event, cfg.time_budget_ms, MIN_WALL_CALLS)
 
-        # on cpu one intra-op thread: the worker's CPU time per call is then its work, whatever the
-        # load; with torch's pool, threads spin at its barriers while a peer waits to run, and an
-        # honest softmax burnt 2.0 CPU-ms per call against a 0.18 ms median on a 2-core machine at
-        # load 3 (8 CPU-ms against 0.28 ms of work at load 8): a false HACK timing:parent-wall
-        threads = 1 if self.rp.device.type == "cpu" else 0
-
         def synced(trials: int) -> tuple[list, float]:
             t0 = time.perf_counter()
-            reply = self._call(worker, protocol.Time(1, trials, None, 0, refresh=False, sync_inside=True,
-                                                     threads=threads), "time", cfg.timing_timeout_s)
+            reply = self._call(worker, protocol.Time(1, trials, None, 0, refresh=False, sync_inside=True), "time",
+                               cfg.timing_timeout_s)
             wall = (time.perf_counter() - t0) * 1e3
             if not isinstance(reply, protocol.Times) or len(reply.times_ms) != trials:
                 raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import platform
 import signal
 import socket
@@ -18,9 +19,10 @@ from typing import Callable
 
 from kbv import __version__
 from kbv.model.records import Environment
-from kbv.processes.handles import POLL_S, spawn_context, kill_group, plain_main, wait_readable
+from kbv.processes.handles import POLL_S, environ_set, spawn_context, kill_group, plain_main, wait_readable
 from kbv.processes.jail import kill_cgroups
 from kbv.processes.procfs import undumpable
+from kbv.sandbox.confinement import WAIT_POLICY
 
 
 def minimal_environment(device: str) -> Environment:
@@ -162,7 +164,8 @@ class ReferenceProcess:
         self.conn, child = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(target=main, args=(child, device), daemon=False,
                                 name=f"kbv-reference-{device}")
-        with plain_main():  # works from a script without a __main__ guard
+        # OpenMP waits passive there as in the candidate worker (kbv.sandbox.confinement.WAIT_POLICY)
+        with environ_set({**os.environ, **WAIT_POLICY}), plain_main():  # plain_main: a script without a __main__ guard
             self.proc.start()
         child.close()
 

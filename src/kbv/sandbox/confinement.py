@@ -103,11 +103,21 @@ def prctl(option: int, arg: int = 0) -> bool:
     return _libc().prctl(option, arg, 0, 0, 0) == 0
 
 
+#: OpenMP threads that wait sleep at once instead of spinning (libgomp and Intel's runtime both
+#: read it when they load), in the candidate worker and the reference worker alike, so both are
+#: timed the same way: a spinning pool thread burns CPU while a peer waits for a core, and the
+#: worker's CPU time is the proof of ``timing:parent-wall`` (an honest softmax burnt 2.0 CPU-ms
+#: per call against a 0.18 ms median on a loaded 2-core machine spinning; 0.5-0.75 CPU-ms passive
+#: at load 8). It costs small CPU ops a wake-up per parallel region (~10 % on a 0.2 ms softmax).
+WAIT_POLICY = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
 def worker_environment(setup: WorkerSetup, environ: dict | None = None) -> dict[str, str]:
     """The candidate worker's whole environment: toolchain variables of ``environ`` (default
     ``os.environ``) only, ``HOME``/``TMPDIR`` in its workdir, and every cache a toolchain writes
     (torch extensions, Triton, inductor, the CUDA JIT cache, ``XDG_CACHE_HOME``) in its build
-    directory: with ``/dev/shm``, the only places it can write."""
+    directory: with ``/dev/shm``, the only places it can write; OpenMP waits passive
+    (:data:`WAIT_POLICY`)."""
     environ = os.environ if environ is None else environ
     env = {k: v for k, v in environ.items() if k in _KEEP_ENV or k.startswith(_KEEP_PREFIXES)}
     build = setup.build_dir
@@ -115,7 +125,8 @@ def worker_environment(setup: WorkerSetup, environ: dict | None = None) -> dict[
                TORCH_EXTENSIONS_DIR=os.path.join(build, "torch_extensions"),
                TRITON_CACHE_DIR=os.path.join(build, "triton"), TRITON_HOME=build,
                TORCHINDUCTOR_CACHE_DIR=os.path.join(build, "inductor"),
-               CUDA_CACHE_PATH=os.path.join(build, "cuda_cache"), XDG_CACHE_HOME=os.path.join(build, "cache"))
+               CUDA_CACHE_PATH=os.path.join(build, "cuda_cache"), XDG_CACHE_HOME=os.path.join(build, "cache"),
+               **WAIT_POLICY)
     return env
 
 

@@ -84,8 +84,6 @@ class Time:
     mutate: tuple = ()
     #: (timed-call index, (source set index, seed)) per timed call (kbv.sandbox.timing.mix_values).
     mix: tuple = ()
-    #: torch's intra-op threads for these calls on cpu, restored after (0: left as they are).
-    threads: int = 0
 
 
 @dataclass(frozen=True)

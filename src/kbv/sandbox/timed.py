@@ -77,20 +77,12 @@ class TimedRequests:
     def time(self, req: Any) -> Any:
         tampered = self._tampering()  # put patched clocks back before the timed loop runs
         kept: dict = {}
-        torch = self.torch
-        threads = torch.get_num_threads() if req.threads and self.device.type == "cpu" else 0
-        if threads:
-            torch.set_num_threads(int(req.threads))
-        try:
-            times, clock = self._time_calls(
-                self.model, self.timing_sets, device=self.device, warmup=req.warmup, trials=req.trials,
-                flush_bytes=req.l2_flush_bytes, first_set=req.first_set, refresh=req.refresh,
-                keep=req.keep, kept=kept, sync_inside=req.sync_inside, mutate=dict(req.mutate),
-                mix=dict(req.mix),
-            )
-        finally:
-            if threads:
-                torch.set_num_threads(threads)
+        times, clock = self._time_calls(
+            self.model, self.timing_sets, device=self.device, warmup=req.warmup, trials=req.trials,
+            flush_bytes=req.l2_flush_bytes, first_set=req.first_set, refresh=req.refresh,
+            keep=req.keep, kept=kept, sync_inside=req.sync_inside, mutate=dict(req.mutate),
+            mix=dict(req.mix),
+        )
         self._sync()
         changes = self._check_flags()  # serve() checks the harness again before replying
         return self.protocol.Times(times_ms=tuple(times), clock=clock, flag_changes=changes, tampering=tampered,
