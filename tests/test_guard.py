@@ -69,3 +69,35 @@ def test_the_worker_reports_an_aten_kernel_registered_at_load(tmp_path):
     assert isinstance(reply, protocol.Loaded), reply
     assert any("aten::sinc/CPU" in t.detail and t.kind == protocol.HARNESS_PATCHED for t in reply.tampering), \
         reply.tampering
+
+
+SHADOW = '''
+import importlib
+import torch
+import torch.nn as nn
+
+for _o in importlib.import_module("".join(["g", "c"])).get_objects():  # the server, found without naming gc
+    if type(_o).__name__ == "_Server":
+        _o._check_flags = lambda: ()  # an instance attribute: every later self._check_flags() call is this
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.clamp(min=0)
+'''
+
+
+@pytest.mark.e2e
+def test_an_instance_attribute_shadowing_a_server_method_is_reported_and_dropped(tmp_path):
+    """The class's methods are watched by the guard; an attribute set on the server instance shadows
+    one for every later ``self.<name>`` call (red-team finding): the worker drops it and reports it."""
+    from kbv.processes.candidate import CandidateProcess
+    from kbv.sandbox.flags import flags_for
+
+    cand = tmp_path / "shadow.py"
+    cand.write_text(SHADOW)
+    with CandidateProcess(device="cpu", build_dir=tempfile.mkdtemp(dir=tmp_path)) as w:
+        w.send(protocol.Load(str(cand), "kbv_shadow_test", (), 0, "cpu", "fp32", flags_for("eager-fp32")), phase="load")
+        reply = w.receive(phase="load", timeout=300)
+    assert isinstance(reply, protocol.Loaded), reply
+    assert any("worker._check_flags (shadowed)" in t.detail for t in reply.tampering), reply.tampering

@@ -255,7 +255,12 @@ class _Server(TimedRequests):
         """:class:`kbv.sandbox.protocol.Tampering` reports: harness objects the candidate replaced
         since load (taxonomy 4; 24 when they carry replies), each put back, and new writes outside
         the sandbox (taxonomy 26)."""
-        names = [*self.timing.captured_changed(), *self.guard.check()]
+        # an instance attribute named like one of the server's methods shadows it for every later
+        # self.<name> call (the request loop's own handlers are bound at its start): dropped here
+        shadows = [k for k in list(vars(self)) if k in _METHOD_NAMES]
+        for k in shadows:
+            del self.__dict__[k]
+        names = [*self.timing.captured_changed(), *self.guard.check(), *(f"worker.{k} (shadowed)" for k in shadows)]
         p = self.protocol  # after the guard put it back
         found = [p.Tampering(p.REPLY_PATH_PATCHED if any(k in n for k in _REPLY_PATH) else p.HARNESS_PATCHED, n)
                  for n in names]
@@ -326,6 +331,7 @@ class _Server(TimedRequests):
 
     def serve(self) -> None:
         p = self.protocol
+        tampering = _Server._tampering  # the class's own, whatever the instance holds later
         handlers = {
             p.Load: ("load", self.load),
             p.Forward: ("forward", self.forward),
@@ -353,13 +359,19 @@ class _Server(TimedRequests):
             del req  # the request's shared inputs (copied by the handler) unmapped now, not at the next request
             # also restores the reply path before it is used; a reply without reports (Failed, Pong)
             # leaves them to the next one that has
-            pending = self._held + self._tampering()
+            pending = self._held + tampering(self)
             if pending and hasattr(reply, "tampering"):
                 reply = dataclasses.replace(reply, tampering=tuple(reply.tampering) + pending)
                 pending = ()
             self._held = pending
             p.send(self.conn, reply)
             del reply
+
+
+#: every method of the server (its own and :class:`kbv.sandbox.timed.TimedRequests`'), which no
+#: instance attribute may shadow (:meth:`_Server._tampering`).
+_METHOD_NAMES = frozenset(k for klass in _Server.__mro__ if klass is not object
+                          for k, v in vars(klass).items() if callable(v))
 
 
 def candidate_main(conn: Connection, setup: WorkerSetup, log_fd: int | None = None) -> None:
