@@ -1,0 +1,85 @@
+"""The timing stage's schedule: how many timed calls fit a round's time budget, and which timed
+calls' outputs are re-checked against the reference and when (:class:`Recheck`), sized from the
+outputs' bytes (kbv choices, each documented where it is defined)."""
+
+from __future__ import annotations
+
+import math
+import secrets
+from dataclasses import dataclass, field
+
+
+#: timed calls per round whose outputs are re-checked at least (chosen at random, secretly).
+RECHECKS_PER_ROUND = 2
+#: bytes of candidate outputs kept per timing round for the re-check (taxonomy 5, 6). Every timed
+#: call is re-checked while a round's outputs fit; beyond that a secret random subset of at least
+#: RECHECKS_PER_ROUND calls that fits. With only 2 of 3 calls re-checked, a candidate that skips
+#: every other timed call escaped in about 1 of 36 verifies; checking all calls
+#: makes that deterministic, and a subset of m of n calls misses it with chance C(n/2, m)/C(n, m)
+#: per round.
+RECHECK_BYTES_PER_ROUND = 1 << 30
+#: the same on cpu, where kept outputs pass through /dev/shm (64 MiB by default in a container).
+RECHECK_BYTES_PER_ROUND_CPU = 32 << 20
+#: timed calls per subject per round that ``EvalConfig.time_budget_ms`` never cuts below (a median
+#: and a spread need a few samples; kbv choice).
+MIN_TRIALS_PER_ROUND = 3
+
+#: device memory (fraction of free) the rotating timing input sets may take together.
+TIMING_INPUT_MEMORY_FRACTION = 0.25
+MAX_TIMING_SETS = 4
+#: timing sets together take at most this much, or two sets where one is larger than half of it:
+#: a big problem's timing phase stays within the 4·B + 1 GiB bound (kbv.processes.footprint).
+TIMING_SETS_SMALL_BYTES = 256 << 20
+CPU_TIMING_INPUT_BYTES = 1 << 30
+
+
+def trials_within_budget(planned: int, cost_ms: float, budget_ms: float, minimum: int = MIN_TRIALS_PER_ROUND) -> int:
+    """Timed calls for one request: ``planned``, cut so that calls × ``cost_ms`` (ms per call, the
+    slowest subject's median so far) stays within ``budget_ms`` (``EvalConfig.time_budget_ms``), but
+    never below ``minimum`` (nor above ``planned``). Sizing repetitions from a time budget follows
+    triton's ``do_bench``; with a cost unknown (not finite or <= 0) or no budget (<= 0), ``planned``.
+    """
+    if planned <= 0 or budget_ms <= 0 or not math.isfinite(cost_ms) or cost_ms <= 0:
+        return planned
+    return max(min(planned, minimum), min(planned, int(budget_ms // cost_ms)))
+
+
+@dataclass
+class Recheck:
+    """What the timed re-checks of one verification carry from round to round."""
+
+    refs: dict = field(default_factory=dict)  #: timing set index → reference side (or its failure)
+    checked: list = field(default_factory=list)  #: timed-call indices judged
+    failed: bool = False
+
+
+def recheck_plan(per_round: int, output_bytes: int, device_type: str = "cuda") -> tuple[int, ...]:
+    """Indices (0-based, sorted) of the timed calls of one round whose outputs are kept and
+    re-checked against the reference (taxonomy 5, 6).
+
+    All ``per_round`` calls while ``per_round * output_bytes`` fits in the round's budget
+    (RECHECK_BYTES_PER_ROUND on cuda, RECHECK_BYTES_PER_ROUND_CPU on cpu, where the kept outputs
+    travel through /dev/shm), else a random subset (from ``secrets``, so not predictable by the
+    candidate) of as many calls as fit, never fewer than RECHECKS_PER_ROUND (or ``per_round`` if
+    smaller). Each round's outputs are judged and dropped before the next round.
+    """
+    if per_round < 1:
+        return ()
+    budget = RECHECK_BYTES_PER_ROUND if device_type == "cuda" else RECHECK_BYTES_PER_ROUND_CPU
+    fit = budget // max(1, output_bytes)
+    m = min(per_round, max(RECHECKS_PER_ROUND, fit))
+    if m >= per_round:
+        return tuple(range(per_round))
+    return tuple(sorted(secrets.SystemRandom().sample(range(per_round), m)))
+
+
+def recheck_at_once(kept_calls: int, output_bytes: int, device_type: str = "cuda") -> bool:
+    """Whether each kept timed call is judged as soon as it returns rather than with the rest of its
+    round: where the round's kept outputs (``kept_calls`` x ``output_bytes``) are over the budget of
+    :func:`recheck_plan` (it keeps RECHECKS_PER_ROUND calls whatever their size). One kept output is
+    then held at a time beside the reference side of its call (issue 9: two 256 MiB outputs held
+    beside the re-check's reference and oracle took the reference worker over its memory bound).
+    Small outputs are judged after the round, so the trusted side's work does not run between
+    the candidate's timed calls, where it would evict what the candidate had in cache."""
+    budget = RECHECK_BYTES_PER_ROUND if device_type == "cuda" else RECHECK_BYTES_PER_ROUND_CPU
+    return kept_calls * output_bytes > budget
