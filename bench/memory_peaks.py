@@ -81,7 +81,7 @@ class Sampler(threading.Thread):
         self.role: dict[int, str] = {}  #: pid -> orchestrator / reference worker / sentinel / candidate worker / other
         self.samples = 0
         self.timeline: list = []  #: (seconds since start, {role: highest VmRSS over the second}) per second
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def _classify(self, pid: int, parent: int, ref: int | None) -> str:
         me = os.getpid()
@@ -97,7 +97,7 @@ class Sampler(threading.Thread):
         me = os.getpid()
         t0 = time.monotonic()
         second: dict = {}
-        while not self._stop.is_set():
+        while not self._halt.is_set():
             tree = _children()
             ref = next(iter(tree.get(me, [])), None)
             todo = [(me, 0)]
@@ -114,10 +114,10 @@ class Sampler(threading.Thread):
             if not self.timeline or self.timeline[-1][0] != now:
                 self.timeline.append([now, second])
                 second = {}
-            self._stop.wait(self.interval)
+            self._halt.wait(self.interval)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._halt.set()
         self.join()
 
     def by_role(self) -> dict[str, int]:
@@ -158,6 +158,7 @@ def main() -> int:
         verdict = ev.evaluate(problem, candidate, config)
     wall = time.perf_counter() - t0
     sampler.stop()
+    print(f"{verdict.status.value}: {verdict.message}", flush=True)  # before anything else can fail
     m = verdict.evidence.get("memory_footprint", {})
     bound = m.get("bound_bytes")
     kept = {"orchestrator": fp.host_peak_bytes(),
