@@ -376,3 +376,28 @@ def test_timed_calls_take_an_eighth_of_their_values_from_another_set():
         assert bool((seen[1 + i][0] != sets[k][0]).any(dim=1).all())  # every row changed
     assert not torch.equal(seen[1][0], seen[3][0])  # same set, different calls: different values
     assert torch.equal(sets[1][0], torch.ones(64, 64))
+
+
+def test_environ_set_nests_without_deadlock():
+    """Regression (a newcomer's `kbv run` hung forever): a CPU lane spawns its reference worker inside
+    its own ``environ_set``, and the reference worker's spawn sets the OpenMP wait policy with another;
+    the lock was not reentrant. The inner block restores the outer environment."""
+    import os
+    import threading
+
+    from kbv.processes.handles import environ_set
+
+    seen = []
+
+    def nested():
+        with environ_set({**os.environ, "KBV_OUTER": "1"}):
+            with environ_set({**os.environ, "KBV_INNER": "1"}):
+                seen.append((os.environ.get("KBV_OUTER"), os.environ.get("KBV_INNER")))
+            seen.append((os.environ.get("KBV_OUTER"), os.environ.get("KBV_INNER")))
+
+    t = threading.Thread(target=nested, daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "nested environ_set deadlocked"
+    assert seen == [("1", "1"), ("1", None)]
+    assert "KBV_OUTER" not in os.environ

@@ -68,12 +68,14 @@ def kill_group(proc: Any) -> None:
     proc.join(timeout=10)
 
 
-_ENVIRON_LOCK = threading.Lock()
+_ENVIRON_LOCK = threading.RLock()  # reentrant: a lane spawns the reference worker inside its own environ_set
 
 
 @contextmanager
 def environ_set(env: dict[str, str]):
-    """``os.environ`` is ``env`` inside (a spawned process inherits it at ``start()``)."""
+    """``os.environ`` is ``env`` inside (a spawned process inherits it at ``start()``); blocks of
+    other threads wait, and a nested block (a lane's environment around the reference worker's
+    own) restores the outer one when it ends."""
     with _ENVIRON_LOCK:
         saved = dict(os.environ)
         os.environ.clear()
