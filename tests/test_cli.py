@@ -70,7 +70,7 @@ def test_missing_model_new_is_one_line_and_exit_2(tmp_path):
     cand.write_text("import torch\n")
     r = kbv("eval", PROBLEM, cand, "--device", "cpu")
     assert r.returncode == 2
-    assert r.stderr.strip() == f"kbv: error: {cand}: no ModelNew defined at module level"
+    assert r.stderr.strip() == f"kbv: error: candidate {cand}: no ModelNew defined at module level"  # which side
 
 
 @pytest.mark.e2e

@@ -61,6 +61,7 @@ def test_plain_layout_and_roots_combined(tmp_path):
     write(plain / "modelA" / "1" / "2_Other" / "sample_1.py")  # bare level number, named problem folder
     write(plain / "modelB" / "level_2" / "1" / "sample4.py")
     write(plain / "modelB" / "level_2" / "1" / "notes.py")
+    write(plain / "modelC" / "19" / "0.py")  # no level folder: fits no layout, listed (it was dropped silently)
     kb = tmp_path / "runs" / "gpt"
     write(kb / "level_1_problem_1_sample_0_kernel.py")
     assert detect_layout(plain) is Layout.plain
@@ -68,7 +69,7 @@ def test_plain_layout_and_roots_combined(tmp_path):
     assert [f.identity for f in scan.files] == [
         ("gpt", 1, 1, 0), ("modelA", 1, 1, 0), ("modelA", 1, 2, 1), ("modelB", 2, 1, 4)]
     assert {f.layout for f in scan.files} == {Layout.plain, Layout.kernelbench}
-    assert [p.name for p in scan.ignored] == ["notes.py"]
+    assert sorted(str(p.relative_to(plain)) for p in scan.ignored) == ["modelB/level_2/1/notes.py", "modelC/19/0.py"]
     # a single plain run given directly
     assert {f.run for f in scan_root(plain / "modelA").files} == {"modelA"}
 

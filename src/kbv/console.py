@@ -128,9 +128,10 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
             f"device {v.environment.device_name or v.config.device}  precision {v.config.precision}",
             highlight=False, soft_wrap=True)
     if v.input_sets:
-        t = Table(title=f"Correctness (policy {v.config.policy}; err = normalised error vs the fp64 oracle)",
+        t = Table(title=f"Correctness (policy {v.config.policy}; err = normalised error vs the fp64 oracle; "
+                        "allclose tol = the least atol = rtol that passes)",
                   title_justify="left")
-        for col in ("input set", "kind", "transform", "result", "err", "budget", "baseline err", "allclose t",
+        for col in ("input set", "kind", "transform", "result", "err", "budget", "baseline err", "allclose tol",
                     "compat"):
             t.add_column(col, no_wrap=True)
         notes = []

@@ -38,9 +38,12 @@ def eval_cmd(
 
     try:
         pref = load_problem(problem)
+    except ProblemError as exc:
+        fail(f"problem {exc}")
+    try:
         cref = load_candidate(candidate)
-    except (ProblemError, CandidateError) as exc:
-        fail(str(exc))
+    except CandidateError as exc:
+        fail(f"candidate {exc}")
     if json_out is not None and json_out.is_dir():
         fail(f"--json {json_out}: is a directory; give a file path")
     dev = resolve_device(device)

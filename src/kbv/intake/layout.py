@@ -117,6 +117,7 @@ def _scan_plain_run(run_dir: Path, run: str) -> tuple[list[CandidateFile], list[
                     ignored.append(pdir)
                 continue
             if not pm:
+                ignored += sorted(pdir.rglob("*.py"))
                 continue
             for f in sorted(pdir.iterdir()):
                 sm = _PLAIN_SAMPLE_RE.match(f.name)
@@ -166,6 +167,9 @@ def scan_root(root: Path | str, layout: Layout = Layout.auto) -> CandidateScan:
             run_dirs = [(root.resolve().name, root)]
         else:
             run_dirs = [(d.name, d) for d in sorted(root.iterdir()) if d.is_dir() and _plain_level_dirs(d)]
+            # a run folder without level folders: its files fit no layout (e.g. <run>/19/0.py)
+            ignored += [f for d in sorted(root.iterdir()) if d.is_dir() and not _plain_level_dirs(d)
+                        for f in sorted(d.rglob("*.py"))]
         for run, d in run_dirs:
             f, i = _scan_plain_run(d, run)
             files += f
