@@ -28,7 +28,10 @@ from verdict_factory import make_verdict
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 DEMO = ROOT / "src" / "kbv" / "data"
-CONFIG = EvalConfig(device="cpu", trials=6, timing_rounds=2, warmup=1, call_timeout_s=60)
+#: a lean verification (one nominal seed, D1, one randomised set): these tests compare the verdicts and
+#: the scheduling of batches, not the breadth of the checks (tests/test_honest.py, tests/test_redteam.py)
+CONFIG = EvalConfig(device="cpu", nominal_seeds=1, hidden=("D1",), distributions=("normal",), trials=6,
+                    timing_rounds=2, warmup=1, call_timeout_s=60)
 
 
 # options -----------------------------------------------------------------------------------------

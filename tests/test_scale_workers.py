@@ -20,7 +20,10 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
 PROBLEM = DATA / "problems" / "level1" / "1_Small_ReLU.py"
-CONFIG = EvalConfig(device="cpu", trials=6, timing_rounds=2, warmup=1, call_timeout_s=120)
+#: a lean verification (one nominal seed, D1, one randomised set): these tests compare the verdicts and
+#: the scheduling of batches, not the breadth of the checks (tests/test_honest.py, tests/test_redteam.py)
+CONFIG = EvalConfig(device="cpu", nominal_seeds=1, hidden=("D1",), distributions=("normal",), trials=6,
+                    timing_rounds=2, warmup=1, call_timeout_s=120)
 HONEST = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.clamp_min(x, 0.0)\n"
 
 
