@@ -260,7 +260,9 @@ def _cpp_run(tmp_path: Path) -> Path:
     (run / "level_1_problem_1_sample_0_kernel.py").write_text((DATA / "candidates" / "relu_torch.py").read_text())
     cpp = (DEMO / "candidates" / "relu_cpp.py").read_text()
     (run / "level_1_problem_1_sample_1_kernel.py").write_text(cpp)
-    broken = cpp.replace("const int64_t n = xc.numel();", "const int64_t n = xc.numel() +;")
+    # a flag the compiler refuses: the build fails at once, where a syntax error past torch's headers
+    # costs a ~30 s parse of them in each of the two runs
+    broken = cpp.replace('extra_cflags=["-O3"]', 'extra_cflags=["-O3", "-fno-such-kbv-option"]')
     assert broken != cpp
     (run / "level_1_problem_1_sample_2_kernel.py").write_text(broken.replace("kbv_demo_relu_cpp", "kbv_broken_relu_cpp"))
     return tmp_path / "runs"
