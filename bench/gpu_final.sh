@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One device session (docs/gpu-runs.md): the cuda-marked suite in four groups at once, then the
-# timing-fidelity bench alone, then the GPU batch bench until a deadline. Detached from a copy in
-# /tmp/snap (the next device call replaces the synced tree); `start` returns at once, `poll`
-# copies logs and JSON to $OUT. Usage: bash bench/gpu_final.sh start [scale_deadline_s] | poll
+# timing-fidelity bench alone (FIDELITY=0 skips it), then the GPU batch bench until a deadline.
+# Detached from a copy in /tmp/snap (the next device call replaces the synced tree); `start`
+# returns at once, `poll` copies logs and JSON to $OUT.
+# Usage: [FIDELITY=0] bash bench/gpu_final.sh start [scale_deadline_s] | poll
 export PYTHONPATH=src KBV_CACHE_DIR=/tmp/kbvcache
 mkdir -p /tmp/g
 case "$1" in
@@ -18,8 +19,10 @@ python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider tests/test_gpu.p
 python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider tests/ --ignore=tests/test_redteam.py --ignore=tests/test_honest.py --ignore=tests/test_gpu.py --ignore=tests/test_gpu_policy.py > /tmp/g/rest.log 2>&1 &
 wait
 date +%s > /tmp/g/t_suite
-OUT=/tmp/g python3 bench/fidelity.py --device cuda --repeats 5 --json /tmp/g/fidelity.json > /tmp/g/fidelity.log 2>&1
-date +%s > /tmp/g/t_fidelity
+if [ "${FIDELITY:-1}" != 0 ]; then
+  OUT=/tmp/g python3 bench/fidelity.py --device cuda --repeats 5 --json /tmp/g/fidelity.json > /tmp/g/fidelity.log 2>&1
+  date +%s > /tmp/g/t_fidelity
+fi
 OUT=/tmp/g python3 bench/gpu_scale.py --gpus all --deadline-s $deadline --json /tmp/g/gpu-scale.json > /tmp/g/scale.log 2>&1
 date +%s > /tmp/g/t_done
 EOD

@@ -52,17 +52,6 @@ def _children() -> dict[int, list[int]]:
     return out
 
 
-def _field(pid: int, key: str) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def _cmdline(pid: int) -> bytes:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -94,6 +83,8 @@ class Sampler(threading.Thread):
         return "other"
 
     def run(self) -> None:
+        from kbv.processes.footprint import host_rss_bytes
+
         me = os.getpid()
         t0 = time.monotonic()
         second: dict = {}
@@ -103,7 +94,7 @@ class Sampler(threading.Thread):
             todo = [(me, 0)]
             while todo:
                 pid, parent = todo.pop()
-                rss = _field(pid, "VmRSS")
+                rss = host_rss_bytes(pid)
                 if rss is not None:
                     self.peaks[pid] = max(self.peaks.get(pid, 0), rss)
                     role = self.role.setdefault(pid, self._classify(pid, parent, ref))

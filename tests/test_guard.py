@@ -40,6 +40,20 @@ def test_every_name_the_worker_reads_from_probes_exists():
     assert used and not [a for a in used if not hasattr(probes, a)]
 
 
+def _loaded(tmp_path, source: str, name: str) -> "protocol.Loaded":
+    """The reply of a real candidate worker to loading ``source`` as module ``name``."""
+    from kbv.processes.candidate import CandidateProcess
+    from kbv.sandbox.flags import flags_for
+
+    cand = tmp_path / f"{name}.py"
+    cand.write_text(source)
+    with CandidateProcess(device="cpu", build_dir=tempfile.mkdtemp(dir=tmp_path)) as w:
+        w.send(protocol.Load(str(cand), name, (), 0, "cpu", "fp32", flags_for("eager-fp32")), phase="load")
+        reply = w.receive(phase="load", timeout=300)
+    assert isinstance(reply, protocol.Loaded), reply
+    return reply
+
+
 OVERRIDE = '''
 import torch
 import torch.nn as nn
@@ -58,15 +72,7 @@ class ModelNew(nn.Module):
 def test_the_worker_reports_an_aten_kernel_registered_at_load(tmp_path):
     """Regression: the run-time half of taxonomy 15's aten override (``t15-aten-override`` is caught
     by the static scan first, so it did not notice): the Load reply carries the tampering report."""
-    from kbv.processes.candidate import CandidateProcess
-    from kbv.sandbox.flags import flags_for
-
-    cand = tmp_path / "override.py"
-    cand.write_text(OVERRIDE)
-    with CandidateProcess(device="cpu", build_dir=tempfile.mkdtemp(dir=tmp_path)) as w:
-        w.send(protocol.Load(str(cand), "kbv_guard_test", (), 0, "cpu", "fp32", flags_for("eager-fp32")), phase="load")
-        reply = w.receive(phase="load", timeout=300)
-    assert isinstance(reply, protocol.Loaded), reply
+    reply = _loaded(tmp_path, OVERRIDE, "kbv_guard_test")
     assert any("aten::sinc/CPU" in t.detail and t.kind == protocol.HARNESS_PATCHED for t in reply.tampering), \
         reply.tampering
 
@@ -91,13 +97,5 @@ class ModelNew(nn.Module):
 def test_an_instance_attribute_shadowing_a_server_method_is_reported_and_dropped(tmp_path):
     """The class's methods are watched by the guard; an attribute set on the server instance shadows
     one for every later ``self.<name>`` call (red-team finding): the worker drops it and reports it."""
-    from kbv.processes.candidate import CandidateProcess
-    from kbv.sandbox.flags import flags_for
-
-    cand = tmp_path / "shadow.py"
-    cand.write_text(SHADOW)
-    with CandidateProcess(device="cpu", build_dir=tempfile.mkdtemp(dir=tmp_path)) as w:
-        w.send(protocol.Load(str(cand), "kbv_shadow_test", (), 0, "cpu", "fp32", flags_for("eager-fp32")), phase="load")
-        reply = w.receive(phase="load", timeout=300)
-    assert isinstance(reply, protocol.Loaded), reply
+    reply = _loaded(tmp_path, SHADOW, "kbv_shadow_test")
     assert any("worker._check_flags (shadowed)" in t.detail for t in reply.tampering), reply.tampering
