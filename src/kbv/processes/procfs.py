@@ -31,10 +31,6 @@ def caught_signals(pid: int) -> frozenset:
     return frozenset(n for n in range(1, 65) if mask >> (n - 1) & 1)
 
 
-#: ``prctl`` options (linux/prctl.h).
-PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
-
-
 def undumpable() -> bool:
     """Make this process not dumpable (``prctl(PR_SET_DUMPABLE, 0)``): a process of the same user
     without ``CAP_SYS_PTRACE`` can then neither ptrace it nor read its ``/proc/<pid>/mem``,
@@ -50,11 +46,10 @@ def undumpable() -> bool:
     if not os.path.exists("/proc/self"):
         return False
     clear_refs_fd()
-    import ctypes
+    from kbv.sandbox.confinement import PR_SET_DUMPABLE, prctl  # the same call the candidate worker makes
 
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+        return prctl(PR_SET_DUMPABLE, 0)
     except (OSError, AttributeError):
         return False
 
