@@ -151,3 +151,22 @@ def test_rejection_verdict_is_a_compile_error_with_a_minimal_environment(problem
     assert v.status is Status.COMPILE_ERROR and str(path) in v.message
     assert v.environment.device == "cpu" and v.environment.device_name is None
     assert v.timing == {} and v.input_sets == () and v.evidence["ran"] is False
+
+
+def test_a_folder_of_runs_in_both_layouts_scans_each_run_in_its_own(tmp_path):
+    """Regression (a newcomer's batch): with ``auto`` the layout was decided once for the folder of runs,
+    so a plain run beside a KernelBench one was dropped without a word; and files beside a plain run's
+    level folders were neither run nor listed."""
+    runs = tmp_path / "runs"
+    write(runs / "kb" / "level_1_problem_1_sample_0_kernel.py")
+    write(runs / "m" / "level1" / "1" / "0.py")
+    write(runs / "m" / "top.py")
+    write(runs / "m" / "stray" / "a.py")
+    scan = scan_root(runs)
+    assert [(f.run, f.layout) for f in sorted(scan.files, key=lambda f: f.run)] == [
+        ("kb", Layout.kernelbench), ("m", Layout.plain)]
+    assert sorted(str(p.relative_to(runs)) for p in scan.ignored) == ["m/stray/a.py", "m/top.py"]
+    # a layout asked for is kept: the plain run's files are then the ones that fit no layout
+    forced = scan_root(runs, Layout.kernelbench)
+    assert [f.run for f in forced.files] == ["kb"]
+    assert "m/level1/1/0.py" in {str(p.relative_to(runs)) for p in forced.ignored}

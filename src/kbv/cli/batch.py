@@ -125,8 +125,9 @@ def run_cmd(
         console.print(f"[yellow]{len(plan.orphans)} candidate(s) have no problem file[/] (e.g. "
                       f"{plan.orphans[0].path}); skipped", highlight=False)
     if plan.ignored:
-        console.print(f"[yellow]{len(plan.ignored)} .py file(s) in run folders fit no layout[/] (e.g. "
-                      f"{plan.ignored[0]}); ignored", highlight=False)
+        shown = ", ".join(str(p) for p in plan.ignored[:3]) + (", ..." if len(plan.ignored) > 3 else "")
+        console.print(f"[yellow]{len(plan.ignored)} .py file(s) in run folders fit no layout[/] ({shown}); ignored",
+                      highlight=False)
     if plan.hidden_tests:
         console.print(f"{len(plan.hidden_tests)} hidden test file(s) found: their input sets are checked "
                       "as HT1, HT2, ... beside D1-D4", highlight=False)

@@ -109,6 +109,10 @@ def _plain_level_dirs(run_dir: Path) -> list[tuple[int, Path]]:
 
 def _scan_plain_run(run_dir: Path, run: str) -> tuple[list[CandidateFile], list[Path]]:
     files, ignored = [], []
+    levels = {d for _, d in _plain_level_dirs(run_dir)}
+    for p in sorted(run_dir.iterdir()):  # what lies beside the level folders fits no layout
+        if p not in levels:
+            ignored += [p] if p.suffix == ".py" and p.is_file() else sorted(p.rglob("*.py")) if p.is_dir() else []
     for level, level_dir in _plain_level_dirs(run_dir):
         for pdir in sorted(level_dir.iterdir()):
             pm = _PLAIN_PROBLEM_RE.match(pdir.name)
@@ -149,31 +153,26 @@ def scan_root(root: Path | str, layout: Layout = Layout.auto) -> CandidateScan:
     if not root.is_dir():
         raise LayoutError(f"{root}: not a folder of candidates")
     layout = Layout(layout)
-    if layout is Layout.auto:
-        layout = detect_layout(root)
     files: list[CandidateFile] = []
     ignored: list[Path] = []
-    if layout is Layout.kernelbench:
-        if _kernelbench_files(root):
-            run_dirs = [(root.resolve().name, root)]
-        else:
-            run_dirs = [(d.name, d) for d in sorted(root.iterdir()) if d.is_dir() and _kernelbench_files(d)]
-        for run, d in run_dirs:
-            f, i = _scan_kernelbench_run(d, run)
-            files += f
-            ignored += i
-    else:
-        if _plain_level_dirs(root):
-            run_dirs = [(root.resolve().name, root)]
-        else:
-            run_dirs = [(d.name, d) for d in sorted(root.iterdir()) if d.is_dir() and _plain_level_dirs(d)]
-            # a run folder without level folders: its files fit no layout (e.g. <run>/19/0.py)
-            ignored += [f for d in sorted(root.iterdir()) if d.is_dir() and not _plain_level_dirs(d)
-                        for f in sorted(d.rglob("*.py"))]
-        for run, d in run_dirs:
-            f, i = _scan_plain_run(d, run)
-            files += f
-            ignored += i
+
+    def scan_run(run: str, d: Path, kind: Layout) -> None:
+        f, i = (_scan_kernelbench_run if kind is Layout.kernelbench else _scan_plain_run)(d, run)
+        files.extend(f)
+        ignored.extend(i)
+
+    if _kernelbench_files(root) or _plain_level_dirs(root):  # the root is one run
+        scan_run(root.resolve().name, root, detect_layout(root) if layout is Layout.auto else layout)
+    else:  # a folder of runs: with ``auto`` each run folder in its own layout
+        for d in sorted(p for p in root.iterdir() if p.is_dir()):
+            kind = layout
+            if layout is Layout.auto:
+                kind = Layout.kernelbench if _kernelbench_files(d) else Layout.plain
+            if (kind is Layout.kernelbench and _kernelbench_files(d)) or (kind is Layout.plain and _plain_level_dirs(d)):
+                scan_run(d.name, d, kind)
+            else:  # a folder whose files fit no layout (e.g. <run>/19/0.py), listed, not dropped
+                ignored.extend(sorted(d.rglob("*.py")))
+        ignored.extend(sorted(p for p in root.iterdir() if p.is_file() and p.suffix == ".py"))
     if not files:
         raise LayoutError(
             f"{root}: no candidate files in the {layout.value} layout "
