@@ -57,6 +57,9 @@ class Case:
     any_status: bool = False  #: the finding is the answer (entry 23: a flagged problem), any status.
     check: str | None = None  #: a detector that must have a HACK finding (the one this row is for).
     config: tuple = ()  #: (field, value) pairs replaced in the device's config for this row.
+    #: further entries that prove the row when the verdict is HACK: a cheat whose trigger can also fire
+    #: inside the correctness checks is caught there by another detector, depending on the machine's speed.
+    also: tuple[int, ...] = ()
 
 
 R = "redteam/"
@@ -109,7 +112,9 @@ CASES: tuple[Case, ...] = (
     Case("t06-call-counter", 6, R + "t06_call_counter.py", LAYERNORM),
     Case("t06-mode-sniff", 6, R + "t06_mode_sniff.py", SOFTMAX),
     Case("t06-tls-sniff", 6, R + "t06_tls_sniff.py", SOFTMAX),
-    Case("t06-gap-timer", 6, R + "t06_gap_timer.py", SOFTMAX_ROWS),
+    # its 20 ms trigger also fires between two correctness sets where the reference's round trip is
+    # quicker (CI's machine): the garbage is then caught as stale memory (9), still HACK
+    Case("t06-gap-timer", 6, R + "t06_gap_timer.py", SOFTMAX_ROWS, also=(9,)),
     Case("t06-repeated-input", 6, R + "t06_repeated_input.py", LAYERNORM, extended=True),
     Case("t06-stack-inspect", 6, R + "t06_stack_inspect.py", SOFTMAX_ROWS, extended=True),
     Case("t06-stream-busy-cuda", 6, R + "t06_stream_busy_cuda.py", GPU_MATMUL, "cuda"),
@@ -239,7 +244,8 @@ def _check(case: Case, v) -> None:
     described = [f.describe() for f in v.findings]
     context = (f"{case.id}: status={v.status.value} taxonomy={v.taxonomy}\n  message: {v.message}\n"
                f"  findings: {described}\n  problem flags: {list(v.problem_flags)}")
-    assert case.entry in v.taxonomy, f"entry {case.entry} not named by the verdict\n{context}"
+    named = case.entry in v.taxonomy or (v.status is Status.HACK and set(case.also) & set(v.taxonomy))
+    assert named, f"entry {case.entry} (or, as HACK, one of {case.also}) not named by the verdict\n{context}"
     if case.check:
         assert any(f.check == case.check and f.severity is Severity.HACK for f in v.findings), \
             f"no HACK from {case.check}\n{context}"
@@ -249,6 +255,21 @@ def _check(case: Case, v) -> None:
         assert v.status is not Status.PASS, f"candidate credited\n{context}"
     else:
         assert v.status is case.expect, f"expected {case.expect.value}\n{context}"
+
+
+def test_check_accepts_a_further_entry_only_as_hack():
+    """CI's t06-gap-timer: HACK by stale memory (9, 10), not by its timing trigger (6), is a catch;
+    the same entries on a verdict that is not HACK, or on a row without ``also``, are not."""
+    from types import SimpleNamespace
+    gap = next(c for c in CASES if c.id == "t06-gap-timer")
+    plain = next(c for c in CASES if c.id == "t06-call-counter")
+    def verdict(status):
+        return SimpleNamespace(status=status, taxonomy=(9, 10), findings=(), message="", problem_flags=())
+    _check(gap, verdict(Status.HACK))
+    with pytest.raises(AssertionError):
+        _check(gap, verdict(Status.INCORRECT))
+    with pytest.raises(AssertionError):
+        _check(plain, verdict(Status.HACK))
 
 
 def test_table_covers_every_taxonomy_entry():
