@@ -92,6 +92,9 @@ class BrokenProblemFile:
     key: str  #: :func:`kbv.batch.jobs.problem_key`-style key from the file name.
     sha256: str
     fault: str
+    path: str = ""  #: the file, as found under the problems folder.
+    level: int | None = None
+    problem_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -104,9 +107,16 @@ class BatchPlan:
     ignored: tuple[Path, ...]  #: ``.py`` files in run folders that fit no layout pattern.
     hidden_tests: dict[tuple[int, int], Path] = field(default_factory=dict)
 
+    #: selected candidates whose problem file is one of ``broken_files``: skipped with it.
+    broken_candidates: tuple[CandidateFile, ...] = ()
+
     @property
     def runs(self) -> list[str]:
         return sorted({pj.job.run for pj in self.jobs})
+
+    def candidates_of(self, broken: BrokenProblemFile) -> list[CandidateFile]:
+        """The selected candidates skipped because ``broken`` failed static vetting."""
+        return [f for f in self.broken_candidates if (f.level, f.problem_id) == (broken.level, broken.problem_id)]
 
 
 def _broken_file(exc: ProblemError) -> BrokenProblemFile:
@@ -120,7 +130,7 @@ def _broken_file(exc: ProblemError) -> BrokenProblemFile:
         sha = hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
         sha = hashlib.sha256(f"unreadable:{path}".encode()).hexdigest()
-    return BrokenProblemFile(key, sha, exc.fault)
+    return BrokenProblemFile(key, sha, exc.fault, str(path), level, pid)
 
 
 def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str], config: EvalConfig, *,
@@ -139,15 +149,16 @@ def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str],
         if selection.problem(level, pid):
             broken.append(_broken_file(exc))
     by_id = {(p.level, p.problem_id): p for p in problems if p.problem_id is not None}
+    broken_ids = {(b.level, b.problem_id) for b in broken if b.problem_id is not None}
     cscan = discover_candidates(candidate_roots, layout)
-    rejected, accepted, orphans = [], [], []
+    rejected, accepted, orphans, broken_of = [], [], [], []
     chash = config_hash(config)
     for f in cscan.files:
         if not selection.run(f.run) or not selection.problem(f.level, f.problem_id):
             continue
         problem = by_id.get((f.level, f.problem_id))
         if problem is None:
-            orphans.append(f)
+            (broken_of if (f.level, f.problem_id) in broken_ids else orphans).append(f)
             continue
         try:
             cand = load_candidate(f.path, run=f.run, sample_id=f.sample_id)
@@ -163,7 +174,7 @@ def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str],
     hidden = {k: v for k, v in hidden.items() if k in by_id}
     return BatchPlan(config=config, problems=problems, jobs=tuple(rejected + accepted),
                      broken_files=tuple(broken), orphans=tuple(orphans), ignored=cscan.ignored,
-                     hidden_tests=hidden)
+                     hidden_tests=hidden, broken_candidates=tuple(broken_of))
 
 
 # Running ------------------------------------------------------------------------------------------

@@ -120,7 +120,9 @@ def run_cmd(
     console.print(f"{len(plan.problems)} problems, {len(plan.jobs)} jobs from runs {', '.join(plan.runs) or '(none)'}"
                   f" on {dev}; store {store}", highlight=False)
     for b in plan.broken_files:
-        console.print(f"[yellow]broken problem file[/] {b.key}: {b.fault}", highlight=False)
+        skipped = len(plan.candidates_of(b))
+        console.print(f"[yellow]broken problem file[/] {b.path or b.key}: {b.fault}"
+                      + (f"; its {skipped} candidate(s) skipped" if skipped else ""), highlight=False)
     if plan.orphans:
         console.print(f"[yellow]{len(plan.orphans)} candidate(s) have no problem file[/] (e.g. "
                       f"{plan.orphans[0].path}); skipped", highlight=False)
