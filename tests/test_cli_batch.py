@@ -66,8 +66,8 @@ class FakeEvaluator:
         v = make_verdict("PASS", speedup=1.5)
         return dataclasses.replace(v, problem=problem, candidate=candidate, config=config)
 
-    def close(self):
-        self.closed = True
+    def close(self, abort=False):
+        self.closed, self.aborted = True, abort
 
 
 def test_batch_records_each_failure_kind_and_resumes(tree, tmp_path):
@@ -109,7 +109,7 @@ def test_interrupt_releases_the_job_in_flight(tree, tmp_path):
     ev = FakeEvaluator({"level_1_problem_2_sample_0_kernel.py": KeyboardInterrupt()})
     with Store(tmp_path / "s.db") as store:
         out = run_batch(plan, store, evaluator=ev)
-        assert out.interrupted and ev.closed
+        assert out.interrupted and ev.closed and ev.aborted  # not after the job in flight
         assert out.finished == 3  # the static rejection and problem 1's two samples
         p = store.progress()
         assert p.running == 0 and p.pending == 2 and p.done == 3

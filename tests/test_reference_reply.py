@@ -92,3 +92,20 @@ def test_a_worker_error_is_kbvs_failure():
     assert v.evidence["error"] == "KeyError: 'x'\nTraceback (most recent)" and stub.closed
     ev, _ = _evaluator(ReferenceReply.from_json({"verdict": 7}))
     assert ev.evaluate(PROBLEM, CANDIDATE, EvalConfig(device="cpu")).status is Status.EVAL_ERROR
+
+
+def _busy_main(conn, device):
+    """A reference worker stand-in in the middle of a long job: it never reads the exit request."""
+    import time
+    time.sleep(120)
+
+
+def test_abort_kills_a_busy_reference_worker_at_once():
+    """Ctrl-C in ``kbv run`` took ~13 s: ``close`` asked the worker, busy with the job in flight, to
+    exit and waited 10 s before killing it. ``close(abort=True)`` kills it now."""
+    import time
+    proc = ref.ReferenceProcess("cpu", _busy_main)
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    proc.close(abort=True)
+    assert time.monotonic() - t0 < 5 and not proc.proc.is_alive()

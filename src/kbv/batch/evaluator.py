@@ -192,9 +192,10 @@ class Evaluator:
             raise EvaluationError(reply.error.describe() if reply.error else "reference worker sent no vetting report")
         return vetting_from_dict(reply.vetting)
 
-    def close(self) -> None:
+    def close(self, abort: bool = False) -> None:
+        """Stop the reference worker (``abort``: at once, not after the job in flight)."""
         if self._ref is not None:
-            self._ref.close()
+            self._ref.close(abort=abort)
             self._ref = None
 
     def __enter__(self) -> "Evaluator":

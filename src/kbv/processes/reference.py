@@ -241,8 +241,10 @@ class ReferenceProcess:
             "evidence": {"phase": "reference worker", "reference_exitcode": code,
                          "reference_last_rss_bytes": rss, "host_available_bytes": avail}})
 
-    def close(self) -> None:
-        if self.proc.is_alive():
+    def close(self, abort: bool = False) -> None:
+        """End the worker: ask it to exit and wait up to 10 s (it finishes the job in flight first),
+        then kill it. ``abort`` (Ctrl-C, SIGTERM): kill it now, with the candidate workers it runs."""
+        if self.proc.is_alive() and not abort:
             try:
                 self.conn.send_bytes(b"null")
             except OSError:

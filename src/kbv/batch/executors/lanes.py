@@ -127,7 +127,7 @@ class InlineLane:
 
     def close(self, abort: bool = False) -> None:
         if self._own or abort:
-            self.evaluator.close()
+            self.evaluator.close(abort=abort)
 
 
 class ThreadLane:
