@@ -68,3 +68,28 @@ def test_the_real_registry_after_torch_compile_and_after_an_override(tmp_path):
         assert [f.split(" ")[0] for f in check()] == ["aten::special_sinc/CPU"]
     finally:
         lib._destroy()
+
+
+def test_a_registry_replaced_after_load_is_reported_not_taken_as_empty():
+    """The worker's check caught every exception and answered "no override": a candidate that
+    replaced ``torch.library._impls`` with something unreadable switched it off silently."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from kbv.sandbox import probes
+    from kbv.sandbox.worker import _Server
+
+    class Unreadable:
+        def __iter__(self):
+            raise RuntimeError("no")
+
+    fake = SimpleNamespace(library=SimpleNamespace(_impls=Unreadable()), _C=torch._C, __file__=torch.__file__)
+    server = SimpleNamespace(torch=fake, integrity=probes, _op_impls=set(), _ops_before=frozenset(),
+                             _registry_at_load=True)
+    assert _Server._new_op_kernels(server) == ["torch.library's registry (unreadable since load: RuntimeError)"]
+    server._registry_at_load = False  # a torch without the registry from the start: nothing to check
+    assert _Server._new_op_kernels(server) == []
+    server.torch = torch  # the live registry, unchanged since the snapshot: nothing new
+    server._op_impls = set(torch.library._impls)
+    assert _Server._new_op_kernels(server) == []

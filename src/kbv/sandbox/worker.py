@@ -106,6 +106,7 @@ class _Server(TimedRequests):
         self.threadwork.install()
         self.guard.watch(threading, "_profile_hook", "threading.setprofile hook")
         self._op_impls = set(getattr(torch.library, "_impls", ()))  #: torch.library registrations before load
+        self._registry_at_load = hasattr(torch.library, "_impls")
         try:  #: torch's operators as they are before the candidate loads (harness identity)
             self._ops_before = frozenset(torch._C._dispatch_get_all_op_names())
         except Exception:  # noqa: BLE001 - a torch without the call
@@ -264,18 +265,18 @@ class _Server(TimedRequests):
         p = self.protocol  # after the guard put it back
         found = [p.Tampering(p.REPLY_PATH_PATCHED if any(k in n for k in _REPLY_PATH) else p.HARNESS_PATCHED, n)
                  for n in names]
-        found += [p.Tampering(p.HARNESS_PATCHED, f"torch op kernel {op} registered from Python")
-                  for op in self._new_op_kernels()]
+        found += [p.Tampering(p.HARNESS_PATCHED, what) for what in self._new_op_kernels()]
         new = self.writes[self._reported_writes:]
         self._reported_writes = len(self.writes)
         found += [p.Tampering(p.SANDBOX_WRITE, w) for w in new]
         return tuple(dict.fromkeys(found))
 
     def _new_op_kernels(self) -> list[str]:
-        """Kernels registered through ``torch.library`` since the last check that replace one of
-        torch's own ops as it existed before the candidate loaded, from outside torch
+        """Reports of kernels registered through ``torch.library`` since the last check that replace
+        one of torch's own ops as it existed before the candidate loaded, from outside torch
         (:func:`kbv.sandbox.probes.torch_op_overrides`): a wrapper hidden behind another op. The new
-        ops and kernels torch registers itself (inductor's ``prims::`` ops) are left alone."""
+        ops and kernels torch registers itself (inductor's ``prims::`` ops) are left alone. A registry
+        readable at load that no longer is was replaced: that is reported too, not taken as empty."""
         torch = self.torch
         try:
             impls = set(torch.library._impls) - self._op_impls
@@ -289,10 +290,12 @@ class _Server(TimedRequests):
                     except Exception:  # noqa: BLE001 - an op the dump does not know: no site
                         sites[qualname] = {}
             found = self.integrity.torch_op_overrides(impls, self._ops_before, sites, os.path.dirname(torch.__file__))
-        except Exception:  # noqa: BLE001 - a torch without the registry, or a replaced one
-            return []
+        except Exception as exc:  # noqa: BLE001 - a torch without the registry, or a replaced one
+            if not self._registry_at_load:
+                return []
+            return [f"torch.library's registry (unreadable since load: {type(exc).__name__})"]
         self._op_impls |= impls
-        return found
+        return [f"torch op kernel {op} registered from Python" for op in found]
 
     def ping(self, req: Any) -> Any:
         return self.protocol.Pong()
