@@ -6,13 +6,13 @@ times. Each mode is a fresh ``kbv run`` process with a fresh build cache (bench/
     .venv/bin/python bench/workers_cpu.py pause [--honest 6] [--cpp 2] [--json OUT]
 
 ``prestart``: a batch of ``--n`` torch candidates (bench/batch_cpu.py's, no C++), one lane, no
-pool, with and without ``--prestart``: wall time, the median ``load`` phase (spawn and import
+pool, with and without ``--no-prestart``: wall time, the median ``load`` phase (spawn and import
 for a fresh worker, the import alone for an early one), how many jobs loaded into an early worker,
 and whether every verdict is the same.
 
 ``pause``: ``--honest`` copies of one honest kernel (``torch.clamp_min`` on a 2048 x 1024 ReLU,
 about a millisecond a call) timed alone, then beside ``--cpp`` C++ builds in the pool with the
-builds stopped while the lane times (``--build-pause``, the default), then with the builds only at
+builds stopped while the lane times (the default), then with the builds only at
 idle priority (``--no-build-pause``). For each mode: the median over the honest jobs of their
 candidate and eager-fp32 medians, the spread of those medians over the jobs ((max - min) /
 median) and the median within-job spread (IQR / median); and whether the honest jobs' verdicts are
@@ -81,8 +81,8 @@ def prestart(a) -> dict:
     root = Path(tempfile.mkdtemp(prefix="kbv-bench-prestart-"))
     try:
         runs = make_batch(root, a.n, 0)
-        modes = {name: run_mode(root, runs, name, ["--builds", "0", flag])
-                 for name, flag in (("fresh", "--no-prestart"), ("early", "--prestart"))}
+        modes = {name: run_mode(root, runs, name, ["--builds", "0", *flags])
+                 for name, flags in (("fresh", ["--no-prestart"]), ("early", []))}
         rows = {name: _rows(root / f"{name}.db") for name in modes}
         used = sum(bool(v["evidence"].get("worker_started_early")) for v in rows["early"].values())
         return {"bench": "prestart", "candidates": a.n, "cores": len(os.sched_getaffinity(0)),
@@ -104,7 +104,7 @@ def pause(a) -> dict:
         (root / "problems" / "level1").mkdir(parents=True)
         (root / "problems" / "level1" / "1_ReLU_2048x1024.py").write_text(PROBLEM)
         out: dict = {"bench": "pause", "honest": a.honest, "cpp": a.cpp, "cores": len(os.sched_getaffinity(0))}
-        modes = {"alone": (0, []), "builds_stopped": (a.cpp, ["--builds", "1", "--build-pause"]),
+        modes = {"alone": (0, []), "builds_stopped": (a.cpp, ["--builds", "1"]),
                  "builds_idle_priority": (a.cpp, ["--builds", "1", "--no-build-pause"])}
         statuses = {}
         for name, (n_cpp, flags) in modes.items():

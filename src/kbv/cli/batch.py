@@ -82,8 +82,8 @@ def run_cmd(
     builds: Optional[int] = typer.Option(None, "--builds", min=0, metavar="N", help="C++/CUDA builds at once in the sandboxed build pool ahead of the lanes (default: cores / 2; 0: no pool)."),
     executor: ExecutorOpt = typer.Option(ExecutorOpt.local, "--executor", help="local (lanes in this process) or ray (one Ray task per job; needs the ray extra: pip install kbv\\[ray])."),
     address: Optional[str] = typer.Option(None, "--address", help="--executor ray: the cluster's address (default: start a local Ray cluster)."),
-    build_pause: bool = typer.Option(True, "--build-pause/--no-build-pause", help="Stop the build pool's processes while a lane times (default), or only run them at idle priority."),
-    prestart: bool = typer.Option(True, "--prestart/--no-prestart", help="Start each lane's next candidate worker while the current job runs (default)."),
+    no_build_pause: bool = typer.Option(False, "--no-build-pause", help="Run the build pool at idle priority while a lane times, instead of stopping its processes (the default)."),
+    no_prestart: bool = typer.Option(False, "--no-prestart", help="Start each candidate worker when its job starts, not while the job before it runs (the default)."),
     allow_mixed: bool = typer.Option(False, "--allow-mixed", help="Add to a store that another kbv source wrote, and go on if kbv's files change during the run (the store records every source)."),
 ) -> None:
     """Verify every (problem, candidate) pair into a resumable store: one verdict written per
@@ -149,7 +149,7 @@ def run_cmd(
         try:
             outcome = run_batch(plan, st, console=console, retry_excluded=retry_excluded, lanes=lane_specs,
                                 builds=n_builds, lane_factory=ray_ex.lanes if ray_ex else None,
-                                prestart=prestart, pause_builds=build_pause, allow_mixed=allow_mixed)
+                                prestart=not no_prestart, pause_builds=not no_build_pause, allow_mixed=allow_mixed)
         except (ConfigMismatch, SourceMismatch) as exc:
             fail(str(exc))
         finally:
