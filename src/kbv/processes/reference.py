@@ -22,7 +22,7 @@ from kbv.model.records import Environment
 from kbv.processes.handles import POLL_S, environ_set, spawn_context, kill_group, plain_main, wait_readable
 from kbv.processes.jail import kill_cgroups
 from kbv.processes.procfs import undumpable
-from kbv.sandbox.confinement import WAIT_POLICY
+from kbv.sandbox.confinement import shared_worker_env
 
 
 def minimal_environment(device: str) -> Environment:
@@ -164,8 +164,8 @@ class ReferenceProcess:
         self.conn, child = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(target=main, args=(child, device), daemon=False,
                                 name=f"kbv-reference-{device}")
-        # OpenMP waits passive there as in the candidate worker (kbv.sandbox.confinement.WAIT_POLICY)
-        with environ_set({**os.environ, **WAIT_POLICY}), plain_main():  # plain_main: a script without a __main__ guard
+        # as in the candidate worker: OpenMP waits passive, no expandable segments (shared_worker_env)
+        with environ_set({**os.environ, **shared_worker_env()}), plain_main():  # plain_main: a script without a __main__ guard
             self.proc.start()
         child.close()
 

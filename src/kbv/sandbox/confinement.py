@@ -111,13 +111,35 @@ def prctl(option: int, arg: int = 0) -> bool:
 #: at load 8). It costs small CPU ops a wake-up per parallel region (~10 % on a 0.2 ms softmax).
 WAIT_POLICY = {"OMP_WAIT_POLICY": "PASSIVE"}
 
+#: torch's CUDA allocator settings (the old name and torch >= 2.9's).
+ALLOC_CONF_NAMES = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+
+
+def shared_worker_env(environ: dict | None = None) -> dict[str, str]:
+    """What both workers' environments get on top of what they inherit: :data:`WAIT_POLICY`, and
+    each allocator setting of ``environ`` (default ``os.environ``, :data:`ALLOC_CONF_NAMES`)
+    without ``expandable_segments``. Every kbv process is undumpable
+    (:func:`kbv.processes.procfs.undumpable`), and torch shares a tensor in an expandable segment
+    between processes by taking the sender's file descriptor with ``pidfd_getfd``, which the kernel
+    allows only a process that may ptrace the sender (``PTRACE_MODE_ATTACH_REALCREDS``,
+    pidfd_getfd(2)): inputs and outputs would no longer reach the other worker. Both workers get the
+    same settings, so the reference and the candidate are timed with one allocator."""
+    environ = os.environ if environ is None else environ
+    env = dict(WAIT_POLICY)
+    for name in ALLOC_CONF_NAMES:
+        if name in environ:
+            parts = [p for p in environ[name].split(",")
+                     if p.strip() and p.split(":", 1)[0].strip() != "expandable_segments"]
+            env[name] = ",".join(parts)
+    return env
+
 
 def worker_environment(setup: WorkerSetup, environ: dict | None = None) -> dict[str, str]:
     """The candidate worker's whole environment: toolchain variables of ``environ`` (default
     ``os.environ``) only, ``HOME``/``TMPDIR`` in its workdir, and every cache a toolchain writes
     (torch extensions, Triton, inductor, the CUDA JIT cache, ``XDG_CACHE_HOME``) in its build
-    directory: with ``/dev/shm``, the only places it can write; OpenMP waits passive
-    (:data:`WAIT_POLICY`)."""
+    directory: with ``/dev/shm``, the only places it can write; OpenMP waits passive and the CUDA
+    allocator has no expandable segments (:func:`shared_worker_env`)."""
     environ = os.environ if environ is None else environ
     env = {k: v for k, v in environ.items() if k in _KEEP_ENV or k.startswith(_KEEP_PREFIXES)}
     build = setup.build_dir
@@ -126,7 +148,7 @@ def worker_environment(setup: WorkerSetup, environ: dict | None = None) -> dict[
                TRITON_CACHE_DIR=os.path.join(build, "triton"), TRITON_HOME=build,
                TORCHINDUCTOR_CACHE_DIR=os.path.join(build, "inductor"),
                CUDA_CACHE_PATH=os.path.join(build, "cuda_cache"), XDG_CACHE_HOME=os.path.join(build, "cache"),
-               **WAIT_POLICY)
+               **shared_worker_env(environ))
     return env
 
 
