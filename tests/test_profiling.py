@@ -656,3 +656,35 @@ def test_recorded_ops_counts_compute_hidden_under_a_no_math_op():
     spec.loader.exec_module(mod)
     rec = recorded_ops(lambda x: mod._Wrapped(x).clone(), [torch.randn(8, 8)])
     assert rec.error is None and rec.ops.get("aten.softmax") == 1, rec
+
+
+_NO_DYNAMO = r'''
+import sys, torch
+from kbv.sandbox import flags, profiling
+flags.apply_flags(flags.flags_for("eager-fp32"))
+x = torch.randn(32, 32)
+f = lambda a: torch.softmax(a @ a, 1)
+assert profiling.compute_ops(f, [x]).ops == {"aten.mm": 1, "aten._softmax": 1}
+assert profiling.recorded_ops(f, [x]).ops == {"aten.matmul": 1, "aten.softmax": 1}
+flags.apply_flags(flags.flags_for("eager-fp32"))
+print("LOADED", "torch._dynamo" in sys.modules, "torch._inductor" in sys.modules)
+g = torch.compile(f, backend="eager")  # a candidate that compiles: Dynamo loads, the counter still counts
+c = profiling.compute_ops(g, [x])
+assert c.error is None and c.ops.get("aten._softmax") == 1, c
+torch.use_deterministic_algorithms(True)
+flags.apply_flags(flags.flags_for("eager-fp32"))
+import torch._inductor.config as ic
+assert not torch.are_deterministic_algorithms_enabled() and not ic.deterministic
+print("OK")
+'''
+
+
+def test_the_op_counters_and_the_flags_do_not_load_dynamo():
+    """Dynamo and Inductor cost a CPU candidate worker ~2 CPU-seconds of its ~4 s start when kbv
+    loaded them (``torch.use_deterministic_algorithms`` in the flags, the dispatch mode's
+    ``_disable_dynamo`` wrapper, ``torch.profiler``'s ``hasattr(torch, "_inductor")``); none of kbv's
+    calls loads them now, and once a candidate does, counting and the flags still work."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    r = subprocess.run([sys.executable, "-c", _NO_DYNAMO], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "LOADED False False" in r.stdout and "OK" in r.stdout, r.stdout

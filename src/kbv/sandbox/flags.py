@@ -25,6 +25,7 @@ eager-fp32 flags, and :func:`flag_changes` lists whatever a candidate changed.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterable
 
 import torch
@@ -163,10 +164,24 @@ def apply_flags(flags: dict[str, Any]) -> None:
     torch.backends.cudnn.benchmark = flags["cudnn.benchmark"]
     torch.backends.cudnn.deterministic = flags["cudnn.deterministic"]
     torch.set_default_dtype(getattr(torch, flags["default_dtype"].split(".")[-1]))
-    torch.use_deterministic_algorithms(flags["deterministic_algorithms"])
+    _set_deterministic(flags["deterministic_algorithms"])
     torch.set_autocast_enabled("cpu", flags["autocast.cpu"])
     torch.set_autocast_enabled("cuda", flags["autocast.cuda"])
     torch.set_grad_enabled(flags["grad_enabled"])
+
+
+def _set_deterministic(mode: bool) -> None:
+    """``torch.use_deterministic_algorithms(mode)`` where anything differs from it: the global flag,
+    its warn-only switch, or Inductor's ``deterministic`` (which the call also sets) once Inductor's
+    config is loaded. The call imports ``torch._inductor`` and with it ``torch._dynamo`` (about
+    2 CPU-seconds, half of a CPU candidate worker's start), so a process that never compiles never
+    pays for it; one that compiles later loads that config with its default, off, the eager-fp32
+    value."""
+    inductor = sys.modules.get("torch._inductor.config")
+    if (torch.are_deterministic_algorithms_enabled() != mode
+            or torch.is_deterministic_algorithms_warn_only_enabled()
+            or (inductor is not None and getattr(inductor, "deterministic", mode) != mode)):
+        torch.use_deterministic_algorithms(mode)
 
 
 def flag_changes(expected: dict[str, Any]) -> list[str]:

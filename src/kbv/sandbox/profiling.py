@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -55,8 +56,9 @@ __all__ = ["OpCount", "compute_ops", "recorded_ops", "NO_MATH_OPS", "describe_fa
 # Bound at import (before candidate code runs in the candidate worker).
 _no_grad = torch.no_grad
 _len_dispatch_stack = torch._C._len_torch_dispatch_stack
-_profile = torch.profiler.profile
-_ProfilerActivity = torch.profiler.ProfilerActivity
+#: the autograd profiler on Kineto, what ``torch.profiler.profile(activities=[CPU])`` runs, without
+#: that wrapper's ``hasattr(torch, "_inductor")``, which imports Inductor and Dynamo (~2 CPU-s)
+_profile = torch.autograd.profiler.profile
 
 #: longest error message / kernel name kept in a result (characters).
 MAX_TEXT = 512
@@ -185,6 +187,24 @@ class _OpCounter(_TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+# TorchDispatchMode wraps ``__torch_dispatch__`` so Dynamo never compiles it (``torch._disable_dynamo``),
+# and the wrapper's first call imports ``torch._dynamo`` (~2 CPU-s). Until Dynamo is loaded no
+# Dynamo frame hook can be active, so the unwrapped method is called; once it is (a candidate that
+# compiles), the wrapped one.
+_DYNAMO_SAFE_DISPATCH = _OpCounter.__torch_dispatch__
+_RAW_DISPATCH = getattr(_DYNAMO_SAFE_DISPATCH, "__wrapped__", _DYNAMO_SAFE_DISPATCH)
+_modules = sys.modules
+
+
+def _dispatch(self, func, types, args=(), kwargs=None):
+    if "torch._dynamo" in _modules:
+        return _DYNAMO_SAFE_DISPATCH(self, func, types, args, kwargs)
+    return _RAW_DISPATCH(self, func, types, args, kwargs)
+
+
+_OpCounter.__torch_dispatch__ = _dispatch
+
+
 def compute_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
     """Count the aten compute ops dispatched by one ``fn(*args)`` call under ``torch.no_grad()``.
 
@@ -303,7 +323,7 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
         cfg = _experimental_all_threads()
         kwargs = {"experimental_config": cfg} if cfg is not None else {}
         with _no_grad(), _quiet_stderr():
-            with _profile(activities=[_ProfilerActivity.CPU], **kwargs) as prof:
+            with _profile(use_cpu=True, use_kineto=True, **kwargs) as prof:
                 try:
                     fn(*args)
                 except BaseException as exc:  # noqa: BLE001 - untrusted code
@@ -315,7 +335,7 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
         def is_math(ev: Any) -> bool:  # a parent that can legitimately contain compute ops
             return is_op(ev) and str(ev.name)[len("aten::"):] not in NO_MATH_OPS
 
-        for ev in prof.events():
+        for ev in prof.function_events:
             if not is_op(ev):
                 continue
             op = str(ev.name)[len("aten::"):]

@@ -118,11 +118,11 @@ class _Server(TimedRequests):
 
     def _warm_runtime(self) -> None:
         """Start torch's own threads (intra-op pool, CUDA driver) before the thread baseline, and
-        apply the eager-fp32 flags once: their first application imports ``torch._inductor``
-        (``torch.use_deterministic_algorithms``, 5 s on a loaded 2-core machine), which then falls
-        in the worker's start-up (overlapped with the previous job for a worker started early,
-        :mod:`kbv.pipeline.prestart`) instead of the candidate's load, and before the snapshots of
-        torch's operators and of the harness."""
+        apply the eager-fp32 flags once, before the snapshots of torch's operators and of the
+        harness. Nothing of kbv's imports ``torch._dynamo`` or ``torch._inductor`` in this worker
+        (:func:`kbv.sandbox.flags._set_deterministic`, :mod:`kbv.sandbox.profiling`): a candidate
+        that compiles imports them itself, and what they register then is torch's own (the
+        op-registry check leaves registrations made from torch's files alone)."""
         torch = self.torch
         self.baselines.apply_flags(self.baselines.flags_for("eager-fp32"))
         torch.ones(1 << 16).sum()
