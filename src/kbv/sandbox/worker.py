@@ -119,11 +119,15 @@ class _Server(TimedRequests):
     def _warm_runtime(self) -> None:
         """Start torch's own threads (intra-op pool, CUDA driver) before the thread baseline, and
         apply the eager-fp32 flags once, before the snapshots of torch's operators and of the
-        harness. Nothing of kbv's imports ``torch._dynamo`` or ``torch._inductor`` in this worker
-        (:func:`kbv.sandbox.flags._set_deterministic`, :mod:`kbv.sandbox.profiling`): a candidate
-        that compiles imports them itself, and what they register then is torch's own (the
-        op-registry check leaves registrations made from torch's files alone)."""
+        harness. On cpu nothing of kbv's imports ``torch._dynamo`` or ``torch._inductor`` in this
+        worker (:func:`kbv.sandbox.flags._set_deterministic`, :mod:`kbv.sandbox.profiling`): a
+        candidate that compiles imports them itself, and what they register then is torch's own
+        (the op-registry check leaves registrations made from torch's files alone). On cuda the
+        kernel profiler (``torch.profiler.profile``, :mod:`kbv.sandbox.kernels`) loads Inductor on
+        its first use, so it is loaded here, before the snapshots, as it always was there."""
         torch = self.torch
+        if self.device.type == "cuda":
+            import torch._inductor.config  # noqa: F401 - see above
         self.baselines.apply_flags(self.baselines.flags_for("eager-fp32"))
         torch.ones(1 << 16).sum()
         if self.device.type == "cuda":
