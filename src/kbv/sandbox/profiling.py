@@ -188,16 +188,18 @@ class _OpCounter(_TorchDispatchMode):
 
 
 # TorchDispatchMode wraps ``__torch_dispatch__`` so Dynamo never compiles it (``torch._disable_dynamo``),
-# and the wrapper's first call imports ``torch._dynamo`` (~2 CPU-s). Until Dynamo is loaded no
-# Dynamo frame hook can be active, so the unwrapped method is called; once it is (a candidate that
-# compiles), the wrapped one.
+# and the wrapper's first call imports ``torch._dynamo`` (~2 CPU-s). While Dynamo is not loaded and
+# no Dynamo frame hook is set (``get_eval_frame_callback``, torch's C side) nothing can compile
+# the method, so the unwrapped one is called; otherwise (a candidate that compiles) the wrapped one.
 _DYNAMO_SAFE_DISPATCH = _OpCounter.__torch_dispatch__
 _RAW_DISPATCH = getattr(_DYNAMO_SAFE_DISPATCH, "__wrapped__", _DYNAMO_SAFE_DISPATCH)
 _modules = sys.modules
+_frame_hook = getattr(getattr(torch._C, "_dynamo", None), "eval_frame", None)
+_frame_hook = getattr(_frame_hook, "get_eval_frame_callback", None)
 
 
 def _dispatch(self, func, types, args=(), kwargs=None):
-    if "torch._dynamo" in _modules:
+    if _frame_hook is None or "torch._dynamo" in _modules or _frame_hook() not in (None, False):
         return _DYNAMO_SAFE_DISPATCH(self, func, types, args, kwargs)
     return _RAW_DISPATCH(self, func, types, args, kwargs)
 
