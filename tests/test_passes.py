@@ -106,6 +106,13 @@ def test_finiteness_summaries_and_digests_read_in_chunks(monkeypatch):
     assert passes.all_finite(t) and passes.all_finite(torch.ones(5, dtype=torch.int64))
     t[4000, 2] = float("nan")
     assert not passes.all_finite(t) and not cmp.reference_is_finite([t])
+    for bad in (float("inf"), -float("inf")):
+        t[4000, 2] = bad
+        assert not passes.all_finite(t)
+    # finite values whose sum overflows: the chunk's sum is infinite, the elements are not
+    big = torch.full((3000,), 3e38)
+    assert not bool(torch.isfinite(big[:1000].sum())) and passes.all_finite(big)
+    assert not passes.all_finite(torch.tensor([1.0, float("inf"), -float("inf")] * 400))
     s = vetting.summarise([torch.full((5000,), 2.0)], 1e-3, 1e-3)
     assert s.sums == (10000.0,) and s.rms == pytest.approx(2.0) and not s.zeros_pass
     assert vetting.summarise([torch.full((5000,), 1e-4)], 1e-3, 1e-3).zeros_pass
