@@ -29,6 +29,39 @@ def test_a_name_imported_from_another_watched_module_is_watched_where_it_is_call
         probes.torch_op_overrides, worker._flatten = orig
 
 
+def test_the_probes_tables_and_bound_torch_entry_points_are_watched():
+    """Regression (red-team t15-probe-table): rebinding ``profiling.NO_MATH_OPS`` through
+    ``sys.modules`` hid a softmax wrapper from both op counts (PASS); the guard kept functions and
+    classes only. Module-level tables, the torch callables a probe bound at import and the items of
+    a dict/list/set are kept now, reported and put back; ``sys.modules`` (every import adds to it)
+    and a run of the probes themselves are no change."""
+    import torch
+    from kbv.sandbox import flags, profiling
+
+    g = guard.HarnessGuard([flags, profiling, protocol])
+    saved = profiling.NO_MATH_OPS, profiling._profile, profiling._modules, dict(flags._TF32_SWITCHES)
+    try:
+        import kbv.sandbox.memory  # noqa: F401 - sys.modules changes
+        assert profiling.compute_ops(lambda x: x.sin(), [torch.ones(2)]).error is None
+        assert g.check() == []
+        profiling.NO_MATH_OPS = saved[0] | {"softmax"}
+        profiling._profile = object
+        profiling._modules = {}
+        flags._TF32_SWITCHES["eager-fp32"] = (True, True, "high")
+        protocol._ALLOWED.add(("os", "system"))
+        changed = g.check()
+        assert set(changed) == {"kbv.sandbox.profiling.NO_MATH_OPS", "kbv.sandbox.profiling._profile",
+                                "kbv.sandbox.profiling._modules", "kbv.sandbox.flags._TF32_SWITCHES items",
+                                "kbv.sandbox.protocol._ALLOWED items"}, changed
+        assert (profiling.NO_MATH_OPS, profiling._profile, profiling._modules) == saved[:3]
+        assert flags._TF32_SWITCHES == saved[3] and ("os", "system") not in protocol._ALLOWED
+        assert g.check() == []
+    finally:
+        profiling.NO_MATH_OPS, profiling._profile, profiling._modules = saved[:3]
+        flags._TF32_SWITCHES.update(saved[3])
+        protocol._ALLOWED.discard(("os", "system"))
+
+
 def test_every_name_the_worker_reads_from_probes_exists():
     """Regression: the worker read ``probes.TORCH_OP_NAMESPACES``, which the split left in guard
     only; the AttributeError was swallowed and the torch.library check found nothing."""

@@ -166,6 +166,7 @@ CASES: tuple[Case, ...] = (
     Case("t15-raw-thread-wrapper", 15, R + "t15_raw_thread_wrapper.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-disable-dispatch", 15, R + "t15_disable_dispatch.py", SOFTMAX),
     Case("t15-aten-override", 15, R + "t15_aten_override.py", SOFTMAX),
+    Case("t15-probe-table", 15, R + "t15_probe_table.py", SOFTMAX, check="probe:harness-identity"),
     Case("t15-subclass-dispatch", 15, R + "t15_subclass_dispatch.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-annotated-thread-wrapper", 15, R + "t15_annotated_thread_wrapper.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-jit-script", 15, R + "t15_jit_script.py", LAYERNORM, expect=Status.SHORTCUT, extended=True),

@@ -6,6 +6,7 @@ trusted side (:mod:`kbv.checks`)."""
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Iterable
 
 
@@ -29,13 +30,18 @@ class HarnessGuard:
     other objects (``time.perf_counter``, CUDA events, the pipe's ``send_bytes``...). For a
     function the object, its ``__code__`` and
     copies of its ``__defaults__`` / ``__kwdefaults__`` are kept, so an in-place edit of a
-    defaults dict is seen too. :meth:`check` lists what changed and puts the originals back
-    (taxonomy 4/24/25): the worker calls it before every reply, so the reply itself goes out
-    through unpatched code.
+    defaults dict is seen too. Every other module-level name of the given modules is kept by
+    identity as well (the torch entry points a probe bound at import, ``profiling._profile``; its
+    tables, ``profiling.NO_MATH_OPS``: rebinding one through ``sys.modules`` changes what the probe
+    does without touching a function), and a ``dict``/``list``/``set`` among them by its items too
+    (``sys.modules`` itself excepted, which every import changes). :meth:`check` lists what changed
+    and puts the originals back (taxonomy 4/24/25): the worker calls it before every reply, so the
+    reply itself goes out through unpatched code.
     """
 
     def __init__(self, modules: Iterable[Any], attributes: Iterable[tuple[Any, str, str]] = ()):
         self._entries: list[tuple[str, Any, str, Any, tuple]] = []
+        self._contents: list[tuple[str, Any, Any]] = []  #: (label, container, copy of its items)
         modules = list(modules)
         names = {m.__name__ for m in modules}
         for m in modules:
@@ -43,16 +49,18 @@ class HarnessGuard:
             for name, obj in list(vars(m).items()):
                 home = getattr(obj, "__module__", None)
                 if home != m.__name__:
-                    if home in names and callable(obj):  # imported from another watched module
-                        self._add(f"{prefix}.{name}", m, name, obj)
+                    if not (name.startswith("__") and name.endswith("__")):  # imported, or a table
+                        self._add(f"{prefix}.{name}", m, name, obj, code=home in names and callable(obj))
+                        if type(obj) in (dict, list, set) and obj is not sys.modules:
+                            self._contents.append((f"{prefix}.{name} items", obj, type(obj)(obj)))
                     continue
                 if isinstance(obj, type):
                     self._add(f"{prefix}.{name}", m, name, obj)
                     for attr, member in list(vars(obj).items()):
                         if callable(member) and hasattr(member, "__code__"):
                             self._add(f"{prefix}.{name}.{attr}", obj, attr, member)
-                elif callable(obj):
-                    self._add(f"{prefix}.{name}", m, name, obj)
+                else:  # a function, or an instance of one of the module's own classes
+                    self._add(f"{prefix}.{name}", m, name, obj, code=callable(obj))
         for owner, attr, label in attributes:
             self.watch(owner, attr, label)
 
@@ -62,8 +70,9 @@ class HarnessGuard:
         if obj is not None:
             self._add(label, owner, attr, obj)
 
-    def _add(self, label: str, owner: Any, attr: str, obj: Any) -> None:
-        code = getattr(obj, "__code__", None)
+    def _add(self, label: str, owner: Any, attr: str, obj: Any, code: bool = True) -> None:
+        """Keep ``owner.attr`` (``obj``); ``code``: also its code and defaults where it has them."""
+        code = getattr(obj, "__code__", None) if code else None
         state = (code, getattr(obj, "__defaults__", None), dict(getattr(obj, "__kwdefaults__", None) or {}))
         self._entries.append((label, owner, attr, obj, state))
 
@@ -88,7 +97,27 @@ class HarnessGuard:
                         obj.__kwdefaults__ = dict(kwdefaults) or None
                     except (AttributeError, TypeError, ValueError):
                         pass
+        for label, obj, items in self._contents:
+            if not _same_items(obj, items):
+                changed.append(label)
+                if isinstance(obj, list):
+                    obj[:] = items
+                else:
+                    obj.clear()
+                    obj.update(items)
         return changed
+
+
+def _same_items(obj: Any, items: Any) -> bool:
+    """Whether container ``obj`` holds what its copy ``items`` held: the same keys bound to the
+    same objects (a dict), the same objects in order (a list), the same members (a set)."""
+    if len(obj) != len(items):
+        return False
+    if isinstance(items, dict):
+        return all(k in obj and obj[k] is v for k, v in items.items())
+    if isinstance(items, list):
+        return all(a is b for a, b in zip(obj, items))
+    return all(k in obj for k in items)
 
 
 #: operator namespaces of torch itself: a kernel registered for one of their existing ops replaces
