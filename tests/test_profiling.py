@@ -688,3 +688,32 @@ def test_the_op_counters_and_the_flags_do_not_load_dynamo():
     r = subprocess.run([sys.executable, "-c", _NO_DYNAMO], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "LOADED False False" in r.stdout and "OK" in r.stdout, r.stdout
+
+
+_COMPILED_FORWARD = r'''
+import torch
+from kbv.sandbox import profiling
+import torch._dynamo.utils as du
+x = torch.randn(16, 16)
+g = torch.compile(lambda a: torch.softmax(a @ a, 1), backend="eager")
+g(x)
+frames = dict(du.counters["frames"])
+c = profiling.compute_ops(g, [x])
+assert c.error is None and c.ops == {"aten.mm": 1, "aten._softmax": 1}, c
+assert dict(du.counters["frames"]) == frames, (frames, dict(du.counters["frames"]))  # no kbv frame traced
+h = torch.compile(lambda a: torch.softmax(a @ a, 1), backend="eager", fullgraph=True)
+c = profiling.compute_ops(h, [x])
+assert c.ops == {"aten.mm": 1, "aten._softmax": 1} and "marked as skipped" not in str(c.error), c
+print("OK")
+'''
+
+
+def test_a_compiled_forward_does_not_trace_the_op_counters_dispatch():
+    """Regression: the op counter's ``__torch_dispatch__`` (kbv's ``_dispatch``, not torch's
+    Dynamo-disabled wrapper) was traced by Dynamo when a candidate's compiled forward ran under it
+    (four more frames compiled), and with ``fullgraph=True`` the trace failed on the wrapped call
+    ("function marked as skipped") before any op was counted. ``_dispatch`` is marked for Dynamo to
+    skip."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    r = subprocess.run([sys.executable, "-c", _COMPILED_FORWARD], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]

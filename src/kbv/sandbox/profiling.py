@@ -191,6 +191,10 @@ class _OpCounter(_TorchDispatchMode):
 # and the wrapper's first call imports ``torch._dynamo`` (~2 CPU-s). While Dynamo is not loaded and
 # no Dynamo frame hook is set (``get_eval_frame_callback``, torch's C side) nothing can compile
 # the method, so the unwrapped one is called; otherwise (a candidate that compiles) the wrapped one.
+# ``_dispatch`` itself is marked for Dynamo to skip (what ``torch._dynamo.skip_code`` does, from
+# torch's C side, without loading Dynamo): a compiled forward's frame hook would otherwise trace
+# this kbv frame, and under ``fullgraph=True`` fail on the wrapped call ("function marked as
+# skipped"), so the count failed for an honest compiled candidate.
 _DYNAMO_SAFE_DISPATCH = _OpCounter.__torch_dispatch__
 _RAW_DISPATCH = getattr(_DYNAMO_SAFE_DISPATCH, "__wrapped__", _DYNAMO_SAFE_DISPATCH)
 _modules = sys.modules
@@ -205,6 +209,18 @@ def _dispatch(self, func, types, args=(), kwargs=None):
 
 
 _OpCounter.__torch_dispatch__ = _dispatch
+
+
+def _skip_for_dynamo(code: Any) -> None:
+    try:
+        from torch._C._dynamo import eval_frame as ef
+
+        ef.set_code_exec_strategy(code, ef._FrameExecStrategy(ef._FrameAction.SKIP, ef._FrameAction.DEFAULT))
+    except Exception:  # noqa: BLE001 - a torch without the switch: Dynamo may trace _dispatch there
+        pass
+
+
+_skip_for_dynamo(_dispatch.__code__)
 
 
 def compute_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
