@@ -408,3 +408,36 @@ def test_sigterm_with_lanes_and_pool_releases_jobs_and_leaves_no_process(tmp_pat
     states = Counter(s for (s,) in con.execute("SELECT state FROM jobs"))
     con.close()
     assert states["running"] == 0 and states["pending"] >= 1, states
+
+
+def test_an_aborted_lane_drops_the_job_held_behind_the_one_in_flight():
+    """Regression: Ctrl-C in ``kbv run`` (one prestart lane) took 45 s: ``close(abort=True)``
+    killed the job in flight's reference worker, but the job held behind it (``capacity`` 2) then
+    started a fresh one and ran to its end before the lane saw the stop."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    started, killed = [], threading.Event()
+
+    class Blocking:
+        def __init__(self, spec):
+            self._ref = SimpleNamespace(proc=SimpleNamespace(kill=killed.set))
+
+        def close(self, abort=False):
+            pass
+
+    def work(ev, pj, peek=None):
+        started.append(pj)
+        killed.wait(30)  # the job in flight ends when its reference worker is killed
+        return pj
+
+    lane = ThreadLane(LaneSpec("main", "cpu"), work, lambda e: None, prestart=True, evaluator_factory=Blocking)
+    lane.submit("first")
+    lane.submit("held")
+    deadline = time.monotonic() + 10
+    while not started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    t0 = time.monotonic()
+    lane.close(abort=True)
+    assert started == ["first"] and time.monotonic() - t0 < 5

@@ -67,6 +67,8 @@ def _send_alloc_conf(conn, device):
     conn.send_bytes(os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "(unset)").encode())
 
 
+@pytest.mark.e2e
+@pytest.mark.e2e  # starts a (stand-in) reference worker
 def test_reference_worker_gets_no_expandable_segments(monkeypatch):
     from kbv.processes.reference import ReferenceProcess
 

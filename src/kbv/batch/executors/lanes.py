@@ -151,6 +151,7 @@ class ThreadLane:
         self.busy = 0
         self.evaluator: LaneEvaluator | None = None
         self._queue: queue.Queue = queue.Queue()
+        self._aborted = False  #: close(abort=True): no job starts any more (the one held behind included)
         self._thread = threading.Thread(target=self._serve, name=f"kbv-lane-{spec.name}", daemon=True)
         self._thread.start()
 
@@ -169,7 +170,7 @@ class ThreadLane:
         gpu = self.spec.env.get("CUDA_VISIBLE_DEVICES") if self.spec.device == "cuda" else None
         watch = ThrottleWatch(gpu) if gpu is not None else None
         try:
-            while (pj := self._queue.get()) is not None:
+            while (pj := self._queue.get()) is not None and not self._aborted:
                 if watch is not None:
                     watch.start()
                 t0 = time.monotonic()
@@ -197,7 +198,9 @@ class ThreadLane:
 
     def close(self, abort: bool = False) -> None:
         """End the lane after its job in flight (``abort``: kill its reference worker now, so the
-        job in flight ends as a failure the dispatcher no longer waits for)."""
+        job in flight ends as a failure the dispatcher no longer waits for, and the job held behind
+        it is dropped: it would start a fresh reference worker and run to its end)."""
+        self._aborted = self._aborted or abort
         ref = getattr(self.evaluator, "_ref", None)
         if abort and ref is not None:
             try:
