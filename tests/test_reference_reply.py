@@ -101,7 +101,6 @@ def _busy_main(conn, device):
 
 
 @pytest.mark.e2e
-@pytest.mark.e2e  # starts a (stand-in) reference worker
 def test_abort_kills_a_busy_reference_worker_at_once():
     """Ctrl-C in ``kbv run`` took ~13 s: ``close`` asked the worker, busy with the job in flight, to
     exit and waited 10 s before killing it. ``close(abort=True)`` kills it now."""

@@ -68,7 +68,6 @@ def _send_alloc_conf(conn, device):
 
 
 @pytest.mark.e2e
-@pytest.mark.e2e  # starts a (stand-in) reference worker
 def test_reference_worker_gets_no_expandable_segments(monkeypatch):
     from kbv.processes.reference import ReferenceProcess
 
