@@ -15,9 +15,9 @@ candidates in ``tests/data/candidates/``. Problems come from ``tests/data/proble
 ``tests/data/vetting/`` (degenerate problems) and, for the cuda rows, the GPU-sized demo problems
 in ``src/kbv/data/problems/``.
 
-Run time: the cpu rows are one evaluation each (~6 s on an idle 2-core CPU, plus one cached C++
-build for t02-native-async): about 10 minutes for all 82 idle. Every row runs by default (CI
-included); ``KBV_REDTEAM=default`` skips the 32 rows marked ``extended`` (more variants of the
+Run time: the cpu rows are one evaluation each (~3 s on an idle 2-core CPU, plus a ~32 s C++
+build for each of the five C++ rows): about 7 minutes for all 85 idle. Every row runs by default (CI
+included); ``KBV_REDTEAM=default`` skips the 33 rows marked ``extended`` (more variants of the
 same entries) for a quicker local run. Rows marked cuda need a GPU (``-m cuda`` on the device host).
 """
 
@@ -167,6 +167,8 @@ CASES: tuple[Case, ...] = (
     Case("t15-disable-dispatch", 15, R + "t15_disable_dispatch.py", SOFTMAX),
     Case("t15-aten-override", 15, R + "t15_aten_override.py", SOFTMAX),
     Case("t15-probe-table", 15, R + "t15_probe_table.py", SOFTMAX, check="probe:harness-identity"),
+    Case("t15-refuse-counting", 15, R + "t15_refuse_counting.py", SOFTMAX, expect=Status.SHORTCUT),
+    Case("t15-compile-fullgraph", 15, R + "t15_compile_fullgraph.py", SOFTMAX, expect=Status.SHORTCUT, extended=True),
     Case("t15-subclass-dispatch", 15, R + "t15_subclass_dispatch.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-annotated-thread-wrapper", 15, R + "t15_annotated_thread_wrapper.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-jit-script", 15, R + "t15_jit_script.py", LAYERNORM, expect=Status.SHORTCUT, extended=True),

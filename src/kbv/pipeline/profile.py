@@ -84,6 +84,14 @@ class ProfileCheck(Context):
         if covered is None and not (reply.recorded_error or ref_recorded.error):
             covered = reference_covered(ref_recorded.ops, dict(reply.recorded))
         if covered is None and (reply.error or ref_ops.error):
+            if reply.error and reply.recorded_error and not (ref_ops.error or ref_recorded.error):
+                # a forward that fails only when observed (the calls before it passed every set)
+                # leaves nothing to compare: not credited as a custom kernel, not accused either (an
+                # honest torch.compile(fullgraph=True) fails under a dispatch mode too)
+                self._found("probe:op-count-refused", (15,), Severity.SHORTCUT,
+                            f"forward failed under both of kbv's op counts ({_line(reply.error)}; "
+                            f"{_line(reply.recorded_error)}) after passing every correctness set: whether its "
+                            "speed is the reference's own torch ops could not be checked")
             return
         # a custom kernel in the file that forward did not use instead of torch: a ghost kernel
         fallback = self.candidate.backend in ("cuda", "triton", "cpp") or any(
@@ -100,3 +108,9 @@ class ProfileCheck(Context):
                 own_share=own_us / total_us if total_us > 0 else None, repeats=1))
             if reason:
                 self._found("profile:own-share", (15, 16), Severity.SHORTCUT, reason)
+
+
+def _line(text: str, limit: int = 160) -> str:
+    """First line of an error text, at most ``limit`` characters."""
+    first = str(text).strip().splitlines()[0] if str(text).strip() else ""
+    return first if len(first) <= limit else first[:limit - 1] + "…"
