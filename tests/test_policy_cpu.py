@@ -177,3 +177,21 @@ def test_kbv_vet_command_and_eval_warning(tmp_path):
             "--trials", "2", "--policy", "kbv-compat", env=env)
     assert r.returncode == 0, r.stderr
     assert "flagged by vetting" in r.stderr and "under-tolerance" in r.stderr
+
+
+@pytest.mark.e2e
+def test_kbv_vet_on_a_folder_names_a_broken_file_and_vets_the_rest(tmp_path):
+    """kbv vet on a folder stopped at its first broken file (newcomer report); now the file is
+    named with its fault, the others are vetted, and the exit code is 2."""
+    import os
+    import shutil
+
+    folder = tmp_path / "level1"
+    folder.mkdir()
+    shutil.copy(DATA / "vetting" / "4_Clean_gelu.py", folder / "1_Clean_gelu.py")
+    (folder / "2_Broken.py").write_text("import torch\n\nclass Model(torch.nn.Module):\n    pass\n")
+    env = dict(os.environ, KBV_CACHE_DIR=str(tmp_path / "cache"))
+    r = kbv("vet", folder, "--device", "cpu", "--rounds", "1", env=env)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "2_Broken.py" in r.stderr and "get_inputs" in r.stderr, r.stderr
+    assert "1 problem(s) vetted: 0 flagged, 1 broken" in r.stdout, r.stdout

@@ -99,6 +99,7 @@ def vet_cmd(
 
     from kbv.console import print_vetting
     from kbv.batch.evaluator import EvaluationError, Evaluator
+    from kbv.intake.layout import LayoutError, vet_problems
     from kbv.intake.problems import ProblemError, discover_problems
     from kbv.model.records import to_dict
     from kbv.reference.vetting import save_report
@@ -107,15 +108,22 @@ def vet_cmd(
         err_console.print("kbv: warning: vet --seeds is deprecated, use --rounds (--seeds counts input sets "
                           "in eval and run)", highlight=False, markup=False, soft_wrap=True)
         rounds = old_seeds
+    broken: list[str] = []
     try:
-        problems = discover_problems(target)
-    except ProblemError as exc:
+        if target.is_dir():  # a broken file is counted and the rest vetted, as kbv run does
+            scan = vet_problems(target)
+            problems, broken = list(scan.problems), [str(e) for e in scan.errors]
+        else:
+            problems = discover_problems(target)
+    except (ProblemError, LayoutError) as exc:
         fail(str(exc))
-    if not problems:
+    for b in broken:
+        err_console.print(f"kbv: error: {b}", highlight=False, soft_wrap=True, markup=False)
+    if not problems and not broken:
         fail(f"{target}: no problem files (<id>_<Name>.py) found")
     dev = resolve_device(device)
     config = make_config(dev, precision.value, 1, 1, 0, timeout)
-    reports, broken = [], []
+    reports = []
     with Evaluator(dev) as ev:
         for p in problems:
             with console.status(f"vetting {p.path} on {dev}..."):
@@ -144,6 +152,8 @@ def vet_cmd(
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(_json.dumps([to_dict(r) for r in reports], indent=2, allow_nan=False) + "\n")
         console.print(f"vetting reports written to {json_out}")
+    if broken:
+        raise typer.Exit(2)  # each broken file was named above, with its fault
 
 
 def demo_cmd(
