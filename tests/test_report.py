@@ -305,3 +305,13 @@ def test_markdown_and_csvs_mark_noise_and_a_partial_batch(tmp_path):
         s.add_jobs([job_for(pending)])
         text = write_all(s, tmp_path / "partial")["markdown"].read_text()
         assert "Partial results: 1 job(s) have no verdict yet" in text
+
+
+def test_a_baseline_no_verdict_has_is_said_not_shown_as_zero(store):
+    """``kbv report --baseline compile`` before ``kbv baselines``: every speedup was "–" and fast_0
+    0 % with no word why (newcomer report). The report and the CLI now say so."""
+    from kbv.report.export import missing_baseline
+
+    assert missing_baseline(load_metrics(store, baseline="eager-tf32")) == ""
+    warning = missing_baseline(load_metrics(store, baseline="compile"))
+    assert "No compile baseline timing" in warning and "kbv baselines" in warning

@@ -117,6 +117,20 @@ def fmt_pct(x: float | None) -> str:
     return "–" if x is None else f"{100 * x:.1f}%"
 
 
+def missing_baseline(metrics: BatchMetrics) -> str:
+    """A warning when problems were solved but none has a timing of the chosen baseline (``compile``
+    before ``kbv baselines`` stored it), else "": every speedup and fast_p of the report is then empty
+    or zero for want of a baseline, not because the candidates are slow."""
+    solved = sum(r.overall.solved for r in metrics.runs)
+    timed = sum(r.overall.speedup_problems for r in metrics.runs)
+    if not solved or timed:
+        return ""
+    how = ("run `kbv baselines --store STORE` first to time torch.compile on each problem"
+           if metrics.baseline == "compile" else "the verdicts carry no timing of it")
+    return (f"No {metrics.baseline} baseline timing for any of the {solved} solved problem(s): speedups and "
+            f"fast_p vs {metrics.baseline} are empty or 0 for want of a baseline; {how}.")
+
+
 def write_metrics_markdown(metrics: BatchMetrics, path: Path | str, *, title: str = "kbv report",
                            unfinished: int = 0) -> Path:
     """Markdown summary: leaderboard, decomposition, failures per distribution, exclusions.
@@ -130,8 +144,11 @@ def write_metrics_markdown(metrics: BatchMetrics, path: Path | str, *, title: st
         lines += [f"**Partial results: {unfinished} job(s) have no verdict yet** (the batch is still "
                   "running or was stopped; `kbv run` on the same store resumes it).", ""]
     lines += [f"Speedups vs **{_md(metrics.baseline)}**; best-of-N; "
-              "fractions of all problems in the scope; `~`: some of the speedups averaged are noisy.", "",
-              "## Leaderboard", ""]
+              "fractions of all problems in the scope; `~`: some of the speedups averaged are noisy.", ""]
+    missing = missing_baseline(metrics)
+    if missing:
+        lines += [f"**{missing}**", ""]
+    lines += ["## Leaderboard", ""]
     head = ["run", "scope", "problems", "correct", "correct speedup", *(f"fast_{p:g}" for p in p_cols),
             "mem. eff.", "mem-efficient", "pass@1", "HACK", "SHORTCUT"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

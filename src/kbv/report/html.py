@@ -25,7 +25,7 @@ import jinja2
 from kbv.batch.metrics import (DECOMPOSITION_BASELINES, DECOMPOSITION_CORRECTNESS, DEFAULT_BASELINE,
     BatchMetrics, compute_metrics)
 from kbv.model.records import POLICIES
-from kbv.report.export import (fmt_pct, fmt_ratio, write_eval_results_json, write_leaderboard_csv,
+from kbv.report.export import (fmt_pct, fmt_ratio, missing_baseline, write_eval_results_json, write_leaderboard_csv,
     write_metrics_markdown, write_samples_csv)
 from kbv.report import plots as report_plots
 from kbv.report.views import SHOWN_P, anchor, leaderboard, mean_std, problem_views, status_matrix
@@ -130,7 +130,7 @@ def render_html(store: Store, *, baseline: str = DEFAULT_BASELINE, include_exclu
             "scatter": [(lv, report_plots.memory_speedup_scatter(metrics, lv)) for lv in levels],
         },
         problems=problem_views([v for v in verdicts if keep is None or keep(v)], exclusions, audits),
-        audit_filter=audit,
+        audit_filter=audit, missing_baseline=missing_baseline(metrics),
     )
 
 
