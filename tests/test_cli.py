@@ -121,3 +121,20 @@ def test_help_never_cuts_words_at_100_columns():
         r = CliRunner().invoke(app, [name, "-h"], env={"COLUMNS": "100", "TERM": "xterm"})
         assert r.exit_code == 0, (name, r.output)
         assert "Usage" in r.output and "…" not in r.output, (name, [ln for ln in r.output.splitlines() if "…" in ln])
+
+
+def test_the_command_list_reads_each_summary_as_one_paragraph_at_80_columns():
+    """``kbv --help`` kept the docstrings' own line breaks, so each summary broke mid-line at 80
+    columns ("...D1–D4 and kbv's secret" / "randomised distributions..."): every command list line
+    now ends a summary or fills the panel's width (newcomer report)."""
+    from typer.testing import CliRunner
+
+    from kbv.cli.main import app
+
+    r = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "80", "TERM": "xterm"})
+    assert r.exit_code == 0, r.output
+    rows = [ln.strip("│ ").rstrip() for ln in r.output.splitlines() if ln.startswith("│")]
+    panel = max(len(ln) for ln in r.output.splitlines())
+    short = [ln for ln, nxt in zip(r.output.splitlines(), r.output.splitlines()[1:])
+             if ln.startswith("│") and nxt.startswith("│            ") and len(ln.rstrip(" │")) < panel - 20]
+    assert rows and not short, short

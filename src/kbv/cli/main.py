@@ -36,12 +36,18 @@ def version_cmd() -> None:
     console.print(f"kbv {__version__}")
 
 
+def _summary(fn) -> str:
+    """The first paragraph of ``fn``'s docstring on one line: the command list of ``kbv --help``
+    (the docstring's own line breaks made it ragged there)."""
+    return " ".join((fn.__doc__ or "").strip().split("\n\n")[0].split())
+
+
 # in the order of ``kbv --help``
 for _name, _fn in (("eval", eval_cmd), ("vet", vet_cmd), ("demo", demo_cmd), ("run", run_cmd),
                    ("report", report_cmd), ("baselines", baselines_cmd), ("version", version_cmd),
                    ("generate", generate_cmd), ("refine", refine_cmd), ("audit", audit_cmd),
                    ("dataset", dataset_cmd)):
-    app.command(_name, cls=Command)(_fn)
+    app.command(_name, cls=Command, short_help=_summary(_fn))(_fn)
 
 
 def main() -> None:
