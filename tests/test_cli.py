@@ -138,3 +138,26 @@ def test_the_command_list_reads_each_summary_as_one_paragraph_at_80_columns():
     short = [ln for ln, nxt in zip(r.output.splitlines(), r.output.splitlines()[1:])
              if ln.startswith("│") and nxt.startswith("│            ") and len(ln.rstrip(" │")) < panel - 20]
     assert rows and not short, short
+
+
+def test_demo_and_correctness_tables_keep_statuses_whole_at_80_columns():
+    """At 80 columns the demo table showed "PA…" and "SHO…" and the correctness table "p…" (newcomer
+    report): names wrap now, statuses and figures stay whole."""
+    import dataclasses
+
+    from rich.console import Console
+
+    from kbv.console import print_verdict
+    from kbv.demo import CASES, demo_table
+    from verdict_factory import make_verdict
+
+    rows = [(c, make_verdict("SHORTCUT" if i % 2 else "PASS", speedup=1.5)) for i, c in enumerate(CASES)]
+    con = Console(width=80, record=True)
+    con.print(demo_table(rows, "cpu"))
+    text = con.export_text()
+    assert "…" not in text and text.count("SHORTCUT") >= len(CASES) // 2, text
+    v = make_verdict("PASS", speedup=1.5)
+    con = Console(width=80, record=True)
+    print_verdict(dataclasses.replace(v), con)
+    text = con.export_text()
+    assert "…" not in text, text

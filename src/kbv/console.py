@@ -6,6 +6,7 @@ import re
 
 from rich.console import Console
 from rich.markup import escape
+from rich import box
 from rich.table import Table
 
 from kbv.model.records import Status, Verdict, VettingReport
@@ -130,10 +131,11 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
     if v.input_sets:
         t = Table(title=f"Correctness (policy {v.config.policy}; err = normalised error vs the fp64 oracle; "
                         "allclose tol = the least atol = rtol that passes)",
-                  title_justify="left")
-        for col in ("input set", "kind", "transform", "result", "err", "budget", "baseline err", "allclose tol",
-                    "compat"):
-            t.add_column(col, no_wrap=True)
+                  title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        # nine columns in 80: no vertical rules, headers wrap, each cell keeps its widest value whole
+        for col, width in (("input set", 9), ("kind", 6), ("transform", 6), ("result", 6), ("err", 7),
+                           ("budget", 7), ("baseline err", 7), ("allclose tol", 7), ("compat", 4)):
+            t.add_column(col, overflow="fold", min_width=width)
         notes = []
         for r in v.input_sets:
             res = "dropped" if r.dropped else ("[green]pass[/]" if r.passed else "[red]FAIL[/]")

@@ -83,8 +83,10 @@ def demo_table(rows: list[tuple[DemoCase, Verdict | str]], device: str) -> Table
                       "verified = kbv (eager-tf32 baseline, nominal + D1-D4 + randomised distributions, fp64-oracle policy). "
                       "x = baseline median / candidate median, timed side by side in one run; ~ = noisy (IQR over 10 % of a median), do not rank on it.",
               caption_justify="left")
+    # the names wrap in a narrow terminal; statuses and figures are never cut ("PA…")
     for col in ("problem", "candidate", "nominal", "x fp32", "verified", "x tf32", "mem", "expected"):
-        t.add_column(col, no_wrap=True)
+        words = col in ("problem", "candidate", "expected")
+        t.add_column(col, no_wrap=not words, overflow="fold" if words else "ellipsis", min_width=8 if words else None)
     nominal_sp, verified_sp = [], []
     for case, v in rows:
         pname = Path(case.problem).stem
