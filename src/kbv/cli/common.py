@@ -7,8 +7,6 @@ problem/candidate file (one line on stderr naming the file and the fault), 3 kbv
 
 from __future__ import annotations
 
-import os
-
 from enum import Enum
 
 import typer
@@ -36,9 +34,7 @@ class Group(TyperGroup):
         return _no_bool_metavar(super().get_params(ctx))
 
 
-#: piped output is 140 columns wide unless ``COLUMNS`` says otherwise (tables are wide)
-console = Console() if Console().is_terminal else Console(
-    width=int(os.environ["COLUMNS"]) if os.environ.get("COLUMNS", "").isdigit() else 140)
+console = Console() if Console().is_terminal else Console(width=140)
 
 
 err_console = Console(stderr=True)
