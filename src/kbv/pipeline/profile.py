@@ -14,6 +14,7 @@ from kbv.model.records import Severity, Status
 from kbv.pipeline.context import Context, Stop
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
+from kbv.reference.build import first_line
 from kbv.sandbox import flags as bl
 from kbv.sandbox import protocol
 
@@ -89,8 +90,8 @@ class ProfileCheck(Context):
                 # leaves nothing to compare: not credited as a custom kernel, not accused either (an
                 # honest torch.compile(fullgraph=True) fails under a dispatch mode too)
                 self._found("probe:op-count-refused", (15,), Severity.SHORTCUT,
-                            f"forward failed under both of kbv's op counts ({_line(reply.error)}; "
-                            f"{_line(reply.recorded_error)}) after passing every correctness set: whether its "
+                            f"forward failed under both of kbv's op counts ({first_line(reply.error)}; "
+                            f"{first_line(reply.recorded_error)}) after passing every correctness set: whether its "
                             "speed is the reference's own torch ops could not be checked")
             return
         # a custom kernel in the file that forward did not use instead of torch: a ghost kernel
@@ -108,9 +109,3 @@ class ProfileCheck(Context):
                 own_share=own_us / total_us if total_us > 0 else None, repeats=1))
             if reason:
                 self._found("profile:own-share", (15, 16), Severity.SHORTCUT, reason)
-
-
-def _line(text: str, limit: int = 160) -> str:
-    """First line of an error text, at most ``limit`` characters."""
-    first = str(text).strip().splitlines()[0] if str(text).strip() else ""
-    return first if len(first) <= limit else first[:limit - 1] + "…"
