@@ -315,3 +315,11 @@ def test_a_baseline_no_verdict_has_is_said_not_shown_as_zero(store):
     assert missing_baseline(load_metrics(store, baseline="eager-tf32")) == ""
     warning = missing_baseline(load_metrics(store, baseline="compile"))
     assert "No compile baseline timing" in warning and "kbv baselines" in warning
+
+
+def test_write_all_carries_the_missing_baseline_warning(store, tmp_path):
+    """The warning reaches report.md, report.html and the caller (the CLI prints it) from one metrics pass."""
+    out = write_all(store, tmp_path / "c", baseline="compile")
+    assert out["missing_baseline"].startswith("No compile baseline timing")
+    assert out["missing_baseline"] in out["markdown"].read_text() and "No compile baseline timing" in out["html"].read_text()
+    assert write_all(store, tmp_path / "t")["missing_baseline"] == ""

@@ -132,7 +132,7 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
         t = Table(title=f"Correctness (policy {v.config.policy}; err = normalised error vs the fp64 oracle; "
                         "allclose tol = the least atol = rtol that passes)",
                   title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-        # nine columns in 80: no vertical rules, headers wrap, each cell keeps its widest value whole
+        # nine columns in 80: no vertical rules, and every column folds rather than cutting to '…'
         for col, width in (("input set", 9), ("kind", 6), ("transform", 6), ("result", 6), ("err", 7),
                            ("budget", 7), ("baseline err", 7), ("allclose tol", 7), ("compat", 4)):
             t.add_column(col, overflow="fold", min_width=width)

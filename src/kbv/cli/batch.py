@@ -204,13 +204,9 @@ def report_cmd(
     with Store(store) as st:
         written = write_all(st, out, baseline=baseline.value, include_excluded=include_excluded, title=title,
                             audit=audit)
-    from kbv.report.export import missing_baseline
-    from kbv.report.html import load_metrics
-
-    with Store(store) as st:
-        warning = missing_baseline(load_metrics(st, baseline=baseline.value, include_excluded=include_excluded))
-    if warning:
-        err_console.print(f"kbv: warning: {warning}", highlight=False, soft_wrap=True, markup=False)
+    if written["missing_baseline"]:
+        err_console.print(f"kbv: warning: {written['missing_baseline']}", highlight=False, soft_wrap=True,
+                          markup=False)
     console.print(f"report written to {written['html']}", highlight=False)
     console.print(f"also {written['leaderboard_csv'].name}, {written['samples_csv'].name}, "
                   f"{written['markdown'].name} and {len(written['eval_results'])} eval_results JSON file(s) "

@@ -206,10 +206,11 @@ def write_policy_csv(metrics: BatchMetrics, path: Path | str) -> Path:
 
 def write_all(store: Store, out_dir: Path | str, *, baseline: str = DEFAULT_BASELINE,
               include_excluded: bool = False, title: str = "kbv report",
-              audit: str | None = None) -> dict[str, Path | list[Path]]:
+              audit: str | None = None) -> dict[str, Any]:
     """Every output under ``out_dir``: ``report.html``, ``leaderboard.csv``, ``policies.csv``, ``samples.csv``,
-    ``report.md`` and ``eval_results/<run>/level<L>/eval_results{,_hidden}.json``. ``audit``: see
-    :func:`render_html`."""
+    ``report.md`` and ``eval_results/<run>/level<L>/eval_results{,_hidden}.json`` (their paths by key),
+    and ``missing_baseline``, the warning both reports carry (:func:`kbv.report.export.missing_baseline`,
+    "" for none). ``audit``: see :func:`render_html`."""
     out = Path(out_dir)
     metrics = load_metrics(store, baseline=baseline, include_excluded=include_excluded)
     return {
@@ -220,6 +221,7 @@ def write_all(store: Store, out_dir: Path | str, *, baseline: str = DEFAULT_BASE
         "markdown": write_metrics_markdown(metrics, out / "report.md", title=title,
                                            unfinished=unfinished_jobs(store)),
         "eval_results": write_eval_results_json(store, out / "eval_results"),
+        "missing_baseline": missing_baseline(metrics),
     }
 
 
