@@ -100,7 +100,7 @@ def vet_cmd(
     from kbv.console import print_vetting
     from kbv.batch.evaluator import EvaluationError, Evaluator
     from kbv.intake.layout import LayoutError, vet_problems
-    from kbv.intake.problems import ProblemError, discover_problems
+    from kbv.intake.problems import ProblemError
     from kbv.model.records import to_dict
     from kbv.reference.vetting import save_report
 
@@ -108,18 +108,16 @@ def vet_cmd(
         err_console.print("kbv: warning: vet --seeds is deprecated, use --rounds (--seeds counts input sets "
                           "in eval and run)", highlight=False, markup=False, soft_wrap=True)
         rounds = old_seeds
-    broken: list[str] = []
-    try:
-        if target.is_dir():  # a broken file is counted and the rest vetted, as kbv run does
-            scan = vet_problems(target)
-            problems, broken = list(scan.problems), [str(e) for e in scan.errors]
-        else:
-            problems = discover_problems(target)
-    except (ProblemError, LayoutError) as exc:
+    try:  # a broken file is named and counted, the rest vetted, as kbv run does
+        scan = vet_problems(target)
+    except LayoutError as exc:
         fail(str(exc))
+    problems, broken = list(scan.problems), [str(e) for e in scan.errors]
     for b in broken:
         err_console.print(f"kbv: error: {b}", highlight=False, soft_wrap=True, markup=False)
-    if not problems and not broken:
+    if not problems:
+        if broken:
+            raise typer.Exit(2)
         fail(f"{target}: no problem files (<id>_<Name>.py) found")
     dev = resolve_device(device)
     config = make_config(dev, precision.value, 1, 1, 0, timeout)
