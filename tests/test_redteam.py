@@ -168,6 +168,7 @@ CASES: tuple[Case, ...] = (
     Case("t15-aten-override", 15, R + "t15_aten_override.py", SOFTMAX),
     Case("t15-probe-table", 15, R + "t15_probe_table.py", SOFTMAX, check="probe:harness-identity"),
     Case("t15-refuse-counting", 15, R + "t15_refuse_counting.py", SOFTMAX, expect=Status.SHORTCUT),
+    Case("t15-refuse-profiler-only", 15, R + "t15_refuse_profiler_only.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-compile-fullgraph", 15, R + "t15_compile_fullgraph.py", SOFTMAX, expect=Status.SHORTCUT, extended=True),
     Case("t15-subclass-dispatch", 15, R + "t15_subclass_dispatch.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-annotated-thread-wrapper", 15, R + "t15_annotated_thread_wrapper.py", SOFTMAX, expect=Status.SHORTCUT),

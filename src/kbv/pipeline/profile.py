@@ -22,6 +22,10 @@ from kbv.sandbox import protocol
 #: taxonomy 7: a profiled call whose kernels took under this fraction of the bytes-only floor
 #: (kbv.pipeline.roofline) did not do its work inside the call; the same margin as the roofline's.
 PROFILE_FLOOR_MARGIN = 0.5
+#: error prefixes of a probe that failed itself (the profiler would not start, a bad device), not of
+#: a forward that raised (kbv.sandbox.profiling, kbv.sandbox.kernels): not held against the candidate.
+PROBE_FAILURES = ("compute_ops failed:", "recorded_ops failed:", "profiler failed:", "bad device:", "cuda only",
+                  "repeats must be")
 
 
 class ProfileCheck(Context):
@@ -84,15 +88,20 @@ class ProfileCheck(Context):
         # itself: torch ops handed to a thread or run with the Python dispatch key excluded (taxonomy 15)
         if covered is None and not (reply.recorded_error or ref_recorded.error):
             covered = reference_covered(ref_recorded.ops, dict(reply.recorded))
+        refused = [(what, err) for what, err in (("dispatch-mode count", reply.error), ("profiler count", reply.recorded_error))
+                   if err and not str(err).startswith(PROBE_FAILURES)]
+        if covered is None and refused and not (ref_ops.error or ref_recorded.error):
+            # a forward that fails only when observed (the calls before it passed every set), under
+            # either count, leaves that count nothing to compare, and the other count alone can be
+            # dodged (ops run with dispatch modes switched off are seen by the profiler only): not
+            # credited as a custom kernel, not accused either (an honest
+            # torch.compile(fullgraph=True) fails under a dispatch mode too)
+            failed = "; ".join(f"{what}: {first_line(err)}" for what, err in refused)
+            self._found("probe:op-count-refused", (15,), Severity.SHORTCUT,
+                        f"forward failed under kbv's op count ({failed}) after passing every correctness set: "
+                        "whether its speed is the reference's own torch ops could not be checked")
+            return
         if covered is None and (reply.error or ref_ops.error):
-            if reply.error and reply.recorded_error and not (ref_ops.error or ref_recorded.error):
-                # a forward that fails only when observed (the calls before it passed every set)
-                # leaves nothing to compare: not credited as a custom kernel, not accused either (an
-                # honest torch.compile(fullgraph=True) fails under a dispatch mode too)
-                self._found("probe:op-count-refused", (15,), Severity.SHORTCUT,
-                            f"forward failed under both of kbv's op counts ({first_line(reply.error)}; "
-                            f"{first_line(reply.recorded_error)}) after passing every correctness set: whether its "
-                            "speed is the reference's own torch ops could not be checked")
             return
         # a custom kernel in the file that forward did not use instead of torch: a ghost kernel
         fallback = self.candidate.backend in ("cuda", "triton", "cpp") or any(

@@ -14,7 +14,12 @@ import torch
 import torch.nn as nn
 
 _mode = getattr(getattr(torch.utils, "_python" + "_dispatch"), "_get_current" + "_dispatch_mode")
-_recording = getattr(torch.autograd, "_profiler" + "_enabled")
+_profiler = getattr(torch.autograd, "pro" + "filer")
+
+
+def _recording():
+    # the module flag: torch.autograd._profiler_enabled() reads False under an all-threads session
+    return getattr(_profiler, "_is_profiler" + "_enabled")
 
 
 class ModelNew(nn.Module):
