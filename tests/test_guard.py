@@ -62,6 +62,33 @@ def test_the_probes_tables_and_bound_torch_entry_points_are_watched():
         protocol._ALLOWED.discard(("os", "system"))
 
 
+def test_a_closure_cell_and_a_static_method_are_watched():
+    """Regression (red team): the op counter's Dynamo-safe dispatch is a wrapper whose closure cell
+    holds the counting function; rebinding that cell (after ``import torch._dynamo``, which makes
+    the counter call the wrapper) counted no op at all, with the function, its code and its
+    defaults unchanged. A static method of a watched class (``ThreadWork._plumbing``) was not
+    watched either. Both are reported and put back."""
+    import torch
+    import torch._dynamo  # noqa: F401 - the counter calls the wrapper from now on
+    from kbv.sandbox import profiling
+
+    g = guard.HarnessGuard([profiling, probes])
+    cell = profiling._DYNAMO_SAFE_DISPATCH.__closure__[0]
+    saved, plumbing = cell.cell_contents, vars(probes.ThreadWork)["_plumbing"]
+    try:
+        cell.cell_contents = lambda self, func, types, args=(), kwargs=None: func(*args, **(kwargs or {}))
+        probes.ThreadWork._plumbing = staticmethod(lambda *a: True)
+        assert profiling.compute_ops(lambda x: torch.softmax(x, 1), [torch.ones(2, 2)]).ops == {}
+        assert set(g.check()) == {"kbv.sandbox.profiling._DYNAMO_SAFE_DISPATCH closure",
+                                  "kbv.sandbox.probes.ThreadWork._plumbing"}
+        assert cell.cell_contents is saved and vars(probes.ThreadWork)["_plumbing"] is plumbing
+        assert profiling.compute_ops(lambda x: torch.softmax(x, 1), [torch.ones(2, 2)]).ops == {"aten._softmax": 1}
+        assert g.check() == []
+    finally:
+        cell.cell_contents = saved
+        probes.ThreadWork._plumbing = plumbing
+
+
 def test_every_name_the_worker_reads_from_probes_exists():
     """Regression: the worker read ``probes.TORCH_OP_NAMESPACES``, which the split left in guard
     only; the AttributeError was swallowed and the torch.library check found nothing."""

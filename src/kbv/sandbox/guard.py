@@ -59,6 +59,11 @@ class HarnessGuard:
                     for attr, member in list(vars(obj).items()):
                         if callable(member) and hasattr(member, "__code__"):
                             self._add(f"{prefix}.{name}.{attr}", obj, attr, member)
+                        elif isinstance(member, (staticmethod, classmethod, property)):
+                            self._add(f"{prefix}.{name}.{attr}", obj, attr, member, code=False)
+                            for part in ("__func__", "fget", "fset", "fdel"):
+                                if getattr(member, part, None) is not None:  # its function's code
+                                    self._add(f"{prefix}.{name}.{attr}", member, part, getattr(member, part))
                 else:  # a function, or an instance of one of the module's own classes
                     self._add(f"{prefix}.{name}", m, name, obj, code=callable(obj))
         for owner, attr, label in attributes:
@@ -73,13 +78,14 @@ class HarnessGuard:
     def _add(self, label: str, owner: Any, attr: str, obj: Any, code: bool = True) -> None:
         """Keep ``owner.attr`` (``obj``); ``code``: also its code and defaults where it has them."""
         code = getattr(obj, "__code__", None) if code else None
-        state = (code, getattr(obj, "__defaults__", None), dict(getattr(obj, "__kwdefaults__", None) or {}))
+        cells = tuple(_cell(c) for c in (getattr(obj, "__closure__", None) or ())) if code is not None else ()
+        state = (code, getattr(obj, "__defaults__", None), dict(getattr(obj, "__kwdefaults__", None) or {}), cells)
         self._entries.append((label, owner, attr, obj, state))
 
     def check(self) -> list[str]:
         """Labels of the entries that changed since construction; each is restored."""
         changed = []
-        for label, owner, attr, obj, (code, defaults, kwdefaults) in self._entries:
+        for label, owner, attr, obj, (code, defaults, kwdefaults, cells) in self._entries:
             if _lookup(owner, attr) is not obj:
                 changed.append(label)
                 try:
@@ -97,6 +103,13 @@ class HarnessGuard:
                         obj.__kwdefaults__ = dict(kwdefaults) or None
                     except (AttributeError, TypeError, ValueError):
                         pass
+                closure = getattr(obj, "__closure__", None) or ()
+                if len(closure) == len(cells) and any(_cell(c) is not v for c, v in zip(closure, cells)):
+                    # a closure's cell rebound (a wrapper's wrapped function): what the function calls
+                    changed.append(f"{label} closure")
+                    for c, v in zip(closure, cells):
+                        if v is not _EMPTY:
+                            c.cell_contents = v
         for label, obj, items in self._contents:
             if not _same_items(obj, items):
                 changed.append(label)
@@ -106,6 +119,16 @@ class HarnessGuard:
                     obj.clear()
                     obj.update(items)
         return changed
+
+
+_EMPTY = object()  #: an empty closure cell's stand-in
+
+
+def _cell(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return _EMPTY
 
 
 def _same_items(obj: Any, items: Any) -> bool:
