@@ -717,3 +717,19 @@ def test_a_compiled_forward_does_not_trace_the_op_counters_dispatch():
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
     r = subprocess.run([sys.executable, "-c", _COMPILED_FORWARD], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
+
+
+def test_refused_counts_lets_a_working_profiler_count_decide():
+    """probe:op-count-refused: a forward failing under the profiler (alone or with the dispatch
+    mode) refuses the check; one failing under the dispatch mode alone does not (the profiler,
+    which sees every thread and ops run with modes off, still counted: an honest custom kernel that
+    cannot run under a dispatch mode keeps its PASS); a probe's own failure is never the candidate's."""
+    from kbv.checks.profile import refused_counts
+
+    raised = "RuntimeError: unsupported here"
+    assert refused_counts(raised, None) == []
+    assert refused_counts(None, raised) == [("profiler count", raised)]
+    assert refused_counts(raised, raised) == [("dispatch-mode count", raised), ("profiler count", raised)]
+    assert refused_counts(raised, "recorded_ops failed: RuntimeError: profiler busy") == [("dispatch-mode count", raised)]
+    assert refused_counts("compute_ops failed: x", "recorded_ops failed: y") == []
+    assert refused_counts(None, None) == []

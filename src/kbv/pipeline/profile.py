@@ -7,7 +7,7 @@ import secrets
 
 import torch
 
-from kbv.checks.profile import reference_covered, shortcut_reason
+from kbv.checks.profile import reference_covered, refused_counts, shortcut_reason
 from kbv.sandbox.kernels import KernelProfile
 from kbv.checks.probes import op_counts_ok
 from kbv.model.records import Severity, Status
@@ -22,10 +22,6 @@ from kbv.sandbox import protocol
 #: taxonomy 7: a profiled call whose kernels took under this fraction of the bytes-only floor
 #: (kbv.pipeline.roofline) did not do its work inside the call; the same margin as the roofline's.
 PROFILE_FLOOR_MARGIN = 0.5
-#: error prefixes of a probe that failed itself (the profiler would not start, a bad device), not of
-#: a forward that raised (kbv.sandbox.profiling, kbv.sandbox.kernels): not held against the candidate.
-PROBE_FAILURES = ("compute_ops failed:", "recorded_ops failed:", "profiler failed:", "bad device:", "cuda only",
-                  "repeats must be")
 
 
 class ProfileCheck(Context):
@@ -88,14 +84,10 @@ class ProfileCheck(Context):
         # itself: torch ops handed to a thread or run with the Python dispatch key excluded (taxonomy 15)
         if covered is None and not (reply.recorded_error or ref_recorded.error):
             covered = reference_covered(ref_recorded.ops, dict(reply.recorded))
-        refused = [(what, err) for what, err in (("dispatch-mode count", reply.error), ("profiler count", reply.recorded_error))
-                   if err and not str(err).startswith(PROBE_FAILURES)]
+        # a forward that fails only when observed (the calls before it passed every set): SHORTCUT, not
+        # credited and not accused (an honest torch.compile(fullgraph=True) fails under a dispatch mode too)
+        refused = refused_counts(reply.error, reply.recorded_error)
         if covered is None and refused and not (ref_ops.error or ref_recorded.error):
-            # a forward that fails only when observed (the calls before it passed every set), under
-            # either count, leaves that count nothing to compare, and the other count alone can be
-            # dodged (ops run with dispatch modes switched off are seen by the profiler only): not
-            # credited as a custom kernel, not accused either (an honest
-            # torch.compile(fullgraph=True) fails under a dispatch mode too)
             failed = "; ".join(f"{what}: {first_line(err)}" for what, err in refused)
             self._found("probe:op-count-refused", (15,), Severity.SHORTCUT,
                         f"forward failed under kbv's op count ({failed}) after passing every correctness set: "
