@@ -208,7 +208,7 @@ def report_cmd(
         err_console.print(f"kbv: warning: {written['missing_baseline']}", highlight=False, soft_wrap=True,
                           markup=False)
     console.print(f"report written to {written['html']}", highlight=False)
-    console.print(f"also {written['leaderboard_csv'].name}, {written['samples_csv'].name}, "
+    console.print(f"also {written['leaderboard_csv'].name}, {written['policies_csv'].name}, {written['samples_csv'].name}, "
                   f"{written['markdown'].name} and {len(written['eval_results'])} eval_results JSON file(s) "
                   f"in {out}", highlight=False)
 

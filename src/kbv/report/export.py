@@ -125,7 +125,7 @@ def missing_baseline(metrics: BatchMetrics) -> str:
     timed = sum(r.overall.speedup_problems for r in metrics.runs)
     if not solved or timed:
         return ""
-    how = ("run `kbv baselines --store STORE` first to time torch.compile on each problem"
+    how = ("run `kbv baselines PROBLEMS --store STORE` first to time torch.compile on each problem"
            if metrics.baseline == "compile" else "the verdicts carry no timing of it")
     return (f"No {metrics.baseline} baseline timing for any of the {solved} solved problem(s): speedups and "
             f"fast_p vs {metrics.baseline} are empty or 0 for want of a baseline; {how}.")
