@@ -71,8 +71,8 @@ def test_build_dir_key_changes_with_everything_that_changes_the_binary(tmp_path,
     others = {candidates.build_dir(cand, "cpu", {**env, var: "x"}) for var in ("CXX", "CC", "TORCH_CUDA_ARCH_LIST")}
     assert base not in others and len(others) == 3
     assert candidates.build_dir(cand, "cuda", env) != base
-    for field, value in (("executable", "/other/venv/bin/python"), ("prefix", "/other/venv"),
-                         ("python", "3.12.0"), ("torch", "2.99"), ("torch_cuda", "12.4"), ("kbv", "9.9")):
+    for field, value in (("python_abi", "cpython-312.so"), ("python", "3.12.0"), ("torch", "2.99"),
+                         ("torch_cuda", "12.4"), ("torch_git", "0" * 40)):
         real = candidates.build_key
         monkeypatch.setattr(candidates, "build_key", lambda d, e=None, f=field, v=value: {**real(d, e), f: v})
         assert candidates.build_dir(cand, "cpu", env) != base, field
@@ -82,16 +82,36 @@ def test_build_dir_key_changes_with_everything_that_changes_the_binary(tmp_path,
 
 
 def test_build_key_names_the_compiler_torch_and_python():
-    import sys
-
-    from kbv import __version__
     from kbv.intake.candidates import build_key
 
     key = build_key("cpu", {"CXX": "no-such-compiler-kbv"})
     assert key["cxx"] == "absent" and key["env:CXX"] == "no-such-compiler-kbv"
-    assert key["executable"] == sys.executable and key["prefix"] == sys.prefix and key["kbv"] == __version__
-    assert key["torch"] and key["torch_cuda"]
+    assert key["torch"] and key["torch_cuda"] and key["torch_git"] and key["python_abi"]
     assert "nvcc" in build_key("cuda", {})
+
+
+def test_build_dir_is_shared_by_the_cli_and_the_api(tmp_path, monkeypatch):
+    """``kbv eval`` runs ``.venv/bin/python3`` (its shebang), a script calling ``kbv.verify``
+    ``.venv/bin/python``; a reference worker may or may not have imported torch yet: one file's
+    build directory is the same for all (issue 25: the API rebuilt what ``kbv eval`` had built)."""
+    import sys
+
+    from kbv.intake import candidates
+    from kbv.model.records import CandidateRef
+
+    monkeypatch.setenv("KBV_CACHE_DIR", str(tmp_path))
+    cand = CandidateRef(path="/x/c.py", sha256="cd" * 32, backend="cpp")
+    env = {"PATH": "/usr/bin"}
+    base = candidates.build_dir(cand, "cpu", env)
+    monkeypatch.setattr(sys, "executable", sys.executable + "3")
+    monkeypatch.setattr(sys, "prefix", "/elsewhere/venv")
+    assert candidates.build_dir(cand, "cpu", env) == base
+    with_torch = candidates._torch_versions()
+    monkeypatch.delitem(sys.modules, "torch", raising=False)  # the orchestrator's way: read from torch/version.py
+    assert candidates._torch_versions() == with_torch
+    assert candidates.build_dir(cand, "cpu", env) == base
+    other = CandidateRef(path="/y/other-name.py", sha256="cd" * 32, backend="cpp", run="r", sample_id=3)
+    assert candidates.build_dir(other, "cpu", env) == base  # content, not the file's name or run
 
 
 # Docs ----------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Callable
 
@@ -129,41 +130,48 @@ def _tool_version(tool: str) -> str:
     return f"{os.path.realpath(exe)}: {line}"
 
 
-def _torch_versions() -> tuple[str, str]:
-    """(torch version, CUDA version torch was built with or ``"none"``), without importing torch
-    when it is not imported yet (the orchestrator never imports it for this)."""
+def _torch_versions() -> tuple[str, str, str]:
+    """(torch version, CUDA version torch was built with or ``"none"``, torch's git commit), without
+    importing torch when it is not imported yet (the orchestrator never imports it for this)."""
     torch = sys.modules.get("torch")
     if torch is not None and hasattr(torch, "version"):
-        return str(torch.__version__), str(torch.version.cuda or "none")
+        return (str(torch.__version__), str(torch.version.cuda or "none"),
+                str(getattr(torch.version, "git_version", "unknown")))
     try:
         version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
-        return "unknown", "unknown"
-    cuda = "unknown"
+        return "unknown", "unknown", "unknown"
+    found = {"cuda": "unknown", "git_version": "unknown"}
     spec = importlib.util.find_spec("torch")
     if spec is not None and spec.submodule_search_locations:
         vfile = Path(list(spec.submodule_search_locations)[0]) / "version.py"
         try:
-            m = re.search(r"^cuda\s*(?::[^=]*)?=\s*(.+)$", vfile.read_text(), re.M)
-            cuda = m.group(1).strip().strip("'\"") if m else "unknown"
-            cuda = "none" if cuda == "None" else cuda
+            text = vfile.read_text()
         except OSError:
-            pass
-    return version, cuda
+            text = ""
+        for name in found:
+            m = re.search(rf"^{name}\s*(?::[^=]*)?=\s*(.+)$", text, re.M)
+            if m:
+                found[name] = m.group(1).strip().strip("'\"")
+    cuda = "none" if found["cuda"] == "None" else found["cuda"]
+    return version, cuda, found["git_version"]
 
 
 def build_key(device: str, environ: dict | None = None) -> dict[str, str]:
     """Everything besides the candidate's source that changes the binary a build produces: the
-    Python (version, executable, prefix), torch and its CUDA, the compilers (``$CXX`` or ``c++``,
-    and ``nvcc`` on cuda), the build variables of :data:`BUILD_ENV` and kbv's version. Each value a
-    string; ``environ`` defaults to ``os.environ``. Runs ``--version`` of each compiler once per
-    process."""
-    from kbv import __version__
+    Python ABI (implementation, version, extension suffix), torch (version, its CUDA, its commit),
+    the compilers (``$CXX`` or ``c++``, and ``nvcc`` on cuda) and the build variables of
+    :data:`BUILD_ENV`. Each value a string; ``environ`` defaults to ``os.environ``. Runs
+    ``--version`` of each compiler once per process.
 
+    Nothing that names *where* this runs is in it (the interpreter's path, the venv, kbv's version):
+    ``kbv eval`` runs ``.venv/bin/python3`` (its script's shebang) where a script calling
+    :func:`kbv.verify` may run ``.venv/bin/python``, and both must find the other's builds."""
     environ = os.environ if environ is None else environ
-    torch_version, torch_cuda = _torch_versions()
-    key = {"python": sys.version, "executable": sys.executable, "prefix": sys.prefix,
-           "torch": torch_version, "torch_cuda": torch_cuda, "device": device, "kbv": __version__,
+    torch_version, torch_cuda, torch_git = _torch_versions()
+    key = {"python": sys.version, "python_abi": f"{sys.implementation.cache_tag}"
+                                                 f"{sysconfig.get_config_var('EXT_SUFFIX') or ''}",
+           "torch": torch_version, "torch_cuda": torch_cuda, "torch_git": torch_git, "device": device,
            "cxx": _tool_version(environ.get("CXX") or "c++")}
     if device == "cuda":
         home = environ.get("CUDA_HOME") or environ.get("CUDA_PATH")
@@ -174,8 +182,9 @@ def build_key(device: str, environ: dict | None = None) -> dict[str, str]:
 
 def build_dir(candidate: CandidateRef, device: str, environ: dict | None = None) -> Path:
     """Per-candidate build directory (created), keyed by the file's content hash and
-    :func:`build_key`: a different venv, Python, torch, CUDA, compiler, build variable or kbv
-    version gets its own directory, so builds of one never evict or reuse another's.
+    :func:`build_key` only: a different Python ABI, torch, CUDA, compiler or build variable gets its
+    own directory, so builds of one never evict or reuse another's, and every process of one
+    toolchain (``kbv eval``, ``kbv run``, :func:`kbv.verify`) shares one build of one file.
 
     ``load_inline`` writes to ``<dir>/torch_extensions`` and Triton to ``<dir>/triton``.
     """
