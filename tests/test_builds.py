@@ -36,3 +36,160 @@ def test_triton_candidate_under_the_interpreter(monkeypatch, fast_config):
         v = ev.evaluate(problem("level1/5_Small_Softmax.py"), demo_candidate("softmax_triton.py"), fast_config)
     assert v.candidate.backend == "triton"
     assert v.status is Status.PASS, v.message
+
+
+# kbv's build-directory lock (kbv.processes.buildlock) ----------------------------------------
+
+_HOLDER = """
+import sys, time
+from pathlib import Path
+from kbv.processes.buildlock import build_lock
+with build_lock(Path(sys.argv[1]), timeout_s=5) as hold:
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+    hold.answered = True
+"""
+
+
+def _holder(build: "os.PathLike", seconds: float):
+    """A plain Python process (no kbv worker) holding the lock of ``build`` for ``seconds``."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(build), str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def _stale_torch_lock(build):
+    lock = build / "torch_extensions" / "relu_ext" / "lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("")
+    (lock.parent / "relu_ext.so").write_bytes(b"\x7fELF half")
+    return lock
+
+
+def test_stale_torch_lock_is_removed_before_a_build(tmp_path):
+    """Ctrl-C during ``load_inline`` left torch's ``torch_extensions/<name>/lock``; the rerun's
+    build waited for it until the 900 s compile limit (issue 25). Holding kbv's lock, no other
+    kbv process builds there: the stale lock goes, the finished objects stay."""
+    from kbv.processes.buildlock import DONE, build_lock, holder
+
+    build = tmp_path / "abc-cpu"
+    lock = _stale_torch_lock(build)
+    with build_lock(build, timeout_s=1) as hold:
+        assert not lock.exists() and (lock.parent / "relu_ext.so").exists()
+        assert holder(build).startswith("building pid=")
+        hold.answered = True
+    assert holder(build).split()[0] == DONE
+
+
+def test_a_build_cut_off_by_its_holders_death_is_rebuilt_and_never_waited_for(tmp_path):
+    """The holder killed mid-build (kill -9, or Ctrl-C then kbv's kill of the worker): the kernel
+    freed its flock, so the next build takes the lock at once, and its half-written objects go."""
+    import signal
+    import time
+
+    from kbv.processes.buildlock import build_lock
+
+    build = tmp_path / "abc-cpu"
+    lock = _stale_torch_lock(build)
+    proc = _holder(build, 60)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    said = []
+    t0 = time.monotonic()
+    with build_lock(build, timeout_s=30, say=said.append) as hold:
+        hold.answered = True
+    assert time.monotonic() - t0 < 2 and said == []
+    assert not lock.parent.exists()  # the cut-off build's objects: rebuilt from scratch
+
+
+def test_a_build_waiting_on_a_live_holder_says_so_and_goes_on_when_it_ends(tmp_path):
+    from kbv.processes.buildlock import build_lock
+
+    build = tmp_path / "abc-cpu"
+    proc = _holder(build, 1.5)
+    said = []
+    with build_lock(build, timeout_s=30, what="relu_cpp.py", say=said.append) as hold:
+        hold.answered = True
+    assert proc.wait() == 0
+    assert len(said) == 1 and said[0].startswith("kbv: relu_cpp.py: waiting for another kbv process")
+    assert f"pid={proc.pid}" in said[0] and str(build) in said[0]
+
+
+def test_a_live_holder_past_the_wait_is_kbvs_failure_named(tmp_path):
+    from kbv.processes.buildlock import BuildLockTimeout, build_lock
+
+    build = tmp_path / "abc-cpu"
+    proc = _holder(build, 30)
+    try:
+        with pytest.raises(BuildLockTimeout, match=f"pid={proc.pid}"):
+            with build_lock(build, timeout_s=0.6, say=lambda line: None):
+                pass
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_build_lock_is_counted_per_process_and_an_unanswered_hold_marks_the_build_cut_off(tmp_path):
+    """Two samples of one file in one build job hold one directory at once (no self-deadlock);
+    a hold whose worker never answered leaves ``building``: the next holder rebuilds."""
+    from kbv.processes.buildlock import BUILDING, build_lock, holder
+
+    build = tmp_path / "abc-cpu"
+    with build_lock(build, timeout_s=1) as a:
+        with build_lock(build, timeout_s=1) as b:
+            b.answered = True
+        a.answered = False  # e.g. the first build timed out
+    assert holder(build).split()[0] == BUILDING
+    lock = _stale_torch_lock(build)
+    with build_lock(build, timeout_s=1) as hold:
+        hold.answered = True
+    assert not lock.parent.exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_cpp_build_prints_one_line_and_the_rerun_finishes(tmp_path):
+    """Ctrl-C (SIGINT to the whole foreground group, as a terminal sends it) while ``load_inline``
+    compiles: one line, no traceback from any process (the reference worker printed a 20-line
+    KeyboardInterrupt), and the rerun builds and finishes instead of waiting on the torch lock the
+    interrupted build left (it hung until the 900 s compile limit: issue 25)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import DATA, ROOT
+    from kbv.demo import data_path
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "KBV_CACHE_DIR": str(tmp_path / "cache")}
+    args = [sys.executable, "-m", "kbv", "eval", str(DATA / "problems" / "level1" / "1_Small_ReLU.py"),
+            str(data_path("candidates", "relu_cpp.py")), "--device", "cpu", "--trials", "3"]
+    proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and proc.poll() is None:
+            if list((tmp_path / "cache" / "build").glob("*/torch_extensions/*/lock")):
+                break  # torch's lock is there: the compiler runs
+            time.sleep(0.1)
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(1.0)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # anything left of the group this test started
+        except ProcessLookupError:
+            pass
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in out + err and "KeyboardInterrupt" not in out + err, err
+    assert [line for line in err.splitlines() if line.strip()] == ["kbv: interrupted"], err
+    assert list((tmp_path / "cache" / "build").glob("*/torch_extensions/*/lock"))  # what hung the rerun
+    t0 = time.monotonic()
+    rerun = subprocess.run([*args, "--json", str(tmp_path / "verdict.json")], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=400)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "PASS" in rerun.stdout, rerun.stdout
+    assert time.monotonic() - t0 < 300

@@ -144,9 +144,9 @@ class _Builder:
     def __enter__(self) -> "_Builder":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self.ref is not None:
-            self.ref.close()
+    def __exit__(self, exc_type, *exc: object) -> None:
+        if self.ref is not None:  # Ctrl-C: the build in flight is killed, not waited for
+            self.ref.close(abort=exc_type is not None and not issubclass(exc_type, Exception))
 
 
 def demo_config(device: str, *, trials: int = DEMO_TRIALS, precision: str = "fp32",

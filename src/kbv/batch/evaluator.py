@@ -201,5 +201,7 @@ class Evaluator:
     def __enter__(self) -> "Evaluator":
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc: object) -> None:
+        # Ctrl-C or SIGTERM out of the block: the job in flight is dropped, not waited for (the
+        # worker ignores SIGINT and would finish it first)
+        self.close(abort=exc_type is not None and not issubclass(exc_type, Exception))

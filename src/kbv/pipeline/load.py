@@ -12,6 +12,7 @@ from kbv.intake.scan import scan_source
 from kbv.model.records import Status
 from kbv.pipeline.context import Context, Stop
 from kbv.processes import footprint as fp
+from kbv.processes.buildlock import BuildLockTimeout, build_lock
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference.build import first_line
@@ -51,12 +52,19 @@ class Load(Context):
     def _load(self, worker: CandidateProcess) -> None:
         t0 = time.perf_counter()
         module_name = f"kbv_candidate_{self.candidate.sha256[:16]}"
-        reply = self._call(
-            worker,
-            protocol.Load(self.candidate.path, module_name, tuple(self.rp.init_args), self.config.init_seed,
-                          self.config.device, self.config.precision, self.fp32_flags),
-            "load", self.config.compile_timeout_s,
-        )
+        request = protocol.Load(self.candidate.path, module_name, tuple(self.rp.init_args), self.config.init_seed,
+                                self.config.device, self.config.precision, self.fp32_flags)
+        # the build dir is this process's alone while the load builds (stale torch locks removed)
+        try:
+            with build_lock(Path(worker.setup.build_dir), timeout_s=self.config.compile_timeout_s,
+                            what=Path(self.candidate.path).name) as hold:
+                try:
+                    reply = self._call(worker, request, "load", self.config.compile_timeout_s)
+                finally:
+                    hold.answered = worker.proc.is_alive()  # it answered: the build ended, done or failed
+        except BuildLockTimeout as exc:
+            raise Stop(Status.EVAL_ERROR, f"{self.name}: load: {exc}; an evaluation failure, not the "
+                                          "candidate's") from None
         if not isinstance(reply, protocol.Loaded):
             raise Stop(Status.RUNTIME_ERROR, f"{self.name}: load: unexpected reply {type(reply).__name__}")
         self.cand_model_bytes = reply.model_bytes

@@ -27,13 +27,22 @@ when it dies (:func:`kbv.processes.handles.start_sentinel`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import traceback
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 
 def reference_main(conn: Connection, device: str) -> None:
+    import signal
+
+    # Ctrl-C reaches every process of the terminal's foreground group, this one included; the
+    # orchestrator alone answers it (one line, then it kills this worker with what it started), so
+    # neither this worker nor the sentinel and candidate workers it starts (they inherit SIG_IGN)
+    # print a KeyboardInterrupt traceback or stop half-way on their own
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # first, before torch starts threads: die with the orchestrator, and have what this worker
     # starts die with this worker (a kill -9 of `kbv run` left both workers running for minutes)
     from kbv.sandbox.confinement import die_with_parent
@@ -168,32 +177,43 @@ def _build(pairs: list[dict], config) -> dict[str, str]:
     from kbv.intake.candidates import build_dir
     from kbv.intake.problems import ProblemError
     from kbv.model.records import CandidateRef, ProblemRef
+    from kbv.processes.buildlock import BuildLockTimeout, Hold, build_lock
     from kbv.processes.candidate import CandidateProcess
 
     out: dict[str, str] = {}
-    started: list[tuple[str, CandidateProcess]] = []
-    try:
-        for pair in pairs:
-            cand = CandidateRef(**pair["candidate"])
-            try:
-                rp = _build_reference(ProblemRef(**pair["problem"]), config)
-            except ProblemError as exc:
-                out[cand.path] = str(exc)
-                continue
-            w = CandidateProcess(device=config.device, build_dir=build_dir(cand, config.device))
-            started.append((cand.path, w))
-            w.send(protocol.Load(cand.path, f"kbv_build_{cand.sha256[:16]}", tuple(rp.init_args), config.init_seed,
-                                 config.device, config.precision, flags_for("eager-fp32")), phase="load")
-        for path, w in started:
-            try:
-                reply = w.receive(phase="load", timeout=config.compile_timeout_s)
-            except Exception as exc:  # noqa: BLE001 - a failed build is the verification's to report
-                out[path] = f"{type(exc).__name__}: {exc}"
-                continue
-            out[path] = "ok" if isinstance(reply, protocol.Loaded) else f"{reply.error_type}: {reply.message[:300]}"
-    finally:
-        for _, w in reversed(started):  # last first: each jail kills what started after it
-            w.close()
+    started: list[tuple[str, CandidateProcess, Hold]] = []
+    with contextlib.ExitStack() as locks:  # each build dir this process's alone until its load answered
+        try:
+            for pair in pairs:
+                cand = CandidateRef(**pair["candidate"])
+                try:
+                    rp = _build_reference(ProblemRef(**pair["problem"]), config)
+                except ProblemError as exc:
+                    out[cand.path] = str(exc)
+                    continue
+                bd = build_dir(cand, config.device)
+                try:
+                    hold = locks.enter_context(build_lock(bd, timeout_s=config.compile_timeout_s,
+                                                          what=Path(cand.path).name))
+                except BuildLockTimeout as exc:
+                    out[cand.path] = f"BuildLockTimeout: {exc}"
+                    continue
+                w = CandidateProcess(device=config.device, build_dir=bd)
+                started.append((cand.path, w, hold))
+                w.send(protocol.Load(cand.path, f"kbv_build_{cand.sha256[:16]}", tuple(rp.init_args), config.init_seed,
+                                     config.device, config.precision, flags_for("eager-fp32")), phase="load")
+            for path, w, hold in started:
+                try:
+                    reply = w.receive(phase="load", timeout=config.compile_timeout_s)
+                except Exception as exc:  # noqa: BLE001 - a failed build is the verification's to report
+                    out[path] = f"{type(exc).__name__}: {exc}"
+                    continue
+                finally:
+                    hold.answered = w.proc.is_alive()
+                out[path] = "ok" if isinstance(reply, protocol.Loaded) else f"{reply.error_type}: {reply.message[:300]}"
+        finally:
+            for _, w, _ in reversed(started):  # last first: each jail kills what started after it
+                w.close()
     return out
 
 

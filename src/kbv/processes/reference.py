@@ -10,12 +10,14 @@ import os
 import platform
 import signal
 import socket
+import threading
 import time
 import dataclasses
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from multiprocessing.connection import Connection
-from typing import Callable
+from typing import Callable, Iterator
 
 from kbv import __version__
 from kbv.model.records import Environment
@@ -147,6 +149,22 @@ def _memory_sample(pid: int | None) -> tuple[int, int] | None:
     return None if rss is None else (rss, host_available_bytes())
 
 
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in this process for the block, from the main thread only (elsewhere a no-op):
+    a worker spawned inside inherits SIG_IGN, so a Ctrl-C during its start-up, before its main
+    function ignores SIGINT itself, prints no KeyboardInterrupt traceback. A Ctrl-C inside the
+    block is lost to this process too; the block is one ``start()``."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old if old is not None else signal.default_int_handler)
+
+
 class ReferenceProcess:
     """The trusted reference worker for one device. Jobs and replies are plain JSON.
 
@@ -165,7 +183,7 @@ class ReferenceProcess:
         self.proc = ctx.Process(target=main, args=(child, device), daemon=False,
                                 name=f"kbv-reference-{device}")
         # as in the candidate worker: OpenMP waits passive, no expandable segments (shared_worker_env)
-        with environ_set({**os.environ, **shared_worker_env()}), plain_main():  # plain_main: a script without a __main__ guard
+        with environ_set({**os.environ, **shared_worker_env()}), plain_main(), _sigint_ignored():  # plain_main: a script without a __main__ guard
             self.proc.start()
         child.close()
 
