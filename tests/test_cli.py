@@ -161,3 +161,26 @@ def test_demo_and_correctness_tables_keep_statuses_whole_at_80_columns():
     print_verdict(dataclasses.replace(v), con)
     text = con.export_text()
     assert "…" not in text, text
+
+
+@pytest.mark.parametrize("args, says", [
+    (["eval", PROBLEM, PROBLEM, "--device", "gpu"], "Invalid value for '--device': 'gpu' is not one of 'auto', 'cpu', 'cuda'"),
+    (["eval", PROBLEM, PROBLEM, "--trials", "0"], "Invalid value for '--trials'"),
+    (["eval"], "Missing argument 'problem'"),
+    (["run", "a", "b", "--no-such-flag"], "No such option: --no-such-flag"),
+    (["report", "--store"], "Option '--store' requires an argument"),
+    (["no-such-command"], "No such command 'no-such-command'"),
+])
+def test_a_bad_option_value_is_one_line_and_exit_2(args, says):
+    """``--device gpu`` printed typer's six-line framed box (issue 25): every usage error of every
+    command is one line naming the option and the command's help, exit 2."""
+    r = kbv(*args, timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("kbv: error: ") and says in lines[0], r.stderr
+    assert "--help" in lines[0] and r.stdout == ""
+
+
+def test_no_arguments_still_print_the_whole_help():
+    r = kbv(timeout=120)
+    assert r.returncode == 0 and "Usage: " in r.stdout and "eval" in r.stdout and r.stderr == ""

@@ -13,6 +13,11 @@ import typer
 from rich.console import Console
 from typer.core import TyperCommand, TyperGroup
 
+try:  # typer 0.2x carries its own click
+    from typer._click import exceptions as _click
+except ImportError:  # an older typer runs on click itself
+    from click import exceptions as _click
+
 
 def _no_bool_metavar(params: list) -> list:
     """Flags take no value: show none in help (typer would print ``<bool>``)."""
@@ -32,6 +37,47 @@ class Group(TyperGroup):
 
     def get_params(self, ctx):  # noqa: D102 - see _no_bool_metavar
         return _no_bool_metavar(super().get_params(ctx))
+
+    def invoke(self, ctx):  # noqa: D102 - Ctrl-C: one line (typer ends it silently with 130)
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            err_console.print("kbv: interrupted", highlight=False)
+            raise typer.Exit(130) from None
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """As typer's, except that a bad option value, an unknown option or a missing argument is
+        one line on stderr (``kbv: error: ...``, exit 2) instead of typer's framed box (six lines
+        for ``--device gpu``). Help for a command given no arguments is still printed whole."""
+        import sys
+
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _click.NoArgsIsHelpError as exc:
+            help_text = exc.ctx.get_help()  # typer's rich help prints itself and returns ""
+            if help_text:
+                print(help_text)
+            sys.exit(0)
+        except _click.UsageError as exc:
+            where = f" (see {exc.ctx.command_path if exc.ctx is not None else 'kbv'} --help)"
+            err_console.print(f"kbv: error: {usage_message(exc)}{where}", highlight=False, soft_wrap=True,
+                              markup=False)
+            sys.exit(exc.exit_code)
+        except _click.ClickException as exc:
+            err_console.print(f"kbv: error: {exc.format_message()}", highlight=False, soft_wrap=True, markup=False)
+            sys.exit(exc.exit_code)
+        except _click.Abort:
+            err_console.print("kbv: aborted", highlight=False)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_message(exc) -> str:
+    """Click's message of a usage error on one line, without its closing full stop or the
+    ``Value error, `` that typer's validation puts before a bad choice."""
+    return " ".join(exc.format_message().replace("Value error, ", "").split()).rstrip(".")
 
 
 console = Console() if Console().is_terminal else Console(width=140)
