@@ -93,3 +93,54 @@ def test_a_registry_replaced_after_load_is_reported_not_taken_as_empty():
     server.torch = torch  # the live registry, unchanged since the snapshot: nothing new
     server._op_impls = set(torch.library._impls)
     assert _Server._new_op_kernels(server) == []
+
+
+# the dispatcher's own registry (kbv.sandbox.guard.dispatcher_overrides, DispatcherWatch): kernels
+# registered from C++ (TORCH_LIBRARY_IMPL) never enter torch.library's registry
+
+BUILT = "/__w/pytorch/pytorch/build/aten/src/ATen"
+BEFORE_SITES = {"aten::copy_": {"CompositeExplicitAutograd": f"{BUILT}/RegisterCompositeExplicitAutograd_0.cpp:3346",
+                                "Autograd": "/__w/pytorch/pytorch/torch/csrc/autograd/VariableTypeManual.cpp:349"},
+                "aten::mm": {"CPU": f"{BUILT}/RegisterCPU_0.cpp:10"}}
+
+
+def test_a_cpp_kernel_for_an_existing_aten_op_is_an_override():
+    from kbv.sandbox.guard import dispatcher_overrides
+
+    after = {"aten::copy_": {**BEFORE_SITES["aten::copy_"], "CPU": "/cache/build/ext/main.cpp:15"},
+             "aten::mm": {"CPU": "/cache/build/ext/main.cpp:16", "Meta": "/cache/build/ext/main.cpp:17"}}
+    assert dispatcher_overrides(BEFORE_SITES, after, TORCH) == [
+        "aten::copy_/CPU (registered at /cache/build/ext/main.cpp:15)",
+        "aten::mm/CPU (registered at /cache/build/ext/main.cpp:16)"]  # Meta computes nothing
+
+
+def test_torchs_own_new_ops_and_kernels_are_not_overrides():
+    from kbv.sandbox.guard import dispatcher_overrides
+
+    after = {"aten::mm": {"CPU": f"{BUILT}/RegisterCPU_0.cpp:10", "AutogradCPU": f"{TORCH}/_decomp/x.py:3"},
+             "prims::fma": {"CompositeExplicitAutograd": f"{TORCH}/_inductor/inductor_prims.py:30"},
+             "mine::relu": {"CPU": "/cache/build/ext/main.cpp:3"}}
+    assert dispatcher_overrides(BEFORE_SITES, after, TORCH) == []
+    generic = {"aten::mm": {"CPU": f"{TORCH}/library.py:505"}}  # anyone may call torch.library
+    assert dispatcher_overrides(BEFORE_SITES, generic, TORCH) == [f"aten::mm/CPU (registered at {TORCH}/library.py:505)"]
+
+
+def test_the_dispatcher_watch_sees_a_registration_in_the_live_registry():
+    """A light check (the one after every timed call) names an override of one of the harness's
+    own ops at once; a full check names one of any other op; each is named once."""
+    import torch
+
+    from kbv.sandbox.guard import DispatcherWatch
+    from kbv.sandbox.profiling import NO_MATH_OPS
+
+    watch = DispatcherWatch(torch, NO_MATH_OPS)
+    assert watch.check(full=True) == [] and watch.check(full=False) == []
+    lib = torch.library.Library("aten", "IMPL")
+    try:
+        lib.impl("alias_copy", lambda x: x, "CPU")
+        assert [f.split(" ")[0] for f in watch.check(full=False)] == ["aten::alias_copy/CPU"]
+        lib.impl("special_sinc", lambda x: x, "CPU")
+        assert [f.split(" ")[0] for f in watch.check(full=True)] == ["aten::special_sinc/CPU"]
+        assert watch.check(full=True) == []
+    finally:
+        lib._destroy()

@@ -245,3 +245,52 @@ def test_demo_sources_in_variables_are_resolved(name):
     planted = text.replace('#include <torch/extension.h>', '#include <torch/extension.h>\nstatic int g = mprotect(0, 0, 0);', 1)
     assert planted != text
     assert "source-fault-handler" in {f.rule for f in scan_source(planted)}
+
+
+@pytest.mark.parametrize("code", [
+    'TORCH_LIBRARY_IMPL(aten, CPU, m) { m.impl("copy_", my_copy); }',
+    'TORCH_LIBRARY_IMPL(aten, AutogradCPU, m) { m.impl("clone", f); }',
+    'TORCH_LIBRARY_IMPL(_, ADInplaceOrView, m) { m.fallback(f); }',
+    'TORCH_LIBRARY_FRAGMENT(aten, m) { m.impl("mm", f); }',
+    'static torch::Library lib(torch::Library::IMPL, "aten", c10::DispatchKey::CPU, __FILE__, __LINE__);',
+    'TORCH_LIBRARY_IMPL(mine, CPU, m) { m.impl("aten::copy_", f); }',
+    'c10::Dispatcher::singleton().registerImpl(op, key, kernel, sig, schema, "x");',
+])
+def test_native_registrations_for_torch_ops_are_hack(code):
+    src = LOAD + f'SRC = r"""{code}"""\nm = load_inline(name="a", cpp_sources=SRC)\n'
+    assert found_rules(src)["overrides-torch-op"][:2] == (15, Severity.HACK)
+
+
+def test_native_ops_of_a_namespace_of_ones_own_are_not_overrides():
+    code = 'TORCH_LIBRARY(myops, m) { m.def("relu(Tensor x) -> Tensor"); }\n' \
+           'TORCH_LIBRARY_IMPL(myops, CPU, m) { m.impl("relu", my_relu); }'
+    src = LOAD + f'SRC = r"""{code}"""\nm = load_inline(name="a", cpp_sources=SRC)\n'
+    assert "overrides-torch-op" not in found_rules(src)
+
+
+@pytest.mark.parametrize("code", [
+    "return at::cpu::mm(a, b);", "return at::cuda::mm(a, b);", "return at::native::relu(a);",
+    "return at::compositeexplicitautograd::clamp_min(a, 0);", "return at::redispatch::mm(ks, a, b);",
+    "return at::_ops::mm::redispatch(ks, a, b);", "at::native::cpublas::gemm<float>(t, t, m, n, k);",
+    "#include <ATen/ops/mm_cpu_dispatch.h>", "#include <ATen/ops/relu_native.h>", "#include <ATen/CPUFunctions.h>",
+    'auto op = c10::Dispatcher::singleton().findSchemaOrThrow("aten::mm", "");',
+])
+def test_pytorch_kernels_called_past_the_dispatcher_are_a_warning(code):
+    src = LOAD + f'SRC = r"""{code}\n"""\nm = load_inline(name="a", cpp_sources=SRC)\n'
+    assert found_rules(src)["source-aten-kernel"][:2] == (15, Severity.WARNING)
+
+
+@pytest.mark.parametrize("code", [
+    "auto s = at::cuda::getCurrentCUDAStream(); at::cuda::OptionalCUDAGuard g(x.device());",
+    "auto o = at::empty({n}, x.options()); float* p = o.data_ptr<float>(); return at::mm(a, b);",
+    "int w = at::cuda::warp_size(); auto* prop = at::cuda::getCurrentDeviceProperties();",
+    "return torch::relu(x);",
+])
+def test_dispatched_calls_and_cuda_helpers_are_not_kernel_calls(code):
+    src = LOAD + f'SRC = r"""{code}\n"""\nm = load_inline(name="a", cpp_sources=SRC)\n'
+    assert "source-aten-kernel" not in found_rules(src)
+
+
+def test_a_line_directive_in_native_source_is_a_warning():
+    src = LOAD + 'SRC = r"""\n#line 1 "/usr/lib/torch/x.py"\nvoid f() {}\n"""\nm = load_inline(name="a", cpp_sources=SRC)\n'
+    assert found_rules(src)["source-line-directive"][:2] == (15, Severity.WARNING)

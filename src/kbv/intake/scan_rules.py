@@ -114,6 +114,34 @@ SOURCE_FRAME_API = (r"\bPyEval_Get(Frame|Locals|Globals|FrameLocals|FrameGlobals
                      r"|\b_PyEval_\w+|\b_PyFrame_\w+|\bPySys_GetObject\b|\bPyImport_GetModuleDict\b|\bf_locals\b")
 
 
+#: torch's operator namespaces as C++ registrations name them, ``_`` being every namespace (a
+#: backend fallback).
+_NATIVE_NAMESPACES = r"(aten|prims|prim|quantized|_quantized|sparse|_)"
+
+#: a kernel registered for one of torch's own ops from C++: ``TORCH_LIBRARY_IMPL(aten, CPU, m)``
+#: (any dispatch key, ``_`` for a fallback), a fragment of ``aten``, ``m.impl("aten::copy_", ...)``,
+#: a ``torch::Library`` built by hand, or the dispatcher's own registration calls.
+SOURCE_OP_OVERRIDE = (r"\bTORCH_LIBRARY_(IMPL|FRAGMENT)\s*\(\s*" + _NATIVE_NAMESPACES + r"\s*,"
+                       r"|\bTORCH_LIBRARY\s*\(\s*" + _NATIVE_NAMESPACES + r"\s*,"
+                       r"|\bLibrary::(IMPL|FRAGMENT|DEF)\s*,\s*\"" + _NATIVE_NAMESPACES + r"\""
+                       r"|\.impl\s*\(\s*\"" + _NATIVE_NAMESPACES + r"::"
+                       r"|\bregister(Impl|Fallback|Def)\s*\(")
+
+#: a call of PyTorch's kernel that bypasses the dispatcher (and with it the op counts): the entry
+#: points of ``ATen/ops/<op>_<key>_dispatch.h`` (``at::cpu::mm``, ``at::cuda::mm``,
+#: ``at::compositeexplicitautograd::...``), the kernels of ``<op>_native.h`` (``at::native::relu``),
+#: ``at::redispatch::`` and ``at::_ops::<op>::redispatch``, and the headers that declare them. The
+#: CUDA helpers of ``at::cuda::`` (``getCurrentCUDAStream``, ``warp_size``...) are no kernel.
+SOURCE_ATEN_KERNEL = (r"\bat::(cpu|cuda|native|mps|compositeexplicitautograd\w*|compositeimplicitautograd\w*"
+                       r"|redispatch)::(\w+::)*(?!get|set|is_|current|device|warp_size|stream|max_|Optional|CUDA)"
+                       r"\w+\s*(<[^;(){}]*>)?\s*\("
+                       r"|\bat::_ops::\w+::redispatch\b"
+                       r"|#\s*include\s*[<\"]ATen/(ops/\w+_(cpu|cuda|mps|compositeexplicitautograd\w*"
+                       r"|compositeimplicitautograd\w*)_dispatch|ops/\w+_native|RedispatchFunctions|NativeFunctions"
+                       r"|CPUFunctions|CUDAFunctions|CompositeExplicitAutograd\w*Functions)\.h"
+                       r"|\bfindSchema(OrThrow)?\s*\(\s*\"(aten|prims)::")
+
+
 #: the start of a libc or system-call name, also as ``SYS_x``, ``__NR_x``, ``rt_x`` or ``::x``.
 SYSCALL = r"(?<![A-Za-z0-9])"
 
@@ -144,6 +172,15 @@ SOURCE_PATTERNS = [
      "and writes-after-return probes decide)"),
     (re.compile(r"\bstatic\s+std::(unordered_)?map\b"), "source-static-cache", 11, Severity.WARNING,
      "native source keeps a static map (output caching?)"),
+    (re.compile(SOURCE_OP_OVERRIDE), "overrides-torch-op", 15, Severity.HACK,
+     "native source registers kernels for torch's own ops (what the reference and the harness run in the "
+     "candidate's process, a copy_ or clone included, would run the candidate's code)"),
+    (re.compile(SOURCE_ATEN_KERNEL), "source-aten-kernel", 15, Severity.WARNING,
+     "native source calls PyTorch's own kernels past the dispatcher, where the op counts do not see them "
+     "(the built extension's imports decide, profile:aten-kernels)"),
+    (re.compile(r'(?m)^[ \t]*#[ \t]*line[ \t]+\d+[ \t]+"'), "source-line-directive", 15, Severity.WARNING,
+     "native source renames its own file for the compiler's records (the site the dispatcher records for "
+     "a kernel it registers)"),
 ]
 
 

@@ -186,7 +186,6 @@ def torch_op_overrides(new_entries: Iterable[str], ops_before: Iterable[str], si
     ``register_kernel``) counts: anyone may call them.
     """
     before = set(ops_before)
-    root = os.path.join(os.path.realpath(torch_dir), "")
     found = []
     for entry in sorted(set(new_entries)):
         ns, _, rest = str(entry).partition("/")
@@ -197,11 +196,114 @@ def torch_op_overrides(new_entries: Iterable[str], ops_before: Iterable[str], si
         if qualname not in before and f"{ns}::{op.split('.')[0]}" not in before:
             continue
         site = sites.get(qualname, {}).get(key, "")
-        path = os.path.realpath(site.rsplit(":", 1)[0]) if site else ""
-        inside = path.startswith(root) and not path[len(root):].startswith(_REGISTRATION_HELPERS)
-        if not inside:
+        if not _torch_site(site, torch_dir):
             found.append(f"{ns}::{rest}" + (f" (registered at {site})" if site else ""))
     return found
+
+
+def _torch_site(site: str, torch_dir: str) -> bool:
+    """Whether a registration site (``/path/file.py:12``) lies in torch's package ``torch_dir``
+    and not at its generic registration helpers (:data:`_REGISTRATION_HELPERS`); no site: no."""
+    if not site:
+        return False
+    root = os.path.join(os.path.realpath(torch_dir), "")
+    path = os.path.realpath(site.rsplit(":", 1)[0])
+    return path.startswith(root) and not path[len(root):].startswith(_REGISTRATION_HELPERS)
+
+
+#: dispatch keys that a dense cpu or cuda tensor's call of an op passes through, besides
+#: :data:`COMPUTE_KEYS` and the ``Autograd*`` / ``Autocast*`` keys: a kernel registered there runs
+#: before the backend's (``BackendSelect`` picks the backend of factory ops such as ``empty``).
+RUN_KEYS = frozenset({"ADInplaceOrView", "BackendSelect"})
+
+
+def dispatcher_overrides(before: dict[str, dict[str, str]], after: dict[str, dict[str, str]],
+                         torch_dir: str) -> list[str]:
+    """Kernels registered with torch's dispatcher, from C++ (``TORCH_LIBRARY_IMPL(aten, CPU, m)``,
+    a hand-built ``torch::Library``) or from Python, that replace or add a kernel of one of torch's
+    own ops (HACK ``probe:harness-identity``: what the reference and the harness run in the
+    candidate's process, a ``copy_`` included, would run the candidate's code).
+
+    ``before[qualname]`` and ``after[qualname]`` map each dispatch key of op ``qualname``
+    (``"aten::copy_"``) to where its active kernel was registered, as :func:`registration_sites`
+    reads ``torch._C._dispatch_dump``, before the candidate loaded and now; ``torch_dir`` is
+    torch's package directory.
+
+    Returns ``"aten::copy_/CPU (registered at /build/main.cpp:15)"`` for every op of
+    :data:`TORCH_OP_NAMESPACES` that existed before (in ``before``) and every key a call passes
+    through (:data:`COMPUTE_KEYS`, :data:`RUN_KEYS`, ``Autograd*``, ``Autocast*``) whose active
+    kernel now comes from another site, one outside torch's package (or at its generic Python
+    helpers, :func:`torch_op_overrides`' rule); sorted. The new ops torch registers itself
+    (inductor's ``prims::`` ops) and the kernels it registers from its own files are not
+    overrides; torch's C++ kernels are all registered when torch loads, before the snapshot.
+    """
+    found = []
+    for qualname in sorted(after):
+        old = before.get(qualname)
+        if old is None or qualname.split("::", 1)[0] not in TORCH_OP_NAMESPACES:
+            continue
+        for key, site in sorted(after[qualname].items()):
+            runs = key in COMPUTE_KEYS or key in RUN_KEYS or key.startswith(("Autograd", "Autocast"))
+            if not runs or old.get(key) == site or _torch_site(site, torch_dir):
+                continue
+            found.append(f"{qualname}/{key} (registered at {site})")
+    return found
+
+
+#: aten ops the candidate worker computes with between the candidate's calls, besides the ops that
+#: do no math (copies, views, allocation: :data:`kbv.sandbox.profiling.NO_MATH_OPS`): the page
+#: touch's ``sum`` and the timing mix's ``rand`` and ``where`` (:mod:`kbv.sandbox.timing`).
+HARNESS_COMPUTE_OPS = frozenset({"sum", "rand", "where", "uniform_", "random_", "randperm", "index", "index_put_"})
+
+
+class DispatcherWatch:
+    """The dispatcher's kernels for torch's own ops, as they were before the candidate loaded,
+    compared with what is registered now (:func:`dispatcher_overrides`); worker side.
+
+    ``torch`` is the torch module, its dispatcher functions bound here (before candidate code);
+    ``harness_ops`` the op names (no namespace, no overload) the worker itself runs between calls.
+    A full :meth:`check` reads every op of :data:`TORCH_OP_NAMESPACES` (~3,200 ``_dispatch_dump``
+    calls, 70 ms on a loaded 2-core machine, 2026-12-02); a light one reads the harness's ops and
+    a rotating sixteenth of the rest (~15 ms), so a kernel that stays registered is named within
+    sixteen light checks and one of the harness's own ops at the first.
+    """
+
+    SLICES = 16  #: a light check reads one of this many slices of the ops (kbv choice).
+
+    def __init__(self, torch: object, harness_ops: Iterable[str]) -> None:
+        self._dump = torch._C._dispatch_dump
+        self._torch_dir = os.path.dirname(torch.__file__)
+        names = [n for n in torch._C._dispatch_get_all_op_names() if n.split("::", 1)[0] in TORCH_OP_NAMESPACES]
+        self._texts = {n: self._read(n) for n in names}
+        self._before = {n: registration_sites(t) for n, t in self._texts.items()}
+        keep = set(harness_ops) | HARNESS_COMPUTE_OPS
+        self._harness = [n for n in names if n.split("::", 1)[1].split(".", 1)[0] in keep]
+        self._rest = [n for n in names if n not in set(self._harness)]
+        self._turn = 0
+        self._reported: set[str] = set()
+
+    def _read(self, qualname: str) -> str:
+        try:
+            return self._dump(qualname)
+        except Exception:  # noqa: BLE001 - an op the dump does not know
+            return ""
+
+    def check(self, full: bool = True) -> list[str]:
+        """Overrides registered since the snapshot and not reported before, each a line
+        (``"aten::copy_/CPU (registered at ...)"``); ``full``: every op, else a light check."""
+        if full:
+            names = list(self._texts)
+        else:
+            self._turn = (self._turn + 1) % self.SLICES
+            names = self._harness + self._rest[self._turn::self.SLICES]
+        after = {}
+        for n in names:
+            text = self._read(n)
+            if text != self._texts[n]:  # parse only what changed
+                after[n] = registration_sites(text)
+        found = [f for f in dispatcher_overrides(self._before, after, self._torch_dir) if f not in self._reported]
+        self._reported.update(found)
+        return found
 
 
 # Writes outside the sandbox (worker side) --------------------------------------------------------

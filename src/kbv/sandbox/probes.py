@@ -22,7 +22,7 @@ import threading
 from typing import Any, Iterable, Sequence
 
 from kbv.sandbox.guard import (  # noqa: F401 - the worker's names (it calls them as probes.*)
-    TORCH_OP_NAMESPACES, HarnessGuard, registration_sites, torch_op_overrides)
+    TORCH_OP_NAMESPACES, DispatcherWatch, HarnessGuard, registration_sites, torch_op_overrides)
 
 
 

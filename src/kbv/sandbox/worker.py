@@ -111,6 +111,11 @@ class _Server(TimedRequests):
             self._ops_before = frozenset(torch._C._dispatch_get_all_op_names())
         except Exception:  # noqa: BLE001 - a torch without the call
             self._ops_before = frozenset()
+        try:  #: the dispatcher's kernels for torch's ops before the candidate loads (C++ ones included)
+            self._dispatcher = integrity.DispatcherWatch(torch, profiling.NO_MATH_OPS)
+        except Exception:  # noqa: BLE001 - a torch without the dispatcher's dump
+            self._dispatcher = None
+        self.guard.watch(self, "_dispatcher", "worker._dispatcher")
         self.writes: list[str] = []  #: writes outside the sandbox seen by the audit hook (taxonomy 26).
         integrity.watch_writes([setup.workdir, setup.build_dir, "/dev/shm", "/dev/null"], self.writes)
         self._reported_writes = 0
@@ -256,10 +261,11 @@ class _Server(TimedRequests):
                                      aliases=aliases, new_threads=len(new), late_work=late_work,
                                      memory=memory)
 
-    def _tampering(self) -> tuple:
+    def _tampering(self, full: bool = True) -> tuple:
         """:class:`kbv.sandbox.protocol.Tampering` reports: harness objects the candidate replaced
-        since load (taxonomy 4; 24 when they carry replies), each put back, and new writes outside
-        the sandbox (taxonomy 26)."""
+        since load (taxonomy 4; 24 when they carry replies), each put back, kernels registered for
+        torch's ops (``full``: the whole dispatcher read, else a light check), and new writes
+        outside the sandbox (taxonomy 26)."""
         # an instance attribute named like one of the server's methods shadows it for every later
         # self.<name> call (the request loop's own handlers are bound at its start): dropped here
         shadows = [k for k in list(vars(self)) if k in _METHOD_NAMES]
@@ -269,19 +275,23 @@ class _Server(TimedRequests):
         p = self.protocol  # after the guard put it back
         found = [p.Tampering(p.REPLY_PATH_PATCHED if any(k in n for k in _REPLY_PATH) else p.HARNESS_PATCHED, n)
                  for n in names]
-        found += [p.Tampering(p.HARNESS_PATCHED, what) for what in self._new_op_kernels()]
+        found += [p.Tampering(p.HARNESS_PATCHED, what) for what in self._new_op_kernels(full)]
         new = self.writes[self._reported_writes:]
         self._reported_writes = len(self.writes)
         found += [p.Tampering(p.SANDBOX_WRITE, w) for w in new]
         return tuple(dict.fromkeys(found))
 
-    def _new_op_kernels(self) -> list[str]:
+    def _new_op_kernels(self, full: bool = True) -> list[str]:
         """Reports of kernels registered through ``torch.library`` since the last check that replace
         one of torch's own ops as it existed before the candidate loaded, from outside torch
         (:func:`kbv.sandbox.probes.torch_op_overrides`): a wrapper hidden behind another op. The new
         ops and kernels torch registers itself (inductor's ``prims::`` ops) are left alone. A registry
-        readable at load that no longer is was replaced: that is reported too, not taken as empty."""
+        readable at load that no longer is was replaced: that is reported too, not taken as empty.
+        Then the dispatcher's own registry (:class:`kbv.sandbox.guard.DispatcherWatch`), which also
+        holds kernels registered from C++ (``TORCH_LIBRARY_IMPL(aten, CPU, m)``)."""
         torch = self.torch
+        watch = getattr(self, "_dispatcher", None)
+        native = watch.check(full) if watch else []
         try:
             impls = set(torch.library._impls) - self._op_impls
             sites = {}
@@ -295,11 +305,13 @@ class _Server(TimedRequests):
                         sites[qualname] = {}
             found = self.integrity.torch_op_overrides(impls, self._ops_before, sites, os.path.dirname(torch.__file__))
         except Exception as exc:  # noqa: BLE001 - a torch without the registry, or a replaced one
-            if not self._registry_at_load:
-                return []
-            return [f"torch.library's registry (unreadable since load: {type(exc).__name__})"]
+            found = [] if not self._registry_at_load else [
+                f"torch.library's registry (unreadable since load: {type(exc).__name__})"]
+            return found + [f"torch op kernel {op} registered with the dispatcher" for op in native]
         self._op_impls |= impls
-        return [f"torch op kernel {op} registered from Python" for op in found]
+        seen = {op.split(" ")[0] for op in found}  # each kernel once, as torch.library names it
+        return [*(f"torch op kernel {op} registered from Python" for op in found),
+                *(f"torch op kernel {op} registered with the dispatcher" for op in native if op.split(" ")[0] not in seen)]
 
     def ping(self, req: Any) -> Any:
         return self.protocol.Pong()
@@ -357,6 +369,7 @@ class _Server(TimedRequests):
             if isinstance(req, p.Shutdown):
                 return
             phase, handler = handlers[type(req)]
+            full = type(req) not in (p.Forward, p.TimedCall)  # the per-call requests get a light registry check
             try:
                 reply = handler(req)
             except BaseException as exc:  # noqa: BLE001 - the candidate may raise anything, even SystemExit
@@ -366,7 +379,7 @@ class _Server(TimedRequests):
             del req  # the request's shared inputs (copied by the handler) unmapped now, not at the next request
             # also restores the reply path before it is used; a reply without reports (Failed, Pong)
             # leaves them to the next one that has
-            pending = self._held + tampering(self)
+            pending = self._held + tampering(self, full)
             if pending and hasattr(reply, "tampering"):
                 reply = dataclasses.replace(reply, tampering=tuple(reply.tampering) + pending)
                 pending = ()
