@@ -304,6 +304,62 @@ def test_audit_labels_fast_pass_kernels_and_flags_disagreement(keys, tmp_path):
         run_audit(db, judges[:1])
 
 
+def test_unparseable_answers_are_no_agreement_and_are_counted_apart():
+    """Two answers without a rubric label were counted as agreement: 2/2, 100 % (issue 25)."""
+    from kbv.generate.audit_store import AuditRow
+
+    def row(i, a, b):
+        return AuditRow(f"k{i}", "m", f"p{i}", 0, "c", "p", 2.0, {"j1": a, "j2": b}, {"j1": "", "j2": ""})
+
+    rows = [row(0, "unparseable", "unparseable"), row(1, "genuine", "unparseable"), row(2, "genuine", "genuine")]
+    ag = agreement(rows, ("j1", "j2"))
+    assert (ag.jobs, ag.agreed, ag.unparseable, ag.rate) == (1, 1, 2, 1.0)
+    assert not rows[0].agreed and rows[0].needs_review
+    none = agreement(rows[:1], ("j1", "j2"))
+    assert (none.jobs, none.agreed, none.unparseable, none.rate, none.kappa) == (0, 0, 1, None, None)
+
+
+def test_cache_keys_on_the_server_even_when_named_by_the_sdk_variable(monkeypatch):
+    """The SDK reads OPENAI_BASE_URL when no base_url is given; the cache ignored it, so another
+    server's old answers came back (issue 25)."""
+    req = ChatRequest("openai", "m", "s", (Message("user", "x"),))
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    plain = req.key()
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://a:1/v1")
+    via_a = req.key()
+    assert via_a != plain and via_a == dataclasses.replace(req, base_url="http://a:1/v1").key()
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://b:1/v1")
+    assert req.key() not in (plain, via_a)
+    assert dataclasses.replace(req, model="m2").key() != req.key()
+
+
+def test_audit_base_url_option_the_servers_answers_and_unparseable_said(keys, tmp_path, monkeypatch):
+    """``kbv audit --base-url`` (documented in its help) points every judge given without @url at
+    one server; answers cached from another server (reached through OPENAI_BASE_URL) never come back;
+    an unparseable answer is said and not counted as agreement."""
+    db = _store_with_pass_kernels(tmp_path)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    help_text = runner.invoke(app, ["audit", "--help"], env={"COLUMNS": "200"}).output
+    assert "--base-url" in help_text and "without @base_url" in help_text
+    judges = ["--judge", "openai:judge-a", "--judge", "openai:judge-b"]
+    with LoopbackLLM(lambda p, b: '{"label": "genuine", "rationale": "tiles"}') as first:
+        monkeypatch.setenv("OPENAI_BASE_URL", first.openai_url)
+        res = runner.invoke(app, ["audit", "--store", str(db), *judges, *cache])
+        assert res.exit_code == 0, res.output
+        assert "2/2 (100%)" in res.output and len(first.requests) == 4
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    with LoopbackLLM(lambda p, b: "I cannot tell." if b["model"] == "judge-b" else
+                     '{"label": "exploit", "rationale": "caches"}') as second:
+        res = runner.invoke(app, ["audit", "--store", str(db), *judges, "--base-url", second.openai_url, *cache])
+        assert res.exit_code == 0, res.output
+        assert len(second.requests) == 4  # nothing from the first server's cache
+    rows = audit_rows(db)
+    assert {r.labels["openai:judge-a"] for r in rows} == {"exploit"}
+    assert {r.labels["openai:judge-b"] for r in rows} == {"unparseable"} and all(r.needs_review for r in rows)
+    out = " ".join(res.output.split())
+    assert "0/0 (-)" in out and "2 kernel(s) with an answer that had no rubric label, not counted as agreement" in out
+
+
 # dataset ------------------------------------------------------------------------------------------
 
 def test_dataset_from_local_parquet_of_the_hub_schema(tmp_path):

@@ -197,6 +197,8 @@ def refine_cmd(
 def audit_cmd(
     store: Path = typer.Option(..., "--store", help="Store written by kbv run."),
     judge: List[str] = typer.Option(..., "--judge", help="provider:model[@base_url]; give two (or more)."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="Server of every --judge given without @base_url "
+                                           "(vLLM, SGLang, a gateway: e.g. http://host:8000/v1)."),
     min_speedup: float = typer.Option(1.0, "--min-speedup", help="Audit PASS kernels at least this fast."),
     baseline: str = typer.Option("eager-tf32", "--baseline", help="Baseline the threshold applies to."),
     out: Optional[Path] = typer.Option(None, "--out", help="Also write audit.csv and audit.json here."),
@@ -215,7 +217,7 @@ def audit_cmd(
     from kbv.generate.providers import ProviderError
 
     try:
-        specs = [JudgeSpec.parse(j) for j in judge]
+        specs = [JudgeSpec.parse(j, base_url) for j in judge]
         outcome = run_audit(store, specs, min_speedup=min_speedup, baseline=baseline,
                             cache=_cache(cache_dir, no_cache), concurrency=concurrency)
     except (ValueError, FileNotFoundError, ProviderError) as exc:
@@ -236,8 +238,10 @@ def audit_cmd(
     rate = "-" if agree.rate is None else f"{100 * agree.rate:.0f}%"
     kappa = "-" if agree.kappa is None else f"{agree.kappa:.2f}"
     flagged = sum(1 for r in rows if r.needs_review)
+    unparsed = (f"; {agree.unparseable} kernel(s) with an answer that had no rubric label, not counted as "
+                "agreement" if agree.unparseable else "")
     cli.console.print(f"agreement {names[0]} vs {names[1]}: {agree.agreed}/{agree.jobs} ({rate}), Cohen's kappa "
-                      f"{kappa}; {flagged} kernel(s) flagged for review", highlight=False)
+                      f"{kappa}{unparsed}; {flagged} kernel(s) flagged for review", highlight=False)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         with open(out / "audit.csv", "w", newline="") as f:
@@ -247,7 +251,8 @@ def audit_cmd(
                 w.writerow([r.problem_key, r.run, r.sample_id, r.speedup, *[r.labels.get(n, "") for n in names],
                             r.consensus or "", int(r.needs_review)])
         (out / "audit.json").write_text(json.dumps(
-            {"agreement": {"judges": names[:2], "jobs": agree.jobs, "agreed": agree.agreed, "kappa": agree.kappa},
+            {"agreement": {"judges": names[:2], "jobs": agree.jobs, "agreed": agree.agreed, "kappa": agree.kappa,
+                           "unparseable": agree.unparseable},
              "rows": [{"job_key": r.job_key, "problem": r.problem_key, "run": r.run, "sample_id": r.sample_id,
                        "speedup": r.speedup, "labels": r.labels, "rationales": r.rationales,
                        "consensus": r.consensus, "needs_review": r.needs_review} for r in rows]}, indent=2) + "\n")

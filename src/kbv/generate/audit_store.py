@@ -24,6 +24,9 @@ from typing import Iterable
 
 from kbv.model.records import Verdict
 
+#: the label of an answer without a rubric label (:func:`kbv.generate.audit.parse_judgement`).
+UNPARSEABLE = "unparseable"
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audits (
     job_key TEXT NOT NULL,
@@ -78,7 +81,7 @@ class AuditRow:
     def agreed(self) -> bool:
         """All judges gave the same parseable label (and there are at least two)."""
         values = set(self.labels.values())
-        return len(self.labels) >= 2 and len(values) == 1 and "unparseable" not in values
+        return len(self.labels) >= 2 and len(values) == 1 and UNPARSEABLE not in values
 
     @property
     def consensus(self) -> str | None:
@@ -160,12 +163,15 @@ def labels_by_verdict(path: Path | str) -> dict[tuple[str, str, str, int | None]
 
 @dataclass(frozen=True)
 class Agreement:
-    """Agreement of two judges over the jobs both labelled."""
+    """Agreement of two judges over the jobs both labelled with a parseable label; jobs where
+    either answer could not be parsed are counted apart (two unparseable answers are no
+    agreement: they say nothing about the kernel)."""
 
     judges: tuple[str, str]
-    jobs: int
+    jobs: int  #: jobs both judges labelled with a rubric label.
     agreed: int
     kappa: float | None  #: Cohen's kappa; None when undefined (no jobs, or chance agreement is 1).
+    unparseable: int = 0  #: jobs both judges answered where at least one answer had no rubric label.
 
     @property
     def rate(self) -> float | None:
@@ -173,15 +179,17 @@ class Agreement:
 
 
 def agreement(rows: list[AuditRow], judges: tuple[str, str]) -> Agreement:
-    """Raw agreement and Cohen's kappa, ``kappa = (p_o - p_e) / (1 - p_e)``, of two judges."""
+    """Raw agreement and Cohen's kappa, ``kappa = (p_o - p_e) / (1 - p_e)``, of two judges, over
+    the jobs where both gave a rubric label (:attr:`Agreement.unparseable` counts the others)."""
     a, b = judges
-    pairs = [(r.labels[a], r.labels[b]) for r in rows if a in r.labels and b in r.labels]
+    both = [(r.labels[a], r.labels[b]) for r in rows if a in r.labels and b in r.labels]
+    pairs = [(x, y) for x, y in both if UNPARSEABLE not in (x, y)]
     n = len(pairs)
     agreed = sum(1 for x, y in pairs if x == y)
     if not n:
-        return Agreement(judges, 0, 0, None)
+        return Agreement(judges, 0, 0, None, len(both))
     ca, cb = Counter(x for x, _ in pairs), Counter(y for _, y in pairs)
     p_o = agreed / n
     p_e = sum(ca[k] * cb[k] for k in ca) / (n * n)
     kappa = None if p_e >= 1.0 else (p_o - p_e) / (1.0 - p_e)
-    return Agreement(judges, n, agreed, kappa)
+    return Agreement(judges, n, agreed, kappa, len(both) - n)

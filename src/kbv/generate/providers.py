@@ -25,6 +25,8 @@ from typing import Any
 
 PROVIDERS = ("openai", "anthropic")
 KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+#: the server variables the SDKs read when no ``base_url`` is given.
+BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 
 class ProviderError(RuntimeError):
@@ -63,10 +65,18 @@ class ChatRequest:
         body = {"system": self.system, "messages": [asdict(m) for m in self.messages]}
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
+    def server(self) -> str | None:
+        """The server that answers: :attr:`base_url`, else the SDK's ``OPENAI_BASE_URL`` /
+        ``ANTHROPIC_BASE_URL`` variable, else None (the provider's own)."""
+        return self.base_url or os.environ.get(BASE_URL_ENV[self.provider]) or None
+
     def key(self) -> str:
-        """SHA-256 (hex) of every field but ``stream`` (a streamed and a plain answer are the same)."""
+        """SHA-256 (hex) of every field but ``stream`` (a streamed and a plain answer are the same),
+        with the server that answers (:meth:`server`) in place of ``base_url``: a request sent to
+        another server through ``OPENAI_BASE_URL`` is another request."""
         body = asdict(self)
         body.pop("stream")
+        body["base_url"] = self.server()
         return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
