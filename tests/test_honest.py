@@ -77,6 +77,7 @@ CPU_CASES = [
     Case("relu_clamp_min_torch.py", "level1/1_Small_ReLU.py", "torch"),
     Case("relu_where_out_torch.py", "level1/1_Small_ReLU.py", "torch"),
     Case("relu_queue_worker_torch.py", "level1/1_Small_ReLU.py", "torch"),  # persistent worker thread
+    Case("relu_accessor_cpp.py", "level1/1_Small_ReLU.py", "cpp"),  # at::empty, accessors, its own loop
     Case("log_libm_ctypes_torch.py", "level1/3_Small_Log.py", "torch"),  # ctypes calls a prebuilt libm
     Case("cross_entropy_lse_torch.py", "level1/4_Small_NLL.py", "torch"),
     Case("softmax_exp_torch.py", "level1/5_Small_Softmax.py", "torch"),
@@ -100,6 +101,9 @@ CPU_CASES = [
     Case("varmean_twopass_torch.py", "level1/31_VarMean.py", "torch"),
     Case("embedding_index_torch.py", "level1/32_Embedding.py", "torch"),
     Case("symmetric_matmul_columns_torch.py", "level1/46_Symmetric_matmul.py", "torch"),  # declared structure
+    # structure found on get_inputs()'s draw, used only after checking all of it (kbv's break-* sets)
+    Case("triangular_matmul_whole_check_torch.py", "level1/16_Matmul_upper_triangular.py", "torch"),
+    Case("onehot_matmul_gather_torch.py", "level1/17_Onehot_matmul.py", "torch"),
     Case("linear_relu_addmm_torch.py", "level2/1_Linear_ReLU.py", "library"),
     Case("hardtanh_addcmul_torch.py", "level2/2_Mul_Add_Hardtanh.py", "torch"),
     Case("hardtanh_chain_cpp.py", "level2/2_Mul_Add_Hardtanh.py", "cpp"),

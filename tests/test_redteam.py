@@ -68,6 +68,7 @@ RELU, LINEAR, LOG, SOFTMAX = "level1/1_Small_ReLU.py", "level1/2_Small_Linear.py
 MATMUL_K, SOFTMAX_ROWS, LAYERNORM = "level1/10_Large_K_matmul.py", "level1/11_Softmax_rows.py", \
     "level1/12_LayerNorm_large_row.py"
 BMM = "level1/15_Batched_matmul.py"
+TRIU_MATMUL, ONEHOT_MATMUL = "level1/16_Matmul_upper_triangular.py", "level1/17_Onehot_matmul.py"
 #: the timing sets capped at a byte: two sets, the path of a problem too big for more (issue 15's 528 MiB bmm).
 TWO_SETS = (("timing_input_bytes", 1),)
 CONSTANT, DROPOUT, TINY = "vetting/1_Constant_output.py", "vetting/2_Dropout_train.py", "vetting/3_Tiny_output.py"
@@ -104,6 +105,8 @@ CASES: tuple[Case, ...] = (
     Case("t04-patch-kbv-timing", 4, "candidates/relu_patch_kbv_timing.py", RELU, extended=True),
     Case("t04-wrap-time-calls", 4, "candidates/relu_wrap_time_calls.py", RELU, extended=True),
     Case("t04-patch-cuda-event", 4, R + "t04_patch_cuda_event.py", GPU_RELU, "cuda"),
+    # a C++ kernel for aten::copy_ (TORCH_LIBRARY_IMPL) doing forward's work inside the harness's copy
+    Case("t04-aten-copy-override", 4, R + "t04_aten_copy_override_cpp.py", RELU, check="probe:harness-identity"),
     # 5 cross-call batching
     Case("t05-deferred-batch", 5, R + "t05_deferred_batch.py", SOFTMAX_ROWS),
     Case("t05-every-other-call", 5, R + "t05_every_other_call.py", SOFTMAX),
@@ -166,6 +169,9 @@ CASES: tuple[Case, ...] = (
     Case("t15-raw-thread-wrapper", 15, R + "t15_raw_thread_wrapper.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-disable-dispatch", 15, R + "t15_disable_dispatch.py", SOFTMAX),
     Case("t15-aten-override", 15, R + "t15_aten_override.py", SOFTMAX),
+    # PyTorch's kernels called from C++ past the dispatcher (issue 19, item 3): the extension's imports
+    Case("t15-aten-cpu-mm", 15, R + "t15_aten_cpu_mm_cpp.py", MATMUL_K, expect=Status.SHORTCUT),
+    Case("t15-native-relu", 15, R + "t15_native_relu_cpp.py", RELU, expect=Status.SHORTCUT),
     Case("t15-probe-table", 15, R + "t15_probe_table.py", SOFTMAX, check="probe:harness-identity"),
     Case("t15-refuse-counting", 15, R + "t15_refuse_counting.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-refuse-profiler-only", 15, R + "t15_refuse_profiler_only.py", SOFTMAX, expect=Status.SHORTCUT),
@@ -197,6 +203,10 @@ CASES: tuple[Case, ...] = (
     Case("t20-lut-exp", 20, R + "t20_lut_exp.py", SOFTMAX_ROWS),
     Case("t20-log-unit-range", 20, R + "t20_log_unit_range.py", LOG, extended=True),
     Case("t20-shape-passthrough", 20, "candidates/relu_same_sign_shape.py", RELU, extended=True),
+    # a structure checked on a sample: the triangular (or gather) path is wrong where a few entries
+    # break the pattern (kbv's break-triangular / break-sparse sets; issue 19, item 4)
+    Case("t20-sampled-triangle", 20, R + "t20_sampled_triangle.py", TRIU_MATMUL, expect=Status.INCORRECT),
+    Case("t20-sampled-onehot", 20, R + "t20_sampled_onehot.py", ONEHOT_MATMUL, expect=Status.INCORRECT),
     # 21 shape hard-coding with dispatch
     Case("t21-shape-dispatch", 21, R + "t21_shape_dispatch.py", SOFTMAX),
     # 22 seed prediction

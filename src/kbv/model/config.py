@@ -10,7 +10,8 @@ from dataclasses import dataclass
 POLICIES: tuple[str, ...] = ("kbv", "kbv-compat")
 #: kbv's randomised distributions run by default (``kbv.reference.inputs.DEFAULT_DISTRIBUTIONS``).
 DEFAULT_DISTRIBUTIONS: tuple[str, ...] = (
-    "fresh", "normal", "sign-flip", "heavy-tail", "wide-range", "outliers", "near-zero", "offset")
+    "fresh", "normal", "sign-flip", "heavy-tail", "wide-range", "outliers", "near-zero", "offset",
+    "few-positions", "break-triangular", "break-banded", "break-symmetric", "break-sorted", "break-sparse")
 #: tolerances of the allclose sweep kept with every input set (atol = rtol = t), as keys.
 SWEEP_KEYS: tuple[str, ...] = ("1e-02", "1e-03", "1e-04")
 

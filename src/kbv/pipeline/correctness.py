@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from kbv.checks.inputs import off_nominal_findings
 from kbv.checks.outputs import fingerprint
 from kbv.checks.probes import call_findings
 from kbv.intake.problems import ProblemError
@@ -21,6 +22,7 @@ from kbv.reference import inputs as inp
 from kbv.reference.passes import host_threads
 from kbv.reference import vetting
 from kbv.reference.build import hidden_test_sets
+from kbv.reference.distributions import DISTRIBUTIONS
 from kbv.reference.mutation import content_digest, perturbed
 from kbv.sandbox import protocol
 
@@ -179,12 +181,8 @@ class Correctness(Judging):
             self._cache_probes(worker, nominal[-1])
         for s in sets:
             self.state.input_sets.append(self._check_set(worker, s))
-        judged = [r for r in self.state.input_sets if not r.dropped]
-        off = [r.name for r in judged if r.kind is not InputKind.NOMINAL and r.passed is False]
-        if off and all(r.passed for r in judged if r.kind is InputKind.NOMINAL):
-            self._found("inputs:off-nominal", (19, 20), Severity.WARNING,
-                        f"right on every nominal set, wrong on {', '.join(off[:6])}: a shortcut that holds only "
-                        "for get_inputs()'s value range (numerical shortcut or value-distribution exploit)")
+        few_places = [n for n, d in DISTRIBUTIONS.items() if d.rewrite is not None]
+        self.state.findings += off_nominal_findings([r for r in self.state.input_sets if not r.dropped], few_places)
         self._kept_outputs = None
         self.oracle.release()
         self.state.phase_seconds["correctness"] = time.perf_counter() - t0

@@ -17,6 +17,23 @@ drives ``get_inputs()`` (shapes, dtypes, integer inputs, scalars) and a private
                 variance, ``x - mean``, softmax without max-subtraction)
 ============== =========================================================================
 
+**Inputs that break a pattern in a few places** (:mod:`kbv.reference.structure`): a ``get_inputs()``
+draw under the secret seed, changed at 1–8 secret positions per tensor, the rest of it as drawn:
+
+=================== ==================================================================
+``few-positions``    values that another ``get_inputs()`` draw has at those positions
+``break-triangular`` entries set in the zero triangle of a triangular input
+``break-banded``     entries set just outside (or anywhere outside) a banded input's band
+``break-symmetric``  ``a[i, j]`` of a symmetric input changed, ``a[j, i]`` kept
+``break-sorted``     two entries of a row swapped in an input sorted along its last dim
+``break-sparse``     zero entries set in an input at least 3/4 zeros (one-hot rows, masks)
+=================== ==================================================================
+
+A ``break-*`` set is built only when a draw of ``get_inputs()`` shows its structure
+(:func:`applies`); its values are the tensor's own non-zero entries. Like ``fresh``, these start
+from the problem's own draw and keep elementwise declared domains; inputs declared with a coupling
+domain (``fixed``, ``probability``, ``symmetric``, ``spd``) are never changed.
+
 Values are drawn in float64 and cast to the tensor's dtype. A problem may declare input domains
 (:mod:`kbv.reference.domains`); the randomised values are then projected into them (``fresh`` excepted: the
 problem's own generator is trusted to respect its own domain), integer inputs declared
@@ -33,6 +50,7 @@ import torch
 from kbv.model import records
 from kbv.reference.domains import Domain
 from kbv.reference.passes import chunk_elements, host_threads
+from kbv.reference.structure import STRUCTURES, break_structure, few_positions
 
 #: D1–D4 of KernelBench-Verified: name → factor applied to floating-point inputs.
 HIDDEN_DISTRIBUTIONS: dict[str, float] = {"D1": 1.0, "D2": 3.0, "D3": 0.01, "D4": -1.0}
@@ -108,13 +126,21 @@ def _offset(base: torch.Tensor, g: torch.Generator) -> torch.Tensor:
 class Distribution:
     """A named randomised distribution (see the module docstring).
 
-    ``values`` is None for ``fresh`` (the problem's own values are kept as drawn).
+    ``values`` is None for ``fresh`` (the problem's own values are kept as drawn) and for the
+    distributions that change a draw in a few places, which give ``rewrite`` instead.
     """
 
     name: str
     description: str
     values: Callable[[torch.Tensor, torch.Generator], torch.Tensor] | None
     transform: str = ""  #: short form stored as the set's ``transform``.
+    #: the whole draw rewritten: ``(draw, another draw's maker, generator, domains) -> (args, drop
+    #: reason or None)`` (:func:`rewritten`).
+    rewrite: Callable[[list, Callable[[], list], torch.Generator, Mapping[int, Domain]],
+                      tuple[list, str | None]] | None = None
+    #: the input structure (:data:`kbv.reference.structure.STRUCTURES`) the set breaks: built only
+    #: where a draw shows it (:func:`applies`).
+    structure: str = ""
 
 
 DISTRIBUTIONS: dict[str, Distribution] = {}
@@ -143,6 +169,35 @@ for _d in (
     Distribution("offset", "1000 + N(0, 1)", _offset, "1e3+N(0,1)"),
 ):
     register_distribution(_d)
+
+def _few_positions(args: list, other: Callable[[], list], g: torch.Generator,
+                   domains: Mapping[int, Domain]) -> tuple[list, str | None]:
+    return few_positions(args, other(), g, domains), None
+
+
+def _breaking(kind: str) -> Callable[..., tuple[list, str | None]]:
+    def rewrite(args: list, other: Callable[[], list], g: torch.Generator,
+                domains: Mapping[int, Domain]) -> tuple[list, str | None]:
+        out, notes = break_structure(kind, args, g, domains)
+        return out, (None if notes else f"get_inputs() drew no {kind} input under this seed")
+    return rewrite
+
+
+_BROKEN = {
+    "triangular": "entries set in the zero triangle",
+    "banded": "entries set outside the band",
+    "symmetric": "a[i,j] changed, a[j,i] kept",
+    "sorted": "two entries of a sorted row swapped",
+    "sparse": "zero entries set",
+}
+assert set(_BROKEN) == set(STRUCTURES)
+
+register_distribution(Distribution("few-positions", "get_inputs() with 1-8 positions per tensor from another draw",
+                                   None, "get_inputs(), 1-8 elements from another draw", _few_positions))
+for _kind, _what in _BROKEN.items():
+    register_distribution(Distribution(f"break-{_kind}", f"get_inputs() with its {_kind} structure broken: "
+                                       f"1-8 {_what}", None, f"get_inputs(), 1-8 {_what}", _breaking(_kind),
+                                       structure=_kind))
 
 #: kbv's default randomised distributions, in the order they are run (the EvalConfig default).
 DEFAULT_DISTRIBUTIONS: tuple[str, ...] = records.DEFAULT_DISTRIBUTIONS
@@ -220,3 +275,23 @@ def randomised(args: Sequence[Any], dist: Distribution, seed: int,
         else:
             out.append(a)
     return out
+
+
+def other_seed(seed: int) -> int:
+    """The seed of the second ``get_inputs()`` draw that ``few-positions`` takes values from."""
+    return (seed * 0x2545F491 + 0x1B873593) % (1 << 31)
+
+
+def rewritten(args: list, dist: Distribution, seed: int, other: Callable[[], list],
+              domains: Mapping[int, Domain] | None = None) -> tuple[list, str | None]:
+    """``dist.rewrite`` of the draw ``args`` under ``seed`` (positions from a private generator
+    seeded from it; ``other`` makes another draw): ``(args, drop reason or None)``."""
+    assert dist.rewrite is not None, dist.name
+    return dist.rewrite(args, other, _generator(seed), domains or {})
+
+
+def applies(dist: Distribution, structures: set[str]) -> bool:
+    """Whether a set of ``dist`` is built for a problem whose draw shows ``structures``
+    (:func:`kbv.reference.structure.present`): every distribution but a ``break-*`` one whose
+    structure is absent."""
+    return not dist.structure or dist.structure in structures

@@ -22,7 +22,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from kbv.reference.distributions import DISTRIBUTIONS, HIDDEN_DISTRIBUTIONS, check_names, is_float_tensor, randomised
+from kbv.reference.distributions import (DISTRIBUTIONS, HIDDEN_DISTRIBUTIONS, applies, check_names, is_float_tensor,
+                                         other_seed, randomised, rewritten)
+from kbv.reference.structure import present
 from kbv.reference.domains import Domain
 from kbv.model.records import InputKind
 
@@ -206,7 +208,10 @@ def build_set(get_inputs: Callable[[], Sequence[Any]], name: str, seed: int,
     dist = DISTRIBUTIONS[name]
 
     def make() -> tuple[list[Any], str | None]:
-        return randomised(draw(get_inputs, seed, device), dist, seed, domains), None
+        args = draw(get_inputs, seed, device)
+        if dist.rewrite is not None:  # a few places of the draw changed (kbv.reference.structure)
+            return rewritten(args, dist, seed, lambda: draw(get_inputs, other_seed(seed), device), domains)
+        return randomised(args, dist, seed, domains), None
 
     return InputSet(name, InputKind.RANDOM, dist.transform or dist.name, seed, maker=make)
 
@@ -214,6 +219,12 @@ def build_set(get_inputs: Callable[[], Sequence[Any]], name: str, seed: int,
 def randomised_sets(get_inputs: Callable[[], Sequence[Any]], names: Sequence[str],
                     domains: Mapping[int, Domain] | None = None, device: Device = None) -> list[InputSet]:
     """One set per randomised distribution, each under its own fresh secret seed, made on
-    ``device`` when first used."""
+    ``device`` when first used. A ``break-*`` distribution gets a set only when one draw of
+    ``get_inputs()`` (under another fresh seed, made and dropped here) shows its structure
+    (:func:`kbv.reference.distributions.applies`)."""
     check_names((), names)
-    return [build_set(get_inputs, n, secret_seed(), domains, device) for n in names]
+    shown: set[str] = set()
+    if any(DISTRIBUTIONS[n].structure for n in names):
+        shown = present(draw(get_inputs, secret_seed(), device), domains)
+    return [build_set(get_inputs, n, secret_seed(), domains, device) for n in names
+            if applies(DISTRIBUTIONS[n], shown)]

@@ -1,0 +1,43 @@
+"""Decisions on which input sets a candidate got wrong (taxonomy 19, 20): right on every nominal set
+and wrong on other distributions (:func:`off_nominal_findings`). The sets themselves:
+:mod:`kbv.reference.inputs`."""
+
+from __future__ import annotations
+
+from typing import Collection, Sequence
+
+from kbv.model.findings import finding
+from kbv.model.records import Finding, InputKind, InputSetResult, Severity
+
+#: set names listed in one finding's detail.
+LISTED = 6
+
+
+def off_nominal_findings(judged: Sequence[InputSetResult], few_places: Collection[str]) -> list[Finding]:
+    """WARNINGs for a candidate right on every judged nominal set and wrong on others.
+
+    ``judged``: the input sets' results, dropped ones left out; ``few_places``: the names of the
+    distributions that change a ``get_inputs()`` draw in a few places (``few-positions``,
+    ``break-*``: :mod:`kbv.reference.structure`). Wrong sets of those give
+    ``inputs:pattern-broken`` (20: a structure or property of the nominal inputs checked on a sample
+    of positions, or assumed), the others ``inputs:off-nominal`` (19, 20: a shortcut that holds only
+    for ``get_inputs()``'s values). Empty when a nominal set failed or nothing else did.
+    """
+    if not all(r.passed for r in judged if r.kind is InputKind.NOMINAL):
+        return []
+    off = [r for r in judged if r.kind is not InputKind.NOMINAL and r.passed is False]
+    broken = [r for r in off if r.kind is InputKind.RANDOM and r.name in few_places]
+    values = [r for r in off if r not in broken]
+    out = []
+    if values:
+        out.append(finding("inputs:off-nominal", (19, 20), Severity.WARNING,
+                           f"right on every nominal set, wrong on {', '.join(r.name for r in values[:LISTED])}: "
+                           "a shortcut that holds only for get_inputs()'s value range (numerical shortcut or "
+                           "value-distribution exploit)"))
+    if broken:
+        what = "; ".join(f"{r.name} ({r.transform})" for r in broken[:LISTED])
+        out.append(finding("inputs:pattern-broken", (20,), Severity.WARNING,
+                           f"right on every nominal set, wrong where a few positions of a get_inputs() draw "
+                           f"change: {what}: a structure of the nominal inputs checked on a sample of positions "
+                           "or assumed without a check"))
+    return out
