@@ -228,6 +228,30 @@ def test_reward_definition():
 
 # generate -----------------------------------------------------------------------------------------
 
+def test_an_answer_of_another_backend_than_asked_earns_nothing_and_is_told(tmp_path):
+    """``kbv refine --backend cpp`` credited a plain-torch answer as PASS, reward 0.5 (issue 25):
+    the backend asked for counts in the reward and the feedback."""
+    def as_backend(v, backend):
+        return dataclasses.replace(v, candidate=dataclasses.replace(v.candidate, backend=backend))
+
+    torch_pass = as_backend(make_verdict("PASS", speedup=2.0), "torch")
+    asked_cpp = reward(torch_pass, backend="cpp")
+    assert asked_cpp.score == 0.0 and asked_cpp.status == "PASS" and asked_cpp.wrong_backend
+    assert asked_cpp.status_score == pytest.approx(1.5)
+    lines = asked_cpp.feedback.splitlines()
+    assert lines[0].startswith("Status: PASS") and lines[1].startswith("Wrong backend: you were asked for C++")
+    assert "plain PyTorch" in lines[1]
+    assert reward(torch_pass).score == pytest.approx(1.5)  # nothing asked: any backend counts
+    cpp_pass = as_backend(make_verdict("PASS", speedup=2.0), "cpp")
+    assert reward(cpp_pass, backend="cpp").score == pytest.approx(1.5) and not reward(cpp_pass, backend="cpp").wrong_backend
+    assert "Wrong backend" not in reward(cpp_pass, backend="cpp").feedback
+    assert reward(as_backend(make_verdict("HACK"), "torch"), backend="cpp").score == -1.0  # a cheat stays -1
+    wrong_incorrect = reward(as_backend(make_verdict("INCORRECT", hidden_fail=["D1"]), "torch"), backend="cpp")
+    assert wrong_incorrect.score == 0.0 and wrong_incorrect.status_score < asked_cpp.status_score
+    kbv_failed = reward(as_backend(make_verdict("EVAL_ERROR"), "torch"), backend="cpp")
+    assert not kbv_failed.wrong_backend and "Wrong backend" not in kbv_failed.feedback  # says nothing of the model
+
+
 def test_generate_writes_layout_metadata_and_per_sample_failures(keys, tmp_path):
     answers = iter([answer(GOOD), "Sorry, no code today."])
     with LoopbackLLM(lambda p, b: next(answers)) as srv:
@@ -432,13 +456,18 @@ def test_pipeline_generate_run_refine_audit_report(keys, tmp_path):
         refined = tmp_path / "refined"
         res = runner.invoke(app, ["refine", str(problems.parent), "--provider", "anthropic", "--model", "refiner",
                                   "--base-url", srv.anthropic_url, "--turns", "2", "--out", str(refined),
-                                  "--input-blind", *fast, *cache])
+                                  "--backend", "cpp", "--input-blind", *fast, *cache])
         assert res.exit_code == 0, res.output
+        assert "not the cpp backend asked for" in res.output
         tdir = refined / "refine" / "level_1_problem_1_sample_0"
         t1, t2 = (json.loads((tdir / f"turn_{k}.json").read_text()) for k in (1, 2))
         # turn 1 is wrong off the nominal range (kbv also names it a passthrough there: HACK)
         assert t1["verdict"]["status"] in ("INCORRECT", "HACK") and t2["verdict"]["status"] == "PASS"
-        assert t1["reward"]["score"] < t2["reward"]["score"]
+        # C++ was asked for and both answers are plain torch: no reward, and the feedback says why;
+        # the correct one is still the better turn
+        assert t1["reward"]["score"] <= 0.0 and t2["reward"]["score"] == 0.0
+        assert "Wrong backend" in t2["reward"]["feedback"]
+        assert t1["reward"]["status_score"] < t2["reward"]["status_score"]
         summary = json.loads((tdir / "refine.json").read_text())
         assert summary["best_turn"] == 2
         assert (refined / "level_1_problem_1_sample_0_kernel.py").read_text() == GOOD

@@ -173,8 +173,9 @@ def refine_cmd(
             for s in range(samples):
                 def show(t, p=p, s=s):
                     sp = f", {t.speedup:.3g}x" if t.speedup else ""
+                    wrong = f", not the {backend.value} backend asked for" if t.wrong_backend else ""
                     cli.console.print(f"level {p.level} problem {p.problem_id} sample {s} turn {t.turn}: "
-                                      f"{t.status} (reward {t.score:.3g}{sp})", highlight=False)
+                                      f"{t.status} (reward {t.score:.3g}{sp}{wrong})", highlight=False)
                 try:
                     with cli.console.status(f"refining {Path(p.path).name} sample {s}..."):
                         res = refine_one(p, settings, config, ev, out, turns=turns, sample_id=s, cache=cache,

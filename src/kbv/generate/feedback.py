@@ -34,6 +34,13 @@ EVAL_ERROR (kbv's own failure)                  0.0 with ``valid=False``: drop t
 ==============================================  ==========================================
 
 ``speedup`` is against ``eager-tf32`` (kbv's verified baseline), else ``eager-fp32``.
+
+The backend asked for counts (``backend``: ``cuda``, ``triton`` or ``cpp``, as the prompt asked):
+an answer of another backend (:func:`kbv.intake.candidates.detect_backend` on the file: plain
+PyTorch where C++ was asked, say) did not do the task, whatever its verdict, and scores 0 (a HACK
+keeps -1); its feedback says so on the first line after the status. :attr:`Reward.status_score` keeps
+what the verdict alone would have scored, so a correct answer of the wrong backend still ranks above
+a wrong one when turns tie.
 """
 
 from __future__ import annotations
@@ -181,22 +188,54 @@ class Reward:
     speedup: float | None = None
     baseline: str | None = None
     valid: bool = True  #: False when kbv failed (EVAL_ERROR): not a signal about the model.
+    backend: str | None = None  #: the answer's backend (``cuda``, ``triton``, ``cpp``, ``torch``), when known.
+    backend_asked: str | None = None  #: the backend the prompt asked for (None: any).
+    status_score: float | None = None  #: the score of the verdict alone, before the backend rule.
+    wrong_backend: bool = False  #: the answer is not in the backend asked for (the score is at most 0).
 
 
 SCORES = {Status.SHORTCUT: 0.3, Status.INCORRECT: 0.1, Status.HACK: -1.0, Status.COMPILE_ERROR: 0.0,
           Status.RUNTIME_ERROR: 0.0, Status.TIMEOUT: 0.0, Status.CRASH: 0.0, Status.EVAL_ERROR: 0.0}
 
+#: what each backend is, for the feedback's backend line.
+BACKEND_NAMES = {"cuda": "CUDA (load_inline with cuda_sources)", "triton": "Triton (@triton.jit kernels)",
+                 "cpp": "C++ for the CPU (load_inline with cpp_sources)", "torch": "plain PyTorch (no kernel of its own)"}
 
-def reward(v: Verdict, *, input_blind: bool = False) -> Reward:
-    """The reward of a verdict (definition in the module docstring) with its feedback."""
-    text = feedback_text(v, input_blind=input_blind)
+
+def backend_mismatch(asked: str | None, got: str | None) -> str | None:
+    """The feedback line when an answer of backend ``got`` is not the ``asked`` one, else None
+    (nothing asked, the backend unknown, or the same)."""
+    if not asked or not got or got == "unknown" or got == asked:
+        return None
+    return (f"Wrong backend: you were asked for {BACKEND_NAMES.get(asked, asked)}, but this answer is "
+            f"{BACKEND_NAMES.get(got, got)}; it earns no reward until it uses the backend asked for.")
+
+
+def _status_score(v: Verdict) -> tuple[float, float | None, str | None]:
+    """(score, speedup, its baseline) of the verdict alone."""
     if v.status is Status.PASS:
         sp = _speedup(v)
         if sp is None:
-            return Reward(1.0, text, v.status.value)
+            return 1.0, None, None
         b, s = sp
-        return Reward(1.0 + 0.5 * min(3.0, max(-1.0, math.log2(s))), text, v.status.value, s, b)
-    return Reward(SCORES[v.status], text, v.status.value, valid=v.status is not Status.EVAL_ERROR)
+        return 1.0 + 0.5 * min(3.0, max(-1.0, math.log2(s))), s, b
+    return SCORES[v.status], None, None
+
+
+def reward(v: Verdict, *, input_blind: bool = False, backend: str | None = None) -> Reward:
+    """The reward of a verdict (definition in the module docstring) with its feedback; ``backend``:
+    the backend the prompt asked for (None: any backend counts)."""
+    text = feedback_text(v, input_blind=input_blind)
+    score, s, b = _status_score(v)
+    got = v.candidate.backend
+    valid = v.status is not Status.EVAL_ERROR
+    wrong = backend_mismatch(backend, got) if valid else None
+    if wrong is not None:
+        status_line, _, rest = text.partition("\n")
+        text = "\n".join(x for x in (status_line, wrong, rest) if x)
+    final = min(score, 0.0) if wrong is not None else score
+    return Reward(final, text, v.status.value, s, b, valid=valid, backend=got, backend_asked=backend,
+                  status_score=score, wrong_backend=wrong is not None)
 
 
 def no_code_reward(reason: str) -> Reward:

@@ -10,7 +10,7 @@ no hidden input value, seed or reference output). Every turn is stored under
   record, the reward and the feedback sent on,
 
 and ``<out>/refine/<stem>/refine.json`` sums up the turns and names the best one (highest
-reward, earliest on ties). The best turn's kernel is copied to ``<out>/<stem>_kernel.py``, so
+reward, then the verdict's own score when answers of the wrong backend tie at 0, then the earliest). The best turn's kernel is copied to ``<out>/<stem>_kernel.py``, so
 ``kbv run`` verifies the refined sample like any other.
 
 Candidate code runs only inside :class:`kbv.batch.evaluator.Evaluator`'s sandboxed workers.
@@ -43,8 +43,11 @@ from kbv.model.records import EvalConfig, ProblemRef, Verdict, to_dict
 
 
 def score_candidate(problem: ProblemRef, source: str, config: EvalConfig, evaluator: Any, *,
-                    input_blind: bool = False, path: Path | str | None = None) -> tuple[Reward, Verdict | None]:
+                    input_blind: bool = False, path: Path | str | None = None,
+                    backend: str | None = None) -> tuple[Reward, Verdict | None]:
     """Verify candidate ``source`` (a ``ModelNew`` module's text) and return its reward and verdict.
+    ``backend``: the backend the prompt asked for (``cuda``, ``triton``, ``cpp``); an answer of
+    another backend scores at most 0 and its feedback says so (:func:`kbv.generate.feedback.reward`).
 
     The source is written to ``path`` (a temporary file when None, removed afterwards) and verified
     by ``evaluator`` (:class:`kbv.batch.evaluator.Evaluator`); a file refused by static vetting gets
@@ -70,7 +73,7 @@ def score_candidate(problem: ProblemRef, source: str, config: EvalConfig, evalua
             verdict = rejection_verdict(problem, rejected_candidate(path, run=None, sample_id=None), config, str(exc))
         else:
             verdict = evaluator.evaluate(problem, cref, config)
-        return reward(verdict, input_blind=input_blind), verdict
+        return reward(verdict, input_blind=input_blind, backend=backend), verdict
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -87,6 +90,8 @@ class Turn:
     score: float
     speedup: float | None
     feedback: str
+    status_score: float | None = None  #: the verdict's score before the backend rule (ties between turns).
+    wrong_backend: bool = False  #: the answer is not in the backend the prompt asked for.
 
 
 @dataclass(frozen=True)
@@ -150,19 +155,20 @@ def refine_one(problem: ProblemRef, settings: GenerationSettings, config: EvalCo
             r = no_code_reward(str(exc))
             kernel.unlink(missing_ok=True)
         else:
-            r, verdict = score_candidate(problem, code, config, evaluator, input_blind=blind, path=kernel)
+            r, verdict = score_candidate(problem, code, config, evaluator, input_blind=blind, path=kernel,
+                                         backend=settings.prompt.backend)
         record.update(reward=asdict(r), verdict=to_dict(verdict) if verdict is not None else None)
         path = tdir / f"turn_{k}.json"
         write_atomic(path, json.dumps(record, indent=2, allow_nan=False, default=str) + "\n")
         turn = Turn(k, str(kernel) if verdict is not None else None, str(path), r.status, r.score, r.speedup,
-                    r.feedback)
+                    r.feedback, r.status_score, r.wrong_backend)
         done_turns.append(turn)
         if on_turn is not None:
             on_turn(turn)
         if k < turns:
             messages = refine_messages(messages, done.text, r.feedback)
     coded = [t for t in done_turns if t.kernel_path]
-    best = max(coded, key=lambda t: (t.score, -t.turn)) if coded else None
+    best = max(coded, key=lambda t: (t.score, t.status_score or 0.0, -t.turn)) if coded else None
     best_kernel = None
     if best is not None:
         best_kernel = out / f"{stem}_kernel.py"
