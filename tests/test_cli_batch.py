@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -265,8 +266,51 @@ def axes_frames(img) -> int:
     return bands
 
 
+#: appended to a copy of the page: once it has loaded, what Chromium made of each figure (decoded?
+#: its pixel size, the size it is shown at, where it ends on the page) is written into the DOM.
+_PROBE = """<script>window.addEventListener("load", function () {
+  var plots = Array.prototype.map.call(document.querySelectorAll("img.plot"), function (img) {
+    var r = img.getBoundingClientRect();
+    return {alt: img.alt, complete: img.complete, w: img.naturalWidth, h: img.naturalHeight,
+            shown_w: img.clientWidth, shown_h: img.clientHeight, bottom: r.bottom + window.scrollY};
+  });
+  var out = document.createElement("pre");
+  out.id = "kbv-probe";
+  out.textContent = JSON.stringify(plots);
+  document.body.appendChild(out);
+});</script>"""
+
+
+def plots_in_chromium(html: Path, width: int = 1400) -> list[dict]:
+    """Each ``img.plot`` of ``html`` as headless Chromium laid it out (``--dump-dom`` of a copy with
+    :data:`_PROBE`): alt text, decoded or not, natural and shown size (px), bottom edge on the page."""
+    import html as html_lib
+
+    probe = html.with_name(html.stem + "-probe.html")
+    probe.write_text(html.read_text().replace("</body>", _PROBE + "</body>"))
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--no-first-run", f"--window-size={width},2000", "--dump-dom", probe.as_uri()]
+    out = subprocess.run(cmd, check=True, timeout=120, capture_output=True, text=True).stdout
+    found = re.search(r'<pre id="kbv-probe">(.*?)</pre>', out, re.S)
+    assert found, f"the probe did not run: {out[-500:]}"
+    return json.loads(html_lib.unescape(found.group(1)))
+
+
+def _png_size(uri: str) -> tuple[int, int]:
+    """(width, height) in px from a ``data:image/png;base64,`` URI's IHDR chunk."""
+    import base64
+    import struct
+
+    data = base64.b64decode(uri.split(",", 1)[1])
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", data[16:24])
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="needs chromium (apt-get install chromium)")
 def test_html_report_renders_every_plot_in_headless_chromium(tmp_path):
+    """Every figure of the page decodes in a real browser, is shown at its own pixel size and draws
+    its axes in colour. The screenshot is as tall as the figures reach (the page grew past the
+    7,000 px window it once fitted: the last figure was cut and 11 of 12 frames counted)."""
     import numpy as np
     from matplotlib.image import imread
 
@@ -276,11 +320,19 @@ def test_html_report_renders_every_plot_in_headless_chromium(tmp_path):
         for v in make_batch(seed=1):
             store.put_verdict(job_for(v), v)
         html = write_html(store, tmp_path / "report.html", title="kbv report (synthetic batch)")
-    png = screenshot(html, tmp_path / "shot.png")
-    img = imread(png)[..., :3]
-    assert img.shape[1] == 1400 and img.shape[0] >= 5000
+    uris = re.findall(r'<img class="plot" alt="[^"]+" src="(data:image/png;base64,[^"]+)"', html.read_text())
+    plots = plots_in_chromium(html)
     # six figures: decomposition (two axes side by side), failures, three memory-speedup scatters
-    # (levels 1-3) and the speedup CDF; every axes box has a top and a bottom spine
+    # (levels 1-3) and the speedup CDF
+    assert [p["alt"] for p in plots] == ["decomposition bars", "failures per distribution",
+                                         *(f"memory-speedup scatter, level {lv}" for lv in (1, 2, 3)), "speedup CDF"]
+    for p, uri in zip(plots, uris):
+        assert p["complete"] and (p["w"], p["h"]) == _png_size(uri), p  # decoded, whole
+        assert (p["shown_w"], p["shown_h"]) == (p["w"], p["h"]), p  # not scaled: 1 px spines stay 1 px
+    height = int(max(p["bottom"] for p in plots)) + 100
+    img = imread(screenshot(html, tmp_path / "shot.png", height=height))[..., :3]
+    assert img.shape == (height, 1400, 3)
+    # every axes box has a top and a bottom spine (the two side-by-side axes share their rows)
     assert axes_frames(img) == 12
     # and they are drawn in colour: matplotlib's first series colour (tab:blue, #1f77b4) is there
     blue = np.all(np.abs(img - np.array([31, 119, 180]) / 255) < 0.02, axis=-1)
