@@ -7,6 +7,7 @@ import json
 import re
 
 import markupsafe
+import numpy as np
 import pytest
 
 from kbv.batch.metrics import compute_metrics
@@ -46,7 +47,7 @@ def page(store, tmp_path_factory):
 
 def test_html_has_every_section_and_plots(store, page):
     text = page
-    for section in ("leaderboard", "policies", "paper", "matrix", "eval-errors", "decomposition", "failures",
+    for section in ("leaderboard", "policies", "paper", "matrix", "runs", "eval-errors", "decomposition", "failures",
                     "scatter", "cdf", "excluded", "problems"):
         assert f'<section id="{section}">' in text
     assert "<title>Leaderboard &lt;test&gt;</title>" in text
@@ -66,7 +67,7 @@ def test_html_has_every_section_and_plots(store, page):
     heads = re.findall(r"<th[^>]*>([^<]*)</th>", body.split("</tr>")[1])
     assert [g for _, g in groups][1:] == ["Correctness", "Speed vs eager-tf32", "Memory", "pass@k", "Verdicts"]
     assert sum(int(n) for n, _ in groups) == len(heads) <= 22  # statuses in one cell: the table fits a page
-    assert "All-problems speedup" in heads and "EVAL_ERROR" in heads
+    assert "All-problems max(1, s), clipped at 1×" in heads and "EVAL_ERROR" in heads
 
 
 def test_html_is_self_contained(page):
@@ -323,3 +324,99 @@ def test_write_all_carries_the_missing_baseline_warning(store, tmp_path):
     assert out["missing_baseline"].startswith("No compile baseline timing")
     assert out["missing_baseline"] in out["markdown"].read_text() and "No compile baseline timing" in out["html"].read_text()
     assert write_all(store, tmp_path / "t")["missing_baseline"] == ""
+
+
+# Issue 25: the clipped aggregate named, zeros drawn, runs compared, report.md complete ------------
+
+def _two_slow_runs(tmp_path):
+    """Runs ``a`` and ``b``, every kernel slower than eager (a: 0.8×, 0.6×; b: 0.4×, 0.3×) on
+    problems 1 and 2; only ``a`` solved problem 3 (0.9×)."""
+    def slow(run, pid, x):  # as slow against either baseline
+        return make_verdict("PASS", run=run, problem_id=pid, speedup={"eager-tf32": x, "eager-fp32": x})
+
+    s = Store(tmp_path / "s.db")
+    vs = [slow("a", 1, 0.8), slow("a", 2, 0.6), slow("a", 3, 0.9), slow("b", 1, 0.4), slow("b", 2, 0.3),
+          make_verdict("INCORRECT", run="b", problem_id=3, hidden_fail=["D1"],
+                       unverified_speedup={"eager-tf32": 0.5, "eager-fp32": 0.5})]
+    for v in vs:
+        s.put_verdict(job_for(v), v)
+    return s
+
+
+def test_the_clipped_aggregate_is_never_shown_as_a_speedup(tmp_path):
+    """Two runs slower than eager everywhere read "all-problems speedup 1.00×", as if at parity
+    (each speedup is clipped at 1): the column says it is clipped, and a value of exactly 1 that
+    came from clipping says so."""
+    with _two_slow_runs(tmp_path) as s:
+        text = write_html(s, tmp_path / "r.html").read_text()
+    assert "All-problems speedup" not in text
+    board = text.split('id="leaderboard-table">')[1].split("</table>")[0]
+    assert "All-problems max(1, s), clipped at 1×" in board and "1.00× (none above 1×)" in board
+    pol = text.split('<section id="policies">')[1].split("</section>")[0]
+    assert "clipped at 1×" in pol and "1.00× (none above 1×)" in pol
+    paper = text.split('<section id="paper">')[1].split("</section>")[0]
+    assert "Avg max(1, s), clipped at 1×" in paper
+
+
+def test_paired_comparison_of_two_runs_over_their_common_problems(tmp_path):
+    """Geomean of per-problem speedup ratios over the problems both solved, with its bootstrap
+    interval; a problem only one run solved is counted apart."""
+    from kbv.batch.paired import paired_comparisons
+    from kbv.model.intervals import geomean_interval
+
+    with _two_slow_runs(tmp_path) as s:
+        bm = load_metrics(s)
+        (c,) = paired_comparisons(bm)
+        text = write_html(s, tmp_path / "r.html").read_text()
+        md = write_all(s, tmp_path / "all")["markdown"].read_text()
+    assert (c.run_a, c.run_b, c.common, c.paired, c.only_a, c.only_b) == ("a", "b", 3, 2, 1, 0)
+    assert c.geomean_ratio == pytest.approx((2.0 * 2.0) ** 0.5)  # 0.8 / 0.4 and 0.6 / 0.3
+    lo, hi = c.interval
+    assert lo == pytest.approx(2.0) and hi == pytest.approx(2.0) and c.reading == "a faster"
+    runs = text.split('<section id="runs">')[1].split("</section>")[0]
+    assert "<td>2.00×</td>" in runs and "[2.00–2.00]" in runs and "a faster" in runs
+    assert "## Run vs run" in md and "| a | b | 3 | 2 | 1 | 0 | 2.00× | [2.00–2.00] | a faster |" in md
+    # the interval: seeded, holds the point, narrows with agreement, and refuses bad ratios
+    spread = [1.5, 2.0, 3.0, 0.9, 2.5, 1.1]
+    lo, hi = geomean_interval(spread, seed=1)
+    assert (lo, hi) == geomean_interval(spread, seed=1) and lo < float(np.exp(np.mean(np.log(spread)))) < hi
+    with pytest.raises(ValueError):
+        geomean_interval([1.0, 0.0], seed=1)
+    with pytest.raises(ValueError):
+        geomean_interval([], seed=1)
+
+
+def test_report_md_has_the_problem_by_run_matrix_and_the_audit_labels(tmp_path):
+    from kbv.generate.audit_store import Judgement, connect, put_judgements, verdict_key
+
+    with _two_slow_runs(tmp_path) as s:
+        v = next(v for v in s.verdicts() if v.candidate.run == "a" and v.problem.problem_id == 1)
+        run, psha, csha, sid = verdict_key(v)
+        db = connect(s.path)
+        put_judgements(db, [Judgement(job_key=job_for(v).key, judge=j, label=lb, rationale="r", raw="", prompt_hash="h",
+                                      run=run, problem_key=problem_key(v.problem), problem_sha256=psha,
+                                      candidate_sha256=csha, sample_id=sid, speedup=0.8)
+                            for j, lb in (("openai:j1", "genuine"), ("openai:j2", "unparseable"))])
+        db.close()
+        md = write_markdown(s, tmp_path / "r.md").read_text()
+    matrix = md.split("## Problem × run")[1].split("\n## ")[0]
+    assert "| problem | a | b |" in matrix
+    row3 = next(line for line in matrix.splitlines() if "level1/3_" in line)
+    assert "PASS 0.90× [" in row3 and "| INCORRECT |" in row3
+    audit = md.split("## Audit labels (kbv audit)")[1].split("\n## ")[0]
+    assert "| problem | run | sample | speedup | openai:j1 | openai:j2 | result |" in audit
+    assert "| genuine | unparseable | needs review |" in audit and "1 flagged for review" in audit
+
+
+def test_fast_1_all_zero_is_drawn_on_a_sane_axis(tmp_path):
+    """Every fast_1 at 0 gave an empty box with a -0.04..0.04 axis: the zeros are drawn and written
+    on a 0-100 % axis."""
+    from kbv.report.plots import decomposition_figure
+
+    with _two_slow_runs(tmp_path) as s:
+        fig = decomposition_figure(load_metrics(s))
+    ax_s, ax_f = fig.axes
+    assert ax_f.get_ylim() == (0.0, 105.0) and list(ax_f.get_yticks()) == [0, 25, 50, 75, 100]
+    labels = [t.get_text() for t in ax_f.texts]
+    assert labels and set(labels) == {"0%"}
+    assert ax_s.get_ylim()[0] == 0.0

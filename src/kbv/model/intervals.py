@@ -67,4 +67,28 @@ def relative_half_width(base_ms: Sequence[float], cand_ms: Sequence[float], seed
     return (hi - lo) / 2 / point
 
 
-__all__ = ["INTERVAL_CONFIDENCE", "INTERVAL_RESAMPLES", "interval_seed", "ratio_interval", "relative_half_width"]
+def geomean_interval(ratios: Sequence[float], seed: int, *, confidence: float = INTERVAL_CONFIDENCE,
+                     resamples: int = INTERVAL_RESAMPLES) -> tuple[float, float]:
+    """Percentile-bootstrap interval (×) of the geometric mean of ``ratios`` (one per problem,
+    each > 0): the problems resampled with replacement ``resamples`` times (Efron & Tibshirani
+    1993, §13.3), the ``(1 ± confidence) / 2`` percentiles of the resampled geomeans. A paired
+    comparison of two runs passes their per-problem speedup ratios (:mod:`kbv.batch.paired`).
+
+    Raises:
+        ValueError: no ratio, a ratio that is not finite and > 0, or ``confidence`` not in (0, 1).
+    """
+    values = np.asarray([float(r) for r in ratios], dtype=float)
+    if values.size == 0 or not np.all(np.isfinite(values) & (values > 0)):
+        raise ValueError("geomean_interval needs finite ratios > 0")
+    logs = np.log(values)
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), not {confidence!r}")
+    rng = np.random.default_rng(int(seed))
+    means = logs[rng.integers(0, logs.size, (int(resamples), logs.size))].mean(axis=1)
+    tail = 100 * (1 - confidence) / 2
+    lo, hi = np.exp(np.percentile(means, [tail, 100 - tail]))
+    return float(lo), float(hi)
+
+
+__all__ = ["INTERVAL_CONFIDENCE", "INTERVAL_RESAMPLES", "interval_seed", "ratio_interval", "relative_half_width",
+           "geomean_interval"]

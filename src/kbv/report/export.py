@@ -14,7 +14,7 @@ import math
 import re
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Sequence
 
 from kbv.batch.metrics import DECOMPOSITION_BASELINES, DECOMPOSITION_CORRECTNESS, BatchMetrics, LevelMetrics
 from kbv.batch.scoring import nominal_correct, speedup_noisy
@@ -131,9 +131,70 @@ def missing_baseline(metrics: BatchMetrics) -> str:
             f"fast_p vs {metrics.baseline} are empty or 0 for want of a baseline; {how}.")
 
 
+def _md_table(head: Sequence[Any], rows: Iterable[Sequence[Any]]) -> list[str]:
+    return (["| " + " | ".join(_md(h) for h in head) + " |", "|" + "---|" * len(head)]
+            + ["| " + " | ".join(_md(c) for c in r) + " |" for r in rows])
+
+
+def _matrix_lines(matrix: tuple[list[str], list[dict[str, Any]]] | None) -> list[str]:
+    """The problem × run matrix (:func:`kbv.report.views.status_matrix`) as a Markdown table."""
+    if matrix is None:
+        return []
+    runs, rows = matrix
+    lines = ["", "## Problem × run", "",
+             "Each cell: the best status the run reached for the problem (PASS, then SHORTCUT, HACK, INCORRECT, "
+             "errors) and, when solved, its best correct speedup with the 95 % interval; `~`: a noisy timing.", ""]
+    if not rows or not runs:
+        return lines + ["No problem."]
+
+    def cell(c: dict[str, Any]) -> str:
+        if not c["status"]:
+            return "no sample"
+        speed = f" {'~' if c['noisy'] else ''}{c['speedup']}" if c["speedup"] else ""
+        return f"{c['status']}{speed}{' ' + c['interval'] if c['speedup'] and c['interval'] else ''}"
+
+    return lines + _md_table(["problem", *runs], ([r["key"], *(cell(c) for c in r["cells"])] for r in rows))
+
+
+def _comparison_lines(metrics: BatchMetrics) -> list[str]:
+    """Each pair of runs compared over the problems both solved (:mod:`kbv.batch.paired`)."""
+    from kbv.batch.paired import paired_comparisons
+
+    comparisons = paired_comparisons(metrics)
+    if not comparisons:
+        return []
+    lines = ["", "## Run vs run", "",
+             "Geomean, over the problems both runs solved, of run A's best correct speedup over run B's (above 1×: "
+             "A is faster), with its 95 % bootstrap interval over problems; an interval holding 1× cannot tell the "
+             "runs apart. Problems only one run solved are counted beside it, not in the ratio.", ""]
+    rows = [(c.run_a or "(unnamed)", c.run_b or "(unnamed)", c.common, c.paired, c.only_a, c.only_b,
+             fmt_ratio(c.geomean_ratio),
+             "–" if c.interval is None else f"[{c.interval[0]:.2f}–{c.interval[1]:.2f}]", c.reading)
+            for c in comparisons]
+    return lines + _md_table(["run A", "run B", "common problems", "solved by both", "A only", "B only",
+                              "geomean A / B", "95 % interval", "reading"], rows)
+
+
+def _audit_lines(audits: Sequence[Any]) -> list[str]:
+    """``kbv audit``'s labels (:class:`kbv.generate.audit_store.AuditRow`), one row per audited sample."""
+    if not audits:
+        return []
+    judges = sorted({j for r in audits for j in r.labels})
+    review = sum(r.needs_review for r in audits)
+    lines = ["", "## Audit labels (kbv audit)", "",
+             f"LLM judges' labels of {len(audits)} PASS kernel(s); advice for a person, never a verdict. "
+             f"{review} flagged for review (judges disagree, or an answer had no rubric label: `unparseable`).", ""]
+    rows = [(r.problem_key, r.run or "(unnamed)", "–" if r.sample_id is None else r.sample_id, fmt_ratio(r.speedup),
+             *(r.labels.get(j, "–") for j in judges), r.consensus or "needs review") for r in audits]
+    return lines + _md_table(["problem", "run", "sample", "speedup", *judges, "result"], rows)
+
+
 def write_metrics_markdown(metrics: BatchMetrics, path: Path | str, *, title: str = "kbv report",
-                           unfinished: int = 0) -> Path:
-    """Markdown summary: leaderboard, decomposition, failures per distribution, exclusions.
+                           unfinished: int = 0, matrix: tuple[list[str], list[dict[str, Any]]] | None = None,
+                           audits: Sequence[Any] = ()) -> Path:
+    """Markdown summary: leaderboard, decomposition, the problem × run matrix (``matrix``: from
+    :func:`kbv.report.views.status_matrix`), each pair of runs compared over their common problems,
+    failures per distribution, ``kbv audit``'s labels (``audits``: its ``AuditRow`` list), exclusions.
 
     ``unfinished``: jobs of the store without a verdict yet (a batch still running or stopped):
     the page then says the figures are partial. A correct speedup marked ``~`` averages over
@@ -172,6 +233,8 @@ def write_metrics_markdown(metrics: BatchMetrics, path: Path | str, *, title: st
             f"{fmt_ratio(r.overall.cell(b, c).correct_speedup)} / {fmt_pct(r.overall.cell(b, c).fast_1_frac)}"
             for b, c in combos]
         lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+    lines += _matrix_lines(matrix)
+    lines += _comparison_lines(metrics)
     names = sorted({n for r in metrics.runs for n in r.overall.hidden_failures})
     lines += ["", "## Failures per hidden distribution", ""]
     if names:
@@ -183,6 +246,7 @@ def write_metrics_markdown(metrics: BatchMetrics, path: Path | str, *, title: st
             lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
     else:
         lines.append("No hidden input sets were run.")
+    lines += _audit_lines(audits)
     lines += ["", "## Excluded problems", ""]
     lines += [f"- `{_md(e.problem_key)}`: {_md('; '.join(e.reasons))} ({e.samples} samples)"
               for e in metrics.excluded] or ["None."]

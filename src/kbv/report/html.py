@@ -28,7 +28,9 @@ from kbv.model.records import POLICIES
 from kbv.report.export import (fmt_pct, fmt_ratio, missing_baseline, write_eval_results_json, write_leaderboard_csv,
     write_metrics_markdown, write_samples_csv)
 from kbv.report import plots as report_plots
-from kbv.report.views import SHOWN_P, anchor, leaderboard, mean_std, problem_views, status_matrix
+from kbv.batch.paired import paired_comparisons
+from kbv.report.views import (CLIPPED_HEAD, SHOWN_P, anchor, clipped_cell, comparison_rows, leaderboard, mean_std,
+    problem_views, status_matrix)
 from kbv.batch.results import SPEEDUP_COLUMNS
 from kbv.batch.store import Store
 
@@ -119,7 +121,8 @@ def render_html(store: Store, *, baseline: str = DEFAULT_BASELINE, include_exclu
         store_name=store.path.name, progress=store.progress(), metrics=metrics,
         unfinished=len(unfinished) - unfinished_excluded, unfinished_excluded=unfinished_excluded,
         groups=groups, head=head, rows=rows, combos=combos, shown_p=SHOWN_P, policies=POLICIES,
-        matrix_runs=matrix_runs, matrix=matrix, ms=mean_std,
+        matrix_runs=matrix_runs, matrix=matrix, ms=mean_std, clipped_head=CLIPPED_HEAD, clipped=clipped_cell,
+        comparisons=comparison_rows(paired_comparisons(metrics)),
         baseline_notes=[(lb, DESCRIPTIONS.get(lb, lb)) for lb in labels],
         hidden_names=sorted({n for r in metrics.runs for n in r.overall.hidden_failures}),
         envs=envs, speedup_labels=list(SPEEDUP_COLUMNS),
@@ -159,9 +162,18 @@ def write_csv(store: Store, path: Path | str, *, baseline: str = DEFAULT_BASELIN
 
 def write_markdown(store: Store, path: Path | str, *, baseline: str = DEFAULT_BASELINE,
                    include_excluded: bool = False, title: str = "kbv report") -> Path:
-    """Markdown summary: leaderboard, decomposition, failures per distribution, exclusions."""
-    return write_metrics_markdown(load_metrics(store, baseline=baseline, include_excluded=include_excluded),
-                                  path, title=title, unfinished=unfinished_jobs(store))
+    """Markdown summary: leaderboard, decomposition, problem × run matrix, run vs run, failures per
+    distribution, audit labels, exclusions (:func:`kbv.report.export.write_metrics_markdown`)."""
+    metrics = load_metrics(store, baseline=baseline, include_excluded=include_excluded)
+    return write_metrics_markdown(metrics, path, title=title, unfinished=unfinished_jobs(store),
+                                  **_markdown_extras(store, metrics))
+
+
+def _markdown_extras(store: Store, metrics: BatchMetrics) -> dict[str, Any]:
+    """What report.md shows beside the metrics: the problem × run matrix and the audit labels."""
+    from kbv.generate.audit_store import audit_rows
+
+    return {"matrix": status_matrix(metrics, list(store.verdicts())), "audits": audit_rows(store.path)}
 
 
 def policy_rows(metrics: BatchMetrics) -> list[dict[str, Any]]:
@@ -219,7 +231,7 @@ def write_all(store: Store, out_dir: Path | str, *, baseline: str = DEFAULT_BASE
         "policies_csv": write_policy_csv(metrics, out / "policies.csv"),
         "samples_csv": write_samples_csv(store, out / "samples.csv"),
         "markdown": write_metrics_markdown(metrics, out / "report.md", title=title,
-                                           unfinished=unfinished_jobs(store)),
+                                           unfinished=unfinished_jobs(store), **_markdown_extras(store, metrics)),
         "eval_results": write_eval_results_json(store, out / "eval_results"),
         "missing_baseline": missing_baseline(metrics),
     }

@@ -116,8 +116,11 @@ def speedup_cdf(metrics: BatchMetrics) -> str | None:
     return _data_uri(fig)
 
 
-def decomposition_bars(metrics: BatchMetrics) -> str | None:
-    """Correct speedup (left) and fast_1 (right) per run under each baseline × correctness notion."""
+def decomposition_figure(metrics: BatchMetrics) -> Figure | None:
+    """The figure of :func:`decomposition_bars` (None without runs). fast_1 is drawn on a fixed
+    0–100 % axis with each bar's value written on it, so all-zero bars read as 0 % (matplotlib's
+    automatic limits made an empty box with a −0.04…0.04 axis); a correct speedup that is
+    undefined (nothing solved) is written ``–`` on its empty bar, never drawn as 0×."""
     if not metrics.runs:
         return None
     fig = _figure(10.0, 4.8, bottom=0.27)
@@ -127,21 +130,32 @@ def decomposition_bars(metrics: BatchMetrics) -> str | None:
     width = 0.8 / len(combos)
     for i, (color, (b, c)) in enumerate(zip(_colors(len(combos)), combos)):
         cells = [r.overall.cell(b, c) for r in metrics.runs]
-        sp = [cell.correct_speedup or 0.0 for cell in cells]
+        sp = [cell.correct_speedup for cell in cells]
         f1 = [cell.fast_1_frac * 100 for cell in cells]
         label = f"{b.replace('eager-', '').upper()} baseline, {c} correctness"
-        ax_s.bar(x + i * width, sp, width, color=color, label=label)
-        ax_f.bar(x + i * width, f1, width, color=color, label=label)
+        bars = ax_s.bar(x + i * width, [v or 0.0 for v in sp], width, color=color, label=label)
+        ax_s.bar_label(bars, labels=["–" if v is None else "" for v in sp], fontsize=7)
+        bars = ax_f.bar(x + i * width, f1, width, color=color, label=label)
+        ax_f.bar_label(bars, labels=[f"{v:.0f}%" for v in f1], fontsize=7, padding=1)
     for ax in (ax_s, ax_f):
         ax.set_xticks(x + 0.4 - width / 2, [r.run or "(unnamed)" for r in metrics.runs], rotation=20,
                       ha="right", fontsize=8)
     ax_s.axhline(1.0, color="0.5", lw=0.8, ls="--")
+    ax_s.set_ylim(bottom=0.0)
+    ax_f.set_ylim(0.0, 105.0)  # room for a 100 % bar's label
+    ax_f.set_yticks([0, 25, 50, 75, 100])
     ax_s.set_ylabel("correct speedup (geomean, ×)")
     ax_f.set_ylabel("fast_1 (% of problems)")
     ax_s.set_title("Correct speedup")
     ax_f.set_title("fast_1")
     fig.legend(*ax_s.get_legend_handles_labels(), loc="lower center", ncol=2, fontsize=8, frameon=False)
-    return _data_uri(fig)
+    return fig
+
+
+def decomposition_bars(metrics: BatchMetrics) -> str | None:
+    """Correct speedup (left) and fast_1 (right) per run under each baseline × correctness notion."""
+    fig = decomposition_figure(metrics)
+    return _data_uri(fig) if fig is not None else None
 
 
 def failure_bars(metrics: BatchMetrics) -> str | None:
@@ -157,6 +171,8 @@ def failure_bars(metrics: BatchMetrics) -> str | None:
         ax.bar(x + i * width, [run.overall.hidden_failures.get(n, 0) for n in names], width, color=color,
                label=f"{run.run or '(unnamed)'} ({run.overall.nominal_passed_samples} passed nominal)")
     ax.set_xticks(x + 0.4 - width / 2, names)
+    ax.set_ylim(0, max(1, max((r.overall.hidden_failures.get(n, 0) for r in metrics.runs for n in names),
+                              default=0)) * 1.05)  # no failure anywhere: a 0..1 axis, not -0.04..0.04
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("samples failing (of those passing nominal)")
     ax.set_title("Failures per hidden distribution")

@@ -54,6 +54,26 @@ def _speed_cell(value: float | None, n: int, of: int, noisy: int) -> str:
     return f"{'~' if noisy else ''}{fmt_ratio(value)} ({n} of {of}{f', {noisy} noisy' if noisy else ''})"
 
 
+#: the head of KernelBench's all-problems aggregate wherever it is shown: it is no speedup but a
+#: geomean of max(1, s), so a run slower than eager everywhere reads 1.00×, never below.
+CLIPPED_HEAD = "All-problems max(1, s), clipped at 1×"
+
+
+def clipped_cell(value: float | None, solved: int) -> str:
+    """KernelBench's clipped all-problems aggregate as a cell: ``1.00× (none above 1×)`` when no
+    solved problem is faster than the baseline (every one clipped), so it never reads as parity."""
+    if value is not None and value == 1.0 and solved:
+        return f"{fmt_ratio(value)} (none above 1×)"
+    return fmt_ratio(value)
+
+
+def comparison_rows(comparisons) -> list[dict[str, Any]]:
+    """The paired comparisons of runs (:func:`kbv.batch.paired.paired_comparisons`) as table rows."""
+    return [{"a": c.run_a or "(unnamed)", "b": c.run_b or "(unnamed)", "common": c.common, "paired": c.paired,
+             "only_a": c.only_a, "only_b": c.only_b, "ratio": fmt_ratio(c.geomean_ratio),
+             "interval": _interval(c.interval), "reading": c.reading} for c in comparisons]
+
+
 def _statuses(m: LevelMetrics) -> str:
     return " · ".join(f"{s} {n}" for s, n in m.status_counts.items() if n and s != Status.EVAL_ERROR.value) or "–"
 
@@ -63,7 +83,7 @@ def leaderboard(metrics: BatchMetrics) -> tuple[list[tuple[str, int]], list[str]
     k_cols = sorted({k for m in metrics.rows() for k in m.pass_at_k})
     groups = [("", 2), ("Correctness", 3), (f"Speed vs {metrics.baseline}", 2 + len(SHOWN_P)), ("Memory", 2),
               ("pass@k", len(k_cols)), ("Verdicts", 3)]
-    head = ["Run", "Scope", "Problems", "Samples", "Correct", "Correct speedup", "All-problems speedup",
+    head = ["Run", "Scope", "Problems", "Samples", "Correct", "Correct speedup", CLIPPED_HEAD,
             *(f"fast_{p:g}" for p in SHOWN_P), "Mem. eff.", "Mem-efficient", *(f"pass@{k}" for k in k_cols),
             "Shortcut speedup", "Statuses", "EVAL_ERROR"]
     rows = []
@@ -74,7 +94,7 @@ def leaderboard(metrics: BatchMetrics) -> tuple[list[tuple[str, int]], list[str]
             (problems, str(m.problems)), (str(m.samples), str(m.samples)),
             (f"{fmt_pct(m.correct_frac)} ({m.solved})", _num(m.correct_frac)),
             (_speed_cell(m.correct_speedup, m.speedup_problems, m.problems, m.noisy_problems), _num(m.correct_speedup)),
-            (fmt_ratio(m.all_problems_speedup), _num(m.all_problems_speedup)),
+            (clipped_cell(m.all_problems_speedup, m.solved), _num(m.all_problems_speedup)),
             *((fmt_pct(m.fast_p.get(p)), _num(m.fast_p.get(p))) for p in SHOWN_P),
             (fmt_ratio(m.memory_efficiency), _num(m.memory_efficiency)),
             (fmt_pct(m.memory_efficient_frac), _num(m.memory_efficient_frac)),
