@@ -164,3 +164,19 @@ def test_a_candidate_wrong_only_where_a_pattern_breaks_gets_a_finding_naming_the
     assert [x.check for x in both] == ["inputs:off-nominal", "inputs:pattern-broken"]
     assert "offset" in both[0].detail and "break-triangular" not in both[0].detail
     assert off_nominal_findings([r("nominal-0", InputKind.NOMINAL, False)] + sets[1:], few) == []
+
+
+@pytest.mark.cuda
+def test_structure_is_found_and_broken_where_a_cuda_draw_lies():
+    """On the device: the draw, the chunked passes and the changes stay on cuda."""
+    def gi():
+        return [torch.triu(torch.randn(300, 300)), torch.nn.functional.one_hot(torch.randint(0, 64, (512,)), 64).float()]
+    with torch.device("cuda"):
+        assert st.present(gi()) == {"triangular", "sparse"}
+    s = inp.build_set(gi, "break-triangular", 4, device="cuda")
+    x = s.args[0]
+    assert x.is_cuda and s.drop_reason is None and 1 <= int(torch.tril(x, -1).ne(0).sum()) <= st.MAX_CHANGES
+    f = inp.build_set(gi, "few-positions", 4, device="cuda").args
+    assert all(t.is_cuda for t in f)
+    names = [s.name for s in inp.randomised_sets(gi, list(DEFAULT_DISTRIBUTIONS), device="cuda")]
+    assert "break-triangular" in names and "break-sparse" in names and "break-sorted" not in names
