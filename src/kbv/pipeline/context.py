@@ -87,7 +87,10 @@ class Context:
         self._repeat_costs: dict = {"fresh": [], "repeat": []}
         #: the largest input-rounding errors the nominal sets measured (kbv.pipeline.judging), per output.
         self._nominal_rounding: list | None = None
-        self._stage: list = []  #: the candidate worker's staging buffers, shared (kbv.sandbox.protocol.CallTimed).
+        self._slots = None  #: the candidate worker's output slot buffer, shared (kbv.sandbox.protocol.TimingReady).
+        self._slot_bytes = 0  #: bytes per slot.
+        self._slot_count = 0  #: slots in the buffer.
+        self._views: list = []  #: the last timed call's outputs, views of slot 0 (kbv.sandbox.rawcopy.view).
         self._kept_times: dict = {}  #: candidate times of judged and of other timed calls (plan leak evidence).
         self._signals_at_spawn: frozenset = frozenset()
 

@@ -34,12 +34,13 @@ from kbv.pipeline.verdict import VerdictStage
 from kbv.pipeline.vetting import Vetting
 from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
+from kbv.pipeline.bound import BoundStage
 from kbv.processes.procfs import FAULT_SIGNALS, caught_signals
 from kbv.reference.build import ReferenceProblem, first_line
 from kbv.sandbox import flags as bl
 
 
-class Verification(Load, Correctness, Vetting, Timing, RepeatGain, SyncChecks, Roofline, ProfileCheck,
+class Verification(Load, Correctness, Vetting, Timing, BoundStage, RepeatGain, SyncChecks, Roofline, ProfileCheck,
                    MemoryStage, VerdictStage):
     """One (problem, candidate, config) verification. Call :meth:`run` once."""
 

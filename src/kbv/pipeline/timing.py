@@ -32,10 +32,32 @@ from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference.mutation import apply_mutation, timed_mutation
 from kbv.sandbox import flags as bl
-from kbv.sandbox import protocol
+from kbv.sandbox import protocol, rawcopy
 from kbv.sandbox import timing
 from kbv.sandbox.memory import nbytes
 from kbv.sandbox.timing import l2_flush_bytes, time_calls
+
+#: bytes reserved per call in the output slots: the reference's outputs twice (an honest output with
+#: padded strides spans more than its elements), plus a page (kbv choice).
+SLOT_SLACK = 2
+#: the slot buffer's share of free device memory (cuda) or available host memory (cpu), and its cap
+#: in bytes: the bound pass copies every timed call's outputs into its own slot (kbv choice).
+SLOT_MEMORY_FRACTION = 1 / 16
+SLOT_BUFFER_CAP = {"cpu": 256 << 20, "cuda": 4 << 30}
+#: the most slots (calls of one bound-pass request).
+MAX_SLOTS = 512
+
+
+def slot_plan(output_bytes: int, device: torch.device) -> tuple[int, int]:
+    """(bytes per slot, slots) of the candidate worker's output slot buffer (:mod:`kbv.sandbox.rawcopy`):
+    each slot holds one call's outputs (``output_bytes``, the reference's, times :data:`SLOT_SLACK`
+    plus 4 KiB, 256-byte aligned); as many slots as fit in :data:`SLOT_MEMORY_FRACTION` of free memory
+    and :data:`SLOT_BUFFER_CAP`, between 1 and :data:`MAX_SLOTS`."""
+    per = -(-(int(output_bytes) * SLOT_SLACK + 4096) // rawcopy.ALIGN) * rawcopy.ALIGN
+    free = fp.device_free_bytes(device) if device.type == "cuda" else fp.host_available_bytes()
+    budget = min(SLOT_BUFFER_CAP.get(device.type, 256 << 20), free * SLOT_MEMORY_FRACTION)
+    return per, int(max(1, min(MAX_SLOTS, budget // per)))
+
 
 class Timing(Judging):
     """Timed rounds and the timed re-checks."""
@@ -67,8 +89,13 @@ class Timing(Judging):
         t0 = time.perf_counter()
         cfg = self.config
         sets = self._timing_sets()
-        self._call(worker, protocol.SetTimingInputs(tuple(tuple(inp.shared_clone(s)) for s in sets)), "time",
-                   cfg.call_timeout_s)
+        slot_bytes, slots = slot_plan(self.rp.output_bytes, self.rp.device)
+        ready = self._call(worker, protocol.SetTimingInputs(tuple(tuple(inp.shared_clone(s)) for s in sets),
+                                                            slot_bytes, slots), "time", cfg.call_timeout_s)
+        if (not isinstance(ready, protocol.TimingReady) or type(ready.slots) is not torch.Tensor
+                or ready.slots.dtype != torch.uint8 or ready.slots.numel() < slot_bytes * slots):
+            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+        self._slots, self._slot_bytes, self._slot_count = ready.slots, slot_bytes, slots
         flush = l2_flush_bytes(self.rp.device)
         with self._quiet_timing():  # the build pool's builds and the next job's worker stopped
             samples, clock = self._rounds(worker, sets, flush)
@@ -78,6 +105,11 @@ class Timing(Judging):
                 raise Stop(Status.HACK, f"{self.name}: implausible candidate times {bad[:3]} ms")
             for subject, times in samples.items():
                 self.state.timing[subject] = Measurement(subject, cfg.device, tuple(times), cfg.warmup, flush, clock)
+            if cfg.integrity:  # the trusted side's own clock bounds what the candidate's claims may credit
+                self._bound(worker, sets, flush, samples)
+                self.state.timing["candidate"] = Measurement("candidate", cfg.device, tuple(samples["candidate"]),
+                                                             cfg.warmup, flush, clock)
+                self._phase_peak("bound-pass")
             cand = self.state.timing["candidate"].median_ms
             for b in cfg.baselines:
                 self.state.speedup[b] = self.state.timing[b].median_ms / cand
@@ -257,10 +289,9 @@ class Timing(Judging):
                 if i is not None and i >= 0:
                     times.append(float(reply.time_ms))
                     clock = str(reply.clock)
-                    if judged:  # the worker is stopped: the staged outputs as this call left them
-                        entry = (done + i, idx, [t.clone() for t in self._stage])
-                        for t in self._stage:
-                            fp.drop_view(t)
+                    if judged:  # the worker is stopped: the outputs as this call's copy left them
+                        entry = (done + i, idx, [t.clone() for t in self._views])
+                        fp.drop_view(self._slots)
                     if not (len(mx) > 3 and mx[3] >= 1):  # the plain call repeats a warmup call's values
                         self._repeat_costs["fresh"].append(self._call_cost(reply))
                 elif i == -1:
@@ -279,7 +310,7 @@ class Timing(Judging):
     def _timed_reply(self, reply: object) -> None:
         """The checks every reply to a :class:`kbv.sandbox.protocol.TimedCall` gets: its form, an
         output that is not the caller's (taxonomy 8) or not over device memory (taxonomy 3, both
-        reported once), new staging buffers."""
+        reported once), and the outputs' layouts in the slot buffer (``self._views``)."""
         if not isinstance(reply, protocol.CallTimed) or not isinstance(reply.time_ms, (int, float)):
             raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
         if reply.reused and not self._reused_reported:
@@ -291,12 +322,10 @@ class Timing(Judging):
         if reply.memory and not self._memory_reported:
             self._memory_reported = True
             self.state.findings.append(output_memory_finding(str(reply.memory), " (a timed call)"))
-        if reply.tensors:  # new staging buffers (first call, or other output shapes)
-            if any(type(t) is not torch.Tensor for t in reply.tensors):
-                raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: output is not a tensor")
-            self._stage = list(reply.tensors)
-        if type(reply.staged) is not int or reply.staged != len(self._stage):
-            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+        try:
+            self._views = rawcopy.view(self._slots[:self._slot_bytes], reply.outputs)
+        except ValueError as exc:
+            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: {exc}") from None
 
     def _call_cost(self, reply: object) -> float:
         """What a timed call cost, in ms, for comparing one candidate's calls with each other: the

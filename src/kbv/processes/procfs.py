@@ -21,6 +21,34 @@ def process_cpu_ms(pid: int | None) -> float | None:
         return None
 
 
+def thread_cpu_ms(pid: int | None) -> dict[int, float]:
+    """CPU time of each live thread of process ``pid`` in ms, at nanosecond resolution: the first
+    field of /proc/<pid>/task/<tid>/schedstat (time on a CPU). Empty when /proc does not say
+    (no such process, no schedstat); a thread that ends while it is read is left out."""
+    out: dict[int, float] = {}
+    if pid is None:
+        return out
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                out[int(tid)] = int(f.read().split()[0]) / 1e6
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def affinity_cores(pid: int | None) -> int:
+    """CPUs process ``pid`` may run on (its affinity mask), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(pid or 0)))
+    except OSError:
+        return max(1, os.cpu_count() or 1)
+
+
 def caught_signals(pid: int) -> frozenset:
     """Signals process ``pid`` has a handler for (``SigCgt`` of /proc/<pid>/status)."""
     try:

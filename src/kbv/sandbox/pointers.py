@@ -42,6 +42,28 @@ def driver() -> Any:
     return _driver
 
 
+_copier: Any = None
+
+
+def copier() -> Any:
+    """The driver library with ``cuMemcpy`` bound (unified addressing: a copy between any two device
+    addresses, ordered on the legacy default stream; :mod:`kbv.sandbox.rawcopy`), loaded once
+    before any candidate code.
+
+    Raises:
+        RuntimeError: there is no CUDA driver library.
+    """
+    global _copier
+    if _copier is None:
+        lib = driver()
+        if not lib:
+            raise RuntimeError("no CUDA driver library (libcuda.so.1) for the output copy")
+        lib.cuMemcpy.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_size_t]
+        lib.cuMemcpy.restype = ctypes.c_int
+        _copier = lib
+    return _copier
+
+
 def memory_kind(ptr: int, lib: Any = None) -> str:
     """The memory the device address ``ptr`` lies in, from the driver's cuPointerGetAttribute:
     ``device``, ``managed``, ``host`` (page-locked host memory, mapped or registered),

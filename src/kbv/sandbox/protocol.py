@@ -62,9 +62,14 @@ class Forward:
 
 @dataclass(frozen=True)
 class SetTimingInputs:
-    """Input sets the timed calls rotate through (copied into the worker's memory)."""
+    """Input sets the timed calls rotate through (copied into the worker's memory), and the output
+    slots: ``slots`` regions of ``slot_bytes`` each, allocated now, before any timed call, into which
+    every timed call's outputs are copied without the dispatcher (:mod:`kbv.sandbox.rawcopy`). The
+    reply is :class:`TimingReady`."""
 
     input_sets: tuple
+    slot_bytes: int = 1 << 20
+    slots: int = 1
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,13 @@ class Time:
     mutate: tuple = ()
     #: (timed-call index, (source set index, seed)) per timed call (kbv.sandbox.timing.mix_values).
     mix: tuple = ()
+    #: every timed call's outputs copied into slot ``i`` (call i) of the slot buffer, their layouts in
+    #: :attr:`Times.outputs`: the trusted side judges a subset it chooses after the reply (the bound pass).
+    slots: bool = False
+    #: the harness check (:meth:`kbv.sandbox.worker._Server._tampering`) is not run before the loop nor
+    #: before this reply but before the next one: the bound pass sends a :class:`Ping` first (which
+    #: runs it) and measures this request alone, so its figures hold the calls and not the check.
+    defer_checks: bool = False
 
 
 @dataclass(frozen=True)
@@ -214,18 +226,27 @@ class Times:
     flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
     tampering: tuple = ()  #: :class:`Tampering` reports.
     kept: tuple = ()  #: (timed-call index, timing set index, output tensors) per kept call.
+    #: with :attr:`Time.slots`: per timed call, one (offset, shape, strides, dtype name) per output in
+    #: the slot buffer (:func:`kbv.sandbox.rawcopy.view`).
+    outputs: tuple = ()
+    structure: str = "tensor"
+
+
+@dataclass(frozen=True)
+class TimingReady:
+    """Reply to :class:`SetTimingInputs`: the slot buffer, shared (cpu shared memory, CUDA IPC)."""
+
+    slots: Any
 
 
 @dataclass(frozen=True)
 class CallTimed:
     time_ms: float
     clock: str
-    #: the worker's staging buffers, shared, when they are new (first call, or the outputs' shapes
-    #: changed); else empty. After every call the outputs are copied into them, so the trusted side
-    #: maps them once and reads each judged call's outputs there (no shared allocation per call).
-    tensors: tuple
+    #: one (offset, shape, strides, dtype name) per output: where this call's outputs were copied
+    #: in slot 0 of the slot buffer (:class:`TimingReady`), after the call completed.
+    outputs: tuple
     structure: str = "tensor"
-    staged: int = 0  #: how many outputs this call copied into the staging buffers.
     #: the output shares storage with the previous timed call's output (still held by the worker)
     #: or with a parameter or buffer of ModelNew: how, or "".
     reused: str = ""
@@ -255,7 +276,7 @@ class Failed:
     traceback: str = ""
 
 
-REPLY_TYPES = (Loaded, Outputs, Times, MemoryFigures, Failed, Pong, OpCounts, CallTimed)
+REPLY_TYPES = (Loaded, Outputs, Times, MemoryFigures, Failed, Pong, OpCounts, CallTimed, TimingReady)
 #: classes a reply may hold besides tensors and builtins.
 PAYLOAD_TYPES = (Tampering,)
 

@@ -9,7 +9,10 @@ from typing import Any
 
 
 def _flatten(out: Any) -> tuple[tuple, str]:
-    if isinstance(out, (tuple, list)):
+    """The tensors of a forward's result and its structure (``tuple`` or ``tensor``), with exact type
+    tests only: ``type()`` runs nothing of the candidate's (``isinstance`` and iterating a subclass of
+    tuple or list would)."""
+    if type(out) is tuple or type(out) is list:
         return tuple(out), "tuple"
     return (out,), "tensor"
 
@@ -18,21 +21,38 @@ class TimedRequests:
     """The timing handlers of the worker's request loop (mixed into its server)."""
 
     def set_timing_inputs(self, req: Any) -> Any:
+        """Copy the timing sets in, make the two call buffers, allocate the output slots
+        (:class:`kbv.sandbox.rawcopy.SlotCopier`) and note the byte spans of ModelNew's parameters
+        and buffers, all before any timed call: nothing of the candidate's is called after a timed
+        call's clock stops."""
+        from kbv.sandbox import rawcopy
+
+        torch = self.torch
         self.last_args = None  # the correctness calls' inputs: no forward reuses them after this
         self.timing_sets = [self._own(s) for s in req.input_sets]
         #: two buffers per call alternate, so no call gets its inputs at the previous call's addresses
-        self._call_buffers = [[a.clone() if isinstance(a, self.torch.Tensor) else a for a in self.timing_sets[0]]
+        self._call_buffers = [[a.clone() if isinstance(a, torch.Tensor) else a for a in self.timing_sets[0]]
                               for _ in range(2)]
         self._call_count = 0
         self._prev_timed: tuple = ()
+        self._prev_spans: list = []
+        self._slots = rawcopy.SlotCopier(self.device, req.slot_bytes, req.slots)
+        own = []
+        if self.model is not None and isinstance(self.model, torch.nn.Module):
+            own = [t for t in (*self.model.parameters(), *self.model.buffers()) if type(t) is torch.Tensor
+                   and t.device.type == self.device.type]
+        self._own_spans = rawcopy.spans(own, self.device.type)
         self._sync()
-        return self.protocol.Times(times_ms=(), clock="none")
+        return self.protocol.TimingReady(slots=self._slots.buffer)
 
     def timed_call(self, req: Any) -> Any:
-        """One call timed (:func:`kbv.sandbox.timing.one_call`) on its inputs, made now from the request;
-        the output is returned as it is, shared, and held until the next timed call so that a
-        candidate returning the same buffer again is seen (``reused``)."""
-        torch = self.torch
+        """One call timed (:func:`kbv.sandbox.timing.one_call`) on its inputs, made now from the request.
+        After the clock stops only harness code runs: the outputs' layouts are read with torch's C
+        methods, checked against the previous timed call's outputs (held until the next call, so a
+        candidate returning the same buffer again is seen) and ModelNew's own storage (``reused``),
+        and their bytes copied into slot 0 without the dispatcher (:mod:`kbv.sandbox.rawcopy`)."""
+        from kbv.sandbox import rawcopy
+
         buf = self._call_buffers[self._call_count % 2]
         self._call_count += 1
         args = self._call_inputs(buf, self.timing_sets, req.set_index, tuple(req.mix), tuple(req.mutate))
@@ -41,49 +61,43 @@ class TimedRequests:
         cpu_ms = (self._thread_time() - c0) * 1e3
         tensors, structure = _flatten(out)
         del out
+        out_spans = rawcopy.spans(tensors, self.device.type)
         reused = ""
-        held = [t for t in self._prev_timed if type(t) is torch.Tensor]
-        if held and self.integrity.overlaps(tensors, held):
+        if rawcopy.overlapping(out_spans, self._prev_spans):
             reused = "the previous timed call's output"
-        elif self.model is not None and isinstance(self.model, torch.nn.Module):
-            own = [t for t in (*self.model.parameters(), *self.model.buffers())]
-            if own and self.integrity.overlaps(tensors, own):
-                reused = "a parameter or buffer of ModelNew"
-        self._prev_timed = tensors
-        # the outputs are copied, after the call completed (one_call synchronises), into staging
-        # buffers shared once: sharing every call's own output would pin its block (CUDA IPC) or
-        # pass a new shared segment each call, and the next call's output would need a fresh
-        # device allocation inside its timed window (a TF32 matmul measured 2-3x slow that way)
-        outs = [t for t in tensors if type(t) is torch.Tensor]
-        if len(outs) != len(tensors):
-            raise TypeError("forward returned something that is not a torch.Tensor")
-        spec = tuple((tuple(t.shape), t.dtype, t.device) for t in outs)
-        new = ()
-        if spec != getattr(self, "_stage_spec", None):
-            self._stage = [torch.empty(sh, dtype=dt, device=dev) for sh, dt, dev in spec]
-            if self.device.type == "cpu":
-                for b in self._stage:
-                    b.share_memory_()
-            self._stage_spec = spec
-            new = tuple(self._stage)
-        for b, t in zip(self._stage, outs):
-            b.copy_(t)
+        elif rawcopy.overlapping(out_spans, self._own_spans):
+            reused = "a parameter or buffer of ModelNew"
+        self._prev_timed, self._prev_spans = tensors, out_spans
+        outputs = self._slots.copy(tensors, 0)
         self._sync()
-        return self.protocol.CallTimed(time_ms=float(ms), clock=clock, tensors=new, structure=structure,
-                                       staged=len(outs), reused=reused, cpu_ms=cpu_ms,
-                                       memory=self.pointers.output_memory(outs) if self.device.type == "cuda" else "",
+        return self.protocol.CallTimed(time_ms=float(ms), clock=clock, outputs=outputs, structure=structure,
+                                       reused=reused, cpu_ms=cpu_ms,
+                                       memory=self.pointers.output_memory(tensors) if self.device.type == "cuda" else "",
                                        flag_changes=self._check_flags())
 
     def time(self, req: Any) -> Any:
-        tampered = self._tampering()  # put patched clocks back before the timed loop runs
+        # put patched clocks back before the timed loop runs (with defer_checks the Ping before did)
+        tampered = () if req.defer_checks else self._tampering()
         kept: dict = {}
+        layouts: list = []
+        structure = ["tensor"]
+        copy_out = None
+        if req.slots:  # every timed call's outputs into its own slot, without the dispatcher
+            if req.trials > self._slots.slots:
+                raise ValueError(f"{req.trials} timed calls for {self._slots.slots} output slots")
+
+            def copy_out(i: int, out: Any) -> None:
+                tensors, structure[0] = _flatten(out)
+                layouts.append(self._slots.copy(tensors, i))
+
         times, clock = self._time_calls(
             self.model, self.timing_sets, device=self.device, warmup=req.warmup, trials=req.trials,
             flush_bytes=req.l2_flush_bytes, first_set=req.first_set, refresh=req.refresh,
             keep=req.keep, kept=kept, sync_inside=req.sync_inside, mutate=dict(req.mutate),
-            mix=dict(req.mix),
+            mix=dict(req.mix), copy_out=copy_out,
         )
         self._sync()
         changes = self._check_flags()  # serve() checks the harness again before replying
         return self.protocol.Times(times_ms=tuple(times), clock=clock, flag_changes=changes, tampering=tampered,
-                                   kept=tuple((i, k, tuple(outs)) for i, (k, outs) in sorted(kept.items())))
+                                   kept=tuple((i, k, tuple(outs)) for i, (k, outs) in sorted(kept.items())),
+                                   outputs=tuple(layouts), structure=structure[0])

@@ -216,6 +216,7 @@ def time_calls(
     mutate: Mapping[int, Sequence[tuple]] | None = None,
     mix: Mapping[int, tuple] | None = None,
     sync_each: bool = False,
+    copy_out: Callable[[int, object], None] | None = None,
     _perf_counter=_perf_counter,
     _Event=_Event,
     _event_record=_event_record,
@@ -244,6 +245,11 @@ def time_calls(
     ``sync_inside``: time each call on the host clock around ``fn`` plus a device-wide
     synchronize (no L2 flush): work left running on other streams or threads after ``fn``
     returns is then inside the figure. Compared with the event-only pass (taxonomy 1).
+
+    ``copy_out(i, output)``: called with timed call ``i``'s output right after its clock stops
+    (cuda: after its end event is queued, so the copy is outside the event pair but inside any wall
+    clock around the whole loop; not with ``sync_inside``): the candidate worker copies every
+    output into its own slot there (:mod:`kbv.sandbox.rawcopy`, the bound pass).
 
     The clock callables are bound as defaults when this module is imported, so reassigning the
     module's globals afterwards (``sys.modules["kbv.sandbox.timing"]._perf_counter = ...``) does not reach
@@ -316,6 +322,8 @@ def time_calls(
                 out = fn(*args)
                 _event_record(ends[i])
                 keep_output(i, out)
+                if copy_out is not None:
+                    copy_out(i, out)
                 del out
             _cuda_sync(device)
             times = [float(_event_elapsed(s, e)) for s, e in zip(starts, ends)]
@@ -329,5 +337,7 @@ def time_calls(
             touch_pages(out)
             times.append((_perf_counter() - t0) * 1e3)
             keep_output(i, out)
+            if copy_out is not None:
+                copy_out(i, out)
             del out
         return times, "perf_counter"

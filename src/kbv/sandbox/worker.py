@@ -53,7 +53,7 @@ class _Server(TimedRequests):
         from kbv.sandbox import profiling
         from kbv.sandbox import protocol
         from kbv.sandbox import timing  # noqa: F401
-        from kbv.sandbox import guard, timed
+        from kbv.sandbox import guard, rawcopy, timed
         import multiprocessing.connection as mpc
         import multiprocessing.reduction as mpr
 
@@ -88,7 +88,7 @@ class _Server(TimedRequests):
         # loads: checked (and put back) before every reply, taxonomy 4/24/25
         self.guard = integrity.HarnessGuard(
             [baselines, integrity, guard, kernel_timeline, memory, pointers, profiling, protocol, timing,
-             timed, sys.modules[__name__]],
+             rawcopy, timed, sys.modules[__name__]],
             [(time, "perf_counter", "time.perf_counter"), (time, "monotonic", "time.monotonic"),
              (torch.cuda, "synchronize", "torch.cuda.synchronize"), (torch.cuda, "Event", "torch.cuda.Event"),
              (torch.cuda.Event, "record", "torch.cuda.Event.record"),
@@ -140,6 +140,7 @@ class _Server(TimedRequests):
             torch.ones(1 << 16, device=self.device).sum()
             self._sync()
             self.pointers.driver()  # the driver library the output-memory check asks, bound before the candidate
+            self.pointers.copier()  # and its cuMemcpy, which copies the timed calls' outputs out
 
     # helpers ---------------------------------------------------------------------------------
     def _sync(self) -> None:
@@ -311,7 +312,8 @@ class _Server(TimedRequests):
         self._op_impls |= impls
         seen = {op.split(" ")[0] for op in found}  # each kernel once, as torch.library names it
         return [*(f"torch op kernel {op} registered from Python" for op in found),
-                *(f"torch op kernel {op} registered with the dispatcher" for op in native if op.split(" ")[0] not in seen)]
+                *(f"torch op kernel {op} registered with the dispatcher" for op in native
+                  if op.split(" ")[0] not in seen)]
 
     def ping(self, req: Any) -> Any:
         return self.protocol.Pong()

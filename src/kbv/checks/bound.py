@@ -1,0 +1,158 @@
+"""The trusted bound on the candidate's time: what the trusted side's own measurements allow, and
+what the verdict credits when the candidate's claimed times are below it.
+
+The candidate worker measures its own timed calls (CUDA events or ``perf_counter`` in its process)
+and reports them: a claim. The bound pass (:mod:`kbv.pipeline.bound`) has it run ``calls`` forward
+calls back to back in one request, with the same inputs, changes and output copies as the timed
+calls, while the reference worker measures from outside. In the same pass the reference worker runs
+the same loop on its own clock with a null forward (outputs made once, no work: the loop's own cost
+per call) and with each baseline.
+
+* **cpu**: the kernel's accounting of the candidate worker's CPU time, read by the reference worker
+  from /proc before and after the request (per thread at nanosecond resolution, and the whole
+  process): a call cannot have taken less wall time than the CPU time its busiest thread spent
+  in it, nor less than the process's CPU time spread over every core it may use. Waiting on a
+  loaded machine adds no CPU time, so the figure holds beside other load.
+  ``floor = max(busiest thread - null, (all threads - null) / cores)`` per call, ``null`` the null
+  loop's CPU time of all its threads, over how much slower than in the timed rounds the baselines'
+  own busiest threads ran.
+* **cuda**: the reference worker's ``perf_counter`` around the request (send to reply): the GPU
+  runs the calls back to back, so the wall per call, less the null loop's, is what the calls cost,
+  divided by how much slower than in the timed rounds the baselines ran in this pass
+  (``disturbance``: a GPU shared with other work slows every subject alike).
+
+Both take off :data:`REQUEST_ALLOW_MS` for the request's own fixed cost and give up
+:data:`BOUND_MARGIN`. A claimed median under the floor is not credited: the verdict credits the
+floor (a WARNING says so). On cpu the floor is measured work, so a claimed median under it by
+:data:`CONTRADICTION_FACTOR` and :data:`CONTRADICTION_SLACK_MS` in two passes is proof that the
+reported clock lies (HACK, taxonomy 4/25). On cuda the wall of a pass also holds the host's launch
+time of a forward whose launches take longer than its kernels, so a contradiction stays a WARNING
+there, and the floor is credited.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from kbv.model.findings import finding
+from kbv.model.records import Finding, Severity
+
+#: fixed cost of one request allowed for (ms): the pipe both ways, the worker's unpickling of the
+#: request and pickling of the reply, its harness check before the loop. Measured here at
+#: 0.2-0.6 ms for a 100-call request on a 2-core machine (docs/anti-cheat.md); kbv allows 2 ms.
+REQUEST_ALLOW_MS = 2.0
+#: share of the floor given up for the spread of one pass against the rounds' medians (kbv choice:
+#: an honest broadcast-sum matmul's cpu floor reached 0.98 x its claim with a margin of 0.2 on a
+#: 2-core machine at load 3-4, tests/test_trusted_timing.py).
+BOUND_MARGIN = 0.25
+#: a claimed median this many times under the floor, and CONTRADICTION_SLACK_MS under it, is a
+#: contradiction (kbv choice: the same factor as the sync pass's wall check, kbv.pipeline.sync; the
+#: slack covers the null loop's per-call cost measured in another process, tens of µs).
+CONTRADICTION_FACTOR = 3.0
+CONTRADICTION_SLACK_MS = 0.1
+#: wall milliseconds of candidate calls one bound pass aims at (kbv choice: the allowance is then
+#: at most a few % of the wall).
+BOUND_BUDGET_MS = {"cpu": 100.0, "cuda": 60.0}
+#: the fewest timed calls of a bound pass.
+MIN_BOUND_CALLS = 3
+
+
+@dataclass(frozen=True)
+class BoundPass:
+    """One bound pass's trusted figures (every time in ms, measured by the reference worker)."""
+
+    wall_ms: float  #: the candidate's request, send to reply, reference worker's ``perf_counter``.
+    calls: int  #: forward calls inside it (warmup and timed).
+    null_ms: float  #: the null loop's wall per call, same loop, same pass.
+    baseline_floor_ms: Mapping[str, float]  #: per baseline: its wall per call in the same loop minus ``null_ms``.
+    #: cpu: CPU time of the candidate worker's busiest thread and of all its threads over the request,
+    #: the null loop's CPU time per call (this process, all threads), the cores the worker may use.
+    busiest_thread_ms: float | None = None
+    all_threads_ms: float | None = None
+    null_cpu_ms: float | None = None  #: the null loop's busiest thread, per call.
+    null_all_cpu_ms: float | None = None  #: the null loop's threads together, per call.
+    cores: int = 1
+    #: per baseline: its loop's busiest thread per call minus the null's (cpu).
+    baseline_cpu_floor_ms: Mapping[str, float] = field(default_factory=dict)
+
+
+def bound_calls(claimed_ms: float, slots: int, device: str) -> int:
+    """Timed calls of a bound pass: :data:`BOUND_BUDGET_MS` of calls at the claimed median, between
+    :data:`MIN_BOUND_CALLS` and ``slots`` (every call's outputs need a slot of their own)."""
+    budget = BOUND_BUDGET_MS.get(device, 100.0)
+    n = budget / claimed_ms if claimed_ms > 0 and math.isfinite(claimed_ms) else slots
+    return int(max(1, min(slots, max(MIN_BOUND_CALLS, math.ceil(n)))))
+
+
+def disturbance(p: BoundPass, baseline_median_ms: Mapping[str, float], cpu: bool = False) -> float:
+    """How much slower than in the timed rounds the baselines ran in this pass: the median over
+    baselines of (their floor in the pass, wall or CPU time as the candidate's, / their median in the
+    rounds), at least 1 (a pass is never taken to have been quicker than the rounds). 1 without
+    baselines."""
+    floors = p.baseline_cpu_floor_ms if cpu else p.baseline_floor_ms
+    ratios = [floors[b] / m for b, m in baseline_median_ms.items()
+              if b in floors and m > 0 and math.isfinite(floors[b])]
+    return max(1.0, float(np.median(ratios))) if ratios else 1.0
+
+
+def floor_ms(p: BoundPass, baseline_median_ms: Mapping[str, float]) -> float:
+    """The least a call of the candidate can have cost (ms), from one pass (module docstring): from
+    CPU time where the pass has it (cpu), else from the wall clock; 0 when the figures allow nothing."""
+    if p.calls < 1:
+        return 0.0
+    if p.busiest_thread_ms is not None and p.all_threads_ms is not None and p.null_cpu_ms is not None:
+        # the null loop's CPU time of all its threads comes off both: where the loop's own work runs
+        # on how many threads differs between the two workers (their pools), so its busiest thread's
+        # share is no bound on the candidate worker's
+        null = max(p.null_cpu_ms, p.null_all_cpu_ms or 0.0)
+        busiest = (p.busiest_thread_ms - REQUEST_ALLOW_MS) / p.calls - null
+        spread = ((p.all_threads_ms - REQUEST_ALLOW_MS) / p.calls - null) / max(1, p.cores)
+        raw = max(busiest, spread)
+        scale = disturbance(p, baseline_median_ms, cpu=True)
+    else:
+        raw = (p.wall_ms - REQUEST_ALLOW_MS) / p.calls - p.null_ms
+        scale = disturbance(p, baseline_median_ms)
+    if not math.isfinite(raw) or raw <= 0:
+        return 0.0
+    return raw / scale * (1 - BOUND_MARGIN)
+
+
+def contradicts(claimed_ms: float, floor: float) -> bool:
+    """The claimed median is under ``floor`` by :data:`CONTRADICTION_FACTOR` and
+    :data:`CONTRADICTION_SLACK_MS`."""
+    return claimed_ms * CONTRADICTION_FACTOR + CONTRADICTION_SLACK_MS < floor
+
+
+@dataclass(frozen=True)
+class BoundDecision:
+    credited_ms: float  #: the candidate's median as the verdict credits it.
+    floor_ms: float  #: the lesser floor of the passes.
+    finding: Finding | None
+
+
+def decide(claimed_ms: float, floors: list[float], device: str) -> BoundDecision:
+    """What the verdict credits, from the candidate's claimed median and the floors of one or two
+    bound passes (a second pass is run only when the first contradicts the claim): the claim when
+    it is at least the least floor, else that floor with a finding. HACK only on cpu and only when
+    every pass contradicts the claim (two passes); a WARNING otherwise.
+
+    Raises:
+        ValueError: no floor.
+    """
+    if not floors:
+        raise ValueError("decide needs at least one bound pass")
+    low = min(floors)
+    if claimed_ms >= low:
+        return BoundDecision(claimed_ms, low, None)
+    every = len(floors) >= 2 and all(contradicts(claimed_ms, f) for f in floors)
+    detail = (f"the candidate's own clock claimed a median of {claimed_ms:.4g} ms per call; the trusted side's wall "
+              f"clock around {len(floors)} bound pass(es) allows no less than {low:.4g} ms "
+              f"(floors {', '.join(f'{f:.4g}' for f in floors)} ms): the floor is credited")
+    if every and device == "cpu":
+        return BoundDecision(low, low, finding("timing:claim-contradicted", (4, 25), Severity.HACK,
+                                               detail + "; the reported times are false"))
+    return BoundDecision(low, low, finding("timing:claim-below-bound", (4, 25), Severity.WARNING, detail))

@@ -1,0 +1,179 @@
+"""The bound pass: the trusted side's own clock around the candidate's calls, so that no speedup is
+credited on a time only the candidate's process measured (:mod:`kbv.checks.bound` has the rule).
+
+After the timed rounds the candidate runs ``calls`` forward calls back to back in one
+:class:`kbv.sandbox.protocol.Time` request (the timed calls' loop: fresh values per call, 1/8 mixed
+from another set, one element changed, the L2 flush on cuda), every call's outputs copied into a slot
+of its own without the dispatcher; the reference worker's ``perf_counter`` measures the request from
+send to reply. Two calls chosen after the reply (never sent) are judged against the reference, so a
+pass answered with unwritten outputs is caught like any timed call (taxonomy 5, 6). With the
+candidate's tree stopped, the reference worker then times the same loop with a null forward (the
+loop's own cost) and with each baseline (how disturbed this pass was), on its own clock.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+
+import torch
+
+from kbv.checks import bound as rule
+from kbv.model.records import Status
+from kbv.pipeline.context import Context, Stop
+from kbv.pipeline.schedule import Recheck
+from kbv.processes import footprint as fp
+from kbv.processes import procfs
+from kbv.processes.candidate import CandidateProcess
+from kbv.reference.mutation import timed_mutation
+from kbv.sandbox import flags as bl
+from kbv.sandbox import protocol, rawcopy
+from kbv.sandbox.timing import time_calls
+
+#: timed calls of a bound pass judged against the reference (kbv choice: each costs one reference
+#: run and oracle; two secret calls out of three or more catch a pass that skips its work).
+BOUND_JUDGED = 2
+#: the bound pass's calls start at this call id in findings and re-checks (apart from the rounds').
+BOUND_CALL_BASE = 100_000
+
+
+class BoundStage(Context):
+    """The bound pass and the credit it allows."""
+
+    def _bound(self, worker: CandidateProcess, sets: list, flush: int | None, samples: dict) -> None:
+        """Run the bound pass (twice when the first contradicts the claim) and apply
+        :func:`kbv.checks.bound.decide`: the candidate's samples are scaled so that their median is
+        the credited figure, and the evidence ``trusted_bound`` says what was measured."""
+        claimed = float(torch.tensor(samples["candidate"], dtype=torch.float64).median())
+        base = {b: self.state.timing[b].median_ms for b in self.config.baselines if b in self.state.timing}
+        n = rule.bound_calls(claimed, self._slot_count, self.rp.device.type)
+        floors, passes = [], []
+        for attempt in range(2):
+            p = self._bound_pass(worker, sets, flush, n, attempt)
+            passes.append(p)
+            floors.append(rule.floor_ms(p, base))
+            if not rule.contradicts(claimed, floors[-1]):
+                break
+        d = rule.decide(claimed, floors, self.rp.device.type)
+        self.state.evidence["trusted_bound"] = {
+            "claimed_median_ms": claimed, "credited_median_ms": d.credited_ms, "floor_ms": floors,
+            "calls": n, "wall_ms": [p.wall_ms for p in passes], "null_per_call_ms": [p.null_ms for p in passes],
+            "busiest_thread_ms": [p.busiest_thread_ms for p in passes],
+            "all_threads_ms": [p.all_threads_ms for p in passes], "null_cpu_per_call_ms": [p.null_cpu_ms for p in passes],
+            "null_all_cpu_per_call_ms": [p.null_all_cpu_ms for p in passes],
+            "baseline_cpu_floor_ms": [dict(p.baseline_cpu_floor_ms) for p in passes],
+            "baseline_floor_ms": [dict(p.baseline_floor_ms) for p in passes],
+            "disturbance": [rule.disturbance(p, base, cpu=p.busiest_thread_ms is not None) for p in passes]}
+        if d.finding is not None:
+            self.state.findings.append(d.finding)
+        if d.credited_ms > claimed > 0:
+            k = d.credited_ms / claimed
+            samples["candidate"] = [t * k for t in samples["candidate"]]
+
+    def _bound_plan(self, sets: list, first: int, warmup: int, calls: int) -> tuple[dict, dict]:
+        """Per timed call of a pass: its mix and its changed elements, drawn here (as the rounds')."""
+        n = len(sets)
+        skip = self._structured()
+        g = torch.Generator().manual_seed(secrets.randbits(62))
+        mix, mutate = {}, {}
+        for i in range(calls):
+            idx = (first + warmup + i) % n
+            if n > 1:
+                mix[i] = ((idx + 1 + secrets.randbelow(n - 1)) % n, secrets.randbits(62), skip)
+            mutate[i] = timed_mutation(sets[idx], sets[(idx + 1) % n], g, skip)
+        return mix, mutate
+
+    def _bound_pass(self, worker: CandidateProcess, sets: list, flush: int | None, calls: int,
+                    attempt: int) -> rule.BoundPass:
+        cfg = self.config
+        n = len(sets)
+        warmup = 1
+        first = secrets.randbelow(n)
+        mix, mutate = self._bound_plan(sets, first, warmup, calls)
+        judged = sorted(secrets.SystemRandom().sample(range(calls), min(BOUND_JUDGED, calls)))
+        req = protocol.Time(warmup, calls, flush, first, refresh=True, mutate=tuple(mutate.items()),
+                            mix=tuple(mix.items()), slots=True, defer_checks=True)
+        # the harness check runs now, in reply to a ping, so the measured request holds the calls alone
+        if not isinstance(self._call(worker, protocol.Ping(), "time", cfg.call_timeout_s), protocol.Pong):
+            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: ping: malformed reply")
+        entries = []
+        cpu = self.rp.device.type == "cpu"
+        pid = worker.proc.pid
+        threads0, all0 = (procfs.thread_cpu_ms(pid), procfs.process_cpu_ms(pid)) if cpu else ({}, None)
+        t0 = time.perf_counter()
+        with self._held(worker, req, "time", cfg.timing_timeout_s, hold=True) as reply:
+            wall = (time.perf_counter() - t0) * 1e3
+            # the worker's tree is stopped: its CPU time over the request is what it is now
+            threads1, all1 = (procfs.thread_cpu_ms(pid), procfs.process_cpu_ms(pid)) if cpu else ({}, None)
+            if (not isinstance(reply, protocol.Times) or len(reply.times_ms) != calls
+                    or type(reply.outputs) is not tuple or len(reply.outputs) != calls):
+                raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+            try:  # the worker is stopped: the slots as the calls left them
+                for i in judged:
+                    outs = [v.clone() for v in rawcopy.view(self._slots, reply.outputs[i])]
+                    entries.append((BOUND_CALL_BASE + attempt * calls + i, (first + warmup + i) % n, outs))
+            except ValueError as exc:
+                raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: {exc}") from None
+            fp.drop_view(self._slots)
+            self._timed_reply_reports(reply)
+            del reply
+        null, null_cpu, floors = self._trusted_loops(worker, sets, flush, calls, first, warmup, mix, mutate)
+        mutations = {BOUND_CALL_BASE + attempt * calls + i: (mix.get(i), mutate[i]) for i in judged}
+        recheck = Recheck()
+        self._recheck(entries, sets, recheck, mutations)
+        self.state.evidence.setdefault("bound_rechecks", []).extend(recheck.checked)
+        cpu_figures = {}
+        if cpu and threads1 and all0 is not None and all1 is not None:
+            spent = [ms - threads0.get(tid, 0.0) for tid, ms in threads1.items()]
+            cpu_figures = dict(busiest_thread_ms=max(spent), all_threads_ms=max(sum(spent), all1 - all0),
+                               null_cpu_ms=null_cpu[0], null_all_cpu_ms=null_cpu[1], baseline_cpu_floor_ms=null_cpu[2],
+                               cores=procfs.affinity_cores(pid))
+        return rule.BoundPass(wall_ms=wall, calls=calls + warmup, null_ms=null, baseline_floor_ms=floors,
+                              **cpu_figures)
+
+    def _timed_reply_reports(self, reply: object) -> None:
+        """A bound-pass reply's flag and tampering reports, kept as every reply's are."""
+        for seen, reported in ((self.state.flag_changes, getattr(reply, "flag_changes", ())),
+                               (self.state.tampering, getattr(reply, "tampering", ()))):
+            for c in reported:
+                if c not in seen:
+                    seen.append(c)
+
+    def _trusted_loops(self, worker: CandidateProcess, sets: list, flush: int | None, calls: int, first: int,
+                       warmup: int, mix: dict, mutate: dict) -> tuple[float, tuple, dict]:
+        """The loop of the pass run here, with the candidate's tree stopped, on this process's clock:
+        with a null forward (its outputs made once) and with each baseline. Returns (the null's wall ms per
+        call, (the null's busiest thread and all threads, CPU ms per call, {baseline: busiest thread
+        per call minus the null's}), {baseline: wall per call minus the null's, ms})."""
+        rp = self.rp
+        bl.apply_flags(self.fp32_flags)
+        with torch.no_grad():
+            made = rp.model(*sets[first])
+        made = tuple(made) if isinstance(made, (tuple, list)) else (made,)
+        copier = rawcopy.SlotCopier(rp.device, self._slot_bytes, calls)
+
+        def loop(fn) -> tuple[float, float, float]:
+            """(wall, busiest thread's CPU, all threads' CPU) per call of this process, ms."""
+            def copy_out(i: int, out: object) -> None:
+                copier.copy(tuple(out) if isinstance(out, (tuple, list)) else (out,), i)
+
+            me = os.getpid()
+            th0, c0, t0 = procfs.thread_cpu_ms(me), time.process_time(), time.perf_counter()
+            time_calls(fn, sets, device=rp.device, warmup=warmup, trials=calls, flush_bytes=flush, first_set=first,
+                       refresh=True, mix=mix, mutate=mutate, copy_out=copy_out)
+            wall, c1, th1 = time.perf_counter() - t0, time.process_time(), procfs.thread_cpu_ms(me)
+            per = calls + warmup
+            busiest = max((ms - th0.get(tid, 0.0) for tid, ms in th1.items()), default=0.0)
+            return wall * 1e3 / per, busiest / per, (c1 - c0) * 1e3 / per
+
+        floors, cpu_floors = {}, {}
+        with worker.paused():
+            null, null_busiest, null_all = loop(lambda *args: made)
+            for b in self.config.baselines:
+                bl.apply_flags(bl.flags_for(b))
+                w, busiest, _ = loop(rp.model)
+                floors[b], cpu_floors[b] = w - null, busiest - null_busiest
+        bl.apply_flags(self.fp32_flags)
+        del copier, made
+        return null, (null_busiest, null_all, cpu_floors), floors

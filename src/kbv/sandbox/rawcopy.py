@@ -1,0 +1,172 @@
+"""Copying a candidate's outputs out of the timed window without running anything of the candidate's.
+
+Between the clock's stop and the trusted side holding a timed call's outputs nothing the candidate
+controls may run (a method of its objects, a ``__torch_function__`` or dispatch override, a
+``TORCH_LIBRARY_IMPL(aten, ...)`` kernel of ``copy_``): work deferred into that window would be done
+but not timed. So the worker reads each output's metadata with the tensor methods of torch's C base
+class as they were when this module was imported (before any candidate code), with torch function
+handling disabled, and copies the bytes of each output's storage span with ``memmove`` (cpu) or
+the driver's ``cuMemcpy`` (cuda), never through the dispatcher, into *slots*: one shared byte
+buffer the worker allocates before any timed call (:class:`kbv.sandbox.protocol.SetTimingInputs`)
+and the trusted side maps once. A reply carries, per output, where its bytes lie in the slot and
+the shape, strides and dtype to view them with (:func:`view`).
+
+Untrusted side (the copier) and trusted side (:func:`view`) alike: the module imports only torch
+and :mod:`kbv.sandbox.pointers`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Sequence
+
+import torch
+
+from kbv.sandbox import pointers
+
+_TB = torch._C.TensorBase
+_data_ptr = _TB.data_ptr
+_size = _TB.size
+_stride = _TB.stride
+_element_size = _TB.element_size
+_numel = _TB.numel
+_dtype = _TB.dtype.__get__
+_device_of = _TB.device.__get__
+_dispatch_keys = torch._C._dispatch_keys
+_NoTorchFunction = torch._C.DisableTorchFunction
+_memmove = ctypes.memmove
+_Tensor = torch.Tensor
+
+#: alignment of every output's bytes in a slot (bytes): any dtype's element size divides it.
+ALIGN = 256
+
+
+class LayoutError(TypeError):
+    """An output kbv cannot copy out as it is (not a plain tensor, another device, or larger than
+    its slot): the worker reports it as the call's failure."""
+
+
+def span_bytes(shape: Sequence[int], stride: Sequence[int], element_size: int) -> int:
+    """Bytes from an output's first element to one past its last (0 when it has no element);
+    torch's strides are never negative."""
+    if any(int(s) == 0 for s in shape):
+        return 0
+    return (sum((int(s) - 1) * int(st) for s, st in zip(shape, stride)) + 1) * int(element_size)
+
+
+def layout(t: Any, device_type: str) -> tuple[int, tuple, tuple, str, int]:
+    """(data pointer, shape, strides, dtype name, span bytes) of ``t``, read with the captured C
+    methods under ``DisableTorchFunction`` (no candidate code runs).
+
+    Raises:
+        LayoutError: ``t`` is not exactly a ``torch.Tensor`` (a subclass, or anything else), carries
+            torch's Python dispatch key (a wrapper tensor), or lies on another device type.
+    """
+    if type(t) is not _Tensor:
+        raise LayoutError(f"forward returned {type(t).__name__}, not a torch.Tensor")
+    with _NoTorchFunction():
+        if "Python" in str(_dispatch_keys(t)):
+            raise LayoutError("forward returned a wrapper tensor (Python dispatch key)")
+        dev = _device_of(t)
+        if dev.type != device_type:
+            raise LayoutError(f"forward returned a tensor on {dev.type}, the problem runs on {device_type}")
+        shape, stride = tuple(_size(t)), tuple(_stride(t))
+        es = int(_element_size(t))
+        dtype = str(_dtype(t)).removeprefix("torch.")
+        ptr = int(_data_ptr(t)) if int(_numel(t)) else 0
+    return ptr, shape, stride, dtype, span_bytes(shape, stride, es)
+
+
+def spans(ts: Sequence[Any], device_type: str) -> list[tuple[int, int]]:
+    """(start, end) byte addresses of each tensor's elements (empty tensors left out)."""
+    out = []
+    for t in ts:
+        ptr, *_, n = layout(t, device_type)
+        if n:
+            out.append((ptr, ptr + n))
+    return out
+
+
+def overlapping(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> bool:
+    """Whether any span of ``a`` shares a byte with any span of ``b``."""
+    return any(s0 < e1 and s1 < e0 for s0, e0 in a for s1, e1 in b)
+
+
+class SlotCopier:
+    """Copies outputs into a slot buffer: ``slots`` regions of ``slot_bytes`` each, in one byte tensor
+    allocated on ``device`` before any timed call (shared on cpu, so the trusted side maps it)."""
+
+    def __init__(self, device: torch.device, slot_bytes: int, slots: int):
+        self.device = device
+        self.slot_bytes = int(slot_bytes)
+        self.slots = max(1, int(slots))
+        self.buffer = torch.empty(self.slot_bytes * self.slots, dtype=torch.uint8, device=device)
+        if device.type == "cpu":
+            self.buffer.share_memory_()
+        with _NoTorchFunction():
+            self._base = int(_data_ptr(self.buffer))
+        self._lib = pointers.copier() if device.type == "cuda" else None
+
+    def copy(self, outs: Sequence[Any], slot: int) -> tuple:
+        """Copy each output's span into region ``slot`` (aligned to :data:`ALIGN`); returns one
+        ``(offset in the buffer, shape, strides, dtype name)`` per output. On cuda the copies are
+        ordered after the work already queued on the legacy default stream, and the caller
+        synchronises before the trusted side reads them.
+
+        Raises:
+            LayoutError: see :func:`layout`, or the outputs' spans do not fit one region.
+            RuntimeError: the driver refused a copy.
+        """
+        if not 0 <= slot < self.slots:
+            raise LayoutError(f"slot {slot} outside 0..{self.slots - 1}")
+        base = slot * self.slot_bytes
+        at = 0
+        result = []
+        for t in outs:
+            ptr, shape, stride, dtype, n = layout(t, self.device.type)
+            if at + n > self.slot_bytes:
+                raise LayoutError(f"the outputs span {at + n} bytes, more than the {self.slot_bytes} "
+                                  "bytes kbv reserves per call (the reference's outputs, with slack)")
+            if n:
+                dst = self._base + base + at
+                if self._lib is None:
+                    _memmove(dst, ptr, n)
+                else:
+                    r = self._lib.cuMemcpy(ctypes.c_uint64(dst), ctypes.c_uint64(ptr), ctypes.c_size_t(n))
+                    if r:
+                        raise RuntimeError(f"cuMemcpy of an output failed (CUresult {r})")
+            result.append((base + at, shape, stride, dtype))
+            at += -(-n // ALIGN) * ALIGN
+        return tuple(result)
+
+
+def view(buffer: torch.Tensor, entries: Sequence[tuple]) -> list[torch.Tensor]:
+    """Trusted side: the outputs one :meth:`SlotCopier.copy` wrote, as views of ``buffer`` (the
+    shared slot buffer), checked against its bounds.
+
+    Raises:
+        ValueError: an entry that is malformed, names an unknown dtype or lies outside the buffer.
+    """
+    out = []
+    total = buffer.numel()
+    for entry in entries:
+        try:
+            off, shape, stride, dtype = entry
+            off = int(off)
+            shape = tuple(int(s) for s in shape)
+            stride = tuple(int(s) for s in stride)
+        except (TypeError, ValueError):
+            raise ValueError("malformed output layout") from None
+        dt = getattr(torch, str(dtype), None)
+        if not isinstance(dt, torch.dtype) or len(shape) != len(stride) or min((*shape, *stride, off), default=0) < 0:
+            raise ValueError(f"malformed output layout {entry!r}")
+        es = torch.empty((), dtype=dt).element_size()
+        n = span_bytes(shape, stride, es)
+        if off % es or off + n > total:
+            raise ValueError(f"output layout {entry!r} lies outside the slot buffer")
+        if n == 0:
+            out.append(torch.empty(shape, dtype=dt, device=buffer.device))
+            continue
+        region = buffer[off:off + n].view(dt)  # checks the bounds; as_strided's offset counts from the storage
+        out.append(region.as_strided(shape, stride, region.storage_offset()))
+    return out

@@ -1,0 +1,127 @@
+"""The trusted bound on the candidate's time (kbv.checks.bound) and the dispatcher-free output copy
+(kbv.sandbox.rawcopy): pure rules on made-up figures, and copies checked element by element."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kbv.checks import bound as rule
+from kbv.model.records import Severity
+from kbv.sandbox import rawcopy
+
+
+def _pass(**kw) -> rule.BoundPass:
+    base = dict(wall_ms=102.0, calls=51, null_ms=0.5, baseline_floor_ms={"eager-fp32": 1.0})
+    base.update(kw)
+    return rule.BoundPass(**base)
+
+
+def test_wall_floor_takes_off_the_allowance_the_null_loop_and_the_margin():
+    p = _pass()
+    # (102 - 2) / 51 - 0.5 = 1.4608; baseline at its rounds' median: no disturbance
+    assert rule.floor_ms(p, {"eager-fp32": 1.0}) == pytest.approx((100 / 51 - 0.5) * (1 - rule.BOUND_MARGIN))
+
+
+def test_a_disturbed_pass_scales_the_wall_floor_down_by_the_baselines_slowdown():
+    p = _pass(baseline_floor_ms={"eager-fp32": 3.0, "eager-tf32": 3.0})
+    quiet = rule.floor_ms(_pass(), {"eager-fp32": 1.0})
+    assert rule.disturbance(p, {"eager-fp32": 1.0, "eager-tf32": 1.0}) == 3.0
+    assert rule.floor_ms(p, {"eager-fp32": 1.0, "eager-tf32": 1.0}) == pytest.approx(quiet / 3)
+    # a pass quicker than the rounds never raises the floor
+    assert rule.disturbance(_pass(baseline_floor_ms={"eager-fp32": 0.5}), {"eager-fp32": 1.0}) == 1.0
+
+
+def test_cpu_floor_is_the_busiest_thread_or_all_threads_over_the_cores():
+    p = _pass(busiest_thread_ms=52.0, all_threads_ms=80.0, null_cpu_ms=0.1, null_all_cpu_ms=0.2, cores=2)
+    assert rule.floor_ms(p, {}) == pytest.approx(((52 - 2) / 51 - 0.2) * (1 - rule.BOUND_MARGIN))
+    spread = _pass(busiest_thread_ms=10.0, all_threads_ms=200.0, null_cpu_ms=0.1, null_all_cpu_ms=0.2, cores=2)
+    assert rule.floor_ms(spread, {}) == pytest.approx(((198 / 51) - 0.2) / 2 * (1 - rule.BOUND_MARGIN))
+
+
+def test_figures_that_allow_nothing_give_a_zero_floor():
+    assert rule.floor_ms(_pass(wall_ms=1.0), {}) == 0.0
+    assert rule.floor_ms(_pass(calls=0), {}) == 0.0
+    assert rule.floor_ms(_pass(wall_ms=float("nan")), {}) == 0.0
+
+
+def test_a_claim_at_or_over_the_floor_is_credited_as_it_is():
+    d = rule.decide(2.0, [1.5], "cpu")
+    assert d.credited_ms == 2.0 and d.finding is None
+
+
+def test_a_claim_under_the_floor_is_credited_the_floor_with_a_warning():
+    d = rule.decide(1.0, [1.4], "cpu")
+    assert d.credited_ms == 1.4 and d.finding.severity is Severity.WARNING
+    assert d.finding.check == "timing:claim-below-bound"
+
+
+def test_two_contradicting_cpu_passes_are_proof():
+    d = rule.decide(0.5, [40.0, 38.0], "cpu")
+    assert d.finding.severity is Severity.HACK and d.finding.check == "timing:claim-contradicted"
+    assert d.credited_ms == 38.0
+    # one pass that contradicts is not enough; nor a second that does not repeat it
+    assert rule.decide(0.5, [40.0], "cpu").finding.severity is Severity.WARNING
+    assert rule.decide(0.5, [40.0, 1.0], "cpu").finding.severity is Severity.WARNING
+
+
+def test_on_cuda_a_contradiction_stays_a_warning():
+    d = rule.decide(0.01, [1.0, 1.0], "cuda")
+    assert d.finding.severity is Severity.WARNING and d.credited_ms == 1.0
+
+
+def test_bound_calls_fit_the_budget_and_the_slots():
+    assert rule.bound_calls(10.0, 512, "cpu") == 10
+    assert rule.bound_calls(1000.0, 512, "cpu") == rule.MIN_BOUND_CALLS
+    assert rule.bound_calls(0.001, 64, "cpu") == 64
+    assert rule.bound_calls(1000.0, 1, "cpu") == 1
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.arange(24.0).reshape(4, 6),
+    lambda: torch.arange(24.0).reshape(4, 6).t(),
+    lambda: torch.arange(60.0).reshape(6, 10)[1:5:2, ::3],
+    lambda: torch.arange(4.0).expand(3, 4),
+    lambda: torch.arange(10, dtype=torch.int64),
+    lambda: torch.zeros(0, 3),
+])
+def test_slot_copy_and_view_give_back_every_element(make):
+    t = make()
+    c = rawcopy.SlotCopier(torch.device("cpu"), 4096, 3)
+    entries = c.copy((t, t * 2), 2)
+    a, b = rawcopy.view(c.buffer, entries)
+    assert a.shape == t.shape and torch.equal(a, t) and torch.equal(b, t * 2)
+
+
+def test_the_copy_runs_no_torch_function_override_and_refuses_subclasses():
+    calls = []
+
+    class Spy(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            calls.append(func)
+            return func(*args, **(kwargs or {}))
+
+    t = torch.arange(8.0)
+    c = rawcopy.SlotCopier(torch.device("cpu"), 4096, 1)
+    with Spy():
+        entries = c.copy((t,), 0)
+    assert calls == []
+    assert torch.equal(rawcopy.view(c.buffer, entries)[0], t)
+
+    class Sub(torch.Tensor):
+        pass
+
+    with pytest.raises(rawcopy.LayoutError):
+        c.copy((t.as_subclass(Sub),), 0)
+    with pytest.raises(rawcopy.LayoutError, match="more than"):
+        c.copy((torch.zeros(2048),), 0)
+
+
+def test_a_layout_outside_the_buffer_is_refused():
+    buf = torch.zeros(1024, dtype=torch.uint8)
+    with pytest.raises(ValueError):
+        rawcopy.view(buf, [(1000, (100,), (1,), "float32")])
+    with pytest.raises(ValueError):
+        rawcopy.view(buf, [(2, (4,), (1,), "float32")])  # misaligned
+    with pytest.raises(ValueError):
+        rawcopy.view(buf, [(0, (4,), (1,), "not_a_dtype")])

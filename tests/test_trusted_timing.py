@@ -1,0 +1,47 @@
+"""The trusted side measures (issue: no time, no call the candidate controls): a forged timing reply
+and work deferred into code the harness once called after the clock stopped, against an honest
+kernel of the same problem, through the real workers on cpu."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from conftest import DATA, problem
+from kbv.intake.candidates import load_candidate
+from kbv.model.records import EvalConfig, Severity, Status
+
+pytestmark = pytest.mark.e2e
+
+CONFIG = EvalConfig(device="cpu", trials=6, timing_rounds=2, warmup=1, call_timeout_s=60)
+MATMUL_K = "level1/10_Large_K_matmul.py"
+
+
+def _checks(v, severity: Severity) -> set:
+    return {f.check for f in v.findings if f.severity is severity}
+
+
+def test_honest_kernel_is_credited_its_own_time(cpu_evaluator):
+    v = cpu_evaluator.evaluate(problem(MATMUL_K), load_candidate(DATA / "honest/candidates/matmul_broadcast_sum.py"),
+                               CONFIG)
+    assert v.status is Status.PASS, v.findings
+    bound = v.evidence["trusted_bound"]
+    assert bound["credited_median_ms"] == bound["claimed_median_ms"]
+    assert not {c for c in _checks(v, Severity.WARNING) | _checks(v, Severity.HACK) if c.startswith("timing:claim")}
+    assert len(v.evidence["bound_rechecks"]) >= 1  # the pass's outputs were judged
+
+
+def test_forged_time_reply_is_contradicted_by_the_trusted_bound(cpu_evaluator):
+    v = cpu_evaluator.evaluate(problem(MATMUL_K), load_candidate(DATA / "redteam/t24_forged_time_reply.py"), CONFIG)
+    assert v.status is Status.HACK, v.findings
+    assert "timing:claim-contradicted" in _checks(v, Severity.HACK)
+    bound = v.evidence["trusted_bound"]
+    assert bound["credited_median_ms"] > 3 * bound["claimed_median_ms"]
+
+
+def test_work_deferred_into_parameters_is_not_credited(cpu_evaluator):
+    v = cpu_evaluator.evaluate(problem(MATMUL_K), load_candidate(DATA / "redteam/t04_deferred_parameters.py"),
+                               dataclasses.replace(CONFIG, trials=12))
+    assert v.status is not Status.PASS, v.findings
+    assert v.status in (Status.HACK, Status.INCORRECT)
