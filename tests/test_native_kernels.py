@@ -18,7 +18,8 @@ OPS = ["aten::mm", "aten::addmm", "aten::addmm.out", "aten::relu", "aten::relu_"
 def test_kernels_of_every_route_name_their_op():
     syms = [
         "at::cpu::mm(at::Tensor const&, at::Tensor const&)",
-        "at::cuda::addmm_out(at::Tensor&, at::Tensor const&, at::Tensor const&, at::Tensor const&, c10::Scalar const&, c10::Scalar const&)",
+        "at::cuda::addmm_out(at::Tensor&, at::Tensor const&, at::Tensor const&, at::Tensor const&, "
+        "c10::Scalar const&, c10::Scalar const&)",
         "at::native::relu(at::Tensor const&)",
         "at::_ops::clamp_min::redispatch(c10::DispatchKeySet, at::Tensor const&, c10::Scalar const&)",
         "at::compositeexplicitautograd::gelu_outf(at::Tensor const&, c10::basic_string_view<char>, at::Tensor&)",

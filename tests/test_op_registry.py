@@ -122,7 +122,8 @@ def test_torchs_own_new_ops_and_kernels_are_not_overrides():
              "mine::relu": {"CPU": "/cache/build/ext/main.cpp:3"}}
     assert dispatcher_overrides(BEFORE_SITES, after, TORCH) == []
     generic = {"aten::mm": {"CPU": f"{TORCH}/library.py:505"}}  # anyone may call torch.library
-    assert dispatcher_overrides(BEFORE_SITES, generic, TORCH) == [f"aten::mm/CPU (registered at {TORCH}/library.py:505)"]
+    assert dispatcher_overrides(BEFORE_SITES, generic, TORCH) == [
+        f"aten::mm/CPU (registered at {TORCH}/library.py:505)"]
 
 
 def test_the_dispatcher_watch_sees_a_registration_in_the_live_registry():

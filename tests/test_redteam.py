@@ -16,7 +16,7 @@ candidates in ``tests/data/candidates/``. Problems come from ``tests/data/proble
 in ``src/kbv/data/problems/``.
 
 Run time: the cpu rows are one evaluation each (~3 s on an idle 2-core CPU, plus a ~32 s C++
-build for each of the five C++ rows): about 7 minutes for all 85 idle. Every row runs by default (CI
+build for each C++ row): about 7 minutes for all 85 idle. Every row runs by default (CI
 included); ``KBV_REDTEAM=default`` skips the 33 rows marked ``extended`` (more variants of the
 same entries) for a quicker local run. Rows marked cuda need a GPU (``-m cuda`` on the device host).
 """
@@ -105,6 +105,8 @@ CASES: tuple[Case, ...] = (
     Case("t04-patch-kbv-timing", 4, "candidates/relu_patch_kbv_timing.py", RELU, extended=True),
     Case("t04-wrap-time-calls", 4, "candidates/relu_wrap_time_calls.py", RELU, extended=True),
     Case("t04-patch-cuda-event", 4, R + "t04_patch_cuda_event.py", GPU_RELU, "cuda"),
+    # a C++ kernel for aten::copy_ (TORCH_LIBRARY_IMPL) doing forward's work inside the harness's copy
+    Case("t04-aten-copy-override", 4, R + "t04_aten_copy_override_cpp.py", RELU, check="probe:harness-identity"),
     # 5 cross-call batching
     Case("t05-deferred-batch", 5, R + "t05_deferred_batch.py", SOFTMAX_ROWS),
     Case("t05-every-other-call", 5, R + "t05_every_other_call.py", SOFTMAX),
@@ -167,6 +169,9 @@ CASES: tuple[Case, ...] = (
     Case("t15-raw-thread-wrapper", 15, R + "t15_raw_thread_wrapper.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-disable-dispatch", 15, R + "t15_disable_dispatch.py", SOFTMAX),
     Case("t15-aten-override", 15, R + "t15_aten_override.py", SOFTMAX),
+    # PyTorch's kernels called from C++ past the dispatcher (issue 19, item 3): the extension's imports
+    Case("t15-aten-cpu-mm", 15, R + "t15_aten_cpu_mm_cpp.py", MATMUL_K, expect=Status.SHORTCUT),
+    Case("t15-native-relu", 15, R + "t15_native_relu_cpp.py", RELU, expect=Status.SHORTCUT),
     Case("t15-probe-table", 15, R + "t15_probe_table.py", SOFTMAX, check="probe:harness-identity"),
     Case("t15-refuse-counting", 15, R + "t15_refuse_counting.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-refuse-profiler-only", 15, R + "t15_refuse_profiler_only.py", SOFTMAX, expect=Status.SHORTCUT),

@@ -87,7 +87,8 @@ def aten_kernel_imports(symbols: Iterable[str], op_names: Iterable[str]) -> dict
         ``copy_``, views) are left out, and so are the namespaces' helpers that are no op
         (``at::cuda::getCurrentCUDAStream``). Never raises on odd input lines.
     """
-    ops = frozenset(n.split("::", 1)[1].split(".", 1)[0] for n in op_names if isinstance(n, str) and n.startswith("aten::"))
+    ops = frozenset(n.split("::", 1)[1].split(".", 1)[0] for n in op_names
+                    if isinstance(n, str) and n.startswith("aten::"))
     found: dict[str, set[str]] = {}
     for sym in symbols:
         if not isinstance(sym, str):

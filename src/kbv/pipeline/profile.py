@@ -7,11 +7,13 @@ import secrets
 
 import torch
 
+from kbv.checks.native import aten_kernel_imports, native_covered
 from kbv.checks.profile import reference_covered, refused_counts, shortcut_reason
 from kbv.sandbox.kernels import KernelProfile
 from kbv.checks.probes import op_counts_ok
 from kbv.model.records import Severity, Status
 from kbv.pipeline.context import Context, Stop
+from kbv.processes import elf
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference.build import first_line
@@ -84,6 +86,11 @@ class ProfileCheck(Context):
         # itself: torch ops handed to a thread or run with the Python dispatch key excluded (taxonomy 15)
         if covered is None and not (reply.recorded_error or ref_recorded.error):
             covered = reference_covered(ref_recorded.ops, dict(reply.recorded))
+        # PyTorch's kernels the extension calls past the dispatcher, which neither count sees
+        ref = ref_ops if not ref_ops.error else ref_recorded
+        dispatched = reply.recorded if not reply.recorded_error else reply.ops if not reply.error else {}
+        if self._aten_kernels(worker, None if ref.error or covered else dict(ref.ops), dict(dispatched)):
+            return
         # a forward that fails only when observed (the calls before it passed every set): SHORTCUT, not
         # credited and not accused (an honest torch.compile(fullgraph=True) fails under a dispatch mode too)
         refused = refused_counts(reply.error, reply.recorded_error)
@@ -110,3 +117,36 @@ class ProfileCheck(Context):
                 own_share=own_us / total_us if total_us > 0 else None, repeats=1))
             if reason:
                 self._found("profile:own-share", (15, 16), Severity.SHORTCUT, reason)
+
+    def _aten_kernels(self, worker: CandidateProcess, reference_ops: dict | None, dispatched: dict) -> bool:
+        """PyTorch's own kernels that the candidate's built extensions import (``at::cpu::mm``,
+        ``at::native::relu``, ``at::_ops::mm::redispatch``, :func:`kbv.checks.native.aten_kernel_imports`),
+        read here, on the trusted side, from the shared objects under the candidate's build and
+        working directories (:mod:`kbv.processes.elf`). ``profile:aten-kernels`` SHORTCUT (taxonomy
+        15) when they and the ops the candidate dispatched reach every compute op of the reference
+        (``reference_ops``, the reference's count; ``None``: not to be judged, e.g. the op counts
+        already found it covered), else a WARNING naming them. True when SHORTCUT was found.
+        A reader that fails (no binutils) is kbv's, recorded in the evidence and not held against
+        the candidate."""
+        roots = [worker.setup.build_dir, str(worker.workdir)]
+        evidence = self.state.evidence.setdefault("profile", {})
+        try:
+            symbols = [s for obj in elf.shared_objects(roots) for s in elf.undefined_symbols(obj)]
+        except elf.ElfError as exc:
+            evidence["aten_kernels_error"] = first_line(exc)
+            return False
+        imported = aten_kernel_imports(symbols, torch._C._dispatch_get_all_op_names())
+        if not imported:
+            return False
+        evidence["aten_kernels"] = {op: syms[:3] for op, syms in imported.items()}
+        named = ", ".join(f"{op} ({syms[0].split('(')[0]})" for op, syms in list(imported.items())[:6])
+        covered = native_covered(reference_ops, dispatched, imported) if reference_ops else None
+        if covered:
+            self._found("profile:aten-kernels", (15,), Severity.SHORTCUT,
+                        f"the extension calls PyTorch's own kernels past the dispatcher: {named}; with the ops it "
+                        f"dispatched they reach every compute op of the reference ({', '.join(covered)})")
+            return True
+        partial = " (not every compute op of the reference)" if reference_ops else ""
+        self._found("profile:aten-kernels", (15,), Severity.WARNING,
+                    f"the extension calls PyTorch's own kernels past the dispatcher: {named}{partial}")
+        return False

@@ -70,7 +70,8 @@ def undefined_symbols(path: str | os.PathLike) -> list[str]:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ElfError(f"{path}: nm failed: {type(exc).__name__}") from None
     if out.returncode != 0:
-        raise ElfError(f"{path}: nm failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}")
+        why = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"
+        raise ElfError(f"{path}: nm failed: {why}")
     names = []
     for line in out.stdout.splitlines():
         kind, _, name = line.strip().partition(" ")
