@@ -25,7 +25,7 @@ draw under the secret seed, changed at 1–8 secret positions per tensor, the re
 ``break-triangular`` entries set in the zero triangle of a triangular input
 ``break-banded``     entries set just outside (or anywhere outside) a banded input's band
 ``break-symmetric``  ``a[i, j]`` of a symmetric input changed, ``a[j, i]`` kept
-``break-sorted``     two entries of a row swapped in an input sorted along its last dim
+``break-sorted``     two entries of a row swapped in a float input sorted along its last dim
 ``break-sparse``     zero entries set in an input at least 3/4 zeros (one-hot rows, masks)
 =================== ==================================================================
 

@@ -20,13 +20,15 @@ structure      found when                                                   brok
 ``banded``     zero outside a band ``i - j <= p``, ``j - i <= q`` of at      entries set just outside the band
                most half the matrix's diagonals (``p + q + 1 <= min(R, C)/2``) or anywhere outside it
 ``symmetric``  R = C >= 2, equal to its transpose bit for bit               ``a[i, j]`` changed, ``a[j, i]`` kept
-``sorted``     the last dim >= 2 long, every row nondecreasing (or every    two unequal entries of a row swapped
-               row nonincreasing), not constant
+``sorted``     floating-point, the last dim >= 2 long, every row            two unequal entries of a row swapped
+               nondecreasing (or every row nonincreasing), not constant
 ``sparse``     at least :data:`SPARSE_ZERO_FRACTION` of the entries zero    zero entries set
                (one-hot rows, masks)
 ============== ============================================================ ===============================
 
-The values set are the tensor's own non-zero entries, so an input stays inside an elementwise
+Integer tensors count as sorted never: sorted indices or offsets are usually a precondition
+(``searchsorted``, CSR row pointers) on which a reference is undefined, and kbv's other
+distributions keep integer values too. The values set are the tensor's own non-zero entries, so an input stays inside an elementwise
 declared domain (:mod:`kbv.reference.domains`); inputs declared with a domain that couples elements
 (:data:`kbv.reference.mutation.STRUCTURED_DOMAINS`: ``fixed``, ``probability``, ``symmetric``,
 ``spd``) are never changed. Every pass reads a tensor in chunks, in its own dtype and on its own
@@ -140,7 +142,7 @@ def _bands(t: torch.Tensor, step: int) -> tuple[int | None, int | None, bool]:
 
 def _order(flat: torch.Tensor, length: int, step: int) -> int:
     """+1 / -1 / 0 (:class:`Structure`) for ``flat``, rows of ``length`` along the last dim."""
-    if length < 2 or flat.dtype == torch.bool:
+    if length < 2 or not flat.is_floating_point():  # integer rows (indices, offsets) keep their order
         return 0
     rising = falling = True
     strict = False
