@@ -20,14 +20,14 @@ drives ``get_inputs()`` (shapes, dtypes, integer inputs, scalars) and a private
 **Inputs that break a pattern in a few places** (:mod:`kbv.reference.structure`): a ``get_inputs()``
 draw under the secret seed, changed at 1–8 secret positions per tensor, the rest of it as drawn:
 
-=================== ==================================================================
+==================== ========================================================================
 ``few-positions``    values that another ``get_inputs()`` draw has at those positions
 ``break-triangular`` entries set in the zero triangle of a triangular input
 ``break-banded``     entries set just outside (or anywhere outside) a banded input's band
 ``break-symmetric``  ``a[i, j]`` of a symmetric input changed, ``a[j, i]`` kept
 ``break-sorted``     two entries of a row swapped in a float input sorted along its last dim
 ``break-sparse``     zero entries set in an input at least 3/4 zeros (one-hot rows, masks)
-=================== ==================================================================
+==================== ========================================================================
 
 A ``break-*`` set is built only when a draw of ``get_inputs()`` shows its structure
 (:func:`applies`); its values are the tensor's own non-zero entries. Like ``fresh``, these start

@@ -12,26 +12,27 @@ breaks the pattern (issue 19: PASS while wrong by 0.95). The sets built here cha
 Structures found on one tensor of shape ``(..., R, C)`` (every matrix of the last two dims, or
 every row along the last dim, must show it):
 
-============== ============================================================ ===============================
-structure      found when                                                   broken by
-============== ============================================================ ===============================
-``triangular`` R, C >= 2 and every entry strictly below (or above) the      entries set in the zero triangle
-               diagonal is zero
-``banded``     zero outside a band ``i - j <= p``, ``j - i <= q`` of at      entries set just outside the band
-               most half the matrix's diagonals (``p + q + 1 <= min(R, C)/2``) or anywhere outside it
-``symmetric``  R = C >= 2, equal to its transpose bit for bit               ``a[i, j]`` changed, ``a[j, i]`` kept
-``sorted``     floating-point, the last dim >= 2 long, every row            two unequal entries of a row swapped
-               nondecreasing (or every row nonincreasing), not constant
-``sparse``     at least :data:`SPARSE_ZERO_FRACTION` of the entries zero    zero entries set
-               (one-hot rows, masks)
-============== ============================================================ ===============================
+============== ====================================================== ====================================
+structure      found when                                             broken by
+============== ====================================================== ====================================
+``triangular`` R, C >= 2, every entry strictly below (or above) the   entries set in the zero triangle
+               diagonal zero
+``banded``     zero outside a band ``i - j <= p``, ``j - i <= q`` of  entries set just outside the band, or
+               at most half the diagonals (``p+q+1 <= min(R,C)/2``)   anywhere outside it
+``symmetric``  R = C >= 2, equal to its transpose bit for bit         ``a[i, j]`` changed, ``a[j, i]`` kept
+``sorted``     floating-point, the last dim >= 2 long, every row      two unequal entries of a row swapped
+               nondecreasing (or every row nonincreasing), not
+               constant
+``sparse``     at least :data:`SPARSE_ZERO_FRACTION` of the entries   zero entries set
+               zero (one-hot rows, masks)
+============== ====================================================== ====================================
 
-Integer tensors count as sorted never: sorted indices or offsets are usually a precondition
+Integer tensors never count as sorted: sorted indices or offsets are usually a precondition
 (``searchsorted``, CSR row pointers) on which a reference is undefined, and kbv's other
-distributions keep integer values too. The values set are the tensor's own non-zero entries, so an input stays inside an elementwise
-declared domain (:mod:`kbv.reference.domains`); inputs declared with a domain that couples elements
-(:data:`kbv.reference.mutation.STRUCTURED_DOMAINS`: ``fixed``, ``probability``, ``symmetric``,
-``spd``) are never changed. Every pass reads a tensor in chunks, in its own dtype and on its own
+distributions keep integer values too. The values set are the tensor's own non-zero entries, so an
+input stays inside an elementwise declared domain (:mod:`kbv.reference.domains`); inputs declared
+with a domain that couples elements (:data:`kbv.reference.mutation.STRUCTURED_DOMAINS`: ``fixed``,
+``probability``, ``symmetric``, ``spd``) are never changed. Every pass reads a tensor in chunks, in its own dtype and on its own
 device (no float64 copy); a changed tensor is cloned first (``get_inputs()`` may return a tensor it
 keeps).
 """
