@@ -44,8 +44,10 @@ def test_noisy_cpu_samples_are_wide_and_tight_gpu_samples_are_narrow():
 
 
 def test_the_stop_agrees_with_the_interval_the_verdict_records():
-    """Same samples, same seed: the width the stop judged is the recorded interval's width."""
+    """Same samples, same seed: the width the stop judged is the recorded interval's width, less the
+    rerun floor the recorded one adds (which no further round narrows)."""
     from kbv.batch.metrics import speedup_interval
+    from kbv.model.intervals import interval_seed, ratio_interval
     from tests.verdict_factory import make_verdict
     from kbv.model.records import Measurement
     import dataclasses
@@ -55,6 +57,9 @@ def test_the_stop_agrees_with_the_interval_the_verdict_records():
                                        "eager-fp32": Measurement("eager-fp32", "cuda", tuple(CPU_FP32), 5)},
                             speedup={"eager-fp32": statistics.median(CPU_FP32) / statistics.median(CPU_CAND)})
     lo, hi = speedup_interval(v, "eager-fp32")
+    f_lo, f_hi = ratio_interval(CPU_FP32, CPU_CAND, interval_seed(v.problem.sha256, v.candidate.sha256, "eager-fp32"))
+    assert lo <= f_lo and hi >= f_hi and hi - lo > f_hi - f_lo
+    lo, hi = f_lo, f_hi
     w = half_widths({"candidate": CPU_CAND, "eager-fp32": CPU_FP32}, ["eager-fp32"], v.problem.sha256,
                     v.candidate.sha256)["eager-fp32"]
     assert w == pytest.approx((hi - lo) / 2 / v.speedup["eager-fp32"])

@@ -125,3 +125,27 @@ def test_a_layout_outside_the_buffer_is_refused():
         rawcopy.view(buf, [(2, (4,), (1,), "float32")])  # misaligned
     with pytest.raises(ValueError):
         rawcopy.view(buf, [(0, (4,), (1,), "not_a_dtype")])
+
+
+def test_sync_gap_is_judged_against_eager_fp32s_overhead_in_the_same_pass():
+    from kbv.checks.timing import sync_gap
+
+    # an honest fp16 GEMM beside the cuda suite on the H200: both synchronizes slowed
+    assert sync_gap(0.474, 0.035, 0.283, 0.015) < 0.05
+    # work on a side stream: the events see 0.01 ms of a 1 ms call
+    assert sync_gap(1.0, 0.01, 0.03, 0.02) > 0.9
+
+
+def test_intervals_widen_by_the_spread_between_rounds_and_the_rerun_floor():
+    from kbv.model.intervals import between_rounds_se, ratio_interval
+
+    base = [1.0] * 10 + [2.0] * 10  # the baseline twice as slow in the second round
+    cand = [1.0] * 20
+    assert between_rounds_se(base, cand, [10, 10]) > 0.3
+    assert between_rounds_se(base, cand, [20]) == 0.0 and between_rounds_se(base, cand, [5, 5]) == 0.0
+    plain = ratio_interval(base, cand, 1)
+    wide = ratio_interval(base, cand, 1, blocks=[10, 10])
+    assert wide[0] <= plain[0] and wide[1] >= plain[1] and wide[1] - wide[0] > plain[1] - plain[0]
+    steady = [1.0 + 0.001 * (i % 3) for i in range(20)]
+    lo, hi = ratio_interval(steady, steady, 1, floor_se=0.03)
+    assert lo < 0.95 and hi > 1.05  # +-1.96 x 3 % at least

@@ -282,7 +282,8 @@ def test_speedup_interval_brackets_the_ratio_of_medians_and_widens_with_noise():
     quiet = make_verdict("PASS", speedup=2.0)
     noisy = make_verdict("PASS", speedup=2.0, noisy=True, problem_id=2)
     lo, hi = speedup_interval(quiet, "eager-tf32")
-    assert lo <= quiet.speedup["eager-tf32"] <= hi and hi - lo < 0.25
+    # the rerun floor alone (kbv.model.intervals.RERUN_LOG_SE, 3 % on cuda) spans about +-6 % of 2.0
+    assert lo <= quiet.speedup["eager-tf32"] <= hi and 0.2 < hi - lo < 0.3
     nlo, nhi = speedup_interval(noisy, "eager-tf32")
     assert nlo <= 2.0 <= nhi and nhi - nlo > 3 * (hi - lo)
     assert speedup_interval(noisy, "eager-tf32") == (nlo, nhi)  # seeded: a report is reproducible
@@ -292,7 +293,11 @@ def test_speedup_interval_brackets_the_ratio_of_medians_and_widens_with_noise():
     rng = np.random.default_rng(1)
     c, b = np.asarray(noisy.timing["candidate"].times_ms), np.asarray(noisy.timing["eager-tf32"].times_ms)
     ratios = [np.median(rng.choice(b, b.size)) / np.median(rng.choice(c, c.size)) for _ in range(4000)]
-    assert (nlo, nhi) == pytest.approx(tuple(np.percentile(ratios, [2.5, 97.5])), rel=0.05)
+    from kbv.model.intervals import ratio_interval
+
+    plain = ratio_interval(tuple(b), tuple(c), 7)  # the calls' bootstrap alone
+    assert plain == pytest.approx(tuple(np.percentile(ratios, [2.5, 97.5])), rel=0.05)
+    assert nlo <= plain[0] and nhi >= plain[1]  # widened by the rounds' spread and the rerun floor
     m = compute_metrics([quiet, noisy]).run("model-a").overall
     assert m.noisy_problems == 1 and [o.best_noisy for o in m.outcomes] == [False, True]
     assert m.outcomes[1].best_speedup_interval == (nlo, nhi)

@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from kbv.model.intervals import INTERVAL_CONFIDENCE, INTERVAL_RESAMPLES, interval_seed, ratio_interval
+from kbv.model.intervals import INTERVAL_CONFIDENCE, INTERVAL_RESAMPLES, RERUN_LOG_SE, interval_seed, ratio_interval
 from kbv.model.records import Status, Verdict
 
 FAST_P_THRESHOLDS: tuple[float, ...] = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
@@ -90,7 +90,8 @@ def speedup_interval(v: Verdict, baseline: str, *, confidence: float = INTERVAL_
     (:attr:`kbv.model.records.Measurement.times_ms`); the interval is
     :func:`kbv.model.intervals.ratio_interval` (percentile bootstrap, each side resampled
     ``resamples`` times; Efron & Tibshirani 1993, §13.3), seeded from the candidate, problem and
-    baseline, so a report is reproducible and agrees with the adaptive stop of the timing rounds.
+    baseline, so a report is reproducible; widened by the spread between the verdict's timing rounds
+    and the device's rerun floor (:data:`kbv.model.intervals.RERUN_LOG_SE`), so that it covers a rerun.
     None when either side was not timed in this verdict (e.g. ``compile``, which comes from the
     baseline cache).
     """
@@ -98,7 +99,10 @@ def speedup_interval(v: Verdict, baseline: str, *, confidence: float = INTERVAL_
     if cand is None or base is None:
         return None
     seed = interval_seed(v.problem.sha256, v.candidate.sha256, baseline)
-    return ratio_interval(base.times_ms, cand.times_ms, seed, confidence=confidence, resamples=resamples)
+    blocks = v.evidence.get("timed_calls_per_round") or ()
+    return ratio_interval(base.times_ms, cand.times_ms, seed, confidence=confidence, resamples=resamples,
+                          blocks=blocks if isinstance(blocks, (list, tuple)) else (),
+                          floor_se=RERUN_LOG_SE.get(cand.device, 0.0))
 
 
 def speedup_noisy(v: Verdict, baseline: str) -> bool:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import math
+from statistics import NormalDist
 from typing import Sequence
 
 import numpy as np
@@ -44,9 +46,36 @@ def _ratio_interval(base_ms: tuple[float, ...], cand_ms: tuple[float, ...], seed
     return float(lo), float(hi)
 
 
+#: the least standard error of a log speedup an interval is given, per device (kbv choice): what a
+#: rerun in a fresh process adds that no resampling of one run sees (clocks, placement, a neighbour
+#: on the GPU). Checked against reruns on the H200 by bench/rerun_coverage.py (docs/gpu-runs.md).
+RERUN_LOG_SE = {"cuda": 0.03, "cpu": 0.08}
+
+
+def between_rounds_se(base_ms: Sequence[float], cand_ms: Sequence[float], blocks: Sequence[int]) -> float:
+    """Standard error of the mean log speedup over the timing rounds (each round's speedup:
+    median(baseline) / median(candidate) of that round's calls; ``blocks``: calls per round, the same
+    split on both sides). 0 with fewer than two rounds or when the split does not fit the samples:
+    rounds run at different moments, so their spread is the variation of conditions within a run,
+    which calls of one round, resampled, do not show."""
+    blocks = [int(b) for b in blocks]
+    if len(blocks) < 2 or sum(blocks) != len(base_ms) or sum(blocks) != len(cand_ms) or min(blocks) < 1:
+        return 0.0
+    logs, at = [], 0
+    for n in blocks:
+        logs.append(math.log(float(np.median(base_ms[at:at + n])) / float(np.median(cand_ms[at:at + n]))))
+        at += n
+    return float(np.std(logs, ddof=1) / math.sqrt(len(logs)))
+
+
 def ratio_interval(base_ms: Sequence[float], cand_ms: Sequence[float], seed: int, *,
-                   confidence: float = INTERVAL_CONFIDENCE, resamples: int = INTERVAL_RESAMPLES) -> tuple[float, float]:
-    """Percentile-bootstrap interval (×) of median(``base_ms``) / median(``cand_ms``) (see the module doc).
+                   confidence: float = INTERVAL_CONFIDENCE, resamples: int = INTERVAL_RESAMPLES,
+                   blocks: Sequence[int] = (), floor_se: float = 0.0) -> tuple[float, float]:
+    """Interval (×) of median(``base_ms``) / median(``cand_ms``) (see the module doc): the percentile
+    bootstrap of the calls; with ``blocks`` (calls per timing round) or ``floor_se``, widened on the
+    log scale to ``z * sqrt(se_calls^2 + se_rounds^2 + floor_se^2)`` around the point, where se_calls is
+    the bootstrap interval's half-width over z and se_rounds :func:`between_rounds_se`: an interval
+    meant to cover a rerun, not only a resampling of this run's calls.
 
     Raises:
         ValueError: either side is empty, or ``confidence`` is not in (0, 1).
@@ -55,14 +84,24 @@ def ratio_interval(base_ms: Sequence[float], cand_ms: Sequence[float], seed: int
         raise ValueError("ratio_interval needs samples on both sides")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), not {confidence!r}")
-    return _ratio_interval(tuple(float(t) for t in base_ms), tuple(float(t) for t in cand_ms), int(seed),
-                           float(confidence), int(resamples))
+    lo, hi = _ratio_interval(tuple(float(t) for t in base_ms), tuple(float(t) for t in cand_ms), int(seed),
+                             float(confidence), int(resamples))
+    se_rounds = between_rounds_se(list(base_ms), list(cand_ms), blocks) if blocks else 0.0
+    if se_rounds <= 0 and floor_se <= 0:
+        return lo, hi
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    point = float(np.median(base_ms)) / float(np.median(cand_ms))
+    se_calls = (math.log(hi) - math.log(lo)) / (2 * z) if lo > 0 and hi > 0 else 0.0
+    se = math.sqrt(se_calls ** 2 + se_rounds ** 2 + float(floor_se) ** 2)
+    return min(lo, point * math.exp(-z * se)), max(hi, point * math.exp(z * se))
 
 
-def relative_half_width(base_ms: Sequence[float], cand_ms: Sequence[float], seed: int) -> float:
+def relative_half_width(base_ms: Sequence[float], cand_ms: Sequence[float], seed: int,
+                        blocks: Sequence[int] = ()) -> float:
     """Half the width of the 95 % interval over the speedup itself: ``(hi - lo) / 2 / speedup``
-    (0.05: the interval spans about ±5 % of the figure quoted)."""
-    lo, hi = ratio_interval(base_ms, cand_ms, seed)
+    (0.05: the interval spans about ±5 % of the figure quoted); ``blocks`` as for :func:`ratio_interval`
+    (the rerun floor is left out: the adaptive stop cannot narrow it)."""
+    lo, hi = ratio_interval(base_ms, cand_ms, seed, blocks=blocks)
     point = float(np.median(base_ms)) / float(np.median(cand_ms))
     return (hi - lo) / 2 / point
 
@@ -90,5 +129,6 @@ def geomean_interval(ratios: Sequence[float], seed: int, *, confidence: float = 
     return float(lo), float(hi)
 
 
-__all__ = ["INTERVAL_CONFIDENCE", "INTERVAL_RESAMPLES", "interval_seed", "ratio_interval", "relative_half_width",
+__all__ = ["INTERVAL_CONFIDENCE", "INTERVAL_RESAMPLES", "RERUN_LOG_SE", "between_rounds_se", "interval_seed",
+           "ratio_interval", "relative_half_width",
            "geomean_interval"]

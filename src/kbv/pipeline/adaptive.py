@@ -47,9 +47,9 @@ class StopRule:
 
 
 def half_widths(samples: Mapping[str, Sequence[float]], baselines: Sequence[str], problem_sha256: str,
-                candidate_sha256: str) -> dict[str, float]:
+                candidate_sha256: str, blocks: Sequence[int] = ()) -> dict[str, float]:
     """Relative half-width of the speedup against each baseline with samples on both sides (the
-    same seed as the recorded interval, so the stop and the verdict's interval agree). Times that
+    same seed as the recorded interval; ``blocks``: calls per round, whose spread widens it). Times that
     are not finite and positive give no width (the timing stage then stops and rejects them)."""
     def usable(times: Sequence[float]) -> bool:
         return bool(times) and all(math.isfinite(t) and t > 0 for t in times)
@@ -61,7 +61,7 @@ def half_widths(samples: Mapping[str, Sequence[float]], baselines: Sequence[str]
     for b in baselines:
         base = samples.get(b) or ()
         if usable(base):
-            out[b] = relative_half_width(base, cand, interval_seed(problem_sha256, candidate_sha256, b))
+            out[b] = relative_half_width(base, cand, interval_seed(problem_sha256, candidate_sha256, b), blocks)
     return out
 
 

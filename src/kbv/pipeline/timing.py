@@ -28,6 +28,7 @@ from kbv.pipeline.schedule import (  # noqa: F401 - the stage's names, also used
     RECHECKS_PER_ROUND, TIMING_INPUT_MEMORY_FRACTION, TIMING_SETS_SMALL_BYTES, Recheck, recheck_at_once, recheck_plan,
     trials_within_budget)
 from kbv.processes import footprint as fp
+from kbv.processes import gpushare
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference.mutation import apply_mutation, timed_mutation
@@ -97,6 +98,8 @@ class Timing(Judging):
             raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
         self._slots, self._slot_bytes, self._slot_count = ready.slots, slot_bytes, slots
         flush = l2_flush_bytes(self.rp.device)
+        if self.rp.device.type == "cuda":  # other work on the GPU, recorded beside every figure it may slow
+            self.state.evidence["gpu_share"] = {"start": gpushare.read(self.rp.device.index or 0).evidence()}
         with self._quiet_timing():  # the build pool's builds and the next job's worker stopped
             samples, clock = self._rounds(worker, sets, flush)
             bad = implausible_times(samples["candidate"])
@@ -124,6 +127,7 @@ class Timing(Judging):
             self._reference_ops(worker, sets)
             self._phase_peak("op-count")
         if self.rp.device.type == "cuda":
+            self.state.evidence["gpu_share"]["end"] = gpushare.read(self.rp.device.index or 0).evidence()
             self._memory(worker, sets[0])
         del sets
         self.state.phase_seconds["timing"] = time.perf_counter() - t0
@@ -223,7 +227,7 @@ class Timing(Judging):
             done += per_round
             per_round_done.append(per_round)
             r += 1
-            widths = (half_widths(samples, cfg.baselines, self.rp.ref.sha256, self.candidate.sha256)
+            widths = (half_widths(samples, cfg.baselines, self.rp.ref.sha256, self.candidate.sha256, per_round_done)
                       if r >= rounds and rule.target > 0 else {})
             now = time.perf_counter()
             reason = decide(rule, r, now - started, now - round_start, widths)

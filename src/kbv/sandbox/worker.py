@@ -229,7 +229,9 @@ class _Server(TimedRequests):
             self._sync()
             self.last_args = args
             tensors, structure = _flatten(out)
-            return self.protocol.Outputs(tensors=tensors, structure=structure, flag_changes=self._check_flags())
+            memory = self.pointers.output_memory(tensors) if self.device.type == "cuda" else ""
+            return self.protocol.Outputs(tensors=self._shareable(tensors, memory), structure=structure,
+                                         flag_changes=self._check_flags(), memory=memory)
         ig.poison_free_memory(self.device, self.last_sizes)
         self._sync()
         before = ig.live_threads()
@@ -253,6 +255,7 @@ class _Server(TimedRequests):
         self._sync()
         aliases = ig.overlaps(tensors, args)
         memory = self.pointers.output_memory(tensors) if self.device.type == "cuda" else ""
+        tensors = self._shareable(tensors, memory)
         self.last_args = args
         self.last_sizes = [t.numel() * t.element_size() for t in (*tensors, *args) if type(t) is torch.Tensor]
         changes = self._check_flags()
@@ -261,6 +264,29 @@ class _Server(TimedRequests):
                                      inputs_after=tuple(a for a in args if type(a) is torch.Tensor),
                                      aliases=aliases, new_threads=len(new), late_work=late_work,
                                      memory=memory)
+
+    def _shareable(self, tensors: tuple, memory: str) -> tuple:
+        """``tensors``, with every cuda output over memory CUDA IPC cannot share (managed memory,
+        mapped host memory: ``memory`` names it, :func:`kbv.sandbox.pointers.output_memory`) replaced by
+        a copy in ordinary device memory made without the dispatcher: the reply is then sent and the
+        trusted side names the memory (``probe:output-memory``), instead of the worker dying while it
+        pickles the reply."""
+        if not memory:
+            return tensors
+        from kbv.sandbox import rawcopy
+
+        torch = self.torch
+        out = []
+        for t in tensors:
+            if type(t) is torch.Tensor and t.is_cuda and t.numel():
+                ptr, shape, stride, dtype, n = rawcopy.layout(t, "cuda")
+                copy = torch.empty(max(1, -(-n // t.element_size())), dtype=t.dtype, device=t.device)
+                if n and self.pointers.copier().cuMemcpy(copy.data_ptr(), ptr, n):
+                    raise RuntimeError("cuMemcpy of an output failed")
+                t = copy.as_strided(shape, stride, 0)
+            out.append(t)
+        self._sync()
+        return tuple(out)
 
     def _tampering(self, full: bool = True) -> tuple:
         """:class:`kbv.sandbox.protocol.Tampering` reports: harness objects the candidate replaced

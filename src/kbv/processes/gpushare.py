@@ -1,0 +1,82 @@
+"""Who else uses the GPU while kbv times: NVML's compute processes on the device, less kbv's own.
+
+A GPU shared with other work slows every subject timed on it, and slows a device-wide synchronize
+more than a kernel: a detector that compares times must know the pass was disturbed before it
+accuses (kbv.pipeline.sync). The reference worker asks NVML (``nvidia-ml-py``, optional) for the
+device's compute processes and leaves out itself and its descendants (the candidate worker, what it
+started, the next job's worker started early). Inside a container NVML may report host PIDs that
+match no PID here; then kbv's own processes are counted instead (those holding a ``/dev/nvidia*``
+file open) and only the excess is taken as other work.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GpuShare:
+    """One reading (NVML): ``others`` compute processes that are not kbv's, their device memory."""
+
+    available: bool  #: NVML answered.
+    others: int = 0
+    other_bytes: int = 0
+    processes: int = 0  #: every compute process NVML listed on the device.
+    utilization_pct: int | None = None  #: the device's utilisation over NVML's last sample period.
+
+    def evidence(self) -> dict:
+        return {"nvml": self.available, "other_processes": self.others, "other_bytes": self.other_bytes,
+                "processes": self.processes, "utilization_pct": self.utilization_pct}
+
+
+def _descendants(pid: int) -> set[int]:
+    out, todo = {pid}, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                kids = {int(x) for x in f.read().split()}
+        except OSError:
+            continue
+        todo.extend(kids - out)
+        out |= kids
+    return out
+
+
+def _uses_gpu(pid: int) -> bool:
+    try:
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith("/dev/nvidia")
+                   for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+
+
+def read(device_index: int = 0) -> GpuShare:
+    """The compute processes on GPU ``device_index`` that are not this process or its descendants.
+    ``GpuShare(available=False)`` where NVML is missing or refuses (never raises)."""
+    try:
+        import pynvml
+    except ImportError:
+        return GpuShare(False)
+    try:
+        pynvml.nvmlInit()
+        try:
+            h = pynvml.nvmlDeviceGetHandleByIndex(device_index)
+            procs = list(pynvml.nvmlDeviceGetComputeProcesses(h))
+            try:
+                util = int(pynvml.nvmlDeviceGetUtilizationRates(h).gpu)
+            except pynvml.NVMLError:
+                util = None
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - NVML missing, no permission, no device
+        return GpuShare(False)
+    ours = _descendants(os.getpid())
+    matched = [p for p in procs if int(p.pid) in ours]
+    if matched:
+        others = [p for p in procs if int(p.pid) not in ours]
+    else:  # another PID namespace: count kbv's own GPU users instead
+        mine = sum(1 for p in ours if _uses_gpu(p))
+        others = sorted(procs, key=lambda p: int(p.usedGpuMemory or 0), reverse=True)[:max(0, len(procs) - mine)]
+    return GpuShare(True, len(others), sum(int(p.usedGpuMemory or 0) for p in others), len(procs), util)
