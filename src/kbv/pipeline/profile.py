@@ -86,10 +86,12 @@ class ProfileCheck(Context):
         # itself: torch ops handed to a thread or run with the Python dispatch key excluded (taxonomy 15)
         if covered is None and not (reply.recorded_error or ref_recorded.error):
             covered = reference_covered(ref_recorded.ops, dict(reply.recorded))
-        # PyTorch's kernels the extension calls past the dispatcher, which neither count sees
-        ref = ref_ops if not ref_ops.error else ref_recorded
-        dispatched = reply.recorded if not reply.recorded_error else reply.ops if not reply.error else {}
-        if self._aten_kernels(worker, None if ref.error or covered else dict(ref.ops), dict(dispatched)):
+        # PyTorch's kernels the extension calls past the dispatcher, which neither count sees; the
+        # reference's and the candidate's ops from the same count (a candidate whose counts both
+        # failed is judged on its imports alone)
+        pairs = [(dict(r.ops), dict(c) if not err else {}) for r, c, err in (
+            (ref_ops, reply.ops, reply.error), (ref_recorded, reply.recorded, reply.recorded_error)) if not r.error]
+        if self._aten_kernels(worker, [] if covered else pairs):
             return
         # a forward that fails only when observed (the calls before it passed every set): SHORTCUT, not
         # credited and not accused (an honest torch.compile(fullgraph=True) fails under a dispatch mode too)
@@ -118,14 +120,15 @@ class ProfileCheck(Context):
             if reason:
                 self._found("profile:own-share", (15, 16), Severity.SHORTCUT, reason)
 
-    def _aten_kernels(self, worker: CandidateProcess, reference_ops: dict | None, dispatched: dict) -> bool:
+    def _aten_kernels(self, worker: CandidateProcess, counts: list[tuple[dict, dict]]) -> bool:
         """PyTorch's own kernels that the candidate's built extensions import (``at::cpu::mm``,
         ``at::native::relu``, ``at::_ops::mm::redispatch``, :func:`kbv.checks.native.aten_kernel_imports`),
         read here, on the trusted side, from the shared objects under the candidate's build and
         working directories (:mod:`kbv.processes.elf`). ``profile:aten-kernels`` SHORTCUT (taxonomy
         15) when they and the ops the candidate dispatched reach every compute op of the reference
-        (``reference_ops``, the reference's count; ``None``: not to be judged, e.g. the op counts
-        already found it covered), else a WARNING naming them. True when SHORTCUT was found.
+        in one of ``counts`` (``(reference ops, candidate ops)`` pairs of one counting method; none:
+        not to be judged, e.g. the op counts already found it covered), else a WARNING naming them.
+        True when SHORTCUT was found.
         A reader that fails (no binutils) is kbv's, recorded in the evidence and not held against
         the candidate."""
         roots = [worker.setup.build_dir, str(worker.workdir)]
@@ -140,13 +143,13 @@ class ProfileCheck(Context):
             return False
         evidence["aten_kernels"] = {op: syms[:3] for op, syms in imported.items()}
         named = ", ".join(f"{op} ({syms[0].split('(')[0]})" for op, syms in list(imported.items())[:6])
-        covered = native_covered(reference_ops, dispatched, imported) if reference_ops else None
+        covered = next((c for c in (native_covered(r, d, imported) for r, d in counts) if c), None)
         if covered:
             self._found("profile:aten-kernels", (15,), Severity.SHORTCUT,
                         f"the extension calls PyTorch's own kernels past the dispatcher: {named}; with the ops it "
                         f"dispatched they reach every compute op of the reference ({', '.join(covered)})")
             return True
-        partial = " (not every compute op of the reference)" if reference_ops else ""
+        partial = " (not every compute op of the reference)" if counts else ""
         self._found("profile:aten-kernels", (15,), Severity.WARNING,
                     f"the extension calls PyTorch's own kernels past the dispatcher: {named}{partial}")
         return False

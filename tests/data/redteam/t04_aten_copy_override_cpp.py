@@ -5,8 +5,10 @@ A C++ extension (load_inline, source in a module constant) that registers its ow
 CompositeExplicitAutograd kernel, so a CPU one takes precedence). forward returns an
 uninitialised tensor at once and remembers it; the new ``copy_`` computes the ReLU into that
 tensor the first time anything copies from it (the worker's copy of the outputs, a clone), then
-copies as torch does. The work runs after the clock stops, inside the harness's copy: PASS at
-9.9x for a fresh attacker (issue 19). torch.library's registry never saw the C++ registration.
+copies as torch does. The work ran after the clock stopped, inside the harness's copy: PASS at
+9.9x for a fresh attacker (issue 19); torch.library's registry never saw the C++ registration.
+(The worker now copies timed outputs out with memmove, so no ``copy_`` runs there; a clone of the
+output anywhere in the candidate's process still would run it.)
 
 How kbv should catch it: the static scan names the registration (overrides-torch-op, HACK); the
 candidate worker compares the dispatcher's registrations for torch's ops with those before the
