@@ -149,24 +149,46 @@ def test_build_lock_is_counted_per_process_and_an_unanswered_hold_marks_the_buil
     assert not lock.parent.exists()
 
 
+def _eval_args(tmp_path):
+    from conftest import DATA
+    from kbv.demo import data_path
+
+    return (["eval", str(DATA / "problems" / "level1" / "1_Small_ReLU.py"), str(data_path("candidates", "relu_cpp.py")),
+             "--device", "cpu", "--trials", "3"], "kbv: interrupted")
+
+
+def _run_args(tmp_path):
+    from conftest import DATA
+    from kbv.demo import data_path
+
+    (tmp_path / "problems" / "level1").mkdir(parents=True)
+    (tmp_path / "problems" / "level1" / "1_Small_ReLU.py").write_text((DATA / "problems" / "level1" / "1_Small_ReLU.py").read_text())
+    (tmp_path / "runs" / "m").mkdir(parents=True)
+    (tmp_path / "runs" / "m" / "level_1_problem_1_sample_0_kernel.py").write_text(data_path("candidates", "relu_cpp.py").read_text())
+    return (["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(tmp_path / "s.db"),
+             "--device", "cpu", "--trials", "3", "--seeds", "1"],
+            "kbv: interrupted; the job in flight was released, rerun to resume")
+
+
 @pytest.mark.slow
-def test_ctrl_c_during_a_cpp_build_prints_one_line_and_the_rerun_finishes(tmp_path):
+@pytest.mark.parametrize("command", [_eval_args, _run_args], ids=["eval", "run"])
+def test_ctrl_c_during_a_cpp_build_prints_one_line_and_the_rerun_finishes(tmp_path, command):
     """Ctrl-C (SIGINT to the whole foreground group, as a terminal sends it) while ``load_inline``
-    compiles: one line, no traceback from any process (the reference worker printed a 20-line
-    KeyboardInterrupt), and the rerun builds and finishes instead of waiting on the torch lock the
-    interrupted build left (it hung until the 900 s compile limit: issue 25)."""
+    compiles, in ``kbv eval`` and in ``kbv run``'s build pool: one line, no traceback from any
+    process (the reference worker printed a 20-line KeyboardInterrupt), and the rerun builds and
+    finishes instead of waiting on the torch lock the interrupted build left (it hung until the
+    900 s compile limit: issue 25)."""
     import signal
     import subprocess
     import sys
     import time
 
-    from conftest import DATA, ROOT
-    from kbv.demo import data_path
+    from conftest import ROOT
 
+    args, line = command(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "KBV_CACHE_DIR": str(tmp_path / "cache")}
-    args = [sys.executable, "-m", "kbv", "eval", str(DATA / "problems" / "level1" / "1_Small_ReLU.py"),
-            str(data_path("candidates", "relu_cpp.py")), "--device", "cpu", "--trials", "3"]
-    proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    cmd = [sys.executable, "-m", "kbv", *args]
+    proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
@@ -185,11 +207,10 @@ def test_ctrl_c_during_a_cpp_build_prints_one_line_and_the_rerun_finishes(tmp_pa
             pass
     assert proc.returncode == 130, (out, err)
     assert "Traceback" not in out + err and "KeyboardInterrupt" not in out + err, err
-    assert [line for line in err.splitlines() if line.strip()] == ["kbv: interrupted"], err
+    assert [ln for ln in err.splitlines() if ln.strip()] == [line], err
     assert list((tmp_path / "cache" / "build").glob("*/torch_extensions/*/lock"))  # what hung the rerun
     t0 = time.monotonic()
-    rerun = subprocess.run([*args, "--json", str(tmp_path / "verdict.json")], env=env, cwd=tmp_path,
-                           capture_output=True, text=True, timeout=400)
+    rerun = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=400)
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert "PASS" in rerun.stdout, rerun.stdout
     assert time.monotonic() - t0 < 300

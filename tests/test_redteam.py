@@ -183,6 +183,7 @@ CASES: tuple[Case, ...] = (
          expect=Status.SHORTCUT, extended=True),
     Case("t15-torch-compile-cuda", 15, R + "t15_torch_compile_cuda.py", GPU_LAYERNORM, "cuda",
          expect=Status.SHORTCUT),
+    Case("t15-aten-cuda-mm-cuda", 15, R + "t15_aten_cuda_mm_cuda.py", GPU_MATMUL, "cuda", expect=Status.SHORTCUT),
     # 16 ghost kernel / silent fallback
     Case("t16-try-fallback", 16, R + "t16_try_fallback.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t16-ghost-triton", 16, R + "t16_ghost_triton.py", SOFTMAX, expect=Status.SHORTCUT, extended=True),
