@@ -57,8 +57,10 @@ SPARSE_ZERO_FRACTION = 0.75
 VALUE_SAMPLE = 64
 #: elements of one chunk of a pass on a device (on the host fewer, :mod:`kbv.reference.passes`).
 CHUNK_ELEMENTS = 1 << 22
-#: random positions tried for one change before it is given up (regions are at least 1/4 of a
-#: matrix but for the narrow cases, where the adjacent diagonal is drawn directly).
+#: random positions tried for one change before it is given up: every region drawn from by
+#: rejection (a zero triangle, the outside of a band of at most half the diagonals, the zeros of a
+#: sparse tensor, the off-diagonal) is at least an eighth of its tensor, so 200 tries miss it with
+#: probability (7/8)^200 < 1e-11.
 TRIES = 200
 
 
@@ -248,8 +250,9 @@ def _zero_regions(st: Structure, kind: str) -> list[tuple[bool, Callable[[int, i
 
 
 def _changes(kind: str, t: torch.Tensor, st: Structure, g: torch.Generator) -> list[tuple[tuple, Any]]:
-    """Up to ``count`` ``(index, value)`` changes that break ``kind`` in ``t`` (few reads of
-    single elements; nothing is written here)."""
+    """1 to :data:`MAX_CHANGES` ``(index, value)`` changes (a swap is two) that break ``kind`` in
+    ``t``, each at a position not changed before; fewer where a position is not found in
+    :data:`TRIES` draws. Reads single elements only; nothing is written here."""
     count = _int(g, MAX_CHANGES + 1, 1)
     out: list[tuple[tuple, Any]] = []
     used: set[tuple] = set()  # each position changed once (two swaps sharing one would duplicate a value)
