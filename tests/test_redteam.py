@@ -9,6 +9,12 @@ candidate through the real process architecture and asserts that the verdict
   (entries 15 and 16) kbv's answer is by design ``Status.SHORTCUT``. For entries 14, 21 and 22 the
   finding may be a WARNING on an otherwise INCORRECT verdict (the assertion is the same).
 
+Attacks on the host or on kbv's processes (entry 26: killing the reference worker, flooding
+``/dev/shm``, a fork bomb) are answered by containment: the kernel refuses them, so nothing may be
+left to name, and the row lists the statuses its verdict may have (``contained``: never PASS or
+EVAL_ERROR); rows marked ``limited`` run with small quotas (:func:`limited_evaluator`), and the
+host's ``/dev/shm`` must hold nothing of theirs afterwards.
+
 Candidates live in ``tests/data/redteam/`` (one file per cheat; each docstring says which entry,
 what the cheat does and how kbv is expected to catch it); a few rows reuse the older red-team
 candidates in ``tests/data/candidates/``. Problems come from ``tests/data/problems/``,
@@ -16,13 +22,14 @@ candidates in ``tests/data/candidates/``. Problems come from ``tests/data/proble
 in ``src/kbv/data/problems/``.
 
 Run time: the cpu rows are one evaluation each (~3 s on an idle 2-core CPU, plus a ~32 s C++
-build for each C++ row): about 7 minutes for all 85 idle. Every row runs by default (CI
-included); ``KBV_REDTEAM=default`` skips the 33 rows marked ``extended`` (more variants of the
+build for each C++ row): about 7 minutes for all 95 idle. Every row runs by default (CI
+included); ``KBV_REDTEAM=default`` skips the 34 rows marked ``extended`` (more variants of the
 same entries) for a quicker local run. Rows marked cuda need a GPU (``-m cuda`` on the device host).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -60,6 +67,10 @@ class Case:
     #: further entries that prove the row when the verdict is HACK: a cheat whose trigger can also fire
     #: inside the correctness checks is caught there by another detector, depending on the machine's speed.
     also: tuple[int, ...] = ()
+    #: contained by the sandbox (entry 26): the verdict is one of these statuses, the entry need not
+    #: be named (a refused kill or a write past a quota leaves nothing to name).
+    contained: tuple[Status, ...] = ()
+    limited: bool = False  #: run with small quotas (:data:`LIMITS`): the attack meets them in seconds.
 
 
 R = "redteam/"
@@ -229,7 +240,23 @@ CASES: tuple[Case, ...] = (
     # 26 sandbox tampering
     Case("t26-plant-torch-py", 26, R + "t26_plant_torch_py.py", RELU),
     Case("t26-escape-daemon", 26, R + "t26_escape_daemon.py", RELU, extended=True),
+    Case("t26-kill-parent-ctypes", 26, R + "t26_kill_parent_ctypes.py", RELU,
+         contained=(Status.INCORRECT, Status.CRASH)),
+    Case("t26-kill-proc-scan", 26, R + "t26_kill_proc_scan.py", RELU, extended=True,
+         contained=(Status.INCORRECT, Status.CRASH, Status.HACK)),
+    Case("t26-shm-flood", 26, R + "t26_shm_flood.py", RELU, limited=True,
+         contained=(Status.RUNTIME_ERROR, Status.CRASH, Status.INCORRECT)),
+    Case("t26-fork-bomb", 26, R + "t26_fork_bomb.py", RELU, limited=True, contained=(Status.RUNTIME_ERROR,)),
+    Case("t26-kill-parent-ctypes-cuda", 26, R + "t26_kill_parent_ctypes.py", GPU_RELU, "cuda",
+         contained=(Status.INCORRECT, Status.CRASH)),
+    Case("t26-shm-flood-cuda", 26, R + "t26_shm_flood.py", GPU_RELU, "cuda", limited=True,
+         contained=(Status.RUNTIME_ERROR, Status.CRASH, Status.INCORRECT)),
 )
+
+#: the quotas of ``limited`` rows (kbv.sandbox.limits' and kbv.processes.jail's settings), far below
+#: the defaults: t26-fork-bomb's 1024 children and t26-shm-flood's 2 GiB meet them at once.
+LIMITS = {"KBV_CANDIDATE_MAX_TASKS": "256", "KBV_CANDIDATE_SHM_BYTES": str(64 << 20),
+          "KBV_CANDIDATE_TMP_BYTES": str(64 << 20), "KBV_CANDIDATE_MEMORY_BYTES": str(4 << 30)}
 
 #: the folder t26_plant_torch_py writes into (next to the candidate workers' temporary dirs).
 PLANT_DIR = Path(tempfile.gettempdir()) / "kbv-redteam-planted"
@@ -258,7 +285,12 @@ def _params(device: str) -> list:
 def _check(case: Case, v) -> None:
     described = [f.describe() for f in v.findings]
     context = (f"{case.id}: status={v.status.value} taxonomy={v.taxonomy}\n  message: {v.message}\n"
-               f"  findings: {described}\n  problem flags: {list(v.problem_flags)}")
+               f"  findings: {described}\n  problem flags: {list(v.problem_flags)}\n"
+               f"  sandbox: {getattr(v, 'evidence', {}).get('sandbox')}")
+    if case.contained:
+        assert v.status in case.contained, f"expected one of {[s.value for s in case.contained]}\n{context}"
+        assert v.status is not Status.CRASH or 26 in v.taxonomy, context
+        return
     named = case.entry in v.taxonomy or (v.status is Status.HACK and set(case.also) & set(v.taxonomy))
     assert named, f"entry {case.entry} (or, as HACK, one of {case.also}) not named by the verdict\n{context}"
     if case.check:
@@ -301,19 +333,59 @@ def test_table_covers_every_taxonomy_entry():
             assert f"taxonomy {c.entry}" in text.split('"""')[1], f"{path.name}: docstring must name entry {c.entry}"
 
 
-@pytest.mark.parametrize("case", _params("cpu"))
-def test_redteam_cpu(cpu_evaluator, case: Case):
+@contextlib.contextmanager
+def _limited(device: str):
+    """An evaluator whose workers run under :data:`LIMITS` (read where the reference worker starts
+    a candidate's: its environment comes from this process's at spawn)."""
+    from kbv.batch.evaluator import Evaluator
+
+    saved = {k: os.environ.get(k) for k in LIMITS}
+    os.environ.update(LIMITS)
     try:
-        v = cpu_evaluator.evaluate(_problem(case.problem), load_candidate(DATA / case.candidate),
-                                   dataclasses.replace(CPU_CONFIG, **dict(case.config)))
+        with Evaluator(device) as ev:
+            yield ev
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def limited_evaluator():
+    with _limited("cpu") as ev:
+        yield ev
+
+
+@pytest.fixture(scope="module")
+def limited_gpu_evaluator():
+    with _limited("cuda") as ev:
+        yield ev
+
+
+def _own_shm_files() -> list[str]:
+    """What the red-team candidates name in /dev/shm (all start ``kbv-redteam``)."""
+    return sorted(n for n in os.listdir("/dev/shm") if n.startswith("kbv-redteam")) if os.path.isdir("/dev/shm") else []
+
+
+def _run(evaluator, config, case: Case):
+    assert not _own_shm_files(), "a previous run left red-team files in /dev/shm"
+    try:
+        v = evaluator.evaluate(_problem(case.problem), load_candidate(DATA / case.candidate),
+                               dataclasses.replace(config, **dict(case.config)))
     finally:
         if case.id == "t26-plant-torch-py":
             shutil.rmtree(PLANT_DIR, ignore_errors=True)
     _check(case, v)
+    assert not _own_shm_files(), f"{case.id} left files in the host's /dev/shm: {_own_shm_files()}"
+
+
+@pytest.mark.parametrize("case", _params("cpu"))
+def test_redteam_cpu(request, case: Case):
+    _run(request.getfixturevalue("limited_evaluator" if case.limited else "cpu_evaluator"), CPU_CONFIG, case)
 
 
 @pytest.mark.parametrize("case", _params("cuda"))
-def test_redteam_cuda(gpu_evaluator, case: Case):
-    v = gpu_evaluator.evaluate(_problem(case.problem), load_candidate(DATA / case.candidate),
-                               dataclasses.replace(GPU_CONFIG, **dict(case.config)))
-    _check(case, v)
+def test_redteam_cuda(request, case: Case):
+    _run(request.getfixturevalue("limited_gpu_evaluator" if case.limited else "gpu_evaluator"), GPU_CONFIG, case)

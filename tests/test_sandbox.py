@@ -202,13 +202,13 @@ class ModelNew(nn.Module):
 '''
 
 KILL_PARENT = '''
-import os, signal
+import ctypes, os, signal
 import torch.nn as nn
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        os.kill(os.getppid(), signal.SIGKILL)  # the reference worker
-        return x.clamp(min=0)
+        ctypes.CDLL(None).kill(os.getppid(), int(signal.SIGKILL))  # the reference worker
+        return x.clone()  # wrong: INCORRECT is this kernel's own verdict
 '''
 
 RELU = '''
@@ -432,8 +432,14 @@ def test_landlock_leaves_only_the_given_directories_writable(tmp_path):
 @linux_only
 def test_candidate_that_kills_the_reference_worker_ends_as_a_verdict(tmp_path, cpu_evaluator, fast_config):
     v = _evaluate(cpu_evaluator, fast_config, tmp_path / "kill_parent.py", KILL_PARENT)
-    # kbv's own worker died: an evaluation failure, never the candidate's verdict without proof
-    assert v.status is Status.EVAL_ERROR and "SIGKILL" in v.message and "taxonomy" not in v.message, v.message
+    # never EVAL_ERROR (kbv's failure, retried and left out of the metrics): as root the candidate's
+    # own uid makes the kill fail and the wrong kernel is INCORRECT; elsewhere the reference worker
+    # dies while candidate code runs, and the candidate is charged (kbv.processes.custody)
+    if v.status is Status.CRASH:
+        assert "SIGKILL" in v.message and "charged to the candidate" in v.message, v.message
+        assert [f.check for f in v.findings] == ["sandbox:reference-killed"] and 26 in v.taxonomy
+    else:
+        assert v.status is Status.INCORRECT and os.geteuid() == 0, v.message
     _assert_right(_evaluate(cpu_evaluator, fast_config, tmp_path / "relu.py", RELU))  # the evaluator recovered
 
 
@@ -510,14 +516,15 @@ def test_candidate_cannot_read_kbvs_other_processes(tmp_path):
 
 
 THREADS_PROBE = '''
-"""An honest ReLU that appends, for every call, OpenMP's wait policy and torch's intra-op thread count to {path}."""
+"""An honest ReLU that appends, for every call, OpenMP's wait policy and torch's intra-op thread
+count to {name} in its build directory (TRITON_HOME: one of the places it may write that kbv keeps)."""
 import os
 import torch
 import torch.nn as nn
 
 class ModelNew(nn.Module):
     def forward(self, x):
-        with open({path!r}, "a") as f:
+        with open(os.path.join(os.environ["TRITON_HOME"], {name!r}), "a") as f:
             f.write(f"{{os.environ.get('OMP_WAIT_POLICY')}} {{torch.get_num_threads()}}\\n")
         return x.clamp(min=0)
 '''
@@ -532,9 +539,14 @@ def test_openmp_waits_passive_in_the_candidate_worker(tmp_path, cpu_evaluator, f
     no call of the sync pass differs from the others in what the candidate can see."""
     import uuid
 
-    seen = Path("/dev/shm") / f"kbv-threads-{uuid.uuid4().hex}"
+    from kbv.intake.candidates import build_dir
+
+    name = f"kbv-threads-{uuid.uuid4().hex}"
+    path = tmp_path / "threads_probe.py"
+    path.write_text(THREADS_PROBE.format(name=name))
+    seen = build_dir(load_candidate(path), "cpu") / name
     try:
-        v = _evaluate(cpu_evaluator, fast_config, tmp_path / "threads_probe.py", THREADS_PROBE.format(path=str(seen)))
+        v = _evaluate(cpu_evaluator, fast_config, path, THREADS_PROBE.format(name=name))
         _assert_right(v)
         calls = seen.read_text().split("\n")[:-1]
     finally:

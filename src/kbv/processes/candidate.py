@@ -14,8 +14,10 @@ from kbv.processes.handles import (WorkerDied, WorkerTimeout, environ_set, kill_
     spawn_context, tell_sentinel, wait_readable)
 from kbv.processes.jail import ProcessJail
 from kbv.processes.logs import CappedLog
+from kbv.processes import custody, scratch
 from kbv.sandbox import protocol
 from kbv.sandbox.confinement import InheritedFd, WorkerSetup, worker_environment
+from kbv.sandbox.limits import max_tasks, shm_quota_bytes, tmp_quota_bytes
 from kbv.sandbox.worker import candidate_main
 
 
@@ -31,12 +33,21 @@ class CandidateProcess:
     loads, the next job's worker started early): none of their jails kills another's worker."""
 
     def __init__(self, *, device: str, build_dir: Path):
-        self.workdir = Path(tempfile.mkdtemp(prefix="kbv-cand-"))
+        # the log here, the worker's cwd in a tmpfs of bounded size below it (kbv.processes.scratch)
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"{scratch.WORKDIR_PREFIX}{os.getpid()}-"))
+        self.scratch = self.workdir / scratch.SCRATCH_NAME
+        self.scratch.mkdir()
+        scratch_note = scratch.mount_scratch(str(self.scratch), tmp_quota_bytes())
         self.log_path = self.workdir / "worker.log"
         self.log = CappedLog(self.log_path)
         self.jail = ProcessJail()
-        self.setup = WorkerSetup(workdir=str(self.workdir), build_dir=str(build_dir),
-                                 log_path=str(self.log_path), device=device, cgroup=self.jail.cgroup)
+        #: /dev/shm before the worker started, when the worker writes the host's (not cpu as root)
+        self._shm_before = scratch.shm_entries() if device != "cpu" or os.geteuid() != 0 else None
+        self._live = self._paused = False  #: candidate code loaded / its tree stopped (custody)
+        self.setup = WorkerSetup(workdir=str(self.scratch), build_dir=str(build_dir),
+                                 log_path=str(self.log_path), device=device, cgroup=self.jail.cgroup,
+                                 uid=self.jail.uid, shm_bytes=shm_quota_bytes(), max_tasks=max_tasks(),
+                                 parent_notes=(*self.jail.notes, scratch_note))
         ctx = spawn_context()
         self.conn, child = ctx.Pipe(duplex=True)
         self.proc = ctx.Process(target=candidate_main, args=(child, self.setup, InheritedFd(self.log.write_fd)),
@@ -48,6 +59,8 @@ class CandidateProcess:
         except BaseException:
             self.jail.kill()
             self.log.close()
+            scratch.release_scratch(str(self.scratch))
+            shutil.rmtree(self.workdir, ignore_errors=True)
             raise
         os.close(self.log.write_fd)  # the worker holds the only write end: EOF when it is gone
         self.log.write_fd = -1
@@ -66,11 +79,11 @@ class CandidateProcess:
     def paused(self) -> Iterator[None]:
         """Nothing of the candidate runs inside (:meth:`kbv.processes.jail.ProcessJail.pause`): wrap the
         timing of the baselines, so the candidate's own threads or processes cannot slow them."""
-        pids = self.jail.pause(self.proc.pid) if self.proc.is_alive() and self.proc.pid else ()
+        pids = self._pause() if self.proc.is_alive() and self.proc.pid else ()
         try:
             yield
         finally:
-            self.jail.resume(pids)
+            self._resume(pids)
 
     def call(self, request: Any, *, phase: str, timeout: float) -> Any:
         """Send a request and return the decoded reply.
@@ -98,7 +111,7 @@ class CandidateProcess:
         finally:
             pids, self._held = getattr(self, "_held", ()), ()
             if pids:
-                self.jail.resume(pids)
+                self._resume(pids)
 
     def send(self, request: Any, *, phase: str) -> None:
         """The first half of :meth:`call` (several workers can then work at once).
@@ -108,6 +121,10 @@ class CandidateProcess:
         """
         if not self.proc.is_alive():
             raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note())
+        if isinstance(request, protocol.Load):  # from here on the candidate's code runs in it
+            self._custody(True, self._paused)
+        if self._live:
+            custody.phase(phase)
         try:
             protocol.send(self.conn, request)
         except (BrokenPipeError, ConnectionResetError, EOFError, OSError):
@@ -133,8 +150,23 @@ class CandidateProcess:
             raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note()) from None
         reply = protocol.decode_reply(data)  # shared cpu memory arrives through the worker's fd sharer
         if hold and self.proc.is_alive() and self.proc.pid:
-            self._held = self.jail.pause(self.proc.pid)
+            self._held = self._pause()
         return reply
+
+    def _custody(self, live: bool, paused: bool) -> None:
+        """Tell :mod:`kbv.processes.custody` whether this worker's candidate code can run now."""
+        before = self._live and not self._paused
+        self._live, self._paused = live, paused
+        if (live and not paused) != before:
+            custody.running(-1 if before else +1)
+
+    def _pause(self) -> tuple[int, ...]:
+        self._custody(self._live, True)
+        return self.jail.pause(self.proc.pid)
+
+    def _resume(self, pids: tuple[int, ...]) -> None:
+        self.jail.resume(pids)
+        self._custody(self._live, False)
 
     def close(self) -> None:
         _OPEN.discard(self)
@@ -146,10 +178,14 @@ class CandidateProcess:
             self.proc.join(timeout=5)
         kill_group(self.proc)
         self.jail.kill()
+        self._custody(False, False)
         tell_sentinel(-self.proc.pid if self.proc.pid else None)
         self.log.close()
         self.conn.close()
+        scratch.release_scratch(str(self.scratch))
         shutil.rmtree(self.workdir, ignore_errors=True)
+        if self._shm_before is not None:
+            scratch.sweep_shm(self._shm_before, self.jail.uid)
 
     def __enter__(self) -> "CandidateProcess":
         return self

@@ -1,6 +1,7 @@
 """The parent half of candidate containment (taxonomy 26): the process jail that kills, stops
-and resumes everything a candidate worker started, and the clean-up of cgroups left by owners
-that died. The worker half (:func:`kbv.sandbox.confinement.apply_sandbox`) joins the jail's cgroup.
+and resumes everything a candidate worker started, bounds its memory and tasks, picks its own
+uid, and the clean-up of cgroups and scratch mounts left by owners that died. The worker half
+(:func:`kbv.sandbox.confinement.apply_sandbox`) joins the jail's cgroup and takes the uid.
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ import sys
 import time
 from collections.abc import Iterable
 
+from kbv.processes.scratch import release_stale, remove_sysv
 from kbv.sandbox.confinement import PR_SET_CHILD_SUBREAPER, mounts, prctl
+from kbv.sandbox.limits import choose_uid, host_memory_bytes, max_tasks
+
+#: share of host memory a candidate's cgroup may use (``memory.max``; its tmpfs pages count):
+#: half leaves the trusted workers and the host working. kbv choice; ``KBV_CANDIDATE_MEMORY_BYTES``
+#: overrides it.
+MEMORY_SHARE = 0.5
 
 
 def _own_cgroup() -> str | None:
@@ -28,12 +36,18 @@ def _own_cgroup() -> str | None:
 
 
 def _write(path: str, text: str) -> bool:
+    """Write ``text`` into the existing file ``path`` (a cgroup's: never created). False on failure."""
     try:
-        with open(path, "w") as f:
-            f.write(text)
+        fd = os.open(path, os.O_WRONLY)
+    except OSError:
+        return False
+    try:
+        os.write(fd, text.encode())
         return True
     except OSError:
         return False
+    finally:
+        os.close(fd)
 
 
 def _stopped(pid: int) -> bool:
@@ -69,6 +83,52 @@ def _frozen(cgroup: str) -> bool:
             return "frozen 1" in f.read()
     except OSError:
         return False
+
+
+def memory_limit_bytes() -> int:
+    """``memory.max`` of a candidate's cgroup: :data:`MEMORY_SHARE` of host memory, or
+    ``KBV_CANDIDATE_MEMORY_BYTES`` (0: no limit where host memory cannot be read).
+
+    Raises:
+        ValueError: ``KBV_CANDIDATE_MEMORY_BYTES`` is set but not a positive integer.
+    """
+    from kbv.sandbox.limits import _env_int
+
+    return _env_int("KBV_CANDIDATE_MEMORY_BYTES", int(host_memory_bytes() * MEMORY_SHARE))
+
+
+def limit_cgroup(path: str, memory_bytes: int, tasks: int) -> list[str]:
+    """Write ``memory.max`` and ``pids.max`` of cgroup ``path`` (enabling the two controllers in
+    its parent's ``cgroup.subtree_control`` first, where that is allowed). Returns one note each:
+    the limit, or why there is none (a controller not delegated to kbv's cgroup)."""
+    parent = os.path.dirname(path)
+    notes = []
+    for controller, name, value, what in (("memory", "memory.max", memory_bytes, f"{memory_bytes / 2**30:.1f} GiB"),
+                                          ("pids", "pids.max", tasks, f"{tasks} tasks")):
+        if not os.path.exists(os.path.join(path, name)):
+            _write(os.path.join(parent, "cgroup.subtree_control"), f"+{controller}")
+        if value <= 0:
+            notes.append(f"cgroup {name}: not set (no host memory figure)")
+        elif _write(os.path.join(path, name), str(value)):
+            notes.append(f"cgroup {name}: {what}")
+        else:
+            notes.append(f"cgroup {name}: none (the {controller} controller is not enabled for kbv's cgroup)")
+    return notes
+
+
+def uid_processes(uid: int) -> list[int]:
+    """Pids whose real uid is ``uid`` (/proc/*/status)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/status") as f:
+                    line = next(l for l in f if l.startswith("Uid:"))
+                if int(line.split()[1]) == uid:
+                    out.append(int(name))
+            except (OSError, StopIteration, ValueError, IndexError):
+                continue
+    return out
 
 
 def _children(pid: int) -> set[int]:
@@ -119,7 +179,9 @@ def _kill_cgroup(path: str, timeout: float = 10.0) -> bool:
 def kill_cgroups(owner_pid: int | None = None) -> None:
     """Kill and remove the cgroups :class:`ProcessJail` made in process ``owner_pid`` (a worker
     owner that died before it could close them), or by default in every process that no longer
-    exists; looked up next to this process's own cgroup."""
+    exists; looked up next to this process's own cgroup. Their scratch mounts go too
+    (:func:`kbv.processes.scratch.release_stale`)."""
+    release_stale(owner_pid)
     base = _own_cgroup()
     try:
         names = os.listdir(base) if base else []
@@ -142,26 +204,38 @@ class ProcessJail:
     becomes a child subreaper (``PR_SET_CHILD_SUBREAPER``): orphans of its descendants are
     re-parented to it, and :meth:`kill` SIGKILLs and reaps each child it did not have when the
     worker started (:meth:`watch`). Both do nothing elsewhere.
+
+    As root it also picks the worker's own uid (:attr:`uid`, :func:`kbv.sandbox.limits.choose_uid`):
+    :meth:`kill` then also kills every process of that uid and removes its System V objects. Its
+    cgroup gets ``memory.max`` and ``pids.max`` where those controllers are delegated
+    (:func:`limit_cgroup`); :attr:`notes` says what it got.
     """
 
     _serial = itertools.count(1)
 
     def __init__(self, *, cgroup: bool = True):
         self.cgroup: str | None = None
+        self.uid: int | None = None
+        self.notes: tuple[str, ...] = ()
         self._known: set[int] = set()
         self._linux = sys.platform == "linux"
         if not self._linux:
             return
         prctl(PR_SET_CHILD_SUBREAPER, 1)
+        serial = next(self._serial)
+        self.uid = choose_uid((os.getpid() << 8) | (serial & 0xFF))
         base = _own_cgroup() if cgroup else None
+        notes = ["cgroup: none (no writable cgroup v2)"]
         if base is not None:
             kill_cgroups()  # left by owners that died with their orchestrator
-            path = os.path.join(base, f"kbv-{os.getpid()}-{next(self._serial)}")
+            path = os.path.join(base, f"kbv-{os.getpid()}-{serial}")
             try:
                 os.mkdir(path)
                 self.cgroup = path
-            except OSError:
-                pass
+                notes = limit_cgroup(path, memory_limit_bytes(), max_tasks())
+            except OSError as exc:
+                notes = [f"cgroup: none ({exc.strerror})"]
+        self.notes = tuple(notes)
 
     def watch(self) -> None:
         """Call right after the worker started: :meth:`kill` leaves this process's children of
@@ -223,6 +297,13 @@ class ProcessJail:
         if not self._linux:
             return True
         done = self.cgroup is None or _kill_cgroup(self.cgroup, timeout)
+        if self.uid is not None:  # the worker's own uid: whatever of it left the cgroup and the tree
+            for pid in uid_processes(self.uid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            remove_sysv(self.uid)
         deadline = time.monotonic() + timeout
         while strays := _children(os.getpid()) - self._known:
             for pid in strays:

@@ -1,5 +1,5 @@
-"""The handle of a reference worker (trusted): JSON jobs in, JSON replies out, an EVAL_ERROR
-verdict when a signal kills it during a verification. The worker's main function is passed in
+"""The handle of a reference worker (trusted): JSON jobs in, JSON replies out, a verdict when a
+signal kills it during a verification (CRASH when candidate code could run then, else EVAL_ERROR). The worker's main function is passed in
 (:func:`kbv.pipeline.reference_worker.reference_main`), so this layer imports no pipeline."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Callable, Iterator
 from kbv import __version__
 from kbv.model.records import Environment
 from kbv.processes.handles import POLL_S, environ_set, spawn_context, kill_group, plain_main, wait_readable
+from kbv.processes import custody
 from kbv.processes.jail import kill_cgroups
 from kbv.processes.procfs import undumpable
 from kbv.sandbox.confinement import shared_worker_env
@@ -165,6 +166,24 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, old if old is not None else signal.default_int_handler)
 
 
+def _charged_verdict(job: dict, device: str, how: str, phase: str, code: int) -> dict:
+    """The CRASH verdict (as JSON) of a candidate whose code ran when the reference worker was
+    killed by ``how`` during its ``phase`` request: a WARNING naming taxonomy 26 (sandbox
+    tampering), no HACK: the kernel does not say who sent the signal."""
+    from kbv.model.records import to_dict
+
+    name = Path(job["candidate"]["path"]).name
+    return {
+        "status": "CRASH", "problem": job["problem"], "candidate": job["candidate"], "config": job["config"],
+        "message": f"{name}: kbv's reference worker was killed by {how} while the candidate's code ran "
+                   f"(last request: {phase or 'unknown'}); charged to the candidate, whose process could send it",
+        "environment": to_dict(minimal_environment(device)),
+        "findings": [{"check": "sandbox:reference-killed", "taxonomy": [26], "severity": "WARNING",
+                      "detail": f"the reference worker died of {how} while candidate code ran ({phase or 'unknown'})",
+                      "line": None}],
+        "evidence": {"phase": "reference worker", "reference_exitcode": code, "candidate_phase": phase}}
+
+
 class ReferenceProcess:
     """The trusted reference worker for one device. Jobs and replies are plain JSON.
 
@@ -180,7 +199,9 @@ class ReferenceProcess:
         undumpable()  # the orchestrator too: no candidate of the same user reads its memory
         ctx = spawn_context()
         self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=main, args=(child, device), daemon=False,
+        # whether candidate code could run when it dies (kbv.processes.custody)
+        self.custody = custody.Cell.create(ctx)
+        self.proc = ctx.Process(target=custody.entry, args=(main, self.custody, child, device), daemon=False,
                                 name=f"kbv-reference-{device}")
         # as in the candidate worker: OpenMP waits passive, no expandable segments (shared_worker_env)
         with environ_set({**os.environ, **shared_worker_env()}), plain_main(), _sigint_ignored():  # plain_main: a script without a __main__ guard
@@ -193,8 +214,9 @@ class ReferenceProcess:
         A question the worker asks during the job (a message with ``"ask"``: which candidate comes
         next) is answered with ``answer(message)`` (``{}`` without one) and the wait goes on.
         A worker that dies answers an error, except one killed by a signal during a verification:
-        that is an EVAL_ERROR verdict naming what is known of the cause (its resident memory
-        against the host's, sampled while it ran), never the candidate's fault without proof.
+        that is a verdict (:meth:`_died`): CRASH when the candidate's code could run then
+        (:mod:`kbv.processes.custody`), else EVAL_ERROR naming what is known of the cause (its
+        resident memory against the host's, sampled while it ran).
         Either way the processes its candidate workers started are killed
         (:func:`kbv.processes.jail.kill_cgroups`).
         """
@@ -228,8 +250,10 @@ class ReferenceProcess:
                 return self._died(job)
 
     def _died(self, job: dict) -> ReferenceReply:
-        """The worker died during ``job``: an EVAL_ERROR verdict when a signal killed it while it
-        verified a candidate, else an error. What the candidate started is killed."""
+        """The worker died during ``job``: a verdict when a signal killed it while it verified a
+        candidate, else an error. The verdict is CRASH, the candidate's, when its code could run
+        then and memory explains nothing (:func:`kbv.processes.custody.charged`), else EVAL_ERROR.
+        What the candidate started is killed."""
         self.proc.join(timeout=5)
         kill_cgroups(self.proc.pid)
         code = self.proc.exitcode
@@ -243,9 +267,14 @@ class ReferenceProcess:
             how = f"signal {-code}"
         name = Path(job["candidate"]["path"]).name
         rss, avail = getattr(self, "_rss", (0, 0))
-        if how == "SIGKILL" and _oom_killed(self.proc.pid):
+        oom = how == "SIGKILL" and _oom_killed(self.proc.pid)
+        low = how == "SIGKILL" and bool(rss) and avail < max(rss // 4, 1 << 30)
+        running, phase = self.custody.read()
+        if custody.charged(candidate_running=running, oom_killed=oom, low_memory=low):
+            return ReferenceReply(verdict=_charged_verdict(job, self.device, how, phase, code))
+        if oom:
             cause = f"the kernel's OOM killer ended it (its resident memory had reached {rss / 2**30:.1f} GiB)"
-        elif how == "SIGKILL" and rss and avail < max(rss // 4, 1 << 30):
+        elif low:
             cause = (f"out of memory: its resident memory had reached {rss / 2**30:.1f} GiB with "
                      f"{avail / 2**30:.1f} GiB of host memory left")
         else:

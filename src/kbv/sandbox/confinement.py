@@ -9,15 +9,18 @@ process is still single-threaded, as ``unshare`` and per-thread credentials requ
   (:func:`kbv.processes.procfs.undumpable`), and a candidate may make only itself dumpable again;
 * it joins the cgroup v2 its parent made for it (:class:`kbv.processes.jail.ProcessJail`), so that every process it
   starts, even one that calls ``setsid`` and double-forks, is killed with it;
-* an empty network namespace (root on Linux);
+* an empty network namespace (root on Linux), and on cpu its own IPC namespace (System V shared
+  memory, semaphores and message queues die with it; on cuda the host's is kept);
 * no core dumps, files of at most :data:`MAX_FILE_BYTES`; stdout/stderr to a pipe the parent drains
   into a capped log (:class:`kbv.processes.logs.CappedLog`), so printing never fills the disk or kills it;
-* a read-only filesystem except its fresh workdir, its content-hash build directory and
-  ``/dev/shm`` (torch's shared-memory tensors and CUDA IPC reference counts): a private mount
-  namespace as root, else Landlock; ``/proc`` stays writable for the process's own files but
+* a read-only filesystem except its fresh workdir (a tmpfs of bounded size that the parent
+  mounted, :mod:`kbv.processes.scratch`), its content-hash build directory and ``/dev/shm``
+  (torch's shared-memory tensors and CUDA IPC reference counts; on cpu a private tmpfs of bounded
+  size, :func:`kbv.sandbox.limits.private_shm`): a private mount namespace as root, else Landlock; ``/proc`` stays writable for the process's own files but
   ``/proc/sys``, ``/proc/sysrq-trigger`` & co. are read-only; device nodes on a read-only mount
   can still be opened read-write, so CUDA's ``/dev/nvidia*`` work;
-* as root: every capability dropped (bounding, effective, permitted, ambient) and
+* as root: a uid of its own (:func:`kbv.sandbox.limits.switch_uid`: kbv's processes refuse its
+  signals, ``RLIMIT_NPROC`` bounds its tasks), then every capability dropped (bounding, effective, permitted, ambient) and
   ``no_new_privs``, so it cannot remount, ``setns`` back into the host's namespaces, ptrace or
   read ``/proc/<pid>/environ`` of the reference worker, or write through ``/proc/<pid>/root``;
 * a fresh working directory, no current directory on ``sys.path`` (no planted ``torch.py``) and
@@ -67,7 +70,7 @@ MS_RELATIME, MS_STRICTATIME = 0x200000, 0x1000000
 _MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
                 "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME, "strictatime": MS_STRICTATIME}
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 1, 24, 36
-PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 4
+PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 2, 4
 PR_SET_DUMPABLE = 4
 #: Landlock syscalls (the same number on every architecture) and its filesystem write rights.
 _LANDLOCK_CREATE_RULESET, _LANDLOCK_ADD_RULE, _LANDLOCK_RESTRICT_SELF = 444, 445, 446
@@ -84,6 +87,11 @@ class WorkerSetup:
     log_path: str  #: stdout/stderr of the worker (compiler output, prints).
     device: str  #: ``cpu`` or ``cuda``.
     cgroup: str | None = None  #: cgroup v2 directory the worker joins (:class:`kbv.processes.jail.ProcessJail`).
+    uid: int | None = None  #: the worker's own uid (root only, :func:`kbv.sandbox.limits.choose_uid`).
+    shm_bytes: int = 1 << 30  #: size of its private /dev/shm on cpu (:func:`kbv.sandbox.limits.shm_quota_bytes`).
+    max_tasks: int = 4096  #: its RLIMIT_NPROC margin (:func:`kbv.sandbox.limits.max_tasks`).
+    #: what the parent set up for it (cgroup limits, scratch quota), one note each, for the evidence.
+    parent_notes: tuple[str, ...] = ()
 
 
 @functools.cache
@@ -154,17 +162,17 @@ def worker_environment(setup: WorkerSetup, environ: dict | None = None) -> dict[
 
 # Worker side --------------------------------------------------------------------------------
 
-def die_with_parent(parent_pid: int | None = None) -> None:
+def die_with_parent(parent_pid: int | None = None) -> int:
     """Ask Linux to SIGKILL this process when its parent dies (``prctl(PR_SET_PDEATHSIG)``), and
     exit at once if the parent is already gone (it died before the request: this process was
     re-parented). ``parent_pid`` defaults to the spawning process
-    (``multiprocessing.parent_process()``), else the current parent.
+    (``multiprocessing.parent_process()``), else the current parent. Returns the parent's pid.
 
     Linux sends the signal when the parent *thread* that started this process exits, so start
     workers from a thread that lives as long as their owner (kbv starts them from the main thread).
     """
     if sys.platform != "linux":
-        return
+        return os.getppid()
     prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL))
     if parent_pid is None:
         import multiprocessing
@@ -173,6 +181,7 @@ def die_with_parent(parent_pid: int | None = None) -> None:
         parent_pid = parent.pid if parent is not None and parent.pid else os.getppid()
     if os.getppid() != parent_pid:
         os._exit(1)
+    return parent_pid
 
 
 def _join_cgroup(cgroup: str | None) -> str:
@@ -285,45 +294,66 @@ def _landlock(writable: list[str]) -> str | None:
     return None
 
 
-def _drop_privileges() -> str:
-    """``no_new_privs``; as root also every capability (a root without capabilities keeps file
-    ownership but cannot mount, setns, ptrace privileged processes or raise limits)."""
+def _drop_privileges(root: bool | None = None, keep: int | None = None) -> str:
+    """``no_new_privs``; when the worker started as root (``root``; default: its euid is 0) also
+    every capability but ``keep`` (one capability number, kept effective and ambient, so that the
+    programs it runs have it too): it cannot mount, setns, ptrace privileged processes, signal
+    another uid, change uid back or raise limits. :func:`kbv.sandbox.limits.switch_uid` keeps
+    ``CAP_DAC_OVERRIDE``: the files its own uid does not own open as they did for root."""
     nnp = prctl(PR_SET_NO_NEW_PRIVS, 1)
-    if os.geteuid() != 0:
+    if not (os.geteuid() == 0 if root is None else root):
         return "privileges: no_new_privs" if nnp else f"privileges: unchanged ({_errno()})"
     with open("/proc/sys/kernel/cap_last_cap") as f:
         last = int(f.read())
     for cap in range(last + 1):
-        prctl(PR_CAPBSET_DROP, cap)
+        if cap != keep:
+            prctl(PR_CAPBSET_DROP, cap)
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this thread
-    if _libc().capset(header, (ctypes.c_uint32 * 6)()) != 0:
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable of caps 0-31, then 32-63
+    if keep is not None:
+        data[3 * (keep // 32)] = data[3 * (keep // 32) + 1] = data[3 * (keep // 32) + 2] = 1 << (keep % 32)
+    if _libc().capset(header, data) != 0:
         return f"privileges: capabilities kept (capset: {_errno()})"
+    kept = ""
+    if keep is not None:
+        ok = _libc().prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, keep, 0, 0) == 0
+        kept = f" but capability {keep}" + ("" if ok else f" (not ambient: {_errno()})")
     threads = len(os.listdir("/proc/self/task"))  # credentials are per thread
-    return "privileges: all capabilities dropped, no_new_privs" + (
+    return f"privileges: all capabilities dropped{kept}, no_new_privs" + (
         f" (in 1 of {threads} threads)" if threads > 1 else "")
 
 
-def _isolate_filesystem_and_drop_privileges(setup: WorkerSetup) -> list[str]:
-    """A private read-only mount namespace (root), then the privilege drop, then Landlock if there
-    is no mount namespace (Landlock needs ``no_new_privs``). Returns the two notes."""
+def _isolate_filesystem_and_drop_privileges(setup: WorkerSetup, parent_pid: int) -> list[str]:
+    """A private read-only mount namespace (root) with, on cpu, a private ``/dev/shm``; then the
+    worker's own uid and task limit (:mod:`kbv.sandbox.limits`), the privilege drop, and Landlock
+    if there is no mount namespace (Landlock needs ``no_new_privs``). Returns the notes."""
+    from kbv.sandbox import limits
+
     if sys.platform != "linux":
         return ["filesystem: not isolated (not Linux)"]
     writable = [os.path.realpath(p) for p in (setup.workdir, setup.build_dir, "/dev/shm") if os.path.isdir(p)]
     what = "filesystem: read-only except workdir, build dir and /dev/shm"
+    root = os.geteuid() == 0
+    shm = "/dev/shm: the host's; its files are removed after the verdict"
     try:
-        if os.geteuid() != 0:
+        if not root:
             raise PermissionError("not root")
         left = _mount_readonly(writable)
         fs, mount_error = f"{what} (mount namespace)" + (f", left writable: {', '.join(left)}" if left else ""), None
+        if setup.device == "cpu":
+            shm = limits.private_shm(setup.shm_bytes)
     except OSError as exc:
         fs, mount_error = None, exc
-    privileges = _drop_privileges()
+    uid = limits.switch_uid(setup.uid if root else None, parent_pid)
+    switched = root and setup.uid is not None and os.getuid() == setup.uid
+    tasks = limits.limit_tasks(setup.max_tasks, switched=switched)
+    privileges = _drop_privileges(root, keep=limits.CAP_DAC_OVERRIDE if switched else None)
     if fs is None:
         why = _landlock(writable)
         fs = (f"{what} (Landlock)" if why is None
               else f"filesystem: not isolated (mount namespace: {mount_error}; {why})")
-    return [fs, privileges]
+    return [fs, shm, uid, tasks, privileges]
 
 
 def apply_sandbox(setup: WorkerSetup, log_fd: int | None = None) -> list[str]:
@@ -337,11 +367,14 @@ def apply_sandbox(setup: WorkerSetup, log_fd: int | None = None) -> list[str]:
         os.setsid()
     except OSError:
         pass
-    die_with_parent()
+    from kbv.sandbox import limits
+
+    parent_pid = die_with_parent()
     # not dumpable: another candidate worker of the same user cannot ptrace this one or read its
     # /proc/<pid>/mem (kbv.processes.procfs.undumpable does the same for the trusted processes)
     dumpable = "ptrace: not dumpable" if prctl(PR_SET_DUMPABLE, 0) else f"ptrace: dumpable ({_errno()})"
-    notes = [_join_cgroup(setup.cgroup), _isolate_network(), dumpable]
+    notes = [_join_cgroup(setup.cgroup), *setup.parent_notes, _isolate_network(), limits.isolate_ipc(setup.device),
+             dumpable]
     _limit_resources()
     if log_fd is None:  # else the write end of a pipe the parent drains into a capped log
         log_fd = os.open(setup.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -350,13 +383,16 @@ def apply_sandbox(setup: WorkerSetup, log_fd: int | None = None) -> list[str]:
     os.close(log_fd)
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
-    notes += _isolate_filesystem_and_drop_privileges(setup)
+    notes += _isolate_filesystem_and_drop_privileges(setup, parent_pid)
     parent_cwd = os.getcwd()
     os.chdir(setup.workdir)
     sys.path[:] = [p for p in sys.path if p not in ("", ".", parent_cwd) and not p.startswith(parent_cwd + os.sep + "tests")]
     env = worker_environment(setup)
     os.environ.clear()
     os.environ.update(env)
+    if setup.uid is not None and os.getuid() == setup.uid:  # no passwd entry: getpass.getuser() reads these
+        os.environ.setdefault("USER", f"kbv-{setup.uid}")
+        os.environ.setdefault("LOGNAME", os.environ["USER"])
     # multiprocessing's sockets (torch passes CPU tensors' fds through them) go in a temp dir that
     # a spawned process inherits from its parent once the parent has one: use the workdir instead
     import multiprocessing
