@@ -264,3 +264,28 @@ class ModelNew(nn.Module):
     assert any(n.startswith("signals: own uid") for n in notes), notes
     assert any(n.startswith("/dev/shm: private tmpfs") for n in notes), notes
     assert any(n.startswith("scratch: tmpfs of") for n in notes), notes
+
+
+@linux_only
+def test_kill_of_the_reference_worker_without_an_own_uid_is_the_candidates_crash(tmp_path):
+    """Where the candidate shares kbv's uid (not root, or ``KBV_CANDIDATE_UID=off`` as here), the
+    red-team ctypes kill of the reference worker succeeds: the verdict is CRASH, the candidate's,
+    with a WARNING naming entry 26, never EVAL_ERROR."""
+    from kbv.batch.evaluator import Evaluator
+    from kbv.intake.candidates import load_candidate
+    from kbv.model.records import EvalConfig, Status
+
+    config = EvalConfig(device="cpu", trials=6, timing_rounds=2, warmup=1, call_timeout_s=60)
+    saved = os.environ.get("KBV_CANDIDATE_UID")
+    os.environ["KBV_CANDIDATE_UID"] = "off"
+    try:
+        with Evaluator("cpu") as ev:
+            v = ev.evaluate(problem("level1/1_Small_ReLU.py"),
+                            load_candidate(Path(__file__).parent / "data" / "redteam" / "t26_kill_parent_ctypes.py"), config)
+    finally:
+        if saved is None:
+            os.environ.pop("KBV_CANDIDATE_UID")
+        else:
+            os.environ["KBV_CANDIDATE_UID"] = saved
+    assert v.status is Status.CRASH and "charged to the candidate" in v.message, (v.message, v.evidence.get("sandbox"))
+    assert 26 in v.taxonomy and v.evidence["candidate_phase"]

@@ -154,8 +154,9 @@ def passwd_uids(path: str = "/etc/passwd") -> frozenset[int]:
 
 def choose_uid(seed: int) -> int | None:
     """:func:`pick_uid` for this host (this process's uid map and /etc/passwd); None where the
-    process is not root on Linux (it cannot change uid)."""
-    if sys.platform != "linux" or os.geteuid() != 0:
+    process is not root on Linux (it cannot change uid) or ``KBV_CANDIDATE_UID=off`` (an operator's
+    way out should a driver refuse the candidate's uid; the verdict's sandbox notes say so)."""
+    if sys.platform != "linux" or os.geteuid() != 0 or os.environ.get("KBV_CANDIDATE_UID", "").lower() == "off":
         return None
     try:
         with open("/proc/self/uid_map") as f:
@@ -179,7 +180,8 @@ def switch_uid(uid: int | None, parent_pid: int) -> str:
     not dumpable and the parent-death signal (prctl(2)); exits at once if the parent died
     meanwhile. Call while root and single-threaded. Returns the note for the verdict's evidence."""
     if uid is None:
-        return "signals: same uid as kbv (not root): the candidate can signal kbv's processes"
+        why = "no uid of its own: KBV_CANDIDATE_UID=off or none free" if os.geteuid() == 0 else "not root"
+        return f"signals: same uid as kbv ({why}): the candidate can signal kbv's processes"
     libc = _libc()
     if libc.prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP, 0, 0, 0) != 0:
         return f"signals: same uid as kbv (securebits: {os.strerror(ctypes.get_errno())})"
