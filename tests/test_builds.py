@@ -214,3 +214,32 @@ def test_ctrl_c_during_a_cpp_build_prints_one_line_and_the_rerun_finishes(tmp_pa
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert "PASS" in rerun.stdout, rerun.stdout
     assert time.monotonic() - t0 < 300
+
+
+@pytest.mark.slow
+def test_a_second_kbv_building_the_same_file_says_it_waits_and_both_finish(tmp_path):
+    """Two ``kbv eval`` of one C++ file at once, one build directory: the second waits for the
+    first's build (kbv's lock, not torch's silent one), says so on stderr in one line, and both
+    pass (issue 25)."""
+    import subprocess
+    import sys
+    import time
+
+    from conftest import ROOT
+
+    args, _ = _eval_args(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "KBV_CACHE_DIR": str(tmp_path / "cache")}
+    cmd = [sys.executable, "-m", "kbv", *args]
+    first = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and first.poll() is None:
+        if list((tmp_path / "cache" / "build").glob("*/torch_extensions/*/lock")):
+            break
+        time.sleep(0.1)
+    assert first.poll() is None, first.communicate()
+    second = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    out, err = first.communicate(timeout=600)
+    assert first.returncode == 0 and "PASS" in out, out + err
+    assert second.returncode == 0 and "PASS" in second.stdout, second.stdout + second.stderr
+    waits = [ln for ln in second.stderr.splitlines() if "waiting for another kbv process" in ln]
+    assert len(waits) == 1 and "relu_cpp.py" in waits[0] and "pid=" in waits[0], second.stderr
