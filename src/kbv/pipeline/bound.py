@@ -2,9 +2,9 @@
 credited on a time only the candidate's process measured (:mod:`kbv.checks.bound` has the rule).
 
 After the timed rounds the candidate runs ``calls`` forward calls back to back in one
-:class:`kbv.sandbox.protocol.Time` request (the timed calls' loop: fresh values per call, 1/8 mixed
-from another set, one element changed, the L2 flush on cuda), every call's outputs copied into a slot
-of its own without the dispatcher; the reference worker's ``perf_counter`` measures the request from
+:class:`kbv.sandbox.protocol.Time` request (rotating timing sets, each call writing one changed
+element per tensor into its set for good, so no two calls see the same values; the L2 flush on
+cuda), every call's outputs copied into a slot of its own without the dispatcher; the reference worker's ``perf_counter`` measures the request from
 send to reply. Two calls chosen after the reply (never sent) are judged against the reference, so a
 pass answered with unwritten outputs is caught like any timed call (taxonomy 5, 6). With the
 candidate's tree stopped, the reference worker then times the same loop with a null forward (the
@@ -26,6 +26,7 @@ from kbv.pipeline.schedule import Recheck
 from kbv.processes import footprint as fp
 from kbv.processes import procfs
 from kbv.processes.candidate import CandidateProcess
+from kbv.reference import inputs as inp
 from kbv.reference.mutation import timed_mutation
 from kbv.sandbox import flags as bl
 from kbv.sandbox import protocol, rawcopy
@@ -62,7 +63,7 @@ class BoundStage(Context):
             "busiest_thread_ms": [p.busiest_thread_ms for p in passes],
             "all_threads_ms": [p.all_threads_ms for p in passes], "null_cpu_per_call_ms": [p.null_cpu_ms for p in passes],
             "null_all_cpu_per_call_ms": [p.null_all_cpu_ms for p in passes],
-            "baseline_cpu_floor_ms": [dict(p.baseline_cpu_floor_ms) for p in passes],
+            "baseline_cpu_ms": [dict(p.baseline_cpu_ms) for p in passes],
             "baseline_floor_ms": [dict(p.baseline_floor_ms) for p in passes],
             "disturbance": [rule.disturbance(p, base, cpu=p.busiest_thread_ms is not None) for p in passes]}
         if d.finding is not None:
@@ -71,29 +72,36 @@ class BoundStage(Context):
             k = d.credited_ms / claimed
             samples["candidate"] = [t * k for t in samples["candidate"]]
 
-    def _bound_plan(self, sets: list, first: int, warmup: int, calls: int) -> tuple[dict, dict]:
-        """Per timed call of a pass: its mix and its changed elements, drawn here (as the rounds')."""
+    def _bound_plan(self, sets: list, first: int, warmup: int, calls: int) -> dict:
+        """Per timed call of a pass: the elements it changes in its timing set, for good (drawn here:
+        one per tensor, the value from the next set, as the rounds' changes are)."""
         n = len(sets)
         skip = self._structured()
         g = torch.Generator().manual_seed(secrets.randbits(62))
-        mix, mutate = {}, {}
-        for i in range(calls):
-            idx = (first + warmup + i) % n
-            if n > 1:
-                mix[i] = ((idx + 1 + secrets.randbelow(n - 1)) % n, secrets.randbits(62), skip)
-            mutate[i] = timed_mutation(sets[idx], sets[(idx + 1) % n], g, skip)
-        return mix, mutate
+        return {i: timed_mutation(sets[(first + warmup + i) % n], sets[(first + warmup + i + 1) % n], g, skip)
+                for i in range(calls)}
 
     def _bound_pass(self, worker: CandidateProcess, sets: list, flush: int | None, calls: int,
                     attempt: int) -> rule.BoundPass:
+        """One bound pass (module docstring). Its calls rotate through the timing sets, each writing its
+        changes into its set for good (``drift``: no copy of the inputs per call, so the loop's own cost
+        stays small beside the calls it bounds); this process applies the same changes to its own sets,
+        and keeps the inputs of the judged calls as they were."""
         cfg = self.config
         n = len(sets)
         warmup = 1
         first = secrets.randbelow(n)
-        mix, mutate = self._bound_plan(sets, first, warmup, calls)
+        drift = self._bound_plan(sets, first, warmup, calls)
         judged = sorted(secrets.SystemRandom().sample(range(calls), min(BOUND_JUDGED, calls)))
-        req = protocol.Time(warmup, calls, flush, first, refresh=True, mutate=tuple(mutate.items()),
-                            mix=tuple(mix.items()), slots=True, defer_checks=True)
+        inputs = {}  # the judged calls' inputs, replayed on this side's sets in call order
+        for i in range(calls):
+            k = (first + warmup + i) % n
+            for ai, where, value in drift[i]:
+                sets[k][ai][tuple(where)] = value
+            if i in judged:
+                inputs[i] = inp.clone_args(sets[k])
+        req = protocol.Time(warmup, calls, flush, first, refresh=False, slots=True, defer_checks=True,
+                            drift=tuple(drift.items()))
         # the harness check runs now, in reply to a ping, so the measured request holds the calls alone
         if not isinstance(self._call(worker, protocol.Ping(), "time", cfg.call_timeout_s), protocol.Pong):
             raise Stop(Status.RUNTIME_ERROR, f"{self.name}: ping: malformed reply")
@@ -110,24 +118,24 @@ class BoundStage(Context):
                     or type(reply.outputs) is not tuple or len(reply.outputs) != calls):
                 raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
             try:  # the worker is stopped: the slots as the calls left them
-                for i in judged:
+                for j, i in enumerate(judged):
                     outs = [v.clone() for v in rawcopy.view(self._slots, reply.outputs[i])]
-                    entries.append((BOUND_CALL_BASE + attempt * calls + i, (first + warmup + i) % n, outs))
+                    entries.append((BOUND_CALL_BASE + attempt * calls + i, j, outs))
             except ValueError as exc:
                 raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: {exc}") from None
             fp.drop_view(self._slots)
             self._timed_reply_reports(reply)
             del reply
-        null, null_cpu, floors = self._trusted_loops(worker, sets, flush, calls, first, warmup, mix, mutate)
-        mutations = {BOUND_CALL_BASE + attempt * calls + i: (mix.get(i), mutate[i]) for i in judged}
+        null, null_cpu, floors = self._trusted_loops(worker, sets, flush, calls, first, warmup, drift)
         recheck = Recheck()
-        self._recheck(entries, sets, recheck, mutations)
+        self._recheck(entries, [inputs[i] for i in judged], recheck)
         self.state.evidence.setdefault("bound_rechecks", []).extend(recheck.checked)
+        del inputs
         cpu_figures = {}
         if cpu and threads1 and all0 is not None and all1 is not None:
             spent = [ms - threads0.get(tid, 0.0) for tid, ms in threads1.items()]
             cpu_figures = dict(busiest_thread_ms=max(spent), all_threads_ms=max(sum(spent), all1 - all0),
-                               null_cpu_ms=null_cpu[0], null_all_cpu_ms=null_cpu[1], baseline_cpu_floor_ms=null_cpu[2],
+                               null_cpu_ms=null_cpu[0], null_all_cpu_ms=null_cpu[1], baseline_cpu_ms=null_cpu[2],
                                cores=procfs.affinity_cores(pid))
         return rule.BoundPass(wall_ms=wall, calls=calls + warmup, null_ms=null, baseline_floor_ms=floors,
                               **cpu_figures)
@@ -141,11 +149,11 @@ class BoundStage(Context):
                     seen.append(c)
 
     def _trusted_loops(self, worker: CandidateProcess, sets: list, flush: int | None, calls: int, first: int,
-                       warmup: int, mix: dict, mutate: dict) -> tuple[float, tuple, dict]:
+                       warmup: int, drift: dict) -> tuple[float, tuple, dict]:
         """The loop of the pass run here, with the candidate's tree stopped, on this process's clock:
         with a null forward (its outputs made once) and with each baseline. Returns (the null's wall ms per
-        call, (the null's busiest thread and all threads, CPU ms per call, {baseline: busiest thread
-        per call minus the null's}), {baseline: wall per call minus the null's, ms})."""
+        call, (the null's busiest thread and all threads, CPU ms per call, {baseline: (busiest thread,
+        all threads) CPU ms per call}), {baseline: wall per call minus the null's, ms})."""
         rp = self.rp
         bl.apply_flags(self.fp32_flags)
         with torch.no_grad():
@@ -161,19 +169,19 @@ class BoundStage(Context):
             me = os.getpid()
             th0, c0, t0 = procfs.thread_cpu_ms(me), time.process_time(), time.perf_counter()
             time_calls(fn, sets, device=rp.device, warmup=warmup, trials=calls, flush_bytes=flush, first_set=first,
-                       refresh=True, mix=mix, mutate=mutate, copy_out=copy_out)
+                       drift=drift, copy_out=copy_out)  # the changes again: the same values, the same cost
             wall, c1, th1 = time.perf_counter() - t0, time.process_time(), procfs.thread_cpu_ms(me)
             per = calls + warmup
             busiest = max((ms - th0.get(tid, 0.0) for tid, ms in th1.items()), default=0.0)
             return wall * 1e3 / per, busiest / per, (c1 - c0) * 1e3 / per
 
-        floors, cpu_floors = {}, {}
+        floors, cpu = {}, {}
         with worker.paused():
             null, null_busiest, null_all = loop(lambda *args: made)
             for b in self.config.baselines:
                 bl.apply_flags(bl.flags_for(b))
-                w, busiest, _ = loop(rp.model)
-                floors[b], cpu_floors[b] = w - null, busiest - null_busiest
+                w, busiest, all_ = loop(rp.model)
+                floors[b], cpu[b] = w - null, (busiest, all_)
         bl.apply_flags(self.fp32_flags)
         del copier, made
-        return null, (null_busiest, null_all, cpu_floors), floors
+        return null, (null_busiest, null_all, cpu), floors

@@ -96,6 +96,9 @@ class Time:
     #: before this reply but before the next one: the bound pass sends a :class:`Ping` first (which
     #: runs it) and measures this request alone, so its figures hold the calls and not the check.
     defer_checks: bool = False
+    #: (timed-call index, ((arg index, index tuple, value), ...)) per timed call: changes written into the
+    #: call's timing set itself, and kept (:func:`kbv.sandbox.timing.time_calls`, ``refresh`` off).
+    drift: tuple = ()
 
 
 @dataclass(frozen=True)

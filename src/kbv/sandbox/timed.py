@@ -94,7 +94,7 @@ class TimedRequests:
             self.model, self.timing_sets, device=self.device, warmup=req.warmup, trials=req.trials,
             flush_bytes=req.l2_flush_bytes, first_set=req.first_set, refresh=req.refresh,
             keep=req.keep, kept=kept, sync_inside=req.sync_inside, mutate=dict(req.mutate),
-            mix=dict(req.mix), copy_out=copy_out,
+            mix=dict(req.mix), copy_out=copy_out, drift=dict(req.drift),
         )
         self._sync()
         changes = self._check_flags()  # serve() checks the harness again before replying

@@ -217,6 +217,7 @@ def time_calls(
     mix: Mapping[int, tuple] | None = None,
     sync_each: bool = False,
     copy_out: Callable[[int, object], None] | None = None,
+    drift: Mapping[int, Sequence[tuple]] | None = None,
     _perf_counter=_perf_counter,
     _Event=_Event,
     _event_record=_event_record,
@@ -251,6 +252,11 @@ def time_calls(
     clock around the whole loop; not with ``sync_inside``): the candidate worker copies every
     output into its own slot there (:mod:`kbv.sandbox.rawcopy`, the bound pass).
 
+    ``drift`` (not with ``refresh``): timed-call index → ``(arg index, index tuple, value)`` changes
+    written into that call's set of ``arg_sets`` itself before the call, and kept: no two calls see
+    the same values, at the cost of a few element writes instead of a copy of the inputs (the bound
+    pass, whose per-call overhead must stay small beside the call it bounds).
+
     The clock callables are bound as defaults when this module is imported, so reassigning the
     module's globals afterwards (``sys.modules["kbv.sandbox.timing"]._perf_counter = ...``) does not reach
     the loop; callers keep their own reference to this function for the same reason.
@@ -271,13 +277,19 @@ def time_calls(
     mix = dict(mix or {})
     if (mutate or mix) and not refresh:
         raise ValueError("time_calls: mutate and mix need refresh")
+    drift = dict(drift or {})
+    if drift and refresh:
+        raise ValueError("time_calls: drift writes the sets themselves, not refreshed copies")
     if refresh:
         buffers = [[a.clone() if isinstance(a, torch.Tensor) else a for a in arg_sets[(first_set + b) % n]]
                    for b in range(2)]
 
     def args_for(j: int) -> Sequence[object]:
         if not refresh:
-            return arg_sets[(first_set + j) % n]
+            args = arg_sets[(first_set + j) % n]
+            for ai, where, value in drift.get(j - warmup, ()):
+                args[ai][tuple(where)] = value
+            return args
         return call_inputs(buffers[j % 2], arg_sets, first_set + j, tuple(mix.get(j - warmup, ())),
                            mutate.get(j - warmup, ()))
 
