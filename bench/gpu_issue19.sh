@@ -29,7 +29,7 @@ date +%s > /tmp/g/t_done
 EOD
     setsid nohup bash /tmp/g/driver.sh > /tmp/g/driver.log 2>&1 < /dev/null & ;;
   poll)
-    cp /tmp/g/*.log /tmp/g/*.json /tmp/g/t* /tmp/g/gpu.txt "$OUT/" 2>/dev/null
+    tar czf "$OUT/g.tgz" -C /tmp/g . 2>/dev/null
     for f in /tmp/g/*.log; do echo "== $f: $(grep -E "passed|failed|error|verdicts" $f | tail -1 | cut -c1-200)"; done
     ls /tmp/g/t*; tail -3 /tmp/g/compare.log /tmp/g/bound.log 2>/dev/null ;;
 esac
