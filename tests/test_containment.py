@@ -200,6 +200,7 @@ class ModelNew(nn.Module):
 
 
 @linux_only
+@pytest.mark.e2e
 def test_reference_worker_killed_while_candidate_code_runs_charges_the_candidate(tmp_path):
     """Whoever sends it (here the test: as if the candidate could), a SIGKILL of the reference
     worker while the candidate's code runs ends as CRASH with a WARNING naming entry 26, never
@@ -267,6 +268,7 @@ class ModelNew(nn.Module):
 
 
 @linux_only
+@pytest.mark.e2e
 def test_kill_of_the_reference_worker_without_an_own_uid_is_the_candidates_crash(tmp_path):
     """Where the candidate shares kbv's uid (not root, or ``KBV_CANDIDATE_UID=off`` as here), the
     red-team ctypes kill of the reference worker succeeds: the verdict is CRASH, the candidate's,

@@ -270,10 +270,10 @@ def _problem(spec: str):
     return problem(spec)
 
 
-def _params(device: str) -> list:
+def _params(device: str, limited: bool = False) -> list:
     out = []
     for c in CASES:
-        if c.device != device:
+        if c.device != device or c.limited != limited:
             continue
         marks = [pytest.mark.cuda] if device == "cuda" else []
         if c.extended and not RUN_ALL:
@@ -382,10 +382,20 @@ def _run(evaluator, config, case: Case):
 
 
 @pytest.mark.parametrize("case", _params("cpu"))
-def test_redteam_cpu(request, case: Case):
-    _run(request.getfixturevalue("limited_evaluator" if case.limited else "cpu_evaluator"), CPU_CONFIG, case)
+def test_redteam_cpu(cpu_evaluator, case: Case):
+    _run(cpu_evaluator, CPU_CONFIG, case)
+
+
+@pytest.mark.parametrize("case", _params("cpu", limited=True))
+def test_redteam_cpu_limited(limited_evaluator, case: Case):
+    _run(limited_evaluator, CPU_CONFIG, case)
 
 
 @pytest.mark.parametrize("case", _params("cuda"))
-def test_redteam_cuda(request, case: Case):
-    _run(request.getfixturevalue("limited_gpu_evaluator" if case.limited else "gpu_evaluator"), GPU_CONFIG, case)
+def test_redteam_cuda(gpu_evaluator, case: Case):
+    _run(gpu_evaluator, GPU_CONFIG, case)
+
+
+@pytest.mark.parametrize("case", _params("cuda", limited=True))
+def test_redteam_cuda_limited(limited_gpu_evaluator, case: Case):
+    _run(limited_gpu_evaluator, GPU_CONFIG, case)

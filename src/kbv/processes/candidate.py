@@ -29,7 +29,8 @@ _OPEN: set = set()
 class CandidateProcess:
     """A fresh spawned candidate worker. Use as a context manager; on exit it is killed with every
     process it started, even ones that left its session (:class:`kbv.processes.jail.ProcessJail`: this
-    process becomes a child subreaper). Several may be open at once (the build pool's parallel
+    process becomes a child subreaper), and its scratch tmpfs and what it left in ``/dev/shm`` are
+    removed (:mod:`kbv.processes.scratch`). Several may be open at once (the build pool's parallel
     loads, the next job's worker started early): none of their jails kills another's worker."""
 
     def __init__(self, *, device: str, build_dir: Path):
@@ -41,7 +42,8 @@ class CandidateProcess:
         self.log_path = self.workdir / "worker.log"
         self.log = CappedLog(self.log_path)
         self.jail = ProcessJail()
-        #: /dev/shm before the worker started, when the worker writes the host's (not cpu as root)
+        #: /dev/shm before the worker started: without a uid of its own, what appears is the
+        #: worker's (it writes the host's /dev/shm unless it is on cpu as root: a private one)
         self._shm_before = scratch.shm_entries() if device != "cpu" or os.geteuid() != 0 else None
         self._live = self._paused = False  #: candidate code loaded / its tree stopped (custody)
         self.setup = WorkerSetup(workdir=str(self.scratch), build_dir=str(build_dir),
@@ -184,8 +186,8 @@ class CandidateProcess:
         self.conn.close()
         scratch.release_scratch(str(self.scratch))
         shutil.rmtree(self.workdir, ignore_errors=True)
-        if self._shm_before is not None:
-            scratch.sweep_shm(self._shm_before, self.jail.uid)
+        if self.jail.uid is not None or self._shm_before is not None:  # by its uid, else what appeared
+            scratch.sweep_shm(self._shm_before or {}, self.jail.uid)
 
     def __enter__(self) -> "CandidateProcess":
         return self

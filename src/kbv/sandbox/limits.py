@@ -6,7 +6,7 @@ the reference worker (its parent) or the orchestrator, and stop them; as root kb
 moves the candidate worker to a uid of its own (:func:`pick_uid`, chosen by the parent) before any
 candidate code runs (:func:`switch_uid`): its ``kill()`` of a kbv process fails with ``EPERM``.
 The uid switch is chosen over a PID namespace because legacy CUDA IPC needs both workers in one
-PID namespace (docs/architecture.md, "Known gaps").
+PID namespace (docs/architecture.md, "Trust boundary details").
 
 All its uids change (real, effective, saved and filesystem: the programs it runs, a compiler
 say, get them all at ``execve``), and it keeps one capability, ``CAP_DAC_OVERRIDE``, with
@@ -241,7 +241,8 @@ def private_shm(size_bytes: int) -> str:
     libc = _libc()
     opts = f"size={size_bytes},mode=1777".encode()
     if libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, opts) != 0:
-        return f"/dev/shm: the host's (tmpfs: {os.strerror(ctypes.get_errno())}); its files are removed after the verdict"
+        return (f"/dev/shm: the host's (tmpfs: {os.strerror(ctypes.get_errno())}); the files of the candidate's "
+                "uid are removed after the verdict")
     return f"/dev/shm: private tmpfs of {size_bytes / 2**20:.0f} MiB"
 
 
@@ -251,9 +252,10 @@ def isolate_ipc(device: str) -> str:
     IPC namespaces is unverified); the parent removes the System V objects of the candidate's uid
     after its verdict (:func:`kbv.processes.scratch.remove_sysv`)."""
     if device != "cpu":
-        return "System V IPC: the host's (cuda); the candidate's objects are removed after the verdict"
+        return ("System V IPC: the host's (cuda); the objects of the candidate's uid are removed after the verdict"
+                if os.geteuid() == 0 else "System V IPC: the host's (cuda, not root)")
     if sys.platform != "linux" or os.geteuid() != 0:
-        return "System V IPC: the host's (needs root on Linux); the candidate's objects are removed after the verdict"
+        return "System V IPC: the host's (needs root on Linux)"
     if _libc().unshare(CLONE_NEWIPC) != 0:
         return f"System V IPC: the host's (unshare: {os.strerror(ctypes.get_errno())})"
     return "System V IPC: own namespace (freed with it)"
