@@ -250,10 +250,17 @@ def dispatcher_overrides(before: dict[str, dict[str, str]], after: dict[str, dic
     return found
 
 
-#: aten ops the candidate worker computes with between the candidate's calls, besides the ops that
-#: do no math (copies, views, allocation: :data:`kbv.sandbox.profiling.NO_MATH_OPS`): the page
-#: touch's ``sum`` and the timing mix's ``rand`` and ``where`` (:mod:`kbv.sandbox.timing`).
-HARNESS_COMPUTE_OPS = frozenset({"sum", "rand", "where", "uniform_", "random_", "randperm", "index", "index_put_"})
+#: aten ops the candidate worker's own code runs on tensors between the candidate's calls
+#: (:mod:`kbv.sandbox.worker`, ``timed``, ``timing``, ``probes``, ``memory``: input copies, output
+#: snapshots, the page touch's ``sum``, the timing mix's ``rand`` and ``where``, the free-memory
+#: fill), with the ops torch's own copies and allocations reach from them; a light
+#: :meth:`DispatcherWatch.check` reads these.
+HARNESS_OPS = frozenset({
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "clone", "detach", "alias",
+    "copy_", "_copy_from", "_copy_from_and_resize", "to", "_to_copy", "contiguous", "view", "_unsafe_view",
+    "reshape", "_reshape_alias", "as_strided", "slice", "select", "lift_fresh", "set_", "resize_",
+    "zero_", "fill_", "ones", "ones_like", "zeros", "zeros_like", "sum", "rand", "uniform_", "where",
+})
 
 
 class DispatcherWatch:
@@ -263,23 +270,18 @@ class DispatcherWatch:
     ``torch`` is the torch module, its dispatcher functions bound here (before candidate code);
     ``harness_ops`` the op names (no namespace, no overload) the worker itself runs between calls.
     A full :meth:`check` reads every op of :data:`TORCH_OP_NAMESPACES` (~3,200 ``_dispatch_dump``
-    calls, 70 ms on a loaded 2-core machine, 2026-12-02); a light one reads the harness's ops and
-    a rotating sixteenth of the rest (~15 ms), so a kernel that stays registered is named within
-    sixteen light checks and one of the harness's own ops at the first.
+    calls: 50-80 ms on a 2-core machine at load 3-5, 2026-12-02); a light one reads only the
+    harness's ops (~80 overloads, about a millisecond).
     """
 
-    SLICES = 16  #: a light check reads one of this many slices of the ops (kbv choice).
-
-    def __init__(self, torch: object, harness_ops: Iterable[str]) -> None:
+    def __init__(self, torch: object, harness_ops: Iterable[str] = HARNESS_OPS) -> None:
         self._dump = torch._C._dispatch_dump
         self._torch_dir = os.path.dirname(torch.__file__)
         names = [n for n in torch._C._dispatch_get_all_op_names() if n.split("::", 1)[0] in TORCH_OP_NAMESPACES]
         self._texts = {n: self._read(n) for n in names}
         self._before = {n: registration_sites(t) for n, t in self._texts.items()}
-        keep = set(harness_ops) | HARNESS_COMPUTE_OPS
+        keep = set(harness_ops)
         self._harness = [n for n in names if n.split("::", 1)[1].split(".", 1)[0] in keep]
-        self._rest = [n for n in names if n not in set(self._harness)]
-        self._turn = 0
         self._reported: set[str] = set()
 
     def _read(self, qualname: str) -> str:
@@ -291,11 +293,7 @@ class DispatcherWatch:
     def check(self, full: bool = True) -> list[str]:
         """Overrides registered since the snapshot and not reported before, each a line
         (``"aten::copy_/CPU (registered at ...)"``); ``full``: every op, else a light check."""
-        if full:
-            names = list(self._texts)
-        else:
-            self._turn = (self._turn + 1) % self.SLICES
-            names = self._harness + self._rest[self._turn::self.SLICES]
+        names = list(self._texts) if full else self._harness
         after = {}
         for n in names:
             text = self._read(n)

@@ -112,7 +112,7 @@ class _Server(TimedRequests):
         except Exception:  # noqa: BLE001 - a torch without the call
             self._ops_before = frozenset()
         try:  #: the dispatcher's kernels for torch's ops before the candidate loads (C++ ones included)
-            self._dispatcher = integrity.DispatcherWatch(torch, profiling.NO_MATH_OPS)
+            self._dispatcher = integrity.DispatcherWatch(torch)
         except Exception:  # noqa: BLE001 - a torch without the dispatcher's dump
             self._dispatcher = None
         self.guard.watch(self, "_dispatcher", "worker._dispatcher")
@@ -288,11 +288,11 @@ class _Server(TimedRequests):
         self._sync()
         return tuple(out)
 
-    def _tampering(self, full: bool = True) -> tuple:
+    def _tampering(self, full: bool = False) -> tuple:
         """:class:`kbv.sandbox.protocol.Tampering` reports: harness objects the candidate replaced
         since load (taxonomy 4; 24 when they carry replies), each put back, kernels registered for
-        torch's ops (``full``: the whole dispatcher read, else a light check), and new writes
-        outside the sandbox (taxonomy 26)."""
+        torch's ops (``full``: the whole dispatcher read, else the light one of the harness's own
+        ops), and new writes outside the sandbox (taxonomy 26)."""
         # an instance attribute named like one of the server's methods shadows it for every later
         # self.<name> call (the request loop's own handlers are bound at its start): dropped here
         shadows = [k for k in list(vars(self)) if k in _METHOD_NAMES]
@@ -397,7 +397,7 @@ class _Server(TimedRequests):
             if isinstance(req, p.Shutdown):
                 return
             phase, handler = handlers[type(req)]
-            full = type(req) not in (p.Forward, p.TimedCall)  # the per-call requests get a light registry check
+            full = type(req) in (p.Load, p.CountOps, p.MeasureMemory)  # the rest: a light registry read
             try:
                 reply = handler(req)
             except BaseException as exc:  # noqa: BLE001 - the candidate may raise anything, even SystemExit
