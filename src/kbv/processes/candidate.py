@@ -48,7 +48,10 @@ class CandidateProcess:
         self._live = self._paused = False  #: candidate code loaded / its tree stopped (custody)
         self.setup = WorkerSetup(workdir=str(self.scratch), build_dir=str(build_dir),
                                  log_path=str(self.log_path), device=device, cgroup=self.jail.cgroup,
-                                 uid=self.jail.uid, shm_bytes=shm_quota_bytes(), max_tasks=max_tasks(),
+                                 # CUDA IPC maps no buffer across uids ("mapping of buffer object
+                                 # failed" on the H200, both ways): a uid of its own on cpu only
+                                 uid=self.jail.uid if device == "cpu" else None,
+                                 shm_bytes=shm_quota_bytes(), max_tasks=max_tasks(),
                                  parent_notes=(*self.jail.notes, scratch_note))
         ctx = spawn_context()
         self.conn, child = ctx.Pipe(duplex=True)

@@ -174,15 +174,15 @@ def describe(t: torch.Tensor, g: torch.Generator) -> Structure:
             nonzero = int(torch.count_nonzero(c))
             zeros += c.numel() - nonzero
             if nonzero:
-                v = c[torch.randint(c.numel(), (8,), generator=g).to(t.device)]
+                v = c[torch.randint(c.numel(), (8,), generator=g, device="cpu").to(t.device)]
                 v = v[v != 0]
                 if not v.numel():  # a sparse chunk: its non-zero entries (a quarter of it at most) copied
                     nz = c[c != 0]
-                    v = nz[torch.randint(nz.numel(), (min(8, nz.numel()),), generator=g).to(t.device)]
+                    v = nz[torch.randint(nz.numel(), (min(8, nz.numel()),), generator=g, device="cpu").to(t.device)]
                 values.append(v)
         kept = torch.cat(values) if values else flat[:0]
         if kept.numel() > VALUE_SAMPLE:
-            kept = kept[torch.randperm(kept.numel(), generator=g)[:VALUE_SAMPLE].to(t.device)]
+            kept = kept[torch.randperm(kept.numel(), generator=g, device="cpu")[:VALUE_SAMPLE].to(t.device)]
         low, up, sym = _bands(t, step) if _is_matrix(t) else (None, None, False)
         order = _order(flat, t.shape[-1], step) if t.dim() >= 1 else 0
     return Structure(tuple(t.shape), low, up, sym, order, zeros / n if n else 0.0, kept.clone())
