@@ -206,7 +206,7 @@ def present(args: Sequence[Any], domains: Mapping[int, Domain] | None = None) ->
 # Breaking one structure --------------------------------------------------------------------------
 
 def _int(g: torch.Generator, high: int, low: int = 0) -> int:
-    return int(torch.randint(low, high, (1,), generator=g))
+    return int(torch.randint(low, high, (1,), generator=g, device="cpu"))
 
 
 def _value(st: Structure, g: torch.Generator) -> Any:
@@ -344,7 +344,7 @@ def few_positions(args: Sequence[Any], other: Sequence[Any], g: torch.Generator,
             if not isinstance(b, torch.Tensor) or b.shape != a.shape or b.dtype != a.dtype:
                 continue
             count = _int(g, MAX_CHANGES + 1, 1)
-            flat = torch.randint(a.numel(), (4 * count,), generator=g).to(a.device)
+            flat = torch.randint(a.numel(), (4 * count,), generator=g, device="cpu").to(a.device)
             idx = torch.unravel_index(flat, a.shape)
             differ = (a[idx] != b[idx]).nonzero().flatten()
             take = differ[:count] if differ.numel() else torch.arange(count, device=a.device)
