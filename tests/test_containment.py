@@ -168,6 +168,9 @@ def test_reference_death_is_charged_only_while_candidate_code_runs_and_memory_ex
     assert not custody.charged(candidate_running=0, oom_killed=False, low_memory=False)  # kbv's own code alone
     assert not custody.charged(candidate_running=1, oom_killed=True, low_memory=False)  # the kernel named kbv's memory
     assert not custody.charged(candidate_running=2, oom_killed=False, low_memory=True)
+    # the OOM killer picked it because its oom_score_adj was raised during the job: not kbv's doing
+    assert custody.charged(candidate_running=1, oom_killed=True, low_memory=True, oom_adj_raised=True)
+    assert not custody.charged(candidate_running=0, oom_killed=True, low_memory=False, oom_adj_raised=True)
 
 
 def test_custody_counts_and_records_the_phase():

@@ -63,15 +63,18 @@ def entry(main, cell: Cell, conn, device: str) -> None:
     main(conn, device)
 
 
-def charged(*, candidate_running: int, oom_killed: bool, low_memory: bool) -> bool:
+def charged(*, candidate_running: int, oom_killed: bool, low_memory: bool, oom_adj_raised: bool = False) -> bool:
     """Whether a reference worker killed by a signal during a verification is charged to the
     candidate: some candidate code could run then (``candidate_running`` > 0, :meth:`Cell.read`)
     and memory explains nothing: neither did the kernel's OOM killer name it (``oom_killed``) nor
-    was host memory nearly gone (``low_memory``, kbv's own sample): kbv's failure then.
+    was host memory nearly gone (``low_memory``, kbv's own sample): kbv's failure then, unless
+    the reference worker's ``oom_score_adj`` rose during the job (``oom_adj_raised``: kbv never
+    raises it; a candidate can, through ``/proc``, to make the OOM killer pick the reference
+    worker).
 
     With a uid of its own the candidate cannot signal the reference worker
     (:mod:`kbv.sandbox.limits`), so this matters where kbv runs without root. A death whose cause
     kbv cannot see (a crash of kbv's own code while the candidate's ran, a kill by another user
     of the same uid) is then the candidate's too: it could have sent that signal, and the kernel
     does not say who sent a SIGKILL."""
-    return candidate_running > 0 and not oom_killed and not low_memory
+    return candidate_running > 0 and (oom_adj_raised or not (oom_killed or low_memory))

@@ -142,6 +142,15 @@ def _oom_killed(pid: int | None) -> bool:
     return f"Killed process {pid} " in log
 
 
+def _oom_score_adj(pid: int | None) -> int:
+    """``/proc/<pid>/oom_score_adj`` (-1000 where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/oom_score_adj") as f:
+            return int(f.read())
+    except (OSError, ValueError, TypeError):
+        return -1000
+
+
 def _memory_sample(pid: int | None) -> tuple[int, int] | None:
     """(resident bytes of ``pid``, available host bytes) now, or None (:mod:`kbv.processes.footprint`)."""
     from kbv.processes.footprint import host_available_bytes, host_rss_bytes
@@ -224,10 +233,13 @@ class ReferenceProcess:
             return ReferenceReply(error=WorkerError(NOT_RUNNING, f"reference worker is not running (exit code {self.proc.exitcode})"))
         self.conn.send_bytes(json.dumps(job).encode())
         self._rss = (0, 0)  # (the worker's last resident bytes, host bytes available then)
+        self._oom_adj = _oom_score_adj(self.proc.pid)  # raised later: not by kbv (custody.charged)
+        self._oom_adj_raised = False
         deadline = time.monotonic() + timeout
         while True:
             while time.monotonic() < deadline and self.proc.is_alive() and not self.conn.poll(0.25):
                 self._rss = _memory_sample(self.proc.pid) or self._rss
+                self._oom_adj_raised |= _oom_score_adj(self.proc.pid) > self._oom_adj
             if not wait_readable(self.conn, self.proc, max(0.0, deadline - time.monotonic()) + POLL_S):
                 if self.proc.is_alive():
                     kill_group(self.proc)
@@ -270,7 +282,8 @@ class ReferenceProcess:
         oom = how == "SIGKILL" and _oom_killed(self.proc.pid)
         low = how == "SIGKILL" and bool(rss) and avail < max(rss // 4, 1 << 30)
         running, phase = self.custody.read()
-        if custody.charged(candidate_running=running, oom_killed=oom, low_memory=low):
+        if custody.charged(candidate_running=running, oom_killed=oom, low_memory=low,
+                           oom_adj_raised=getattr(self, "_oom_adj_raised", False)):
             return ReferenceReply(verdict=_charged_verdict(job, self.device, how, phase, code))
         if oom:
             cause = f"the kernel's OOM killer ended it (its resident memory had reached {rss / 2**30:.1f} GiB)"
