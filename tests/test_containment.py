@@ -238,8 +238,9 @@ def test_reference_worker_killed_while_candidate_code_runs_charges_the_candidate
 
 @root_only
 def test_candidate_runs_as_its_own_uid_with_bounded_tmpfs(tmp_path, cpu_evaluator, fast_config):
-    """As root: the worker's uid is its own, its ``kill(parent, 0)`` is refused, its /dev/shm and cwd
-    are tmpfs of bounded size, RLIMIT_NPROC is set; the right ReLU only if all hold."""
+    """As root: the worker's uid is its own, its ``kill(parent, 0)`` is refused, kbv's processes are
+    not in its /proc (hidepid=2), its /dev/shm and cwd are tmpfs of bounded size, RLIMIT_NPROC is
+    set; the right ReLU only if all hold."""
     from kbv.intake.candidates import load_candidate
     from kbv.model.records import Status
 
@@ -255,7 +256,8 @@ def _size(path):
 def _contained():
     uid = os.getresuid()
     refused = ctypes.CDLL(None, use_errno=True).kill(os.getppid(), 0) != 0 and ctypes.get_errno() == 1
-    return (uid[0] == uid[1] == uid[2] != 0 and refused and resource.getrlimit(resource.RLIMIT_NPROC)[0] > 0
+    hidden = not os.path.exists(f"/proc/{os.getppid()}") and os.path.exists(f"/proc/{os.getpid()}")
+    return (uid[0] == uid[1] == uid[2] != 0 and refused and hidden and resource.getrlimit(resource.RLIMIT_NPROC)[0] > 0
             and abs(_size("/dev/shm") - %d) < 8192 and abs(_size(os.getcwd()) - %d) < 8192)
 
 class ModelNew(nn.Module):

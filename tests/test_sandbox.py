@@ -121,8 +121,11 @@ def _ancestors():
     pid = os.getppid()
     while pid > 1:
         yield pid
-        with open(f"/proc/{{pid}}/stat", "rb") as f:
-            pid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        try:  # hidden from it (hidepid=2): nothing of that process to read
+            with open(f"/proc/{{pid}}/stat", "rb") as f:
+                pid = int(f.read().rsplit(b")", 1)[1].split()[1])
+        except OSError:
+            return
 
 def _leaks():
     seen = [" ".join(os.environ.values()).encode()]

@@ -232,9 +232,13 @@ def mounts() -> list[tuple[str, list[str], str]]:
     return out
 
 
-def _mount_readonly(writable: list[str]) -> list[str]:
+def _mount_readonly(writable: list[str]) -> tuple[list[str], str]:
     """Enter a private mount namespace in which every mount is read-only except ``writable`` and
-    /proc (minus :data:`_PROC_READONLY`). Returns the mounts it could not make read-only.
+    /proc (minus :data:`_PROC_READONLY`), /proc being a fresh instance with ``hidepid=2``: a
+    process it may not ptrace is invisible there (kbv's processes are undumpable, and the
+    candidate has no ``CAP_SYS_PTRACE``), so it can neither read their /proc files nor write the
+    few that a non-owner with ``CAP_DAC_OVERRIDE`` could (``oom_score_adj``, ``autogroup``).
+    Returns the mounts it could not make read-only and the note on /proc.
 
     Raises:
         OSError: no private mount namespace (not root, multi-threaded, or refused).
@@ -248,6 +252,11 @@ def _mount_readonly(writable: list[str]) -> list[str]:
         raise OSError(ctypes.get_errno(), f"unshare: {_errno()} ({len(os.listdir('/proc/self/task'))} threads)")
     if not mount("/", MS_REC | MS_PRIVATE):  # nothing propagates to the host
         raise OSError(ctypes.get_errno(), f"private mounts: {_errno()}")
+    # gid=: the group that would see everything anyway (its default, 0, is the worker's own group)
+    if libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"hidepid=2,gid=2147483646") == 0:
+        proc = "/proc: kbv's processes hidden (hidepid=2)"
+    else:
+        proc = f"/proc: kbv's processes visible (proc hidepid=2: {_errno()})"
     proc_ro = [p for p in _PROC_READONLY if os.path.exists(p)]
     for path in writable + proc_ro:  # own mounts, so that their flags can differ from their parent's
         if not mount(path, MS_BIND | MS_REC, source=path):
@@ -258,7 +267,7 @@ def _mount_readonly(writable: list[str]) -> list[str]:
             continue
         if not mount(point, MS_BIND | MS_REMOUNT | MS_RDONLY | sum(_MOUNT_FLAGS.get(o, 0) for o in opts)):
             left.append(f"{point} ({_errno()})")
-    return left
+    return left, proc
 
 
 def _landlock(writable: list[str]) -> str | None:
@@ -339,8 +348,9 @@ def _isolate_filesystem_and_drop_privileges(setup: WorkerSetup, parent_pid: int)
     try:
         if not root:
             raise PermissionError("not root")
-        left = _mount_readonly(writable)
+        left, proc = _mount_readonly(writable)
         fs, mount_error = f"{what} (mount namespace)" + (f", left writable: {', '.join(left)}" if left else ""), None
+        fs += f"; {proc}"
         if setup.device == "cpu":
             shm = limits.private_shm(setup.shm_bytes)
     except OSError as exc:
