@@ -39,10 +39,12 @@ import functools
 import os
 import re
 import signal
-import struct
 import sys
 from dataclasses import dataclass
 from typing import Any
+
+from kbv.sandbox.landlock import LANDLOCK_CREATE_RULESET as _LANDLOCK_CREATE_RULESET  # noqa: F401 - tests ask it
+from kbv.sandbox.landlock import landlock as _landlock
 
 #: environment variables a candidate worker keeps (by name or prefix); everything else, API keys
 #: and kbv's own settings included, is dropped. The prefixes keep CUDA/Triton toolchains working.
@@ -72,10 +74,6 @@ _MOUNT_FLAGS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "no
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 1, 24, 36
 PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, PR_CAP_AMBIENT_CLEAR_ALL = 38, 47, 2, 4
 PR_SET_DUMPABLE = 4
-#: Landlock syscalls (the same number on every architecture) and its filesystem write rights.
-_LANDLOCK_CREATE_RULESET, _LANDLOCK_ADD_RULE, _LANDLOCK_RESTRICT_SELF = 444, 445, 446
-_LL_WRITE_FILE, _LL_REFER, _LL_TRUNCATE = 1 << 1, 1 << 13, 1 << 14
-_LL_WRITE_ABI1 = _LL_WRITE_FILE | sum(1 << b for b in range(4, 13))  # remove/make dir, file, node, link
 
 
 @dataclass(frozen=True)
@@ -232,13 +230,14 @@ def mounts() -> list[tuple[str, list[str], str]]:
     return out
 
 
-def _mount_readonly(writable: list[str]) -> tuple[list[str], str]:
+def _mount_readonly(writable: list[str], hide_proc: bool) -> tuple[list[str], str]:
     """Enter a private mount namespace in which every mount is read-only except ``writable`` and
-    /proc (minus :data:`_PROC_READONLY`), /proc being a fresh instance with ``hidepid=2``: a
-    process it may not ptrace is invisible there (kbv's processes are undumpable, and the
-    candidate has no ``CAP_SYS_PTRACE``), so it can neither read their /proc files nor write the
-    few that a non-owner with ``CAP_DAC_OVERRIDE`` could (``oom_score_adj``, ``autogroup``).
-    Returns the mounts it could not make read-only and the note on /proc.
+    /proc (minus :data:`_PROC_READONLY`). ``hide_proc`` (cpu): /proc is a fresh instance with
+    ``hidepid=2``, where a process it may not ptrace is invisible (kbv's processes are
+    undumpable, and the candidate has no ``CAP_SYS_PTRACE``), so it can neither read their /proc
+    files nor write the few that a non-owner with ``CAP_DAC_OVERRIDE`` could (``oom_score_adj``,
+    ``autogroup``); on cuda the host's stays (whether the driver's IPC looks up the other worker
+    there is unverified). Returns the mounts it could not make read-only and the note on /proc.
 
     Raises:
         OSError: no private mount namespace (not root, multi-threaded, or refused).
@@ -253,7 +252,9 @@ def _mount_readonly(writable: list[str]) -> tuple[list[str], str]:
     if not mount("/", MS_REC | MS_PRIVATE):  # nothing propagates to the host
         raise OSError(ctypes.get_errno(), f"private mounts: {_errno()}")
     # gid=: the group that would see everything anyway (its default, 0, is the worker's own group)
-    if libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"hidepid=2,gid=2147483646") == 0:
+    if not hide_proc:
+        proc = "/proc: kbv's processes visible (cuda)"
+    elif libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, b"hidepid=2,gid=2147483646") == 0:
         proc = "/proc: kbv's processes hidden (hidepid=2)"
     else:
         proc = f"/proc: kbv's processes visible (proc hidepid=2: {_errno()})"
@@ -268,39 +269,6 @@ def _mount_readonly(writable: list[str]) -> tuple[list[str], str]:
         if not mount(point, MS_BIND | MS_REMOUNT | MS_RDONLY | sum(_MOUNT_FLAGS.get(o, 0) for o in opts)):
             left.append(f"{point} ({_errno()})")
     return left, proc
-
-
-def _landlock(writable: list[str]) -> str | None:
-    """Landlock (unprivileged, Linux >= 5.13): no writes except beneath ``writable`` (everything)
-    and /dev, /proc (writing existing files: device nodes, the process's own /proc files).
-    Reading and executing stay allowed. Needs ``no_new_privs``. Returns None or why not."""
-    libc = _libc()
-    abi = libc.syscall(_LANDLOCK_CREATE_RULESET, None, 0, 1)  # 1 = LANDLOCK_CREATE_RULESET_VERSION
-    if abi < 1:
-        return f"no Landlock ({_errno()})"
-    everything = _LL_WRITE_ABI1 | (_LL_REFER if abi >= 2 else 0) | (_LL_TRUNCATE if abi >= 3 else 0)
-    attr = ctypes.c_uint64(everything)  # landlock_ruleset_attr.handled_access_fs
-    ruleset = libc.syscall(_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.sizeof(attr), 0)
-    if ruleset < 0:
-        return f"landlock_create_ruleset: {_errno()}"
-    try:
-        files = everything & (_LL_WRITE_FILE | _LL_TRUNCATE)
-        for path, access in [(p, everything) for p in writable] + [("/dev", files), ("/proc", files)]:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                rule = ctypes.create_string_buffer(struct.pack("=Qi", access, fd))  # path_beneath_attr
-                if libc.syscall(_LANDLOCK_ADD_RULE, ruleset, 1, rule, 0) != 0:
-                    return f"landlock_add_rule {path}: {_errno()}"
-            finally:
-                os.close(fd)
-        if libc.syscall(_LANDLOCK_RESTRICT_SELF, ruleset, 0) != 0:
-            return f"landlock_restrict_self: {_errno()}"
-    finally:
-        os.close(ruleset)
-    return None
 
 
 def _drop_privileges(root: bool | None = None, keep: int | None = None) -> str:
@@ -348,7 +316,7 @@ def _isolate_filesystem_and_drop_privileges(setup: WorkerSetup, parent_pid: int)
     try:
         if not root:
             raise PermissionError("not root")
-        left, proc = _mount_readonly(writable)
+        left, proc = _mount_readonly(writable, hide_proc=setup.device == "cpu")
         fs, mount_error = f"{what} (mount namespace)" + (f", left writable: {', '.join(left)}" if left else ""), None
         fs += f"; {proc}"
         if setup.device == "cpu":
