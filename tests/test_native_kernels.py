@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from kbv.checks.native import aten_kernel_imports, native_covered
-from kbv.processes.elf import ElfError, shared_objects, undefined_symbols
+from kbv.checks.native import aten_kernel_imports, native_covered, torch_registrations
+from kbv.processes.elf import ElfError, elf_files, reader, symbols
 
 OPS = ["aten::mm", "aten::addmm", "aten::addmm.out", "aten::relu", "aten::relu_", "aten::_softmax", "aten::softmax.int",
        "aten::clamp_min", "aten::copy_", "aten::empty.memory_format", "aten::gelu", "aten::sum.dim_IntList",
@@ -66,24 +66,57 @@ def test_partial_or_unrelated_imports_cover_nothing():
     assert native_covered("bad", {}, {"aten.mm": []}) is None
 
 
-def _elf(path, undefined: list[str]) -> None:
-    """A tiny shared object importing ``undefined`` (C names), built with the system compiler."""
+def test_registrations_for_torchs_namespaces_are_named_and_ones_own_are_not():
+    defined = ["TORCH_LIBRARY_IMPL_static_init_aten_CPU_1", "TORCH_LIBRARY_IMPL_init_aten_CPU_1(torch::Library&)",
+               "TORCH_LIBRARY_IMPL_static_init___ADInplaceOrView_2", "TORCH_LIBRARY_FRAGMENT_static_init_aten_3",
+               "TORCH_LIBRARY_static_init_prims",
+               # a namespace of the candidate's own, even one that starts like torch's
+               "TORCH_LIBRARY_static_init_mylib", "TORCH_LIBRARY_IMPL_static_init_mylib_CPU_1",
+               "TORCH_LIBRARY_IMPL_static_init_aten_extra_CPU_1", "TORCH_LIBRARY_FRAGMENT_static_init_aten_extra_1",
+               "relu_rows(at::Tensor)", 3]
+    assert torch_registrations(defined) == [
+        "TORCH_LIBRARY_FRAGMENT_static_init_aten_3", "TORCH_LIBRARY_IMPL_init_aten_CPU_1(torch::Library&)",
+        "TORCH_LIBRARY_IMPL_static_init___ADInplaceOrView_2", "TORCH_LIBRARY_IMPL_static_init_aten_CPU_1",
+        "TORCH_LIBRARY_static_init_prims"]
+
+
+def _elf(path, undefined: list[str], shared: bool = True) -> None:
+    """A tiny shared object (or object file) importing ``undefined`` (C names), built with the
+    system compiler."""
     import subprocess
 
     src = path.with_suffix(".c")
     src.write_text("".join(f"extern void {n}(void);\n" for n in undefined)
                    + "void entry(void) {" + "".join(f" {n}();" for n in undefined) + " }\n")
-    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(path), str(src)], check=True, capture_output=True)
+    flags = ["-shared", "-fPIC"] if shared else ["-c"]
+    subprocess.run(["cc", *flags, "-o", str(path), str(src)], check=True, capture_output=True)
 
 
-@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("nm") is None, reason="needs cc and binutils")
-def test_the_reader_lists_the_imports_of_the_shared_objects_it_finds(tmp_path):
+@pytest.mark.skipif(shutil.which("cc") is None or reader() is None, reason="needs cc and binutils")
+def test_the_reader_lists_the_imports_of_every_native_object_it_finds(tmp_path):
+    """Shared objects and object files whatever their names; not links, not files of another
+    machine (a CUDA cubin is ELF too), not other files."""
     (tmp_path / "ext" / "sub").mkdir(parents=True)
     so = tmp_path / "ext" / "sub" / "kbv_mine.so"
     _elf(so, ["kbv_imported_kernel", "other_symbol"])
+    obj = tmp_path / "ext" / "renamed.bin"
+    _elf(obj, ["kbv_object_import"], shared=False)
     (tmp_path / "ext" / "fake.so").write_bytes(b"not an ELF file")
+    foreign = bytearray(so.read_bytes()[:64])
+    foreign[18:20] = (190).to_bytes(2, "little")  # EM_CUDA
+    (tmp_path / "ext" / "kernel.cubin").write_bytes(bytes(foreign))
     (tmp_path / "ext" / "link.so").symlink_to(so)
-    assert shared_objects([tmp_path / "ext", tmp_path / "missing"]) == [so]
-    assert {"kbv_imported_kernel", "other_symbol"} <= set(undefined_symbols(so))
-    with pytest.raises(ElfError, match="fake.so"):
-        undefined_symbols(tmp_path / "ext" / "fake.so")
+    assert elf_files([tmp_path / "ext", tmp_path / "missing"]) == [obj, so]
+    nm = reader()
+    imports, defined = symbols(so, nm)
+    assert {"kbv_imported_kernel", "other_symbol"} <= set(imports) and "entry" in defined
+    assert "kbv_object_import" in symbols(obj, nm)[0]
+    if shutil.which("strip"):  # a stripped shared object: its dynamic table
+        import subprocess
+
+        subprocess.run(["strip", str(so)], check=True)
+        assert "kbv_imported_kernel" in symbols(so, nm)[0]
+    broken = tmp_path / "broken.so"
+    broken.write_bytes(so.read_bytes()[:64])  # a host ELF header and nothing else
+    with pytest.raises(ElfError, match="broken.so"):
+        symbols(broken, nm)

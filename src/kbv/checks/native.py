@@ -1,4 +1,5 @@
-"""PyTorch's own kernels called from the candidate's native code past the dispatcher (taxonomy 15/16).
+"""PyTorch's own kernels called from the candidate's native code past the dispatcher, and its
+registrations for torch's ops (taxonomy 15).
 
 A C++/CUDA extension that calls ``at::cpu::mm``, ``at::cuda::mm``, ``at::native::relu``,
 ``at::compositeexplicitautograd::<op>`` (the ``ATen/ops/*_dispatch.h`` and ``*_native.h``
@@ -6,12 +7,14 @@ headers) or ``at::_ops::<op>::redispatch`` runs PyTorch's kernel without the dis
 profiling hooks and without the Python dispatch key, so neither op count
 (:mod:`kbv.sandbox.profiling`) sees it. The dynamic linker must still resolve each such call:
 the built shared object imports the kernel by name. The trusted side reads those imports
-(:func:`kbv.processes.elf.undefined_symbols`, demangled) and these pure rules name them:
+(:func:`kbv.processes.elf.symbols`, demangled) and these pure rules name them:
 
 * :func:`aten_kernel_imports` maps the imported symbols to the aten ops whose kernels they are;
 * :func:`native_covered` says whether those ops, with the ops the candidate dispatched, cover
   every compute op of the reference (the native counterpart of
-  :func:`kbv.checks.profile.reference_covered`): a SHORTCUT.
+  :func:`kbv.checks.profile.reference_covered`): a SHORTCUT;
+* :func:`torch_registrations` names the ``TORCH_LIBRARY_IMPL(aten, ...)`` blocks compiled into
+  the objects (their own symbols): kernels for torch's ops, a HACK.
 
 An import is linkage, not a call count: a kernel of the reference's op linked into the extension
 covers that op whatever share of the work it does (a fallback path included). Calls through the
@@ -117,6 +120,27 @@ def aten_kernel_imports(symbols: Iterable[str], op_names: Iterable[str]) -> dict
             continue
         found.setdefault(f"aten.{op}", set()).add(sym)
     return {op: sorted(syms) for op, syms in sorted(found.items())}
+
+
+#: torch's operator namespaces as ``TORCH_LIBRARY*`` registrations spell them (``_``: a fallback
+#: for every namespace's ops).
+_NAMESPACES = r"(?:aten|prims|prim|quantized|_quantized|sparse|_)"
+#: the local symbols the ``TORCH_LIBRARY_IMPL(ns, Key, m)``, ``TORCH_LIBRARY_FRAGMENT(ns, m)`` and
+#: ``TORCH_LIBRARY(ns, m)`` macros define (``TORCH_LIBRARY_IMPL_static_init_aten_CPU_1``,
+#: ``TORCH_LIBRARY_IMPL_init_aten_CPU_1(torch::Library&)``): the key starts upper case, a
+#: fragment's counter is a number, so ``aten_mine`` (a namespace of one's own) does not match.
+_REGISTRATION = re.compile(rf"^TORCH_LIBRARY(?:_IMPL_(?:static_)?init_{_NAMESPACES}_[A-Z]"
+                           rf"|_FRAGMENT_(?:static_)?init_{_NAMESPACES}_\d|_(?:static_)?init_{_NAMESPACES}(?:\(|$))")
+
+
+def torch_registrations(defined: Iterable[str]) -> list[str]:
+    """The registrations for torch's own operator namespaces compiled into a candidate's object:
+    the ``TORCH_LIBRARY_IMPL(aten, CPU, m)`` (or ``_FRAGMENT``, plain ``TORCH_LIBRARY``) blocks'
+    symbols among ``defined`` (the defined, local ones included, demangled symbol names of
+    :func:`kbv.processes.elf.symbols`), sorted. A kernel registered for one of torch's ops runs
+    whenever torch runs that op in the candidate's process (the harness's copies included): HACK.
+    Registrations for a namespace of the candidate's own (``TORCH_LIBRARY(mylib, m)``) are not."""
+    return sorted({d.strip() for d in defined if isinstance(d, str) and _REGISTRATION.match(d.strip())})
 
 
 def native_covered(reference_ops: Mapping[str, int], dispatched_ops: Mapping[str, int],

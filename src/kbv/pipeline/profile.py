@@ -7,7 +7,7 @@ import secrets
 
 import torch
 
-from kbv.checks.native import aten_kernel_imports, native_covered
+from kbv.checks.native import aten_kernel_imports, native_covered, torch_registrations
 from kbv.checks.profile import reference_covered, refused_counts, shortcut_reason
 from kbv.sandbox.kernels import KernelProfile
 from kbv.checks.probes import op_counts_ok
@@ -121,23 +121,51 @@ class ProfileCheck(Context):
                 self._found("profile:own-share", (15, 16), Severity.SHORTCUT, reason)
 
     def _aten_kernels(self, worker: CandidateProcess, counts: list[tuple[dict, dict]]) -> bool:
-        """PyTorch's own kernels that the candidate's built extensions import (``at::cpu::mm``,
-        ``at::native::relu``, ``at::_ops::mm::redispatch``, :func:`kbv.checks.native.aten_kernel_imports`),
-        read here, on the trusted side, from the shared objects under the candidate's build and
-        working directories (:mod:`kbv.processes.elf`). ``profile:aten-kernels`` SHORTCUT (taxonomy
-        15) when they and the ops the candidate dispatched reach every compute op of the reference
-        in one of ``counts`` (``(reference ops, candidate ops)`` pairs of one counting method; none:
-        not to be judged, e.g. the op counts already found it covered), else a WARNING naming them.
-        True when SHORTCUT was found.
-        A reader that fails (no binutils) is kbv's, recorded in the evidence and not held against
-        the candidate."""
-        roots = [worker.setup.build_dir, str(worker.workdir)]
+        """What the candidate's native objects hold, read here, on the trusted side, from the ELF
+        files under its build and working directories (:mod:`kbv.processes.elf`):
+
+        * registrations for torch's own ops (``TORCH_LIBRARY_IMPL(aten, CPU, m)``,
+          :func:`kbv.checks.native.torch_registrations`): ``profile:aten-registration``, HACK;
+        * PyTorch's own kernels imported past the dispatcher (``at::cpu::mm``, ``at::native::relu``,
+          ``at::_ops::mm::redispatch``, :func:`kbv.checks.native.aten_kernel_imports`):
+          ``profile:aten-kernels`` SHORTCUT when they and the ops the candidate dispatched reach
+          every compute op of the reference in one of ``counts`` (``(reference ops, candidate
+          ops)`` pairs of one counting method; none: not to be judged, e.g. the op counts already
+          found it covered), else a WARNING naming them.
+
+        Taxonomy 15. True when SHORTCUT was found. No ``nm`` on this host is kbv's limit: recorded
+        in the evidence, nothing found. Objects it cannot read, or more than
+        :data:`kbv.processes.elf.MAX_OBJECTS` of them (an honest build leaves a few, all readable),
+        leave the imports unknown: SHORTCUT, not credited as the candidate's own kernel and not
+        accused, as for a forward that refuses the op counts."""
         evidence = self.state.evidence.setdefault("profile", {})
-        try:
-            symbols = [s for obj in elf.shared_objects(roots) for s in elf.undefined_symbols(obj)]
-        except elf.ElfError as exc:
-            evidence["aten_kernels_error"] = first_line(exc)
+        nm = elf.reader()
+        if nm is None:
+            evidence["aten_kernels_error"] = "binutils' nm is not on PATH: the extensions' imports were not read"
             return False
+        objects = elf.elf_files([worker.setup.build_dir, str(worker.workdir)])
+        symbols, defined, unreadable = [], [], []
+        for obj in objects[:elf.MAX_OBJECTS]:
+            try:
+                imports, own = elf.symbols(obj, nm)
+            except elf.ElfError as exc:
+                unreadable.append(first_line(exc))
+                continue
+            symbols += imports
+            defined += own
+        registered = torch_registrations(defined)
+        if registered:
+            self._found("profile:aten-registration", (15,), Severity.HACK,
+                        "the candidate's native code registers kernels for torch's own ops: "
+                        f"{', '.join(registered[:3])} (whatever torch runs of those ops in its process, the "
+                        "harness's copies included, runs its code)")
+        if unreadable or len(objects) > elf.MAX_OBJECTS:
+            why = f"nm cannot read {unreadable[0]}" if unreadable else \
+                f"{len(objects)} native objects, over the {elf.MAX_OBJECTS} read"
+            self._found("profile:aten-kernels", (15,), Severity.SHORTCUT,
+                        f"the imports of the candidate's native objects could not all be read ({why}): whether "
+                        "its speed is PyTorch's own kernels could not be checked")
+            return True
         imported = aten_kernel_imports(symbols, torch._C._dispatch_get_all_op_names())
         if not imported:
             return False

@@ -1,11 +1,12 @@
-"""The shared objects a candidate built, and the symbols they import (trusted side).
+"""The native objects a candidate built, and the symbols they import (trusted side).
 
-Read by the reference worker after the candidate worker loaded the candidate: every ELF shared
-object under the candidate's content-hash build directory and its worker's working directory
-(where ``load_inline`` / ``load`` and Triton put what they compile), and the demangled names of
-their undefined dynamic symbols, through binutils' ``nm -D --undefined-only -C`` (binutils comes
-with the compiler that built the extension). Nothing of the candidate's runs here: the files are
-read as data. What the imports mean is decided by :mod:`kbv.checks.native`.
+Read by the reference worker after the candidate worker loaded and ran the candidate: every ELF
+file under the candidate's content-hash build directory and its worker's working directory
+(where ``load_inline`` / ``load`` and Triton put what they compile: shared objects and their
+object files, whatever their names), and the demangled names of their symbols, through binutils'
+``nm -C`` (binutils comes with the compiler that built the extension). Nothing of the candidate's
+runs here: the files are read as data.
+What the imports mean is decided by :mod:`kbv.checks.native`.
 """
 
 from __future__ import annotations
@@ -13,68 +14,104 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Iterable
 
 #: the first bytes of every ELF file.
 ELF_MAGIC = b"\x7fELF"
-#: at most this many shared objects are read per candidate, in path order (a build directory
-#: holds one per extension, Triton a launcher per kernel: tens at most; kbv choice).
-MAX_OBJECTS = 64
+#: at most this many ELF files are read per candidate (a build directory holds an object file and
+#: a shared object per extension, Triton a launcher per kernel: tens at most; kbv choice). More
+#: are not read: the caller is told how many there were.
+MAX_OBJECTS = 256
 #: seconds one ``nm`` may take (a 50 MB CUDA extension reads in well under a second).
 NM_TIMEOUT_S = 30
 
 
 class ElfError(Exception):
-    """The imports could not be read (no ``nm``, a file it refuses): kbv's failure, not the candidate's."""
+    """One file's imports could not be read (``nm`` refuses it, or takes too long)."""
 
 
-def shared_objects(roots: Iterable[str | os.PathLike]) -> list[Path]:
-    """ELF files named ``*.so`` (or ``*.so.<n>``) under ``roots`` (missing roots skipped; links
-    not followed), sorted, at most :data:`MAX_OBJECTS`."""
+def reader() -> str | None:
+    """The path of binutils' ``nm``, or ``None`` when it is not on ``PATH`` (kbv's limit then,
+    not the candidate's)."""
+    return shutil.which("nm")
+
+
+def _machine(header: bytes) -> bytes:
+    """The ``e_machine`` field of an ELF header (its first 20 bytes; the byte order is the
+    header's own, either way compared as raw bytes)."""
+    return header[18:20]
+
+
+def host_machine() -> bytes:
+    """``e_machine`` of the running interpreter's own executable: the architecture whose objects
+    can be loaded into a Python process on this host."""
+    with open(os.path.realpath("/proc/self/exe") if os.path.exists("/proc/self/exe") else sys.executable, "rb") as f:
+        return _machine(f.read(20))
+
+
+def elf_files(roots: Iterable[str | os.PathLike]) -> list[Path]:
+    """Every regular ELF file for the host's architecture (:func:`host_machine`) under ``roots``
+    (missing roots skipped; links neither followed nor listed; GPU code such as CUDA cubins, ELF
+    files of another machine, left out), sorted by path; all of them, however many (the caller
+    caps what it reads)."""
+    machine = host_machine()
     found: set[Path] = set()
     for root in roots:
         if not os.path.isdir(root):
             continue
         for dirpath, _, files in os.walk(root):
             for name in files:
-                if not (name.endswith(".so") or ".so." in name):
-                    continue
                 path = Path(dirpath) / name
                 try:
                     if path.is_symlink() or not path.is_file():
                         continue
                     with open(path, "rb") as f:
-                        if f.read(4) != ELF_MAGIC:
-                            continue
+                        header = f.read(20)
+                    if header[:4] != ELF_MAGIC or _machine(header) != machine:
+                        continue
                 except OSError:
                     continue
                 found.add(path)
-    return sorted(found)[:MAX_OBJECTS]
+    return sorted(found)
 
 
-def undefined_symbols(path: str | os.PathLike) -> list[str]:
-    """Demangled names of the undefined dynamic symbols of the ELF file at ``path``
-    (``"at::cpu::mm(at::Tensor const&, at::Tensor const&)"``), as ``nm -D --undefined-only -C``
-    prints them, without versions (``@GLIBC_2.2.5``).
-
-    Raises:
-        ElfError: ``nm`` is not on ``PATH``, fails on the file or takes over :data:`NM_TIMEOUT_S`.
-    """
-    nm = shutil.which("nm")
-    if nm is None:
-        raise ElfError("binutils' nm is not on PATH: cannot read the extension's imports")
+def _run_nm(nm: str, path: str | os.PathLike, flags: list[str]) -> tuple[list[str], list[str]]:
     try:
-        out = subprocess.run([nm, "-D", "--undefined-only", "-C", os.fspath(path)], capture_output=True,
-                             text=True, errors="replace", timeout=NM_TIMEOUT_S, check=False)
+        out = subprocess.run([nm, *flags, "-C", os.fspath(path)], capture_output=True, text=True, errors="replace",
+                             timeout=NM_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ElfError(f"{path}: nm failed: {type(exc).__name__}") from None
     if out.returncode != 0:
         why = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"
         raise ElfError(f"{path}: nm failed: {why}")
-    names = []
+    undefined, defined = [], []
     for line in out.stdout.splitlines():
-        kind, _, name = line.strip().partition(" ")
-        if kind in ("U", "w", "v") and name:
-            names.append(name.split("@", 1)[0].strip())
-    return names
+        if line[:1].isspace():  # no address: undefined ("<spaces>U name", "<spaces>w name")
+            kind, _, name = line.strip().partition(" ")
+            target = undefined if kind in ("U", "w", "v") else None
+        else:  # "<address> <kind> <name>"
+            _, _, rest = line.partition(" ")
+            kind, _, name = rest.partition(" ")
+            target = defined
+        if target is not None and name.strip():
+            target.append(name.split("@", 1)[0].strip())
+    return undefined, defined
+
+
+def symbols(path: str | os.PathLike, nm: str) -> tuple[list[str], list[str]]:
+    """The demangled symbols of the ELF file at ``path`` as ``nm -C`` prints them, without
+    versions (``@GLIBC_2.2.5``): ``(undefined, defined)``. Undefined are the imports
+    (``"at::cpu::mm(at::Tensor const&, at::Tensor const&)"``), defined include the file's local
+    symbols (``TORCH_LIBRARY_IMPL_static_init_aten_CPU_1``); a stripped shared object has only its
+    dynamic table (``nm -D``): its imports and exports. ``nm`` is :func:`reader`'s path.
+
+    Raises:
+        ElfError: ``nm`` fails on the file (not an object it can read) or takes over
+            :data:`NM_TIMEOUT_S`.
+    """
+    undefined, defined = _run_nm(nm, path, [])
+    if not undefined and not defined:  # stripped: the dynamic table is what the loader reads
+        undefined, defined = _run_nm(nm, path, ["-D"])
+    return undefined, defined

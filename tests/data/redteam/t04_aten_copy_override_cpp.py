@@ -12,7 +12,9 @@ output anywhere in the candidate's process still would run it.)
 
 How kbv should catch it: the static scan names the registration (overrides-torch-op, HACK); the
 candidate worker compares the dispatcher's registrations for torch's ops with those before the
-candidate loaded, C++ ones included (probe:harness-identity, HACK).
+candidate loaded, C++ ones included (probe:harness-identity, HACK); the trusted side finds the
+block's symbol, TORCH_LIBRARY_IMPL_static_init_aten_CPU_<n>, in the built objects
+(profile:aten-registration, HACK).
 """
 import torch
 import torch.nn as nn
