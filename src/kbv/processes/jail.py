@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from kbv.processes.scratch import release_stale, remove_sysv
 from kbv.sandbox.confinement import PR_SET_CHILD_SUBREAPER, mounts, prctl
-from kbv.sandbox.limits import choose_uid, host_memory_bytes, max_tasks
+from kbv.sandbox.limits import choose_uid, env_int, host_memory_bytes, max_tasks
 
 #: share of host memory a candidate's cgroup may use (``memory.max``; its tmpfs pages count):
 #: half leaves the trusted workers and the host working. kbv choice; ``KBV_CANDIDATE_MEMORY_BYTES``
@@ -92,9 +92,7 @@ def memory_limit_bytes() -> int:
     Raises:
         ValueError: ``KBV_CANDIDATE_MEMORY_BYTES`` is set but not a positive integer.
     """
-    from kbv.sandbox.limits import _env_int
-
-    return _env_int("KBV_CANDIDATE_MEMORY_BYTES", int(host_memory_bytes() * MEMORY_SHARE))
+    return env_int("KBV_CANDIDATE_MEMORY_BYTES", int(host_memory_bytes() * MEMORY_SHARE))
 
 
 def limit_cgroup(path: str, memory_bytes: int, tasks: int) -> list[str]:

@@ -62,7 +62,7 @@ MS_NOSUID, MS_NODEV = 0x2, 0x4
 CLONE_NEWIPC = 0x08000000
 
 
-def _env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int) -> int:
     """A positive integer from environment variable ``name``, else ``default``.
 
     Raises:
@@ -94,19 +94,19 @@ def host_memory_bytes() -> int:
 
 def max_tasks() -> int:
     """:data:`MAX_TASKS`, or ``KBV_CANDIDATE_MAX_TASKS`` (ValueError when that is not a positive integer)."""
-    return _env_int("KBV_CANDIDATE_MAX_TASKS", MAX_TASKS)
+    return env_int("KBV_CANDIDATE_MAX_TASKS", MAX_TASKS)
 
 
 def shm_quota_bytes() -> int:
     """Size of the candidate's private ``/dev/shm`` (bytes): :data:`TMPFS_SHARE` of host memory
     (1 GiB where that cannot be read), or ``KBV_CANDIDATE_SHM_BYTES``."""
-    return _env_int("KBV_CANDIDATE_SHM_BYTES", int(host_memory_bytes() * TMPFS_SHARE) or 1 << 30)
+    return env_int("KBV_CANDIDATE_SHM_BYTES", int(host_memory_bytes() * TMPFS_SHARE) or 1 << 30)
 
 
 def tmp_quota_bytes() -> int:
     """Size of the candidate's scratch directory (its cwd, ``HOME`` and ``TMPDIR``), bytes: as
     :func:`shm_quota_bytes`, or ``KBV_CANDIDATE_TMP_BYTES``."""
-    return _env_int("KBV_CANDIDATE_TMP_BYTES", int(host_memory_bytes() * TMPFS_SHARE) or 1 << 30)
+    return env_int("KBV_CANDIDATE_TMP_BYTES", int(host_memory_bytes() * TMPFS_SHARE) or 1 << 30)
 
 
 def parse_uid_map(text: str) -> list[tuple[int, int]]:
