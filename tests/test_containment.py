@@ -69,6 +69,19 @@ def test_passwd_uids(tmp_path):
     assert limits.passwd_uids(str(tmp_path / "none")) == frozenset()
 
 
+@linux_only
+def test_task_limit_is_noted_where_it_does_not_bind():
+    """Root without a uid of its own: RLIMIT_NPROC does not bind root, so nothing is set and the
+    note says so; the user's task count (the base of the limit without root) counts this process."""
+    if os.geteuid() == 0:
+        assert limits.limit_tasks(64, switched=False).startswith("processes: no task limit of its own")
+    assert limits.user_tasks(os.getuid()) >= threading.active_count()
+
+
+def test_ipc_note_names_what_cuda_keeps():
+    assert limits.isolate_ipc("cuda").startswith("System V IPC: the host's (cuda")
+
+
 # kbv.processes.scratch --------------------------------------------------------------------------
 
 def test_leftovers_are_new_entries_nobody_holds():
