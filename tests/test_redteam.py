@@ -183,6 +183,8 @@ CASES: tuple[Case, ...] = (
     # PyTorch's kernels called from C++ past the dispatcher (issue 19, item 3): the extension's imports
     Case("t15-aten-cpu-mm", 15, R + "t15_aten_cpu_mm_cpp.py", MATMUL_K, expect=Status.SHORTCUT),
     Case("t15-native-relu", 15, R + "t15_native_relu_cpp.py", RELU, expect=Status.SHORTCUT),
+    Case("t15-aten-cpu-mm-declared", 15, R + "t15_aten_cpu_mm_declared_cpp.py", MATMUL_K, expect=Status.SHORTCUT,
+         extended=True),
     Case("t15-probe-table", 15, R + "t15_probe_table.py", SOFTMAX, check="probe:harness-identity"),
     Case("t15-refuse-counting", 15, R + "t15_refuse_counting.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-refuse-profiler-only", 15, R + "t15_refuse_profiler_only.py", SOFTMAX, expect=Status.SHORTCUT),
