@@ -6,8 +6,9 @@ worker) instead of asking ``getppid()``, and SIGKILLs it with the raw ``kill`` s
 (``syscall(SYS_kill)``: no libc wrapper and no Python audit event to patch). It stops at that
 one process: it never touches the orchestrator or anything else on the host.
 
-How kbv should catch it: as ``t26_kill_parent_ctypes``: EPERM under the candidate's own uid, and
-the verdict INCORRECT; CRASH where kbv runs without root. Never EVAL_ERROR.
+How kbv should catch it: on cpu as root its /proc shows none of kbv's processes (``hidepid=2``):
+there is nothing to find; elsewhere as ``t26_kill_parent_ctypes``: EPERM under the candidate's own
+uid, and the verdict INCORRECT; CRASH where kbv runs without root. Never EVAL_ERROR.
 """
 import ctypes
 import os
