@@ -190,7 +190,11 @@ class CandidateProcess:
         scratch.release_scratch(str(self.scratch))
         shutil.rmtree(self.workdir, ignore_errors=True)
         if self.jail.uid is not None or self._shm_before is not None:  # by its uid, else what appeared
+            # reaped first: a killed worker still maps what it made until it is gone, and the sweep
+            # leaves mapped names alone (t26-shm-flood-cuda left its files on the H200)
+            self.proc.join(timeout=5)
             scratch.sweep_shm(self._shm_before or {}, self.jail.uid)
+
 
     def __enter__(self) -> "CandidateProcess":
         return self
