@@ -39,6 +39,24 @@ BOUND_JUDGED = 2
 BOUND_CALL_BASE = 100_000
 
 
+def _tree_cpu(worker: CandidateProcess) -> tuple[dict, dict]:
+    """CPU time (ms) of the candidate worker and every process it started (its jail's tree,
+    :meth:`kbv.processes.jail.ProcessJail.tree`): per live thread ``{(pid, tid): ms}``, and per
+    process (its threads and its waited-for children) ``{pid: ms}`` plus ``"worker"`` (the worker
+    process's own figure, None when /proc does not say) and ``"cgroup"`` (the jail's cgroup, every
+    process that ran in it; None without one)."""
+    pid = worker.proc.pid
+    threads, procs = {}, {}
+    for p in sorted(worker.jail.tree(pid)):
+        threads.update({(p, tid): ms for tid, ms in procfs.thread_cpu_ms(p).items()})
+        ms = procfs.process_and_children_cpu_ms(p)
+        if ms is not None:
+            procs[p] = ms
+    procs["worker"] = procs.get(pid)
+    procs["cgroup"] = procfs.cgroup_cpu_ms(worker.jail.cgroup)
+    return threads, procs
+
+
 class BoundStage(Context):
     """The bound pass and the credit it allows."""
 
@@ -107,13 +125,12 @@ class BoundStage(Context):
             raise Stop(Status.RUNTIME_ERROR, f"{self.name}: ping: malformed reply")
         entries = []
         cpu = self.rp.device.type == "cpu"
-        pid = worker.proc.pid
-        threads0, all0 = (procfs.thread_cpu_ms(pid), procfs.process_cpu_ms(pid)) if cpu else ({}, None)
+        threads0, all0 = _tree_cpu(worker) if cpu else ({}, {})
         t0 = time.perf_counter()
         with self._held(worker, req, "time", cfg.timing_timeout_s, hold=True) as reply:
             wall = (time.perf_counter() - t0) * 1e3
             # the worker's tree is stopped: its CPU time over the request is what it is now
-            threads1, all1 = (procfs.thread_cpu_ms(pid), procfs.process_cpu_ms(pid)) if cpu else ({}, None)
+            threads1, all1 = _tree_cpu(worker) if cpu else ({}, {})
             if (not isinstance(reply, protocol.Times) or len(reply.times_ms) != calls
                     or type(reply.outputs) is not tuple or len(reply.outputs) != calls):
                 raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
@@ -132,11 +149,16 @@ class BoundStage(Context):
         self.state.evidence.setdefault("bound_rechecks", []).extend(recheck.checked)
         del inputs
         cpu_figures = {}
-        if cpu and threads1 and all0 is not None and all1 is not None:
+        if cpu and threads1 and all1.get("worker") is not None and all0.get("worker") is not None:
             spent = [ms - threads0.get(tid, 0.0) for tid, ms in threads1.items()]
-            cpu_figures = dict(busiest_thread_ms=max(spent), all_threads_ms=max(sum(spent), all1 - all0),
+            # each process's own figure, and the cgroup's: a process that began and ended inside
+            # the request is in the cgroup's figure and, once waited for, in its parent's
+            processes = sum(ms - all0.get(p, 0.0) for p, ms in all1.items() if p not in ("worker", "cgroup"))
+            group = (all1["cgroup"] - all0["cgroup"]) if all1.get("cgroup") is not None \
+                and all0.get("cgroup") is not None else 0.0
+            cpu_figures = dict(busiest_thread_ms=max(spent), all_threads_ms=max(sum(spent), processes, group),
                                null_cpu_ms=null_cpu[0], null_all_cpu_ms=null_cpu[1], baseline_cpu_ms=null_cpu[2],
-                               cores=procfs.affinity_cores(pid))
+                               cores=procfs.affinity_cores(worker.proc.pid))
         return rule.BoundPass(wall_ms=wall, calls=calls + warmup, null_ms=null, baseline_floor_ms=floors,
                               **cpu_figures)
 

@@ -246,6 +246,18 @@ class ProcessJail:
         worker with a jail of its own (the next job's candidate worker, started early)."""
         self._known.add(pid)
 
+    def tree(self, pid: int) -> set[int]:
+        """The worker ``pid`` and every process it started: its descendants, and orphans re-parented
+        to this process (children of this process started after :meth:`watch`), with theirs."""
+        pids = {pid}
+        if self._linux:
+            todo = [pid, *(_children(os.getpid()) - self._known - {pid})]
+            while todo:
+                p = todo.pop()
+                pids.add(p)
+                todo.extend(_children(p) - pids)
+        return pids
+
     def pause(self, pid: int, settle_s: float = 0.1) -> tuple[int, ...]:
         """Stop the worker ``pid`` and every process it started (its descendants, and orphans
         re-parented to this process): SIGSTOP, plus ``cgroup.freeze`` where the jail has a cgroup.
@@ -254,13 +266,7 @@ class ProcessJail:
         3-4x and earned a cheat a PASS at 4-5x. Waits up to
         ``settle_s`` for the processes to show as stopped. Returns the pids to resume.
         """
-        pids = {pid}
-        if self._linux:
-            todo = [pid, *(_children(os.getpid()) - self._known - {pid})]
-            while todo:
-                p = todo.pop()
-                pids.add(p)
-                todo.extend(_children(p) - pids)
+        pids = self.tree(pid)
         for p in pids:
             try:
                 os.kill(p, signal.SIGSTOP)

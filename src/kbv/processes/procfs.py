@@ -21,6 +21,29 @@ def process_cpu_ms(pid: int | None) -> float | None:
         return None
 
 
+def process_and_children_cpu_ms(pid: int) -> float | None:
+    """User + system CPU time of process ``pid`` (all its threads) and of its children it has
+    waited for, in ms (utime, stime, cutime, cstime of /proc/<pid>/stat); None when /proc does not say."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return sum(int(x) for x in fields[11:15]) * 1e3 / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def cgroup_cpu_ms(path: str | None) -> float | None:
+    """CPU time of every process that ever ran in cgroup v2 ``path``, in ms (``usage_usec`` of its
+    ``cpu.stat``, kept by the kernel whatever the controllers); None when it cannot be read."""
+    if not path:
+        return None
+    try:
+        with open(os.path.join(path, "cpu.stat")) as f:
+            return next(int(l.split()[1]) / 1e3 for l in f if l.startswith("usage_usec "))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+
+
 def thread_cpu_ms(pid: int | None) -> dict[int, float]:
     """CPU time of each live thread of process ``pid`` in ms, at nanosecond resolution: the first
     field of /proc/<pid>/task/<tid>/schedstat (time on a CPU). Empty when /proc does not say

@@ -1,0 +1,76 @@
+"""Red-team rows against the trusted bound (issue 19, :mod:`kbv.checks.bound`,
+:mod:`kbv.pipeline.bound`): cheats that forge the candidate's own times and keep the bound pass's
+measured work low, through the real workers on cpu. Each row's docstring in ``tests/data/redteam/``
+says the cheat and the verdict kbv owes it; rows whose second field is :data:`OPEN` are cheats that
+still win (issue 19's red-team report): they fail until the bound is fixed.
+
+The rows' rules are those of :mod:`test_redteam` (its ``Case`` and ``_check``); unit tests of the
+CPU-time readers the bound uses for a worker's whole tree follow."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+
+import pytest
+
+from conftest import DATA
+from kbv.intake.candidates import load_candidate
+from kbv.model.records import Severity, Status
+from kbv.processes import procfs
+from test_redteam import CPU_CONFIG, MATMUL_K, R, Case, _check, _problem
+
+OPEN = "open: the cheat still wins (issue 19 red-team report)"
+
+CASES: tuple[tuple[Case, str | None], ...] = (
+    # work in a forked child over inputs moved to shared memory: none of it in the worker's threads
+    (Case("t02-child-shared-inputs", 2, R + "t02_child_shared_inputs.py", MATMUL_K, expect=Status.HACK,
+          check="timing:claim-contradicted", also=(4, 24, 25)), None),
+    # the same with the inputs copied to the child per call
+    (Case("t02-child-process-work", 2, R + "t02_child_process_work.py", MATMUL_K, expect=Status.HACK,
+          check="timing:claim-contradicted", also=(4, 24, 25)), None),
+    # a forged clock within the 3x the cpu bound allows: credited with no finding
+    (Case("t24-forged-under-third", 24, R + "t24_forged_under_third.py", MATMUL_K, also=(4, 25)), OPEN),
+    # a patching cache that only the bound pass's one-element drift lets win
+    (Case("t11-bound-pass-drift-cache", 11, R + "t11_bound_pass_drift_cache.py", MATMUL_K, also=(4, 24, 25)), OPEN),
+)
+
+
+def _params() -> list:
+    return [pytest.param(c, id=c.id, marks=[pytest.mark.e2e]) for c, _ in CASES]
+
+
+def _named(case: Case, v) -> None:
+    """:func:`test_redteam._check`, and for an open row also no PASS credited without a finding
+    that names the bound (a forged clock credited as it claimed)."""
+    _check(case, v)
+    if case.expect is None:
+        assert any(f.check.startswith("timing:claim") for f in v.findings), v.findings
+
+
+@pytest.mark.parametrize("case", _params())
+def test_redteam_bound_cpu(cpu_evaluator, case: Case):
+    v = cpu_evaluator.evaluate(_problem(case.problem), load_candidate(DATA / case.candidate),
+                               dataclasses.replace(CPU_CONFIG, **dict(case.config)))
+    _named(case, v)
+
+
+def test_cgroup_cpu_reads_usage_usec(tmp_path):
+    (tmp_path / "cpu.stat").write_text("usage_usec 2500\nuser_usec 2000\nsystem_usec 500\n")
+    assert procfs.cgroup_cpu_ms(str(tmp_path)) == 2.5
+    assert procfs.cgroup_cpu_ms(str(tmp_path / "none")) is None
+    assert procfs.cgroup_cpu_ms(None) is None
+
+
+def test_process_cpu_counts_waited_for_children():
+    """A child's CPU time reaches its parent's figure once the parent has waited for it."""
+    before = procfs.process_and_children_cpu_ms(os.getpid())
+    pid = os.fork()
+    if pid == 0:
+        while time.process_time() < 0.2:  # CPU time, whatever the machine's load
+            pass
+        os._exit(0)
+    os.waitpid(pid, 0)
+    after = procfs.process_and_children_cpu_ms(os.getpid())
+    assert before is not None and after is not None and after - before >= 100
