@@ -174,6 +174,20 @@ def test_cgroup_limits_are_written_or_named_as_missing(tmp_path):
     assert (tmp_path / "cgroup.subtree_control").read_text() == "+pids"  # asked for it first
 
 
+@linux_only
+def test_a_jail_without_an_own_uid_has_none_to_kill_or_sweep_by():
+    """Regression (H200, t26-shm-flood-cuda): a cuda worker keeps kbv's uid (CUDA IPC maps no
+    buffer across uids), so its jail must have no uid either: with one, /dev/shm was swept by a uid
+    that owned none of the worker's files, and they stayed."""
+    from kbv.processes.jail import ProcessJail
+
+    jail = ProcessJail(cgroup=False, own_uid=False)
+    try:
+        assert jail.uid is None
+    finally:
+        jail.kill()
+
+
 # kbv.processes.custody -------------------------------------------------------------------------
 
 def test_reference_death_is_charged_only_while_candidate_code_runs_and_memory_explains_nothing():

@@ -41,16 +41,17 @@ class CandidateProcess:
         scratch_note = scratch.mount_scratch(str(self.scratch), tmp_quota_bytes())
         self.log_path = self.workdir / "worker.log"
         self.log = CappedLog(self.log_path)
-        self.jail = ProcessJail()
+        # a uid of its own on cpu only: CUDA IPC maps no buffer across uids ("mapping of buffer
+        # object failed" on the H200, both ways), so on cuda the worker keeps kbv's uid and the
+        # jail has none to kill by or sweep /dev/shm by (its sweep takes what appeared instead)
+        self.jail = ProcessJail(own_uid=device == "cpu")
         #: /dev/shm before the worker started: without a uid of its own, what appears is the
         #: worker's (it writes the host's /dev/shm unless it is on cpu as root: a private one)
         self._shm_before = scratch.shm_entries() if device != "cpu" or os.geteuid() != 0 else None
         self._live = self._paused = False  #: candidate code loaded / its tree stopped (custody)
         self.setup = WorkerSetup(workdir=str(self.scratch), build_dir=str(build_dir),
                                  log_path=str(self.log_path), device=device, cgroup=self.jail.cgroup,
-                                 # CUDA IPC maps no buffer across uids ("mapping of buffer object
-                                 # failed" on the H200, both ways): a uid of its own on cpu only
-                                 uid=self.jail.uid if device == "cpu" else None,
+                                 uid=self.jail.uid,
                                  shm_bytes=shm_quota_bytes(), max_tasks=max_tasks(),
                                  parent_notes=(*self.jail.notes, scratch_note))
         ctx = spawn_context()
@@ -190,11 +191,11 @@ class CandidateProcess:
         scratch.release_scratch(str(self.scratch))
         shutil.rmtree(self.workdir, ignore_errors=True)
         if self.jail.uid is not None or self._shm_before is not None:  # by its uid, else what appeared
-            # reaped first: a killed worker still maps what it made until it is gone, and the sweep
-            # leaves mapped names alone (t26-shm-flood-cuda left its files on the H200)
+            # reaped first: the sweep by what appeared leaves alone names a live process maps.
+            # (t26-shm-flood-cuda left its files on the H200 while the jail had a uid the cuda
+            # worker did not take: the sweep by uid matched none of them)
             self.proc.join(timeout=5)
             scratch.sweep_shm(self._shm_before or {}, self.jail.uid)
-
 
     def __enter__(self) -> "CandidateProcess":
         return self

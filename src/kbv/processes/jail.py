@@ -203,7 +203,8 @@ class ProcessJail:
     re-parented to it, and :meth:`kill` SIGKILLs and reaps each child it did not have when the
     worker started (:meth:`watch`). Both do nothing elsewhere.
 
-    As root it also picks the worker's own uid (:attr:`uid`, :func:`kbv.sandbox.limits.choose_uid`):
+    As root and with ``own_uid`` (cpu workers: CUDA IPC maps no buffer across uids) it also picks
+    the worker's own uid (:attr:`uid`, :func:`kbv.sandbox.limits.choose_uid`):
     :meth:`kill` then also kills every process of that uid and removes its System V objects. Its
     cgroup gets ``memory.max`` and ``pids.max`` where those controllers are delegated
     (:func:`limit_cgroup`); :attr:`notes` says what it got.
@@ -211,7 +212,7 @@ class ProcessJail:
 
     _serial = itertools.count(1)
 
-    def __init__(self, *, cgroup: bool = True):
+    def __init__(self, *, cgroup: bool = True, own_uid: bool = True):
         self.cgroup: str | None = None
         self.uid: int | None = None
         self.notes: tuple[str, ...] = ()
@@ -221,7 +222,7 @@ class ProcessJail:
             return
         prctl(PR_SET_CHILD_SUBREAPER, 1)
         serial = next(self._serial)
-        self.uid = choose_uid((os.getpid() << 8) | (serial & 0xFF))
+        self.uid = choose_uid((os.getpid() << 8) | (serial & 0xFF)) if own_uid else None
         base = _own_cgroup() if cgroup else None
         notes = ["cgroup: none (no writable cgroup v2)"]
         if base is not None:

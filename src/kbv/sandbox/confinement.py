@@ -323,7 +323,9 @@ def _isolate_filesystem_and_drop_privileges(setup: WorkerSetup, parent_pid: int)
             shm = limits.private_shm(setup.shm_bytes)
     except OSError as exc:
         fs, mount_error = None, exc
-    uid = limits.switch_uid(setup.uid if root else None, parent_pid)
+    why_not = ("not root" if not root else "cuda: CUDA IPC maps no buffer across uids" if setup.device != "cpu"
+               else "KBV_CANDIDATE_UID=off or no free uid")
+    uid = limits.switch_uid(setup.uid if root else None, parent_pid, why_not)
     switched = root and setup.uid is not None and os.getuid() == setup.uid
     tasks = limits.limit_tasks(setup.max_tasks, switched=switched)
     privileges = _drop_privileges(root, keep=limits.CAP_DAC_OVERRIDE if switched else None)

@@ -2,11 +2,12 @@
 
 Signals: Linux lets a process signal another only when its real or effective uid is the target's
 real or saved uid, or with ``CAP_KILL`` (kill(2)). A candidate that runs as kbv's user can kill
-the reference worker (its parent) or the orchestrator, and stop them; as root kbv therefore
+the reference worker (its parent) or the orchestrator, and stop them; on cpu as root kbv therefore
 moves the candidate worker to a uid of its own (:func:`pick_uid`, chosen by the parent) before any
 candidate code runs (:func:`switch_uid`): its ``kill()`` of a kbv process fails with ``EPERM``.
 The uid switch is chosen over a PID namespace because legacy CUDA IPC needs both workers in one
-PID namespace (docs/architecture.md, "Trust boundary details").
+PID namespace; but CUDA IPC maps no buffer across uids either (the H200, 2026-12-02), so a cuda
+worker keeps kbv's uid (docs/architecture.md, "Trust boundary details" and "Known gaps").
 
 All its uids change (real, effective, saved and filesystem: the programs it runs, a compiler
 say, get them all at ``execve``), and it keeps one capability, ``CAP_DAC_OVERRIDE``, with
@@ -174,14 +175,14 @@ def _libc() -> ctypes.CDLL:
     return libc
 
 
-def switch_uid(uid: int | None, parent_pid: int) -> str:
+def switch_uid(uid: int | None, parent_pid: int, why_not: str = "not root") -> str:
     """Become ``uid`` (real, effective, saved and filesystem uid), keeping the capabilities for
     :func:`kbv.sandbox.confinement._drop_privileges`, then restore what a credential change resets:
     not dumpable and the parent-death signal (prctl(2)); exits at once if the parent died
-    meanwhile. Call while root and single-threaded. Returns the note for the verdict's evidence."""
+    meanwhile. Call while root and single-threaded. ``uid`` None: nothing changes, ``why_not``
+    says why in the note. Returns the note for the verdict's evidence."""
     if uid is None:
-        why = "no uid of its own: KBV_CANDIDATE_UID=off or none free" if os.geteuid() == 0 else "not root"
-        return f"signals: same uid as kbv ({why}): the candidate can signal kbv's processes"
+        return f"signals: same uid as kbv ({why_not}): the candidate can signal kbv's processes"
     libc = _libc()
     if libc.prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP, 0, 0, 0) != 0:
         return f"signals: same uid as kbv (securebits: {os.strerror(ctypes.get_errno())})"
