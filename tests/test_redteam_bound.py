@@ -19,7 +19,7 @@ from conftest import DATA
 from kbv.intake.candidates import load_candidate
 from kbv.model.records import Severity, Status
 from kbv.processes import procfs
-from test_redteam import CPU_CONFIG, MATMUL_K, R, Case, _check, _problem
+from test_redteam import CPU_CONFIG, MATMUL_K, RELU, R, Case, _check, _problem
 
 OPEN = "open: the cheat still wins (issue 19 red-team report)"
 
@@ -34,6 +34,8 @@ CASES: tuple[tuple[Case, str | None], ...] = (
     (Case("t24-forged-under-third", 24, R + "t24_forged_under_third.py", MATMUL_K, also=(4, 25)), OPEN),
     # a patching cache that only the bound pass's one-element drift lets win
     (Case("t11-bound-pass-drift-cache", 11, R + "t11_bound_pass_drift_cache.py", MATMUL_K, also=(4, 24, 25)), OPEN),
+    # the work on a new thread per call, joined: only the process's CPU over its cores bounds it
+    (Case("t24-short-thread-chain", 24, R + "t24_short_thread_chain.py", MATMUL_K, also=(2, 4, 25)), OPEN),
 )
 
 
@@ -54,6 +56,31 @@ def test_redteam_bound_cpu(cpu_evaluator, case: Case):
     v = cpu_evaluator.evaluate(_problem(case.problem), load_candidate(DATA / case.candidate),
                                dataclasses.replace(CPU_CONFIG, **dict(case.config)))
     _named(case, v)
+
+
+@pytest.mark.e2e
+def test_honest_padded_output_passes(cpu_evaluator):
+    """An output whose storage spans 3x its elements (padded rows) is copied out packed, not refused."""
+    v = cpu_evaluator.evaluate(_problem(RELU), load_candidate(DATA / "honest/candidates/relu_padded_rows_torch.py"),
+                               CPU_CONFIG)
+    assert v.status is Status.PASS, (v.message, v.findings)
+
+
+def test_slot_copy_packs_outputs_whose_spans_do_not_fit():
+    import torch
+
+    from kbv.sandbox import rawcopy
+
+    c = rawcopy.SlotCopier(torch.device("cpu"), 4096, 2)
+    x = torch.randn(8, 96)[:, 5:37]  # span 2816 bytes, 1024 of elements
+    z = torch.empty(64, 300)[:, :8].fill_(3.0)  # span 75 KB, 2 KB of elements
+    a, b = rawcopy.view(c.buffer, c.copy((x, z), 0))
+    assert torch.equal(a, x) and torch.equal(b, z)
+    w = torch.empty(4, 5000, dtype=torch.bfloat16)[:, :3].copy_(torch.randn(4, 3))
+    (a,) = rawcopy.view(c.buffer, c.copy((w,), 1))
+    assert torch.equal(a, w) and a.is_contiguous()
+    with pytest.raises(rawcopy.LayoutError):
+        c.copy((torch.empty(64, 300),), 0)  # its elements alone exceed the slot
 
 
 def test_cgroup_cpu_reads_usage_usec(tmp_path):

@@ -11,15 +11,20 @@ buffer the worker allocates before any timed call (:class:`kbv.sandbox.protocol.
 and the trusted side maps once. A reply carries, per output, where its bytes lie in the slot and
 the shape, strides and dtype to view them with (:func:`view`).
 
-Untrusted side (the copier) and trusted side (:func:`view`) alike: the module imports only torch
-and :mod:`kbv.sandbox.pointers`.
+An output whose span does not fit its slot but whose elements do (padded rows, a slice of a wider
+result: honest layouts) is packed on cpu: its elements copied row-major by numpy's strided copy.
+
+Untrusted side (the copier) and trusted side (:func:`view`) alike: the module imports only torch,
+numpy and :mod:`kbv.sandbox.pointers`.
 """
 
 from __future__ import annotations
 
 import ctypes
+import math
 from typing import Any, Sequence
 
+import numpy as _np
 import torch
 
 from kbv.sandbox import pointers
@@ -36,6 +41,8 @@ _dispatch_keys = torch._C._dispatch_keys
 _NoTorchFunction = torch._C.DisableTorchFunction
 _memmove = ctypes.memmove
 _Tensor = torch.Tensor
+_copyto = _np.copyto
+_as_strided = _np.lib.stride_tricks.as_strided
 
 #: alignment of every output's bytes in a slot (bytes): any dtype's element size divides it.
 ALIGN = 256
@@ -92,6 +99,26 @@ def overlapping(a: Sequence[tuple[int, int]], b: Sequence[tuple[int, int]]) -> b
     return any(s0 < e1 and s1 < e0 for s0, e0 in a for s1, e1 in b)
 
 
+def contiguous_strides(shape: Sequence[int]) -> tuple:
+    """Row-major strides (elements) of ``shape``."""
+    out, step = [], 1
+    for s in reversed(shape):
+        out.append(step)
+        step *= max(1, int(s))
+    return tuple(reversed(out))
+
+
+def _pack(dst: int, src: int, shape: Sequence[int], stride: Sequence[int], element_size: int) -> None:
+    """Copy the elements at ``src`` (``shape``, ``stride`` in elements) to ``dst`` row-major, as raw
+    bytes through numpy's strided copy (no dispatcher, nothing of the candidate's)."""
+    count = math.prod(shape) * element_size
+    out = _np.frombuffer((ctypes.c_uint8 * count).from_address(dst), dtype=_np.uint8)
+    span = span_bytes(shape, stride, element_size)
+    whole = _np.frombuffer((ctypes.c_uint8 * span).from_address(src), dtype=_np.uint8)
+    view = _as_strided(whole, (*shape, element_size), (*(int(st) * element_size for st in stride), 1))
+    _copyto(out.reshape(*shape, element_size), view)
+
+
 class SlotCopier:
     """Copies outputs into a slot buffer: ``slots`` regions of ``slot_bytes`` each, in one byte tensor
     allocated on ``device`` before any timed call (shared on cpu, so the trusted side maps it)."""
@@ -120,14 +147,27 @@ class SlotCopier:
         if not 0 <= slot < self.slots:
             raise LayoutError(f"slot {slot} outside 0..{self.slots - 1}")
         base = slot * self.slot_bytes
-        at = 0
-        result = []
+        found = []
         for t in outs:
             ptr, shape, stride, dtype, n = layout(t, self.device.type)
+            with _NoTorchFunction():
+                es = int(_element_size(t))
+            found.append((ptr, shape, stride, dtype, n, es))
+        # padded or sliced cpu outputs (honest layouts) whose spans do not all fit: their elements alone
+        pack = self._lib is None and sum(-(-f[4] // ALIGN) * ALIGN for f in found) > self.slot_bytes
+        at = 0
+        result = []
+        for ptr, shape, stride, dtype, n, es in found:
+            packed = pack and n > es * math.prod(shape)
+            if packed:
+                n = es * math.prod(shape)
             if at + n > self.slot_bytes:
                 raise LayoutError(f"the outputs span {at + n} bytes, more than the {self.slot_bytes} "
                                   "bytes kbv reserves per call (the reference's outputs, with slack)")
-            if n:
+            if n and packed:
+                _pack(self._base + base + at, ptr, shape, stride, es)
+                stride = contiguous_strides(shape)
+            elif n:
                 dst = self._base + base + at
                 if self._lib is None:
                     _memmove(dst, ptr, n)
