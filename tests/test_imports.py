@@ -19,8 +19,8 @@ PKG = SRC / "kbv"
 #: the cli package, demo, console and __main__.
 LAYERS = ("model", "sandbox", "intake", "processes", "checks", "reference", "pipeline", "batch", "generate",
           "report", "top")
-#: packages of the top layer (the command line).
-TOP_PACKAGES = ("cli",)
+#: packages of the top layer (the command line, and kbv serve, which the command line starts).
+TOP_PACKAGES = ("cli", "serve")
 #: modules whose layer is not their package's (none).
 LAYER_OF_MODULE: dict[str, str] = {}
 #: what the candidate worker may have loaded next to candidate code (tests/test_sandbox_imports.py

@@ -6,8 +6,9 @@ The public Python API (README, "Python API"; defined in :mod:`kbv.api`)::
     verdict = kbv.verify("problem.py", candidate_source, kbv.EvalConfig(device="cpu"))
     verdict.status, verdict.speedup
 
-``kbv.verify``, ``kbv.plan``, ``kbv.run``, ``kbv.metrics``, ``kbv.close``, ``kbv.make_config`` and the
-records ``kbv.EvalConfig``, ``kbv.Verdict``, ``kbv.Status`` are loaded on first use, so that
+``kbv.verify``, ``kbv.plan``, ``kbv.run``, ``kbv.metrics``, ``kbv.close``, ``kbv.make_config``, the
+records ``kbv.EvalConfig``, ``kbv.Verdict``, ``kbv.Status`` and the ``kbv serve`` clients ``kbv.Client``,
+``kbv.AsyncClient`` (:mod:`kbv.serve.client`) are loaded on first use, so that
 ``import kbv`` stays cheap (no torch, no numpy) for the CLI and for kbv's own workers.
 
 The subpackages, in pipeline order (docs/architecture.md has what each may import):
@@ -26,6 +27,7 @@ _LAZY = {
     "verify": "kbv.api", "plan": "kbv.api", "run": "kbv.api", "metrics": "kbv.api", "close": "kbv.api",
     "make_config": "kbv.api",
     "EvalConfig": "kbv.model.records", "Verdict": "kbv.model.records", "Status": "kbv.model.records",
+    "Client": "kbv.serve.client", "AsyncClient": "kbv.serve.client",  # the extra kbv[serve] (httpx)
 }
 
 __all__ = ["__version__", *_LAZY]
@@ -33,6 +35,7 @@ __all__ = ["__version__", *_LAZY]
 if TYPE_CHECKING:
     from kbv.api import close, make_config, metrics, plan, run, verify  # noqa: F401
     from kbv.model.records import EvalConfig, Status, Verdict  # noqa: F401
+    from kbv.serve.client import AsyncClient, Client  # noqa: F401
 
 
 def __getattr__(name: str):

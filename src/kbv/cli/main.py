@@ -1,5 +1,5 @@
 """The ``kbv`` command (typer): the app, its commands registered from :mod:`kbv.cli.verify`,
-:mod:`kbv.cli.batch` and :mod:`kbv.cli.generate`, and :func:`main`, the console entry point.
+:mod:`kbv.cli.batch`, :mod:`kbv.cli.generate` and :mod:`kbv.cli.serve`, and :func:`main`, the console entry point.
 Exit codes: :mod:`kbv.cli.common`."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from kbv import __version__
 from kbv.cli.batch import baselines_cmd, report_cmd, run_cmd
 from kbv.cli.common import Command, Group, console, err_console
 from kbv.cli.generate import audit_cmd, dataset_cmd, generate_cmd, refine_cmd
+from kbv.cli.serve import serve_cmd
 from kbv.cli.verify import demo_cmd, eval_cmd, vet_cmd
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, cls=Group,
@@ -46,7 +47,7 @@ def _summary(fn) -> str:
 for _name, _fn in (("eval", eval_cmd), ("vet", vet_cmd), ("demo", demo_cmd), ("run", run_cmd),
                    ("report", report_cmd), ("baselines", baselines_cmd), ("version", version_cmd),
                    ("generate", generate_cmd), ("refine", refine_cmd), ("audit", audit_cmd),
-                   ("dataset", dataset_cmd)):
+                   ("dataset", dataset_cmd), ("serve", serve_cmd)):
     app.command(_name, cls=Command, short_help=_summary(_fn))(_fn)
 
 

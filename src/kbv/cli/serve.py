@@ -1,0 +1,109 @@
+"""``kbv serve``: verification and reward as an HTTP service (:mod:`kbv.serve`, docs/serve.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from kbv.cli.common import Device, err_console, fail, resolve_device
+
+
+def serve_cmd(
+    problems: Path = typer.Argument(..., help="KernelBench problems to register (a checkout, a levelN folder or a "
+                                    "file), addressed as level<L>/<file stem>, e.g. level1/19_ReLU."),
+    host: str = typer.Option("127.0.0.1", help="Address to bind; another than loopback needs a token."),
+    port: int = typer.Option(8000, min=0, max=65535, help="Port to bind (0: any free port, printed at start)."),
+    device: Device = typer.Option(Device.auto, help="Where verifications run: cpu, cuda, or auto."),
+    gpus: Optional[str] = typer.Option(None, metavar="LIST", help="One lane per GPU: 'all' or indices like 0,1."),
+    lanes: int = typer.Option(1, min=1, metavar="N", help="CPU lanes (--device cpu)."),
+    store: Path = typer.Option(Path("kbv-serve.sqlite"), help="SQLite file of the queue and every verdict."),
+    token_env: Optional[str] = typer.Option(None, metavar="NAME", help="Bearer tokens from this environment "
+                                            "variable (comma or space separated)."),
+    token_file: Optional[Path] = typer.Option(None, metavar="FILE", help="Bearer tokens from this file, one a line."),
+    queue_size: int = typer.Option(10000, min=1, metavar="N", help="Unfinished jobs at most (429 beyond)."),
+    per_client: Optional[int] = typer.Option(None, min=1, metavar="N", help="Unfinished jobs at most per token "
+                                             "(default: --queue-size)."),
+    max_source_kb: int = typer.Option(256, min=1, max=1024, metavar="KB", help="Largest candidate or problem "
+                                      "source accepted."),
+    input_blind: bool = typer.Option(False, "--input-blind", help="Reward feedback masks the numbers of "
+                                     "nominal faults (shapes are test configuration)."),
+) -> None:
+    """Serve verifications over HTTP for RL loops: POST /v1/verifications, GET /v1/verifications/{id},
+    a SQLite queue that survives a restart, Bearer tokens, /metrics. See docs/serve.md."""
+    try:
+        import uvicorn
+
+        from kbv.serve.app import create_app
+    except ImportError as exc:
+        fail(f"kbv serve needs its extra: pip install 'kbv[serve]' ({exc.name} is missing)")
+    from kbv.batch.executors.lanes import cpu_lanes, gpu_lanes, parse_gpus
+    from kbv.intake.problems import ProblemError
+    from kbv.serve.queue import JobQueue
+    from kbv.serve.security import Limits, TokenError, is_loopback, tokens_from_env, tokens_from_file
+    from kbv.serve.service import Registry, Service
+
+    if token_env is not None and token_file is not None:
+        fail("give --token-env or --token-file, not both")
+    tokens: frozenset[str] = frozenset()
+    try:
+        if token_env is not None:
+            tokens = tokens_from_env(token_env)
+        elif token_file is not None:
+            tokens = tokens_from_file(token_file)
+    except TokenError as exc:
+        fail(str(exc))
+    if not tokens and not is_loopback(host):
+        fail(f"--host {host} is not a loopback address: anyone who reaches it could queue jobs; give "
+             "--token-env NAME or --token-file FILE")
+    if gpus is not None:
+        if device is Device.cpu:
+            fail("--gpus runs cuda lanes; it cannot go with --device cpu")
+        resolve_device(Device.cuda)
+        try:
+            specs, dev = gpu_lanes(parse_gpus(gpus)), "cuda"
+        except ValueError as exc:
+            fail(str(exc))
+    else:
+        dev = resolve_device(device)
+        specs = cpu_lanes(lanes) if dev == "cpu" else gpu_lanes(parse_gpus("0"))
+    registry = Registry()
+    try:
+        n = registry.add_folder(problems)
+    except ProblemError as exc:
+        fail(f"problem {exc}")
+    import sqlite3
+
+    try:
+        queue = JobQueue(store, capacity=queue_size, per_client=per_client)
+    except (sqlite3.Error, OSError) as exc:
+        fail(f"--store {store}: cannot open it as a SQLite store ({exc})")
+    service = Service(queue, registry, specs, dev, input_blind=input_blind)
+    app = create_app(service, tokens, Limits(max_source_bytes=max_source_kb << 10,
+                                             max_body_bytes=max(2 << 20, (max_source_kb << 10) * 2)))
+    sock = _bind(host, port)
+    bound = sock.getsockname()
+    where = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+    err_console.print(f"kbv serve: {n} problems, {len(specs)} {dev} lane(s), store {store}, "
+                      f"{'token required' if tokens else 'no token (loopback only)'}; "
+                      f"listening on http://{where}:{bound[1]}", highlight=False, soft_wrap=True, markup=False)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _bind(host: str, port: int):
+    """A listening socket on ``host:port`` (port 0: the system picks), made here so that the port
+    is known before uvicorn starts."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        fail(f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc})")
+    sock.set_inheritable(True)
+    return sock
