@@ -99,10 +99,17 @@ def test_the_adaptive_stop_runs_to_its_cap_or_stops_when_narrow_enough(tmp_path)
     v = _verify(tmp_path, dataclasses.replace(CONFIG, interval_half_width=0.5))
     stop = v.evidence["timing_stop"]
     assert stop["reason"] in ("interval", "rounds") and 2 <= stop["rounds"] == len(v.evidence["timed_calls_per_round"])
-    lo, hi = speedup_interval(v, "eager-fp32")  # the interval the verdict quotes is the one judged
-    width = (hi - lo) / 2 / v.speedup["eager-fp32"]
+    # the interval judged is the quoted one less its rerun floor (which no further round narrows)
+    from kbv.model.intervals import interval_seed, ratio_interval
+
+    base, cand = v.timing["eager-fp32"].times_ms, v.timing["candidate"].times_ms
+    jlo, jhi = ratio_interval(base, cand, interval_seed(v.problem.sha256, v.candidate.sha256, "eager-fp32"),
+                              blocks=v.evidence["timed_calls_per_round"])
+    width = (jhi - jlo) / 2 / v.speedup["eager-fp32"]
     assert width == pytest.approx(stop["half_width"]["eager-fp32"], abs=1e-4)
     assert (width <= 0.5) == (stop["reason"] == "interval")
+    lo, hi = speedup_interval(v, "eager-fp32")
+    assert lo <= jlo and hi >= jhi
     v = _verify(tmp_path, CONFIG)  # on cpu the default is the planned rounds only
     assert v.evidence["timing_stop"]["reason"] == "fixed" and v.timing["candidate"].trials == 6
 
