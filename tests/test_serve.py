@@ -425,3 +425,82 @@ def test_kill_9_then_restart_finishes_every_accepted_job_exactly_once(tmp_path):
     with sqlite3.connect(store) as db:
         rows = db.execute("SELECT state, finishes FROM jobs").fetchall()
     assert len(rows) == 3 and all(r == ("done", 1) for r in rows)
+
+
+# The trainers' reward functions ------------------------------------------------------------------
+
+def _scoring_server():
+    """A mock server: every job PASSes with score 1.5, except a candidate holding 'kbv-fails' (EVAL_ERROR)."""
+    sources: dict[str, str] = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            body = json.loads(request.content)
+            items = body["items"] if "items" in body else [body]
+            ids = []
+            for it in items:
+                sources[f"j{len(sources)}"] = it["candidate"]
+                ids.append(f"j{len(sources) - 1}")
+            return httpx.Response(202, json={"ids": ids, "created": [True] * len(ids)} if "items" in body
+                                  else {"id": ids[0], "created": True})
+        jid = request.url.path.rsplit("/", 1)[1]
+        bad = "kbv-fails" in sources[jid]
+        return httpx.Response(200, json={"id": jid, "state": "done", "verdict": {"status": "EVAL_ERROR" if bad else "PASS"},
+                                         "reward": {"score": 0.0 if bad else 1.5, "valid": not bad}, "error": None})
+
+    return Client("http://kbv.test", transport=httpx.MockTransport(handler)), sources
+
+
+def test_trl_reward_extracts_the_code_block_and_scores_each_completion():
+    from kbv.serve.rewards import TRLReward
+
+    client, sources = _scoring_server()
+    fn = TRLReward(client, invalid=None)
+    block = f"Here it is:\n```python\n{RELU}```\n"
+    completions = [block, "no code at all", [{"role": "assistant", "content": block.replace("0.0", "0.0  # kbv-fails")}]]
+    assert fn(prompts=["p"] * 3, completions=completions, problem=["level1/1_ReLU"] * 3) == [1.5, 0.0, None]
+    assert len(sources) == 2 and fn.__name__ == "kbv_reward"  # the answer without code sent nothing
+    with pytest.raises(ValueError, match="column 'problem'"):
+        fn(prompts=["p"], completions=[block])
+
+
+def test_verl_compute_score_takes_the_problem_as_ground_truth():
+    from kbv.serve.rewards import make_verl_compute_score
+
+    client, sources = _scoring_server()
+    score = make_verl_compute_score(client)
+    assert score("kernelbench", f"```python\n{RELU}```", "level1/1_ReLU") == 1.5
+    assert score("kernelbench", "I cannot", "level1/1_ReLU") == 0.0 and len(sources) == 1
+
+
+# Load --------------------------------------------------------------------------------------------
+
+@pytest.mark.e2e
+def test_eight_concurrent_clients_lose_and_duplicate_nothing(tmp_path):
+    """8 clients x 25 jobs on a live server: candidates refused by static vetting (COMPILE_ERROR
+    without a worker, so the test times the service, not kbv's pipeline); clients 0-3 send the
+    same 25, so those are stored once. Every verdict equals kbv.verify's for the same pair."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    proc, url = _start(tmp_path, tmp_path / "s.sqlite")
+
+    def source(client: int, i: int) -> str:
+        return f"# client {client} job {i}\nimport torch\n"  # no ModelNew
+
+    def one_client(n: int) -> list[tuple[str, str]]:
+        with Client(url) as c:
+            ids = [c.submit("level1/1_ReLU", source(n if n >= 4 else 0, i), SMALL) for i in range(25)]
+            return [(i, c.wait(i, timeout=120).status) for i in ids]
+
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            per_client = list(pool.map(one_client, range(8)))
+    finally:
+        _stop(proc)
+    assert all(s == "COMPILE_ERROR" for results in per_client for _, s in results)
+    assert len({i for results in per_client[:4] for i, _ in results}) == 25  # one job per distinct pair
+    with sqlite3.connect(tmp_path / "s.sqlite") as db:
+        rows = db.execute("SELECT state, finishes, attempts FROM jobs").fetchall()
+    assert len(rows) == 25 + 4 * 25 and all(r == ("done", 1, 1) for r in rows)
+    direct = kbv.verify(PROBLEMS / "level1" / "1_ReLU.py", source(0, 0), {**SMALL, "device": "cpu"})
+    assert direct.status.value == "COMPILE_ERROR"
