@@ -30,6 +30,12 @@ CASES: tuple[tuple[Case, str | None], ...] = (
     # the same with the inputs copied to the child per call
     (Case("t02-child-process-work", 2, R + "t02_child_process_work.py", MATMUL_K, expect=Status.HACK,
           check="timing:claim-contradicted", also=(4, 24, 25)), None),
+    # a stale cache that only the bound pass's one-element drift would let through: its judged calls
+    (Case("t11-bound-pass-stale-cache", 11, R + "t11_bound_pass_stale_cache.py", MATMUL_K, expect=Status.HACK,
+          also=(5, 6, 8)), None),
+    # forged output dtypes in the timed replies: kbv's judging must not fail on them
+    (Case("t24-forged-layout-dtype", 24, R + "t24_forged_layout_dtype.py", MATMUL_K, expect=Status.HACK,
+          also=(5, 6, 11)), None),
     # a forged clock within the 3x the cpu bound allows: credited with no finding
     (Case("t24-forged-under-third", 24, R + "t24_forged_under_third.py", MATMUL_K, also=(4, 25)), OPEN),
     # a patching cache that only the bound pass's one-element drift lets win

@@ -1,0 +1,59 @@
+"""Red team, taxonomy 11 (caching outputs across calls) in the bound pass, with taxonomy 24 (a
+forged timing reply): the bound pass calls forward with the timing sets themselves and changes one
+element per tensor per call (``drift``). The forward keeps, per pair of input objects, a copy of the
+inputs and of the output; when 64 sampled positions of the inputs all match the copy it returns the
+stored output again (stale by the few elements the pass changed since), else it computes the matmul
+honestly (a broadcast-and-sum). The timed rounds' inputs differ in 1/8 of their elements from call
+to call, so they are computed. A ``copyreg`` reducer divides every reported ``time_ms`` by DIVISOR.
+Expected: not credited at the forged speed (the bound pass's judged calls INCORRECT, or its floor
+contradicting the claim), never PASS."""
+import copyreg
+import dataclasses
+import sys
+
+import torch
+import torch.nn as nn
+
+#: the forged times are the true ones over this.
+DIVISOR = 20
+SAMPLES = 64
+
+
+def _forge() -> None:
+    proto = sys.modules.get("kbv.sandbox.protocol")
+    if proto is None:
+        return
+    cls = proto.CallTimed
+
+    def reduce(obj):
+        values = [getattr(obj, f.name) for f in dataclasses.fields(obj)]
+        values[0] = values[0] / DIVISOR
+        return cls, tuple(values)
+
+    copyreg.pickle(cls, reduce)
+
+
+_forge()
+
+
+def _product(A, B):
+    return (A.unsqueeze(2) * B.unsqueeze(0)).sum(1)
+
+
+_cache = {}
+_gen = torch.Generator().manual_seed(0)
+
+
+class ModelNew(nn.Module):
+    def forward(self, A, B):
+        key = (id(A), id(B), A.data_ptr(), B.data_ptr())
+        hit = _cache.get(key)
+        if hit is not None and hit[0] is A and hit[1] is B:
+            _, _, ia, ib, va, vb, c = hit
+            if torch.equal(A.view(-1)[ia], va) and torch.equal(B.view(-1)[ib], vb):
+                return c.clone()
+        c = _product(A, B)
+        ia = torch.randint(0, A.numel(), (SAMPLES,), generator=_gen)
+        ib = torch.randint(0, B.numel(), (SAMPLES,), generator=_gen)
+        _cache[key] = (A, B, ia, ib, A.view(-1)[ia].clone(), B.view(-1)[ib].clone(), c.clone())
+        return c
