@@ -46,7 +46,11 @@ CASES: tuple[tuple[Case, str | None], ...] = (
 
 
 def _params() -> list:
-    return [pytest.param(c, id=c.id, marks=[pytest.mark.e2e]) for c, _ in CASES]
+    # an open row is a strict xfail: CI stays green while the cheat wins, and fails the day it is caught
+    # (then the mark comes off)
+    return [pytest.param(c, id=c.id, marks=[pytest.mark.e2e] + ([pytest.mark.xfail(reason=why, strict=True)]
+                                                               if why else []))
+            for c, why in CASES]
 
 
 def _named(case: Case, v) -> None:
