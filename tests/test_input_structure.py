@@ -48,6 +48,7 @@ def dense():
     (dense, set()),
 ])
 def test_structures_found_on_a_draw(get_inputs, kinds):
+    torch.manual_seed(0)  # a 5 % mask of 320 entries can by chance lie in one triangle: one fixed draw
     assert st.present(get_inputs()) == kinds
 
 
