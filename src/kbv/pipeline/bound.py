@@ -144,7 +144,6 @@ class BoundStage(Context):
             except ValueError as exc:
                 raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: {exc}") from None
             fp.drop_view(self._slots)
-            self._timed_reply_reports(reply)
             del reply
         null, null_cpu, floors = self._trusted_loops(worker, sets, flush, calls, first, warmup, drift)
         recheck = Recheck()
@@ -164,14 +163,6 @@ class BoundStage(Context):
                                cores=procfs.affinity_cores(worker.proc.pid))
         return rule.BoundPass(wall_ms=wall, calls=calls + warmup, null_ms=null, baseline_floor_ms=floors,
                               **cpu_figures)
-
-    def _timed_reply_reports(self, reply: object) -> None:
-        """A bound-pass reply's flag and tampering reports, kept as every reply's are."""
-        for seen, reported in ((self.state.flag_changes, getattr(reply, "flag_changes", ())),
-                               (self.state.tampering, getattr(reply, "tampering", ()))):
-            for c in reported:
-                if c not in seen:
-                    seen.append(c)
 
     def _trusted_loops(self, worker: CandidateProcess, sets: list, flush: int | None, calls: int, first: int,
                        warmup: int, drift: dict) -> tuple[float, tuple, dict]:
