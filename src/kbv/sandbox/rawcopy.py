@@ -210,3 +210,26 @@ def view(buffer: torch.Tensor, entries: Sequence[tuple]) -> list[torch.Tensor]:
         region = buffer[off:off + n].view(dt)  # checks the bounds; as_strided's offset counts from the storage
         out.append(region.as_strided(shape, stride, region.storage_offset()))
     return out
+
+
+def device_copies(tensors: Sequence[Any], lib: Any) -> tuple:
+    """``tensors`` with every non-empty plain cuda tensor replaced by a copy of its span in fresh
+    device memory from torch's allocator (same shape and strides), made with the driver's
+    ``cuMemcpy`` (``lib``: :func:`kbv.sandbox.pointers.copier`). An output over managed or mapped host
+    memory, which CUDA IPC cannot share, can then cross to the trusted side. The caller synchronises
+    before the copies are read.
+
+    Raises:
+        LayoutError: see :func:`layout`.
+        RuntimeError: the driver refused a copy.
+    """
+    out = []
+    for t in tensors:
+        if type(t) is torch.Tensor and t.is_cuda and t.numel():
+            ptr, shape, stride, dtype, n = layout(t, "cuda")
+            copy = torch.empty(max(1, -(-n // t.element_size())), dtype=t.dtype, device=t.device)
+            if n and lib.cuMemcpy(copy.data_ptr(), ptr, n):
+                raise RuntimeError("cuMemcpy of an output failed")
+            t = copy.as_strided(shape, stride, 0)
+        out.append(t)
+    return tuple(out)

@@ -266,27 +266,17 @@ class _Server(TimedRequests):
                                      memory=memory)
 
     def _shareable(self, tensors: tuple, memory: str) -> tuple:
-        """``tensors``, with every cuda output over memory CUDA IPC cannot share (managed memory,
-        mapped host memory: ``memory`` names it, :func:`kbv.sandbox.pointers.output_memory`) replaced by
-        a copy in ordinary device memory made without the dispatcher: the reply is then sent and the
-        trusted side names the memory (``probe:output-memory``), instead of the worker dying while it
-        pickles the reply."""
+        """``tensors``, with cuda outputs over memory CUDA IPC cannot share (``memory`` names it)
+        copied to ordinary device memory (:func:`kbv.sandbox.rawcopy.device_copies`): the reply is then
+        sent and the trusted side names the memory (``probe:output-memory``), instead of the worker
+        dying while it pickles the reply."""
         if not memory:
             return tensors
         from kbv.sandbox import rawcopy
 
-        torch = self.torch
-        out = []
-        for t in tensors:
-            if type(t) is torch.Tensor and t.is_cuda and t.numel():
-                ptr, shape, stride, dtype, n = rawcopy.layout(t, "cuda")
-                copy = torch.empty(max(1, -(-n // t.element_size())), dtype=t.dtype, device=t.device)
-                if n and self.pointers.copier().cuMemcpy(copy.data_ptr(), ptr, n):
-                    raise RuntimeError("cuMemcpy of an output failed")
-                t = copy.as_strided(shape, stride, 0)
-            out.append(t)
+        out = rawcopy.device_copies(tensors, self.pointers.copier())
         self._sync()
-        return tuple(out)
+        return out
 
     def _tampering(self, full: bool = False) -> tuple:
         """:class:`kbv.sandbox.protocol.Tampering` reports: harness objects the candidate replaced
