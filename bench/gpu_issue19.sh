@@ -4,7 +4,10 @@
 # again (rerun_coverage second: a rerun in fresh processes beside a GPU load), the interval
 # comparison, then the bound's precision alone. Detached from a copy in /tmp/snap; `start` returns
 # at once, `poll` copies logs and JSON to $OUT.
-export PYTHONPATH=src KBV_CACHE_DIR=/tmp/kbvcache PYTHONUNBUFFERED=1
+# .whl (git-ignored, carried): the serve extra's wheels the device image lacks (fastapi, uvicorn, pydantic)
+[ -d .whl ] && [ ! -d /tmp/site/fastapi ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+  --upgrade --target /tmp/site .whl/*.whl
+export PYTHONPATH=src:/tmp/site KBV_CACHE_DIR=/tmp/kbvcache PYTHONUNBUFFERED=1
 mkdir -p /tmp/g
 case "$1" in
   start)

@@ -1,8 +1,12 @@
 """Red-team rows against the trusted bound (issue 19, :mod:`kbv.checks.bound`,
 :mod:`kbv.pipeline.bound`): cheats that forge the candidate's own times and keep the bound pass's
 measured work low, through the real workers on cpu. Each row's docstring in ``tests/data/redteam/``
-says the cheat and the verdict kbv owes it; rows whose second field is :data:`OPEN` are cheats that
-still win (issue 19's red-team report): they fail until the bound is fixed.
+says the cheat and the verdict kbv owes it; a row whose second field is :data:`OPEN` is a cheat that
+still wins (a strict xfail). A row whose third field is a number forges its clock by that divisor:
+it is caught when the verdict is HACK naming the cheat, or when it carries a ``timing:claim-*``
+finding and credits no less than the trusted side measured (the least wall floor of two passes, or
+the CPU floor less its slack), never the forged claim; such a speedup earns no speed reward
+(:func:`kbv.generate.feedback.reward`).
 
 The rows' rules are those of :mod:`test_redteam` (its ``Case`` and ``_check``); unit tests of the
 CPU-time readers the bound uses for a worker's whole tree follow."""
@@ -16,6 +20,8 @@ import time
 import pytest
 
 from conftest import DATA
+from kbv.checks import bound as bound_rule
+from kbv.generate.feedback import reward
 from kbv.intake.candidates import load_candidate
 from kbv.model.records import Severity, Status
 from kbv.processes import procfs
@@ -23,7 +29,7 @@ from test_redteam import CPU_CONFIG, MATMUL_K, RELU, R, Case, _check, _problem
 
 OPEN = "open: the cheat still wins (issue 19 red-team report)"
 
-CASES: tuple[tuple[Case, str | None], ...] = (
+CASES: tuple[tuple, ...] = (
     # work in a forked child over inputs moved to shared memory: none of it in the worker's threads
     (Case("t02-child-shared-inputs", 2, R + "t02_child_shared_inputs.py", MATMUL_K, expect=Status.HACK,
           check="timing:claim-contradicted", also=(4, 24, 25)), None),
@@ -37,35 +43,49 @@ CASES: tuple[tuple[Case, str | None], ...] = (
     (Case("t24-forged-layout-dtype", 24, R + "t24_forged_layout_dtype.py", MATMUL_K, expect=Status.HACK,
           also=(5, 6, 11)), None),
     # a forged clock within the 3x the cpu bound allows: credited with no finding
-    (Case("t24-forged-under-third", 24, R + "t24_forged_under_third.py", MATMUL_K, also=(4, 25)), OPEN),
-    # a patching cache that only the bound pass's one-element drift lets win
-    (Case("t11-bound-pass-drift-cache", 11, R + "t11_bound_pass_drift_cache.py", MATMUL_K, also=(4, 24, 25)), OPEN),
-    # the work on a new thread per call, joined: only the process's CPU over its cores bounds it
-    (Case("t24-short-thread-chain", 24, R + "t24_short_thread_chain.py", MATMUL_K, also=(2, 4, 25)), OPEN),
+    (Case("t24-forged-under-third", 24, R + "t24_forged_under_third.py", MATMUL_K, also=(4, 25)), None, 3.5),
+    # a patching cache that a bound pass changing one element per call would let win
+    (Case("t11-bound-pass-drift-cache", 11, R + "t11_bound_pass_drift_cache.py", MATMUL_K, also=(4, 24, 25)),
+     None, 10.0),
+    # the work on a new thread per call, joined: only the process's CPU over its cores, and the wall, bound it
+    (Case("t24-short-thread-chain", 24, R + "t24_short_thread_chain.py", MATMUL_K, also=(2, 4, 25)), None, 6.0),
 )
 
 
 def _params() -> list:
     # an open row is a strict xfail: CI stays green while the cheat wins, and fails the day it is caught
     # (then the mark comes off)
-    return [pytest.param(c, id=c.id, marks=[pytest.mark.e2e] + ([pytest.mark.xfail(reason=why, strict=True)]
-                                                               if why else []))
-            for c, why in CASES]
+    return [pytest.param(c, *rest[1:] or (None,), id=c.id,
+                         marks=[pytest.mark.e2e] + ([pytest.mark.xfail(reason=rest[0], strict=True)]
+                                                    if rest[0] else []))
+            for c, *rest in CASES]
 
 
-def _named(case: Case, v) -> None:
-    """:func:`test_redteam._check`, and for an open row also no PASS credited without a finding
-    that names the bound (a forged clock credited as it claimed)."""
-    _check(case, v)
-    if case.expect is None:
-        assert any(f.check.startswith("timing:claim") for f in v.findings), v.findings
+def _named(case: Case, v, divisor: float | None) -> None:
+    """:func:`test_redteam._check` for a row with an expected status; for a forged clock (module
+    docstring) HACK naming the cheat, or a ``timing:claim-*`` finding, a credited median over the
+    claim and at least what the measured floors allow, and no speed reward."""
+    if divisor is None or v.status is Status.HACK:
+        _check(case, v)
+        return
+    bound = v.evidence.get("trusted_bound") or {}
+    context = f"{case.id}: {v.status.value} {[f.describe() for f in v.findings]} {bound}"
+    assert v.status in (Status.PASS, Status.INCORRECT), context
+    assert any(f.check.startswith("timing:claim") for f in v.findings), context
+    claimed, credited = bound["claimed_median_ms"], bound["credited_median_ms"]
+    assert credited > claimed, context
+    walls = bound["wall_floor_ms"]
+    if len(walls) >= 2 and min(walls) > claimed + bound_rule.CPU_CAP_SLACK_MS:
+        assert credited >= min(walls), context
+    assert credited >= min(bound["floor_ms"]) - bound_rule.CPU_CAP_SLACK_MS - 1e-9, context
+    assert reward(v).status_score <= 1.0, context
 
 
-@pytest.mark.parametrize("case", _params())
-def test_redteam_bound_cpu(cpu_evaluator, case: Case):
+@pytest.mark.parametrize("case,divisor", _params())
+def test_redteam_bound_cpu(cpu_evaluator, case: Case, divisor):
     v = cpu_evaluator.evaluate(_problem(case.problem), load_candidate(DATA / case.candidate),
                                dataclasses.replace(CPU_CONFIG, **dict(case.config)))
-    _named(case, v)
+    _named(case, v, divisor)
 
 
 @pytest.mark.e2e

@@ -23,7 +23,8 @@ per call) and with each baseline.
 
 Both take off :data:`REQUEST_ALLOW_MS` for the request's own fixed cost and give up
 :data:`BOUND_MARGIN`. A claimed median under the floor is not credited: the verdict credits the
-floor (a WARNING says so; on cuda only a floor far over the claim, :data:`CUDA_SLACK_MS`). On cpu
+floor (a WARNING says so; on cuda only a floor far over the claim, :data:`CUDA_SLACK_MS`; on cpu the
+floor less :data:`CPU_CAP_SLACK_MS`, and the wall floor where two passes put it over the claim). On cpu
 the floor is measured work, so a claimed median under it by
 :data:`CONTRADICTION_FACTOR` and :data:`CONTRADICTION_SLACK_MS` in two passes is proof that the
 reported clock lies (HACK, taxonomy 4/25). On cuda the wall of a pass also holds the host's launch
@@ -55,6 +56,10 @@ BOUND_MARGIN = 0.25
 #: slack covers the null loop's per-call cost measured in another process, tens of µs).
 CONTRADICTION_FACTOR = 3.0
 CONTRADICTION_SLACK_MS = 0.1
+#: on cpu a claim under the floor by more than this (ms) is not credited, however close to the floor in
+#: ratio (kbv choice: three times the contradiction slack, the null loop's per-call cost measured in
+#: another process; a third of the floor alone let a clock forged by 3.5 pass, t24-forged-under-third).
+CPU_CAP_SLACK_MS = 0.3
 #: on cuda the floor counts only over CONTRADICTION_FACTOR x the claim plus this (ms): the wall of a
 #: pass is host-bound for calls of tens of µs (the launches and the loop's per-call work, 0.1-0.3 ms,
 #: outlast the kernels), which put honest 4096^2 elementwise kernels' floors at up to 7x their event
@@ -139,6 +144,39 @@ def floor_ms(p: BoundPass, baseline_median_ms: Mapping[str, float]) -> float:
     return raw / disturbance(p, baseline_median_ms, cpu) * (1 - BOUND_MARGIN)
 
 
+def wall_disturbance(p: BoundPass, baseline_median_ms: Mapping[str, float]) -> float:
+    """How much slower than expected the pass's loop ran for the baselines, on the wall clock: the
+    median over baselines of (its wall per call in the pass) / (its median in the rounds + the null
+    loop's wall per call), at least 1; 1 without baselines. A ratio of whole calls, not of calls
+    less the loop: on cpu the loop's input changes can cost more than a small baseline, and the
+    difference of two loops' walls is then mostly noise."""
+    ratios = [(p.null_ms + p.baseline_floor_ms[b]) / (p.null_ms + m) for b, m in baseline_median_ms.items()
+              if b in p.baseline_floor_ms and m > 0 and p.null_ms + m > 0 and math.isfinite(p.baseline_floor_ms[b])]
+    return max(1.0, float(np.median(ratios))) if ratios else 1.0
+
+
+def wall_floor_ms(p: BoundPass, baseline_median_ms: Mapping[str, float]) -> float:
+    """The wall-clock floor of one call on cpu (ms): the request's wall per call less
+    :data:`REQUEST_ALLOW_MS` spread over the calls, over :func:`wall_disturbance`, less the null
+    loop's wall per call, less :data:`BOUND_MARGIN`; 0 when the figures allow nothing. It bounds
+    work that leaves no CPU time on a live thread (threads that ended inside the request, a kernel
+    spread over every core), but it also holds the waits of a busy machine: it is credited only when
+    two passes confirm it, never taken as proof."""
+    if p.calls < 1:
+        return 0.0
+    raw = ((p.wall_ms - REQUEST_ALLOW_MS) / p.calls) / wall_disturbance(p, baseline_median_ms) - p.null_ms
+    if not math.isfinite(raw) or raw <= 0:
+        return 0.0
+    return raw * (1 - BOUND_MARGIN)
+
+
+def needs_second_pass(claimed_ms: float, floor: float, wall_floor: float, device: str) -> bool:
+    """Whether a first pass calls for a second: its floor contradicts the claim, or (cpu) its wall
+    floor is over the claim by more than :data:`CPU_CAP_SLACK_MS` (either counts only when a second
+    pass repeats it)."""
+    return contradicts(claimed_ms, floor) or (device == "cpu" and wall_floor > claimed_ms + CPU_CAP_SLACK_MS)
+
+
 def contradicts(claimed_ms: float, floor: float) -> bool:
     """The claimed median is under ``floor`` by :data:`CONTRADICTION_FACTOR` and
     :data:`CONTRADICTION_SLACK_MS`."""
@@ -152,16 +190,18 @@ class BoundDecision:
     finding: Finding | None
 
 
-def decide(claimed_ms: float, floors: list[float], device: str) -> BoundDecision:
+def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: list[float] | None = None) -> BoundDecision:
     """What the verdict credits, from the candidate's claimed median and the floors of one or two
     bound passes (a second pass is run only when the first contradicts the claim).
 
-    * cpu: two passes that both contradict the claim (:func:`contradicts`) are proof: HACK, and the
-      least floor is credited. Otherwise the claim is credited, but never less than the least floor
-      over :data:`CONTRADICTION_FACTOR` (a WARNING when that applies): the cpu floor also charges
-      what the loop costs around a call (an output freed, a busy machine), up to 3x an honest 10 µs
-      call's claim on a loaded 2-core machine (bench/bound_precision.py), so only a third of it is a
-      bound on what an honest call's claim can be.
+    * cpu: two passes whose CPU-time floors both contradict the claim (:func:`contradicts`) are
+      proof: HACK, and the least floor is credited. Otherwise the claim is credited, but never less
+      than the least floor less the smaller of :data:`CPU_CAP_SLACK_MS` and about two thirds of it (the cpu
+      floor also charges what the loop costs around a call: an output freed, a busy machine, up to 3x
+      an honest 10 µs call's claim on a loaded 2-core machine, bench/bound_precision.py), and never
+      less than the lesser wall floor of two passes (``wall_floors``, :func:`wall_floor_ms`) when
+      both are over the claim by :data:`CPU_CAP_SLACK_MS` (the wall holds waits a busy machine adds:
+      two passes must repeat it, and it is never proof). A WARNING says when either applies.
     * cuda: the claim, unless the least floor is over :data:`CONTRADICTION_FACTOR` x the claim plus
       :data:`CUDA_SLACK_MS`: then the floor, with a WARNING (no HACK: the wall of a pass holds the
       host's launch time of a forward whose launches outlast its kernels).
@@ -180,14 +220,23 @@ def decide(claimed_ms: float, floors: list[float], device: str) -> BoundDecision
     if every and cpu:
         return BoundDecision(low, low, finding("timing:claim-contradicted", (4, 25), Severity.HACK,
                                                detail + ": the reported times are false; the floor is credited"))
+
+    def far_over(f: float) -> bool:
+        return claimed_ms * CONTRADICTION_FACTOR + CUDA_SLACK_MS < f
+
     if not cpu:  # cuda: only a floor far over the claim counts (the module docstring; the H200 run)
-        if claimed_ms * CONTRADICTION_FACTOR + CUDA_SLACK_MS >= low:
+        if not far_over(low):
             return BoundDecision(claimed_ms, low, None)
         return BoundDecision(low, low, finding("timing:claim-below-bound", (4, 25), Severity.WARNING,
                                                f"{detail}: the floor is credited (unconfirmed as a lie)"))
-    cap = (low - CONTRADICTION_SLACK_MS) / CONTRADICTION_FACTOR
-    if claimed_ms >= cap:
+    cap = max((low - CONTRADICTION_SLACK_MS) / CONTRADICTION_FACTOR, low - CPU_CAP_SLACK_MS)
+    walls = list(wall_floors or ())
+    wall = min(walls) if len(walls) >= 2 else 0.0  # a wall floor counts when a second pass repeats it
+    wall_cap = wall if wall > claimed_ms + CPU_CAP_SLACK_MS else 0.0
+    credited = max(claimed_ms, cap, wall_cap)
+    if credited <= claimed_ms:
         return BoundDecision(claimed_ms, low, None)
-    how = f"{cap:.4g} ms, what one pass proves, is credited" if cpu else "the floor is credited"
-    return BoundDecision(cap, low, finding("timing:claim-below-bound", (4, 25), Severity.WARNING,
-                                           f"{detail}: {how} (unconfirmed as a lie)"))
+    how = (f"the wall clock's floor of {wall:.4g} ms (two passes) is credited" if wall_cap >= cap else
+           f"{cap:.4g} ms, what one pass proves, is credited")
+    return BoundDecision(credited, low, finding("timing:claim-below-bound", (4, 25), Severity.WARNING,
+                                                f"{detail}: {how} (unconfirmed as a lie)"))

@@ -33,7 +33,11 @@ HACK (an integrity detector caught a cheat)     -1.0
 EVAL_ERROR (kbv's own failure)                  0.0 with ``valid=False``: drop the sample
 ==============================================  ==========================================
 
-``speedup`` is against ``eager-tf32`` (kbv's verified baseline), else ``eager-fp32``.
+``speedup`` is against ``eager-tf32`` (kbv's verified baseline), else ``eager-fp32``. A PASS whose
+timing carries ``timing:claim-below-bound`` (the candidate's own clock claimed less than the trusted
+side measured, unconfirmed as a lie: :mod:`kbv.checks.bound`) earns no speed reward above 1x: a
+clock forged within the bound's precision gains nothing, and an honest kernel so flagged by a
+disturbed pass loses at most its speed term.
 
 The backend asked for counts (``backend``: ``cuda``, ``triton`` or ``cpp``, as the prompt asked):
 an answer of another backend (:func:`kbv.intake.candidates.detect_backend` on the file: plain
@@ -194,6 +198,9 @@ class Reward:
     wrong_backend: bool = False  #: the answer is not in the backend asked for (the score is at most 0).
 
 
+#: the finding whose timing the reward does not credit above 1x (module docstring).
+UNCONFIRMED_TIMING = "timing:claim-below-bound"
+
 SCORES = {Status.SHORTCUT: 0.3, Status.INCORRECT: 0.1, Status.HACK: -1.0, Status.COMPILE_ERROR: 0.0,
           Status.RUNTIME_ERROR: 0.0, Status.TIMEOUT: 0.0, Status.CRASH: 0.0, Status.EVAL_ERROR: 0.0}
 
@@ -218,7 +225,10 @@ def _status_score(v: Verdict) -> tuple[float, float | None, str | None]:
         if sp is None:
             return 1.0, None, None
         b, s = sp
-        return 1.0 + 0.5 * min(3.0, max(-1.0, math.log2(s))), s, b
+        gain = min(3.0, max(-1.0, math.log2(s)))
+        if any(f.check == UNCONFIRMED_TIMING for f in v.findings):
+            gain = min(gain, 0.0)
+        return 1.0 + 0.5 * gain, s, b
     return SCORES[v.status], None, None
 
 

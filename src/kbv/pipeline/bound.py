@@ -2,9 +2,12 @@
 credited on a time only the candidate's process measured (:mod:`kbv.checks.bound` has the rule).
 
 After the timed rounds the candidate runs ``calls`` forward calls back to back in one
-:class:`kbv.sandbox.protocol.Time` request (rotating timing sets, each call writing one changed
-element per tensor into its set for good, so no two calls see the same values; the L2 flush on
-cuda), every call's outputs copied into a slot of its own without the dispatcher; the reference worker's ``perf_counter`` measures the request from
+:class:`kbv.sandbox.protocol.Time` request, whose inputs change as the rounds' do: rotating timing
+sets copied into two alternating buffers, half of each tensor's elements (in blocks) from another
+set and one element changed per call (so a cache keyed by the objects, or one that patches its last answer
+where a few elements changed, gains nothing it would not gain in the rounds; red-team row
+t11-bound-pass-drift-cache), the L2 flush on cuda; every call's outputs are copied into a slot of
+its own without the dispatcher. The reference worker's ``perf_counter`` measures the request from
 send to reply. Two calls chosen after the reply (never sent) are judged against the reference, so a
 pass answered with unwritten outputs is caught like any timed call (taxonomy 5, 6). With the
 candidate's tree stopped, the reference worker then times the same loop with a null forward (the
@@ -27,7 +30,6 @@ from kbv.pipeline.schedule import Recheck
 from kbv.processes import footprint as fp
 from kbv.processes import procfs
 from kbv.processes.candidate import CandidateProcess
-from kbv.reference import inputs as inp
 from kbv.reference.mutation import timed_mutation
 from kbv.sandbox import flags as bl
 from kbv.sandbox import protocol, rawcopy
@@ -38,6 +40,11 @@ from kbv.sandbox.timing import time_calls
 BOUND_JUDGED = 2
 #: the bound pass's calls start at this call id in findings and re-checks (apart from the rounds').
 BOUND_CALL_BASE = 100_000
+#: share of each input taken from another timing set per call of a bound pass, in blocks
+#: (:func:`kbv.sandbox.timing.mix_values`; kbv choice): a cache that patches its last answer where
+#: the inputs changed redoes at least half the work, so the pass measures at least half of what an
+#: honest call costs; the block mix costs a few memcpys, so the loop's own cost stays small.
+BOUND_MIX_FRACTION = 0.5
 
 
 def _tree_cpu(worker: CandidateProcess) -> tuple[dict, dict]:
@@ -69,16 +76,19 @@ class BoundStage(Context):
         claimed = float(np.median(samples["candidate"]))  # as Measurement.median_ms is
         base = {b: self.state.timing[b].median_ms for b in self.config.baselines if b in self.state.timing}
         n = rule.bound_calls(claimed, self._slot_count, self.rp.device.type)
-        floors, passes = [], []
+        floors, walls, passes = [], [], []
+        device = self.rp.device.type
         for attempt in range(2):
             p = self._bound_pass(worker, sets, flush, n, attempt)
             passes.append(p)
             floors.append(rule.floor_ms(p, base))
-            if not rule.contradicts(claimed, floors[-1]):
+            walls.append(rule.wall_floor_ms(p, base) if device == "cpu" else floors[-1])
+            if not rule.needs_second_pass(claimed, floors[-1], walls[-1], device):
                 break
-        d = rule.decide(claimed, floors, self.rp.device.type)
+        d = rule.decide(claimed, floors, device, walls)
         self.state.evidence["trusted_bound"] = {
             "claimed_median_ms": claimed, "credited_median_ms": d.credited_ms, "floor_ms": floors,
+            "wall_floor_ms": walls,
             "calls": n, "wall_ms": [p.wall_ms for p in passes], "null_per_call_ms": [p.null_ms for p in passes],
             "busiest_thread_ms": [p.busiest_thread_ms for p in passes],
             "all_threads_ms": [p.all_threads_ms for p in passes], "null_cpu_per_call_ms": [p.null_cpu_ms for p in passes],
@@ -93,36 +103,37 @@ class BoundStage(Context):
             samples["candidate"] = [t * k for t in samples["candidate"]]
         self.state.phase_seconds["bound-pass"] = time.perf_counter() - t0  # what the check costs
 
-    def _bound_plan(self, sets: list, first: int, warmup: int, calls: int) -> dict:
-        """Per timed call of a pass: the elements it changes in its timing set, for good (drawn here:
-        one per tensor, the value from the next set, as the rounds' changes are)."""
+    def _bound_plan(self, sets: list, first: int, warmup: int, calls: int) -> tuple[dict, dict]:
+        """Per timed call of a pass, the rounds' kind of input change (:mod:`kbv.pipeline.timing`):
+        ``(mix, mutate)``, ``mix[i] = (source set, seed, skip, BOUND_MIX_FRACTION, True)`` (half the
+        elements from another set, in blocks, with two or more sets) and ``mutate[i]`` one element
+        per tensor, the value from the next set (:func:`kbv.reference.mutation.timed_mutation`)."""
         n = len(sets)
         skip = self._structured()
         g = torch.Generator().manual_seed(secrets.randbits(62))
-        return {i: timed_mutation(sets[(first + warmup + i) % n], sets[(first + warmup + i + 1) % n], g, skip)
-                for i in range(calls)}
+        mix, mutate = {}, {}
+        for i in range(calls):
+            base = (first + warmup + i) % n
+            if n > 1:
+                mix[i] = ((base + 1 + secrets.randbelow(n - 1)) % n, secrets.randbits(62), skip, BOUND_MIX_FRACTION,
+                          True)
+            mutate[i] = timed_mutation(sets[base], sets[(base + 1) % n], g, skip)
+        return mix, mutate
 
     def _bound_pass(self, worker: CandidateProcess, sets: list, flush: int | None, calls: int,
                     attempt: int) -> rule.BoundPass:
-        """One bound pass (module docstring). Its calls rotate through the timing sets, each writing its
-        changes into its set for good (``drift``: no copy of the inputs per call, so the loop's own cost
-        stays small beside the calls it bounds); this process applies the same changes to its own sets,
-        and keeps the inputs of the judged calls as they were."""
+        """One bound pass (module docstring): its calls' input changes drawn here (:meth:`_bound_plan`),
+        and two judged calls chosen here, never sent; the judged calls' inputs are rebuilt from the
+        sets and their changes when they are judged."""
         cfg = self.config
         n = len(sets)
         warmup = 1
         first = secrets.randbelow(n)
-        drift = self._bound_plan(sets, first, warmup, calls)
+        mix, mutate = self._bound_plan(sets, first, warmup, calls)
         judged = sorted(secrets.SystemRandom().sample(range(calls), min(BOUND_JUDGED, calls)))
-        inputs = {}  # the judged calls' inputs, replayed on this side's sets in call order
-        for i in range(calls):
-            k = (first + warmup + i) % n
-            for ai, where, value in drift[i]:
-                sets[k][ai][tuple(where)] = value
-            if i in judged:
-                inputs[i] = inp.clone_args(sets[k])
-        req = protocol.Time(warmup, calls, flush, first, refresh=False, slots=True, defer_checks=True,
-                            drift=tuple(drift.items()))
+        base_id = BOUND_CALL_BASE + attempt * calls
+        req = protocol.Time(warmup, calls, flush, first, refresh=True, slots=True, defer_checks=True,
+                            mix=tuple(mix.items()), mutate=tuple(mutate.items()))
         # the harness check runs now, in reply to a ping, so the measured request holds the calls alone
         if not isinstance(self._call(worker, protocol.Ping(), "time", cfg.call_timeout_s), protocol.Pong):
             raise Stop(Status.RUNTIME_ERROR, f"{self.name}: ping: malformed reply")
@@ -138,18 +149,17 @@ class BoundStage(Context):
                     or type(reply.outputs) is not tuple or len(reply.outputs) != calls):
                 raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
             try:  # the worker is stopped: the slots as the calls left them
-                for j, i in enumerate(judged):
+                for i in judged:
                     outs = [v.clone() for v in rawcopy.view(self._slots, reply.outputs[i])]
-                    entries.append((BOUND_CALL_BASE + attempt * calls + i, j, outs))
+                    entries.append((base_id + i, (first + warmup + i) % n, outs))
             except ValueError as exc:
                 raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: {exc}") from None
             fp.drop_view(self._slots)
             del reply
-        null, null_cpu, floors = self._trusted_loops(worker, sets, flush, calls, first, warmup, drift)
+        null, null_cpu, floors = self._trusted_loops(worker, sets, flush, calls, first, warmup, mix, mutate)
         recheck = Recheck()
-        self._recheck(entries, [inputs[i] for i in judged], recheck)
+        self._recheck(entries, sets, recheck, {base_id + i: (mix.get(i), mutate[i]) for i in judged})
         self.state.evidence.setdefault("bound_rechecks", []).extend(recheck.checked)
-        del inputs
         cpu_figures = {}
         if cpu and threads1 and all1.get("worker") is not None and all0.get("worker") is not None:
             spent = [ms - threads0.get(tid, 0.0) for tid, ms in threads1.items()]
@@ -165,7 +175,7 @@ class BoundStage(Context):
                               **cpu_figures)
 
     def _trusted_loops(self, worker: CandidateProcess, sets: list, flush: int | None, calls: int, first: int,
-                       warmup: int, drift: dict) -> tuple[float, tuple, dict]:
+                       warmup: int, mix: dict, mutate: dict) -> tuple[float, tuple, dict]:
         """The loop of the pass run here, with the candidate's tree stopped, on this process's clock:
         with a null forward (its outputs made once) and with each baseline. Returns (the null's wall ms per
         call, (the null's busiest thread and all threads, CPU ms per call, {baseline: (busiest thread,
@@ -185,7 +195,7 @@ class BoundStage(Context):
             me = os.getpid()
             th0, c0, t0 = procfs.thread_cpu_ms(me), time.process_time(), time.perf_counter()
             time_calls(fn, sets, device=rp.device, warmup=warmup, trials=calls, flush_bytes=flush, first_set=first,
-                       drift=drift, copy_out=copy_out)  # the changes again: the same values, the same cost
+                       refresh=True, mix=mix, mutate=mutate, copy_out=copy_out)  # the same values, the same cost
             wall, c1, th1 = time.perf_counter() - t0, time.process_time(), procfs.thread_cpu_ms(me)
             per = calls + warmup
             busiest = max((ms - th0.get(tid, 0.0) for tid, ms in th1.items()), default=0.0)

@@ -366,8 +366,9 @@ class Timing(Judging):
             if mix or mutation:
                 args = timing.mix_values(sets[k], sets[mix[0]], *mix[1:]) if mix else sets[k]
                 args = apply_mutation(args, mutation)
-                how = ("" if not mix else f"the values of set {mix[0]}, " if len(mix) > 3 and mix[3] >= 1
-                       else f"1/{round(1 / timing.MIX_FRACTION)} of its elements from set {mix[0]}, ")
+                share = mix[3] if mix and len(mix) > 3 else timing.MIX_FRACTION
+                how = ("" if not mix else f"the values of set {mix[0]}, " if share >= 1
+                       else f"1/{round(1 / share)} of its elements from set {mix[0]}, ")
                 s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL,
                                  f"timing set {k}, {how}{len(mutation)} element(s) changed", 0, args)
                 side = self._reference_side(s, args, self._nominal_rounding)
