@@ -100,7 +100,7 @@ def test_wall_floor_is_the_whole_loop_over_its_slowdown_less_the_null_loop():
     # the baseline's whole call in the pass (0.5 + 1.5) against its median plus the null loop (0.5 + 0.5)
     p = _pass(baseline_floor_ms={"eager-fp32": 1.5})
     assert rule.wall_disturbance(p, {"eager-fp32": 0.5}) == pytest.approx(2.0)
-    assert rule.wall_floor_ms(p, {"eager-fp32": 0.5}) == pytest.approx((100 / 51 / 2 - 0.5) * (1 - rule.BOUND_MARGIN))
+    assert rule.wall_floor_ms(p, {"eager-fp32": 0.5}) == pytest.approx(100 / 51 / 2 - 0.5)
     assert rule.wall_disturbance(p, {}) == 1.0 and rule.wall_floor_ms(_pass(calls=0), {}) == 0.0
 
 

@@ -42,8 +42,8 @@ CASES: tuple[tuple, ...] = (
     # forged output dtypes in the timed replies: kbv's judging must not fail on them
     (Case("t24-forged-layout-dtype", 24, R + "t24_forged_layout_dtype.py", MATMUL_K, expect=Status.HACK,
           also=(5, 6, 11)), None),
-    # a forged clock within the 3x the cpu bound allows: credited with no finding
-    (Case("t24-forged-under-third", 24, R + "t24_forged_under_third.py", MATMUL_K, also=(4, 25)), None, 3.5),
+    # a forged clock within the third of the CPU floor the bound once allowed
+    (Case("t24-forged-under-third", 24, R + "t24_forged_under_third.py", MATMUL_K, also=(4, 25)), None, 6.0),
     # a patching cache that a bound pass changing one element per call would let win
     (Case("t11-bound-pass-drift-cache", 11, R + "t11_bound_pass_drift_cache.py", MATMUL_K, also=(4, 24, 25)),
      None, 10.0),
@@ -131,3 +131,41 @@ def test_process_cpu_counts_waited_for_children():
     os.waitpid(pid, 0)
     after = procfs.process_and_children_cpu_ms(os.getpid())
     assert before is not None and after is not None and after - before >= 100
+
+
+FP32_GEMM = '''import torch
+import torch.nn as nn
+N = 8192
+
+
+class Model(nn.Module):
+    def forward(self, A, B):
+        return torch.matmul(A, B)
+
+
+def get_inputs():
+    return [torch.randn(N, N), torch.randn(N, N)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.cuda
+@pytest.mark.e2e
+def test_a_forged_cuda_clock_is_not_credited(gpu_evaluator, tmp_path):
+    """Row t24-forged-reply-cuda (its docstring): the bound pass's wall floor is credited, not the
+    claim, and the speed earns no reward."""
+    from kbv.intake.problems import load_problem
+    from test_redteam import GPU_CONFIG
+
+    p = tmp_path / "level1" / "1_Gemm_8192.py"
+    p.parent.mkdir()
+    p.write_text(FP32_GEMM)
+    v = gpu_evaluator.evaluate(load_problem(p), load_candidate(DATA / R / "t24_forged_reply_cuda.py"), GPU_CONFIG)
+    bound = v.evidence.get("trusted_bound") or {}
+    context = f"{v.status.value} {[f.describe() for f in v.findings]} {bound}"
+    assert any(f.check == "timing:claim-below-bound" for f in v.findings), context
+    assert bound["credited_median_ms"] >= 5 * bound["claimed_median_ms"], context
+    assert reward(v).status_score <= 1.0, context

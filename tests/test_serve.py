@@ -335,9 +335,13 @@ def test_client_is_exported_lazily_and_parses_events():
 
 def _start(tmp_path: Path, store: Path, *args: str, lanes: tuple[str, ...] = ("--device", "cpu")) -> tuple[subprocess.Popen, str]:
     log = tmp_path / f"serve-{time.monotonic_ns()}.log"
+    # the kbv this test imports, also where it is found through a relative PYTHONPATH (the GPU host's
+    # ``PYTHONPATH=src``) that the server, started in tmp_path, would not resolve
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(kbv.__file__).resolve().parents[1]), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])}
     with open(log, "w") as f:
         proc = subprocess.Popen([sys.executable, "-m", "kbv", "serve", str(PROBLEMS), *lanes,
-                                 "--port", "0", "--store", str(store), *args], stdout=f, stderr=f, cwd=tmp_path)
+                                 "--port", "0", "--store", str(store), *args], stdout=f, stderr=f, cwd=tmp_path, env=env)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         m = re.search(r"listening on (http://\S+)", log.read_text())

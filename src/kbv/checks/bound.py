@@ -65,6 +65,12 @@ CPU_CAP_SLACK_MS = 0.3
 #: outlast the kernels), which put honest 4096^2 elementwise kernels' floors at up to 7x their event
 #: times on the H200 (docs/gpu-runs.md, 2026-12-02); calls of a millisecond and more are device-bound.
 CUDA_SLACK_MS = 0.5
+#: and over this much per GiB of one call's inputs and outputs (ms/GiB, kbv choice): on the H200 the
+#: candidate worker's pass loop cost 4.1-4.4 ms per GiB more per call than the reference worker's
+#: null loop of the same steps (honest ReLU of 256 MiB and 2 GiB: floors 8x and 6.5x the events,
+#: bench/bound_precision.py, docs/gpu-runs.md 2026-12-02), the cause not yet found; without it an
+#: honest full-size kernel was credited six times slower.
+CUDA_SLACK_MS_PER_GIB = 6.0
 #: wall milliseconds of candidate calls one bound pass aims at (kbv choice: the allowance is then
 #: at most a few % of the wall).
 BOUND_BUDGET_MS = {"cpu": 100.0, "cuda": 60.0}
@@ -158,16 +164,17 @@ def wall_disturbance(p: BoundPass, baseline_median_ms: Mapping[str, float]) -> f
 def wall_floor_ms(p: BoundPass, baseline_median_ms: Mapping[str, float]) -> float:
     """The wall-clock floor of one call on cpu (ms): the request's wall per call less
     :data:`REQUEST_ALLOW_MS` spread over the calls, over :func:`wall_disturbance`, less the null
-    loop's wall per call, less :data:`BOUND_MARGIN`; 0 when the figures allow nothing. It bounds
-    work that leaves no CPU time on a live thread (threads that ended inside the request, a kernel
-    spread over every core), but it also holds the waits of a busy machine: it is credited only when
-    two passes confirm it, never taken as proof."""
+    loop's wall per call; 0 when the figures allow nothing. It bounds work that leaves no CPU time on
+    a live thread (threads that ended inside the request, a kernel spread over every core), but it
+    also holds the waits of a busy machine: it is credited only when two passes confirm it, never
+    taken as proof. No :data:`BOUND_MARGIN`: the pass's calls run back to back, warmer than the
+    rounds' one call per request (an honest broadcast-and-sum matmul's rounds measured 1.2-1.8x the
+    pass's wall per call on a loaded 2-core machine, tests/test_redteam_bound.py), which is an
+    honest claim's headroom over this floor; with the margin a clock forged by 3.5 went unflagged."""
     if p.calls < 1:
         return 0.0
     raw = ((p.wall_ms - REQUEST_ALLOW_MS) / p.calls) / wall_disturbance(p, baseline_median_ms) - p.null_ms
-    if not math.isfinite(raw) or raw <= 0:
-        return 0.0
-    return raw * (1 - BOUND_MARGIN)
+    return raw if math.isfinite(raw) and raw > 0 else 0.0
 
 
 def needs_second_pass(claimed_ms: float, floor: float, wall_floor: float, device: str) -> bool:
@@ -190,7 +197,8 @@ class BoundDecision:
     finding: Finding | None
 
 
-def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: list[float] | None = None) -> BoundDecision:
+def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: list[float] | None = None,
+           call_bytes: int = 0) -> BoundDecision:
     """What the verdict credits, from the candidate's claimed median and the floors of one or two
     bound passes (a second pass is run only when the first contradicts the claim).
 
@@ -203,7 +211,8 @@ def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: lis
       both are over the claim by :data:`CPU_CAP_SLACK_MS` (the wall holds waits a busy machine adds:
       two passes must repeat it, and it is never proof). A WARNING says when either applies.
     * cuda: the claim, unless the least floor is over :data:`CONTRADICTION_FACTOR` x the claim plus
-      :data:`CUDA_SLACK_MS`: then the floor, with a WARNING (no HACK: the wall of a pass holds the
+      :data:`CUDA_SLACK_MS` plus :data:`CUDA_SLACK_MS_PER_GIB` per GiB of ``call_bytes`` (one call's
+      inputs and outputs): then the floor, with a WARNING (no HACK: the wall of a pass holds the
       host's launch time of a forward whose launches outlast its kernels).
 
     Raises:
@@ -221,8 +230,10 @@ def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: lis
         return BoundDecision(low, low, finding("timing:claim-contradicted", (4, 25), Severity.HACK,
                                                detail + ": the reported times are false; the floor is credited"))
 
+    per_bytes = 0.0 if cpu else CUDA_SLACK_MS_PER_GIB * call_bytes / 2**30
+
     def far_over(f: float) -> bool:
-        return claimed_ms * CONTRADICTION_FACTOR + CUDA_SLACK_MS < f
+        return claimed_ms * CONTRADICTION_FACTOR + CUDA_SLACK_MS + per_bytes < f
 
     if not cpu:  # cuda: only a floor far over the claim counts (the module docstring; the H200 run)
         if not far_over(low):

@@ -95,6 +95,7 @@ class TimedRequests:
             flush_bytes=req.l2_flush_bytes, first_set=req.first_set, refresh=req.refresh,
             keep=req.keep, kept=kept, sync_inside=req.sync_inside, mutate=dict(req.mutate),
             mix=dict(req.mix), copy_out=copy_out, drift=dict(req.drift),
+            buffers=self._call_buffers if req.slots and req.refresh else None,
         )
         self._sync()
         changes = self._check_flags()  # serve() checks the harness again before replying

@@ -236,6 +236,7 @@ def time_calls(
     sync_each: bool = False,
     copy_out: Callable[[int, object], None] | None = None,
     drift: Mapping[int, Sequence[tuple]] | None = None,
+    buffers: Sequence[list] | None = None,
     _perf_counter=_perf_counter,
     _Event=_Event,
     _event_record=_event_record,
@@ -275,6 +276,10 @@ def time_calls(
     the same values, at the cost of a few element writes instead of a copy of the inputs (the bound
     pass, whose per-call overhead must stay small beside the call it bounds).
 
+    ``buffers`` (with ``refresh``): the two working buffers, made by the caller beforehand in a timing
+    set's shapes (the bound pass: allocating them inside the measured request would charge their
+    allocation, a large share of a pass of few calls over large inputs, to the calls).
+
     The clock callables are bound as defaults when this module is imported, so reassigning the
     module's globals afterwards (``sys.modules["kbv.sandbox.timing"]._perf_counter = ...``) does not reach
     the loop; callers keep their own reference to this function for the same reason.
@@ -298,9 +303,11 @@ def time_calls(
     drift = dict(drift or {})
     if drift and refresh:
         raise ValueError("time_calls: drift writes the sets themselves, not refreshed copies")
-    if refresh:
+    if refresh and buffers is None:
         buffers = [[a.clone() if isinstance(a, torch.Tensor) else a for a in arg_sets[(first_set + b) % n]]
                    for b in range(2)]
+    elif refresh:
+        buffers = [list(b) for b in buffers]
 
     def args_for(j: int) -> Sequence[object]:
         if not refresh:

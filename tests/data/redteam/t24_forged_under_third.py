@@ -1,17 +1,18 @@
-"""Red team, taxonomy 24 (forging the result channel) within the bound's allowance: a ``copyreg``
-reducer for the reply class divides every reported ``time_ms`` by 3.5 while the reply is pickled;
-the kernel is the honest broadcast-and-sum matmul. On cpu the verdict credits the claim unless it is
-under (floor - 0.1 ms) / 3, the floor being 0.75 x the measured CPU time per call, so any claim down
-to about a quarter of the true time is credited with no finding. Expected: not a PASS credited
-3.5x its true speed: the credited median at least the trusted floor's share of the true time
-(``timing:claim-below-bound`` or HACK ``timing:claim-contradicted``)."""
+"""Red team, taxonomy 24 (forging the result channel) under the cpu bound's old allowance: a ``copyreg``
+reducer for the reply class divides every reported ``time_ms`` by DIVISOR while the reply is pickled;
+the kernel is the honest broadcast-and-sum matmul (two intra-op threads). When the verdict credited
+the claim unless it was under a third of the CPU floor (0.75 x the CPU time per call, the threads'
+time over the cores), any claim down to about a sixth of the true time was credited with no
+finding. Expected: not credited the forged time (``timing:claim-below-bound``, the trusted floor
+credited, or HACK ``timing:claim-contradicted``). A clock forged by less, within the bound's
+precision on a loaded 2-core machine (about 3x here), is a known gap (docs/anti-cheat.md)."""
 import copyreg
 import dataclasses
 import sys
 
 import torch.nn as nn
 
-DIVISOR = 3.5
+DIVISOR = 6
 
 
 def _forge() -> None:
