@@ -21,7 +21,6 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from kbv.model.findings import finding
 from kbv.sandbox import protocol
 from kbv.pipeline import rates
 from kbv.model.records import InputKind, InputSetResult, Measurement, Severity
@@ -43,7 +42,7 @@ def _failed_probe(oracle_error: float, error_budget: float, max_abs_error: float
 
 
 class _Stand(SimpleNamespace):
-    """The attributes of a Verification that the decision methods read, and its ``_found``."""
+    """The attributes of a Verification that the decision methods read, and its ``_add``."""
 
     def __init__(self, **kw):
         kw.setdefault("state", SimpleNamespace(input_sets=[], findings=[], evidence={}, timing={}))
@@ -51,8 +50,9 @@ class _Stand(SimpleNamespace):
         kw.setdefault("_pending_probes", [])
         super().__init__(**kw)
 
-    def _found(self, check, taxonomy, severity, detail):
-        self.state.findings.append(finding(check, taxonomy, severity, detail))
+    def _add(self, found):
+        if found is not None:
+            self.state.findings.append(found)
 
 
 def _settle(sets: list, probes: list) -> list:

@@ -232,3 +232,15 @@ def test_the_graph_reader_sees_both_kinds_of_import():
     assert "kbv.batch.runner" not in top["kbv.api"]  # under TYPE_CHECKING / in functions only
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == {frozenset("abc")}
     assert layer("kbv.sandbox.worker") == "sandbox" and layer("kbv.cli") == "top"
+
+
+def test_no_finding_is_raised_in_the_pipeline():
+    """Every rule lives in ``kbv.checks`` (pure functions of the pipeline's readings); the pipeline
+    only measures and records what they return, and ``pipeline/verdict.py`` folds the findings into
+    a status: no other pipeline module names a severity that decides one."""
+    import re
+
+    pattern = re.compile(r"Severity\.(HACK|WARNING|SHORTCUT)")
+    offenders = [f"{p.relative_to(SRC)}:{i}" for p in sorted((PKG / "pipeline").glob("*.py")) if p.name != "verdict.py"
+                 for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert offenders == []

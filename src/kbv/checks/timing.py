@@ -115,3 +115,38 @@ def sync_gap(cand_sync: float, cand_event: float, ref_sync: float, ref_event: fl
     its event time) over :data:`SYNC_OVERHEAD_RATIO` times eager-fp32's in the same pass. Hidden
     work adds its whole time to the candidate's overhead; a busy GPU multiplies both overheads."""
     return (cand_sync - cand_event) - SYNC_OVERHEAD_RATIO * max(ref_sync - ref_event, 0.0)
+
+
+def repeat_gain_finding(detail: str, confirmed: bool) -> Finding:
+    """A repeat gain (:func:`repeat_gain`) and its confirming follow-up calls (``detail``: the
+    figures): HACK when :func:`repeat_gain_confirmed` (results cached across calls and patched where
+    the inputs changed, taxonomy 11), else a WARNING."""
+    if confirmed:
+        return finding("timing:repeat-gain", (11,), Severity.HACK,
+                       f"{detail}: results cached across calls and patched where the inputs changed")
+    return finding("timing:repeat-gain", (11,), Severity.WARNING,
+                   f"{detail}, not {REPEAT_GAIN_RATIO:g}x apart at p <= {REPEAT_CONFIRM_P:g}: unconfirmed")
+
+
+#: taxonomy 7: a median under this fraction of the input-read floor is physically implausible.
+ROOFLINE_MARGIN = 0.5
+
+
+def roofline_suspect(candidate_ms: float, eager_ms: float | None, floor_ms: float) -> bool:
+    """The candidate's median is under :data:`ROOFLINE_MARGIN` x the bytes-only floor ``floor_ms``,
+    where the floor is meaningful (eager-fp32's own median respects it): measured again before it
+    counts."""
+    return eager_ms is not None and eager_ms >= floor_ms and candidate_ms < ROOFLINE_MARGIN * floor_ms
+
+
+def roofline_finding(candidate_ms: float, again_ms: float, floor_ms: float, in_bytes: int, out_bytes: int,
+                     bandwidth: float) -> Finding:
+    """A median under the floor (:func:`roofline_suspect`) and its re-measure ``again_ms``: HACK when
+    the re-measure is under it too (no call beats reading its inputs once and writing its outputs
+    once at the measured copy bandwidth ``bandwidth`` bytes/s, taxonomy 7), else a WARNING."""
+    detail = (f"median {candidate_ms:.4g} ms (re-measured {again_ms:.4g} ms) is under {ROOFLINE_MARGIN:g} × the "
+              f"{floor_ms:.4g} ms floor: reading {in_bytes} input bytes and writing {out_bytes} output bytes at "
+              f"{bandwidth / 1e9:.0f} GB/s")
+    if again_ms < ROOFLINE_MARGIN * floor_ms:
+        return finding("timing:roofline", (7,), Severity.HACK, detail)
+    return finding("timing:roofline", (7,), Severity.WARNING, detail + ": the re-measure did not repeat it")

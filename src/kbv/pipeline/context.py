@@ -4,17 +4,16 @@ worker that every stage shares (replies checked, worker failures turned into the
 from __future__ import annotations
 
 import contextlib
-import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager
 
-from kbv.model.findings import finding
-from kbv.model.records import CandidateRef, Environment, EvalConfig, Severity, Status
+from kbv.model.records import CandidateRef, Environment, EvalConfig, Finding, Status
 from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
 from kbv.processes.handles import WorkerDied, WorkerTimeout
-from kbv.processes.procfs import FAULT_SIGNALS, caught_signals
+from kbv.checks import worker_calls as calls_rule
+from kbv.processes.procfs import caught_signals
 from kbv.reference import oracle as orc
 from kbv.reference.build import ReferenceProblem, first_line
 from kbv.reference.mutation import STRUCTURED_DOMAINS
@@ -95,8 +94,10 @@ class Context:
         self._signals_at_spawn: frozenset = frozenset()
 
     # candidate calls ---------------------------------------------------------------------
-    def _found(self, check: str, taxonomy: Any, severity: Severity, detail: str) -> None:
-        self.state.findings.append(finding(check, taxonomy, severity, detail))
+    def _add(self, found: Finding | None) -> None:
+        """Record a rule's finding (:mod:`kbv.checks`); None: the rule found nothing."""
+        if found is not None:
+            self.state.findings.append(found)
 
     def _call(self, worker: CandidateProcess, request: Any, phase: str, timeout: float) -> Any:
         with self._held(worker, request, phase, timeout, hold=False) as reply:
@@ -113,15 +114,10 @@ class Context:
         except WorkerTimeout as exc:
             raise Stop(Status.TIMEOUT, f"{self.name}: {exc}", log_tail=exc.log_tail) from None
         except WorkerDied as exc:
-            if exc.exitcode == 0:
-                self._found("probe:early-exit", (24,), Severity.HACK,
-                            f"the worker exited with code 0 during {phase}, before replying")
-            elif exc.exitcode is not None and exc.exitcode > 0:
-                self._found("probe:early-exit", (24,), Severity.WARNING,
-                            f"the worker exited with code {exc.exitcode} during {phase}, before replying")
+            self._add(calls_rule.early_exit(exc.exitcode, phase))
             raise Stop(Status.CRASH, f"{self.name}: {exc}", exitcode=exc.exitcode, log_tail=exc.log_tail) from None
         except protocol.ProtocolError as exc:
-            self._found("probe:reply-channel", (3, 24), Severity.HACK, f"{phase}: {first_line(exc)}")
+            self._add(calls_rule.broken_reply(phase, first_line(exc)))
             raise Stop(Status.RUNTIME_ERROR, f"{self.name}: {phase}: {exc}") from None
         try:
             if isinstance(reply, protocol.Failed):
@@ -149,13 +145,9 @@ class Context:
         ``evidence["signals_at_spawn"]``)."""
         if self._fault_reported or worker.proc.pid is None:
             return
-        caught = caught_signals(worker.proc.pid)
-        bad = sorted(caught & FAULT_SIGNALS - self._signals_at_spawn)
-        if bad:
-            names = ", ".join(signal.Signals(b).name for b in bad)
-            self._found("probe:fault-handler", (3,), Severity.HACK,
-                        f"the candidate's process installed a handler for {names}: outputs over memory that "
-                        "computes itself when read (a lazy output)")
+        found = calls_rule.fault_handlers(caught_signals(worker.proc.pid), self._signals_at_spawn)
+        if found is not None:
+            self._add(found)
             self._fault_reported = True
 
     def _phase_peak(self, phase: str) -> None:

@@ -9,11 +9,12 @@ from typing import Any
 
 import torch
 
+from kbv.checks import output_rules as out_rule
 from kbv.checks.inputs import off_nominal_findings
 from kbv.checks.outputs import fingerprint
 from kbv.checks.probes import call_findings
 from kbv.intake.problems import ProblemError
-from kbv.model.records import InputKind, InputSetResult, Severity, Status
+from kbv.model.records import InputKind, InputSetResult, Status
 from kbv.pipeline.context import Stop
 from kbv.pipeline.judging import Judging
 from kbv.processes import footprint as fp
@@ -44,19 +45,14 @@ class Correctness(Judging):
         for k, t in enumerate(reply.tensors):
             if type(t) is not torch.Tensor:
                 if isinstance(t, torch.Tensor):
-                    self._found("probe:output-type", (3,), Severity.HACK,
-                                f"output {k} is a {type(t).__name__}, a Tensor subclass (lazy output?)")
+                    self._add(out_rule.tensor_subclass_output(k, type(t).__name__))
                 raise Stop(Status.RUNTIME_ERROR,
                             f"{self.name}: forward returned {type(t).__name__} as output {k}, not a torch.Tensor")
             outs.append(t.clone())  # own copy: the candidate keeps no handle on what is judged
             fp.drop_view(t)  # the worker's shared pages, read once: counted in its resident set, not here too
         self._last_structure = reply.structure
         if probes:
-            lazy = [k for k, exact in enumerate(reply.exact) if not exact]
-            if lazy:
-                self._found("probe:output-type", (3,), Severity.HACK,
-                            f"forward returned output(s) {lazy} as a Tensor subclass or proxy, not a torch.Tensor "
-                            "(serialised into a plain tensor on the way out: a lazy output)")
+            self._add(out_rule.proxy_outputs([k for k, exact in enumerate(reply.exact) if not exact]))
             self._probe_call(reply, outs, args, ref, label)
         del reply
         return outs
@@ -101,15 +97,8 @@ class Correctness(Judging):
         fp_out, fp_ref = fingerprint(outs), fingerprint(ref)
         for other, o_out, o_ref, o_passed in self._seen:
             if fp_out == o_out and fp_ref != o_ref and not (passed and o_passed):
-                if all(o.numel() < 2 or bool((o == o.reshape(-1)[0]).all()) for o in outs):
-                    # one value everywhere: the shape of a bug (a kernel that writes nothing into
-                    # zeros) as much as of a cheat, and wrong anyway
-                    self._found("probe:repeated-output", (8,), Severity.WARNING,
-                                f"the same constant output on {other} and {name}, whose references differ")
-                else:
-                    self._found("probe:repeated-output", (8, 11), Severity.HACK,
-                                f"bit-identical outputs on {other} and {name}, whose references differ (a result "
-                                "cached across calls)")
+                constant = all(o.numel() < 2 or bool((o == o.reshape(-1)[0]).all()) for o in outs)
+                self._add(out_rule.repeated_output(other, name, constant))
                 break
         self._seen.append((name, fp_out, fp_ref, passed))
 
@@ -134,9 +123,7 @@ class Correctness(Judging):
             self._probe_failed("probe:cache-new-address", (9, 11), r,
                                f"wrong on the values of {last.name} placed at new addresses: {r.fault}")
         elif first_outs is not None and first_outs != self._kept_outputs:
-            self._found("probe:repeatability", (10,), Severity.WARNING,
-                        f"the same inputs ({last.name}) gave bitwise different outputs at new addresses "
-                        "(non-deterministic reductions, or uninitialised reads)")
+            self._add(out_rule.not_repeatable(last.name))
         # one element per input replaced in place (by a value from another draw, so inside the
         # problem's domain), twice: a cache keyed by a sample or a cheap hash of the inputs misses
         # a single changed element and returns a stale answer (a sample of s positions out of n

@@ -7,11 +7,12 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from kbv.checks import output_rules as out_rule
 from kbv.reference.policy import (INPUT_ROUNDING, POLICIES, SWEEP_TOLERANCES, VACUOUS_BASELINE_ERROR,
                                   kbv_check, output_errors, sweep_key)
 from kbv.checks.probes import over_budget, settle_probes
 from kbv.intake.problems import ProblemError
-from kbv.model.records import InputKind, InputSetResult, Severity, Status
+from kbv.model.records import InputKind, InputSetResult, Status
 from kbv.pipeline.context import Context, Stop
 from kbv.processes import footprint as fp
 from kbv.reference import inputs as inp
@@ -90,10 +91,7 @@ class Judging(Context):
                 f"forward returns {what.get(structure, structure)}, "
                 f"the reference returns {what[ref_structure]}"))
         shapes = [(tuple(o.shape), tuple(r.shape)) for o, r in zip(outs, ref) if tuple(o.shape) != tuple(r.shape)]
-        if shapes:
-            self._found("probe:output-shape", (14,), Severity.WARNING,
-                        f"{s.name}: output shape {shapes[0][0]}, the reference's {shapes[0][1]} "
-                        "(a smaller problem computed?)")
+        self._add(out_rule.shape_mismatch(s.name, shapes))
         common = dict(max_abs_error=c.max_abs_error, max_rel_error=c.max_rel_error,
                       mismatched_elements=c.mismatched_elements, total_elements=c.total_elements)
         if c.max_abs_error is None:  # count / shape / dtype mismatch: wrong under every policy
@@ -112,10 +110,7 @@ class Judging(Context):
             figures = dict(oracle_error=k.error, error_budget=k.budget, baseline_errors=k.baseline_errors,
                            oracle_device=self.oracle.device.type)
             if c.passed and not kbv_passed:
-                self._found("oracle:within-allclose", (10, 17, 19), Severity.WARNING,
-                            f"{s.name}: passes allclose(atol={cfg.atol:g}, rtol={cfg.rtol:g}) but its error vs "
-                            f"the fp64 oracle is {k.error:.3g}, over the budget {k.budget:.3g} "
-                            "(precision downgrade, garbage within tolerance or a numerical shortcut)")
+                self._add(out_rule.within_allclose(s.name, cfg.atol, cfg.rtol, k.error, k.budget))
         else:
             kbv_passed, kbv_fault, figures = c.passed, c.fault, {}
             self.state.evidence.setdefault("oracle_notes", {})[s.name] = oracle_note

@@ -11,7 +11,8 @@ from kbv.checks.native import aten_kernel_imports, native_covered, torch_registr
 from kbv.checks.profile import reference_covered, refused_counts, shortcut_reason
 from kbv.sandbox.kernels import KernelProfile
 from kbv.checks.probes import op_counts_ok
-from kbv.model.records import Severity, Status
+from kbv.checks import profile_rules as prof_rule
+from kbv.model.records import Status
 from kbv.pipeline.context import Context, Stop
 from kbv.processes import elf
 from kbv.processes.candidate import CandidateProcess
@@ -21,17 +22,13 @@ from kbv.sandbox import flags as bl
 from kbv.sandbox import protocol
 
 
-#: taxonomy 7: a profiled call whose kernels took under this fraction of the bytes-only floor
-#: (kbv.pipeline.roofline) did not do its work inside the call; the same margin as the roofline's.
-PROFILE_FLOOR_MARGIN = 0.5
-
-
 class ProfileCheck(Context):
     """Reference ops and own-kernel share."""
 
     def _profiled_floor(self, reply: protocol.OpCounts) -> None:
         """The device time of a profiled call (the sum of its kernels' durations, from the
-        profiler's timeline: host load does not change it) under ``PROFILE_FLOOR_MARGIN`` × the
+        profiler's timeline: host load does not change it) under a margin
+        (:func:`kbv.checks.profile_rules.below_floor`) of the
         least DRAM traffic of the call: the calls are profiled back to back on one input set with
         no L2 flush, so at most the L2's size of its inputs and outputs can stay on chip, and the
         rest is read or written once at the measured copy bandwidth. A call under that replayed
@@ -50,12 +47,7 @@ class ProfileCheck(Context):
         floor_us = dram / roof["copy_bandwidth_bytes_per_s"] * 1e6
         device_us = sum(float(us) for _, us, _ in reply.kernels)
         self.state.evidence["profile"].update(device_us_per_call=device_us, dram_floor_us=floor_us)
-        if device_us < PROFILE_FLOOR_MARGIN * floor_us:
-            self._found("profile:below-floor", (7,), Severity.WARNING,
-                        f"a profiled call's kernels took {device_us:.3g} µs of device time, under "
-                        f"{PROFILE_FLOOR_MARGIN:g} × the {floor_us:.3g} µs of moving what cannot stay in the "
-                        f"{l2 >> 20} MiB L2 once: its work was done elsewhere (an empty CUDA-graph replay or a "
-                        "cached result)")
+        self._add(prof_rule.below_floor(device_us, floor_us, l2 >> 20))
 
     def _reference_ops(self, worker: CandidateProcess, sets: list) -> None:
         """The candidate re-running the reference's own torch compute ops is a wrapper (taxonomy 15/16)."""
@@ -98,9 +90,7 @@ class ProfileCheck(Context):
         refused = refused_counts(reply.error, reply.recorded_error)
         if covered is None and refused and not (ref_ops.error or ref_recorded.error):
             failed = "; ".join(f"{what}: {first_line(err)}" for what, err in refused)
-            self._found("probe:op-count-refused", (15,), Severity.SHORTCUT,
-                        f"forward failed under kbv's op count ({failed}) after passing every correctness set: "
-                        "whether its speed is the reference's own torch ops could not be checked")
+            self._add(prof_rule.refused_count(failed))
             return
         if covered is None and (reply.error or ref_ops.error):
             return
@@ -108,17 +98,14 @@ class ProfileCheck(Context):
         fallback = self.candidate.backend in ("cuda", "triton", "cpp") or any(
             f.check == "scan:try-fallback" for f in self.state.findings)
         if covered:
-            self._found("probe:reference-ops", (15, 16) if fallback else (15,), Severity.SHORTCUT,
-                        f"forward ran the reference's own torch compute ops: {', '.join(covered)}")
+            self._add(prof_rule.reference_ops(covered, fallback))
         elif reply.own_share is not None and reply.kernels:
             kernels = tuple((str(n), float(us), bool(own)) for n, us, own in reply.kernels)
             own_us = sum(us for _, us, own in kernels if own)
             total_us = sum(us for _, us, _ in kernels)
-            reason = shortcut_reason(KernelProfile(
+            self._add(prof_rule.own_share(shortcut_reason(KernelProfile(
                 kernels=kernels, own_us=own_us, total_us=total_us,
-                own_share=own_us / total_us if total_us > 0 else None, repeats=1))
-            if reason:
-                self._found("profile:own-share", (15, 16), Severity.SHORTCUT, reason)
+                own_share=own_us / total_us if total_us > 0 else None, repeats=1))))
 
     def _aten_kernels(self, worker: CandidateProcess, counts: list[tuple[dict, dict]]) -> bool:
         """What the candidate's native objects hold, read here, on the trusted side, from the ELF
@@ -154,17 +141,11 @@ class ProfileCheck(Context):
             symbols += imports
             defined += own
         registered = torch_registrations(defined)
-        if registered:
-            self._found("profile:aten-registration", (15,), Severity.HACK,
-                        "the candidate's native code registers kernels for torch's own ops: "
-                        f"{', '.join(registered[:3])} (whatever torch runs of those ops in its process, the "
-                        "harness's copies included, runs its code)")
+        self._add(prof_rule.aten_registration(registered))
         if unreadable or len(objects) > elf.MAX_OBJECTS:
             why = f"nm cannot read {unreadable[0]}" if unreadable else \
                 f"{len(objects)} native objects, over the {elf.MAX_OBJECTS} read"
-            self._found("profile:aten-kernels", (15,), Severity.SHORTCUT,
-                        f"the imports of the candidate's native objects could not all be read ({why}): whether "
-                        "its speed is PyTorch's own kernels could not be checked")
+            self._add(prof_rule.unreadable_objects(why))
             return True
         imported = aten_kernel_imports(symbols, torch._C._dispatch_get_all_op_names())
         if not imported:
@@ -172,12 +153,5 @@ class ProfileCheck(Context):
         evidence["aten_kernels"] = {op: syms[:3] for op, syms in imported.items()}
         named = ", ".join(f"{op} ({syms[0].split('(')[0]})" for op, syms in list(imported.items())[:6])
         covered = next((c for c in (native_covered(r, d, imported) for r, d in counts) if c), None)
-        if covered:
-            self._found("profile:aten-kernels", (15,), Severity.SHORTCUT,
-                        f"the extension calls PyTorch's own kernels past the dispatcher: {named}; with the ops it "
-                        f"dispatched they reach every compute op of the reference ({', '.join(covered)})")
-            return True
-        partial = " (not every compute op of the reference)" if counts else ""
-        self._found("profile:aten-kernels", (15,), Severity.WARNING,
-                    f"the extension calls PyTorch's own kernels past the dispatcher: {named}{partial}")
-        return False
+        self._add(prof_rule.aten_kernels(named, covered, bool(counts)))
+        return bool(covered)

@@ -17,8 +17,7 @@ import secrets
 import numpy as np
 import torch
 
-from kbv.checks.timing import REPEAT_CONFIRM_P, REPEAT_GAIN_RATIO, rank_sum_p, repeat_gain, repeat_gain_confirmed
-from kbv.model.records import Severity
+from kbv.checks.timing import rank_sum_p, repeat_gain, repeat_gain_confirmed, repeat_gain_finding
 from kbv.pipeline.context import Context
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference.mutation import timed_mutation
@@ -85,9 +84,4 @@ class RepeatGain(Context):
                   f"{min(rep):.4g} ms{what}, the cheapest call on fresh values {min(fresh):.4g} ms; "
                   f"{REPEAT_CONFIRM_PAIRS} + {REPEAT_CONFIRM_PAIRS} follow-up calls drawn at random, repeats "
                   f"against fresh values: median {med['repeat']:.4g} vs {med['fresh']:.4g} ms, rank test p = {p:.2g}")
-        if repeat_gain_confirmed(again["fresh"], again["repeat"]):
-            self._found("timing:repeat-gain", (11,), Severity.HACK,
-                        f"{detail}: results cached across calls and patched where the inputs changed")
-        else:
-            self._found("timing:repeat-gain", (11,), Severity.WARNING,
-                        f"{detail}, not {REPEAT_GAIN_RATIO:g}x apart at p <= {REPEAT_CONFIRM_P:g}: unconfirmed")
+        self._add(repeat_gain_finding(detail, repeat_gain_confirmed(again["fresh"], again["repeat"])))

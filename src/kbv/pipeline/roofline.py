@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kbv.model.records import Severity
+from kbv.checks.timing import roofline_finding, roofline_suspect
 from kbv.pipeline.context import Context
 from kbv.pipeline.timing import MIN_TRIALS_PER_ROUND
 from kbv.processes.candidate import CandidateProcess
@@ -13,9 +13,6 @@ from kbv.sandbox import protocol
 from kbv.pipeline import rates
 from kbv.sandbox.memory import nbytes
 from kbv.sandbox.timing import l2_flush_bytes
-
-#: taxonomy 7: a median under this fraction of the input-read floor is physically implausible.
-ROOFLINE_MARGIN = 0.5
 
 
 
@@ -40,18 +37,11 @@ class Roofline(Context):
         ref = self.state.timing.get("eager-fp32")
         self.state.evidence["roofline"] = {"copy_bandwidth_bytes_per_s": bw, "input_bytes": in_bytes,
                                            "output_bytes": out_bytes, "floor_ms": floor_ms}
-        # only where the floor is meaningful: the reference itself respects it
-        if ref is None or ref.median_ms < floor_ms or cand >= ROOFLINE_MARGIN * floor_ms:
+        if not roofline_suspect(cand, ref.median_ms if ref is not None else None, floor_ms):
             return
         flush = l2_flush_bytes(self.rp.device)
         reply = self._call(worker, protocol.Time(1, MIN_TRIALS_PER_ROUND * 2, flush, 0, refresh=True), "time",
                            self.config.timing_timeout_s)
         again = float(np.median(reply.times_ms)) if isinstance(reply, protocol.Times) and reply.times_ms else cand
         self.state.evidence["roofline"]["remeasured_ms"] = again
-        detail = (f"median {cand:.4g} ms (re-measured {again:.4g} ms) is under {ROOFLINE_MARGIN:g} × the "
-                  f"{floor_ms:.4g} ms floor: reading {in_bytes} input bytes and writing {out_bytes} output bytes at "
-                  f"{bw / 1e9:.0f} GB/s")
-        if again < ROOFLINE_MARGIN * floor_ms:
-            self._found("timing:roofline", (7,), Severity.HACK, detail)
-        else:
-            self._found("timing:roofline", (7,), Severity.WARNING, detail + ": the re-measure did not repeat it")
+        self._add(roofline_finding(cand, again, floor_ms, in_bytes, out_bytes, bw))

@@ -10,9 +10,10 @@ import time
 
 import numpy as np
 
-from kbv.model.records import Severity, Status
+from kbv.model.records import Status
 from kbv.pipeline.context import Context, Stop
 from kbv.pipeline.timing import trials_within_budget
+from kbv.checks import syncpass as rule
 from kbv.checks.timing import sync_gap
 from kbv.processes import gpushare
 from kbv.processes.candidate import CandidateProcess
@@ -25,24 +26,8 @@ from kbv.sandbox.timing import l2_flush_bytes, time_calls
 SYNC_PASS_TRIALS = 10
 #: the least calls of a parent wall request.
 MIN_WALL_CALLS = 4
-#: taxonomy 1: a candidate hides work when its sync-inside time exceeds its event time by more
-#: than the reference's own sync overhead plus max(its event time, this) — i.e. more than half of
-#: the real work was invisible to the events. 50 µs is above the host sync + launch latency
-#: measured on the H200 (docs/anti-cheat.md).
-SYNC_GAP_MIN_MS = 0.05
-#: taxonomy 4/25: the parent's wall clock per call may exceed the worker's own figure by this
-#: factor plus slack (launch, loop and pipe overhead) before the worker's clock is called a lie.
-#: The least of WALL_REPEATS estimates is used. A faked clock that hides real work (a 1 ms
-#: kernel reported as 0.01 ms) is far outside these bounds; host jitter on a loaded 2-core CI
-#: machine reached 0.75 ms per call in a single estimate, hence the minimum of three.
-WALL_FACTOR = 3.0
-WALL_SLACK_MS = 1.0
+#: the parent wall estimates of a pass; the least is used (noise only ever inflates one).
 WALL_REPEATS = 3
-#: on cpu a confirmed parent wall figure is HACK only when the worker's own CPU time per call (all its
-#: threads, from /proc) is also over cores x WALL_FACTOR x its claimed time plus this (loop and pipe
-#: overhead in the worker; /proc counts 10 ms ticks, 0.25 ms per call over a 40-call request). Both
-#: workers' OpenMP threads wait passive (kbv.sandbox.confinement.WAIT_POLICY), so none spins.
-WALL_CPU_SLACK_MS = 0.3
 #: a parent wall figure over the bound is re-measured with this many times more calls (kbv choice),
 #: twice: a figure counts (HACK) only when every re-measure repeats it, else it is a WARNING.
 WALL_CONFIRM = 4
@@ -102,7 +87,7 @@ class SyncChecks(Context):
 
         parent_per_call = estimate(calls)
         cand_sync = float(np.median(times))
-        if parent_per_call > WALL_FACTOR * cand_sync + WALL_SLACK_MS:
+        if rule.wall_over(parent_per_call, cand_sync):
             parent_per_call = estimate(calls * WALL_CONFIRM)
             cand_sync = float(np.median(times))
         bl.apply_flags(self.fp32_flags)
@@ -116,51 +101,25 @@ class SyncChecks(Context):
             "trials": n, "wall_request_calls": requests,
             "candidate_sync_ms": cand_sync, "reference_sync_ms": ref_sync,
             "parent_wall_per_call_ms": parent_per_call, "parent_wall_estimates_ms": estimates}
-        if parent_per_call > WALL_FACTOR * cand_sync + WALL_SLACK_MS:
+        if rule.wall_over(parent_per_call, cand_sync):
             # confirmed only if it repeats: a third estimate, with the baselines' own host overhead
             # measured in the same pass (a loaded host slows every request, not only the candidate's)
             again = estimate(calls * WALL_CONFIRM)
             cand_sync = float(np.median(times))
-            repeats = parent_per_call > WALL_FACTOR * cand_sync + WALL_SLACK_MS and \
-                again > WALL_FACTOR * cand_sync + WALL_SLACK_MS
-            if repeats and self.rp.device.type == "cpu" and cpu_per_call:
-                # on cpu a faked clock hides work the worker's threads still do: its own CPU time (from
-                # /proc, not its clock) exceeds what its claimed times allow on every core. Wall time the
-                # worker spent waiting for a busy machine is no such proof (an honest 0.07 ms ReLU saw
-                # 1.5 ms per call of parent wall clock on a loaded 2-core host)
-                allowed = (os.cpu_count() or 1) * WALL_FACTOR * cand_sync + WALL_CPU_SLACK_MS
+            if cpu_per_call:
                 evidence["worker_cpu_ms_per_call"] = min(cpu_per_call)
-                repeats = min(cpu_per_call) > allowed
-            detail = (f"the worker's clock reported {cand_sync:.4g} ms per synchronised call; the parent's wall "
-                      f"clock saw at least {min(parent_per_call, again):.4g} ms per call")
-            if repeats:
-                self._found("timing:parent-wall", (4, 25), Severity.HACK, detail + " (confirmed by a re-measure)")
-            else:
-                self._found("timing:parent-wall", (4, 25), Severity.WARNING,
-                            detail + " once; a re-measure did not repeat it (unconfirmed under load)")
+            self._add(rule.parent_wall(rule.ParentWall(
+                cand_sync, parent_per_call, again, self.rp.device.type,
+                min(cpu_per_call) if cpu_per_call else None, os.cpu_count() or 1)))
         if self.rp.device.type == "cuda" and ref_event is not None:
             gap = sync_gap(cand_sync, cand_event, ref_sync, ref_event)
-            if gap > max(cand_event, SYNC_GAP_MIN_MS):
+            if rule.sync_gap_over(gap, cand_event):
                 gaps = [gap] + [self._sync_gap_again(worker, sets, n) for _ in range(SYNC_CONFIRM)]
                 evidence["sync_gap_ms"] = gaps
                 share = gpushare.read(self.rp.device.index or 0)
                 evidence["gpu_share"] = share.evidence()
-                detail = (f"with a device-wide sync inside the timed region a call takes {cand_sync:.4g} ms, the "
-                          f"event-only timing says {cand_event:.4g} ms (eager-fp32: {ref_sync:.4g} vs "
-                          f"{ref_event:.4g} ms)")
-                if share.others:
-                    self._found("timing:sync-gap", (1,), Severity.WARNING,
-                                detail + f"; {share.others} other process(es) used the GPU during the pass (NVML): "
-                                "a shared GPU slows a device-wide synchronize, so the gap is not held against "
-                                "the candidate")
-                elif all(g > max(cand_event, SYNC_GAP_MIN_MS) for g in gaps):
-                    self._found("timing:sync-gap", (1,), Severity.HACK,
-                                detail + f": work outside the timed stream (gap {min(gaps):.4g} ms or more in "
-                                f"{len(gaps)} measurements, candidate and eager-fp32 re-timed in the same pass)")
-                else:
-                    self._found("timing:sync-gap", (1,), Severity.WARNING,
-                                detail + f"; the gap did not repeat in re-measures ({', '.join(f'{g:.3g}' for g in gaps)}"
-                                " ms): unconfirmed under load")
+                self._add(rule.sync_gap_finding(rule.SyncGap(cand_sync, cand_event, ref_sync, ref_event, tuple(gaps),
+                                                             share.others)))
 
     def _sync_gap_again(self, worker: CandidateProcess, sets: list, n: int) -> float:
         """One more measurement of the sync gap (ms): the candidate and eager-fp32 each timed with

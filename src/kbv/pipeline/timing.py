@@ -16,9 +16,10 @@ from typing import Callable
 import numpy as np
 import torch
 
+from kbv.checks import output_rules as out_rule
 from kbv.checks.probes import output_memory_finding
 from kbv.checks.timing import implausible_times, plan_leak
-from kbv.model.records import InputKind, InputSetResult, Measurement, Severity, Status
+from kbv.model.records import InputKind, InputSetResult, Measurement, Status
 from kbv.pipeline.adaptive import StopRule, decide, half_widths
 from kbv.pipeline.adaptive import evidence as stop_evidence
 from kbv.pipeline.context import Stop
@@ -104,7 +105,7 @@ class Timing(Judging):
             samples, clock = self._rounds(worker, sets, flush)
             bad = implausible_times(samples["candidate"])
             if bad:
-                self._found("timing:non-positive", (7,), Severity.HACK, f"implausible candidate times {bad[:3]} ms")
+                self._add(out_rule.implausible_times_finding(bad))
                 raise Stop(Status.HACK, f"{self.name}: implausible candidate times {bad[:3]} ms")
             for subject, times in samples.items():
                 self.state.timing[subject] = Measurement(subject, cfg.device, tuple(times), cfg.warmup, flush, clock)
@@ -319,10 +320,7 @@ class Timing(Judging):
             raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
         if reply.reused and not self._reused_reported:
             self._reused_reported = True
-            self._found("probe:output-reused", (8,), Severity.HACK,
-                        f"a timed call returned storage shared with {reply.reused}: the output is not the "
-                        "caller's (the next call overwrites it, and the allocation the reference pays is "
-                        "skipped)")
+            self._add(out_rule.reused_output(str(reply.reused)))
         if reply.memory and not self._memory_reported:
             self._memory_reported = True
             self.state.findings.append(output_memory_finding(str(reply.memory), " (a timed call)"))

@@ -1,0 +1,45 @@
+"""Rules on how a candidate worker's request ended (:meth:`kbv.pipeline.context.Context._held`):
+an exit before replying, a reply channel that does not decode, a fault handler installed by the
+candidate. Pure functions of what the orchestrator saw."""
+
+from __future__ import annotations
+
+import signal
+from typing import Collection
+
+from kbv.model.findings import finding
+from kbv.model.records import Finding, Severity
+from kbv.processes.procfs import FAULT_SIGNALS
+
+
+def early_exit(exitcode: int | None, phase: str) -> Finding | None:
+    """The worker exited during ``phase`` before replying: with code 0 a clean exit only candidate
+    code can ask for (``os._exit(0)``, ``sys.exit()`` are refused by the harness), HACK (taxonomy
+    24); with another positive code a WARNING (a crash may be honest); killed by a signal or
+    unknown, nothing (the CRASH says it)."""
+    if exitcode == 0:
+        return finding("probe:early-exit", (24,), Severity.HACK,
+                       f"the worker exited with code 0 during {phase}, before replying")
+    if exitcode is not None and exitcode > 0:
+        return finding("probe:early-exit", (24,), Severity.WARNING,
+                       f"the worker exited with code {exitcode} during {phase}, before replying")
+    return None
+
+
+def broken_reply(phase: str, error: str) -> Finding:
+    """The worker's reply to a ``phase`` request did not decode as the protocol's (``error``, one
+    line): only the candidate's code writes into that channel (taxonomy 3, 24), HACK."""
+    return finding("probe:reply-channel", (3, 24), Severity.HACK, f"{phase}: {error}")
+
+
+def fault_handlers(caught: Collection[int], at_spawn: Collection[int]) -> Finding | None:
+    """The worker catches SIGSEGV or SIGBUS (``caught``, its /proc ``SigCgt``) and did not at spawn
+    (``at_spawn``: neither Python, torch nor Triton installs one): memory that computes itself when
+    read, a lazy output (taxonomy 3), HACK."""
+    bad = sorted(set(caught) & FAULT_SIGNALS - set(at_spawn))
+    if not bad:
+        return None
+    names = ", ".join(signal.Signals(b).name for b in bad)
+    return finding("probe:fault-handler", (3,), Severity.HACK,
+                   f"the candidate's process installed a handler for {names}: outputs over memory that "
+                   "computes itself when read (a lazy output)")

@@ -1,0 +1,88 @@
+"""The rules that turn the pipeline's readings into findings (kbv.checks.syncpass, worker_calls,
+output_rules, profile_rules, timing), called directly on made-up readings: which severity each
+reading earns, and when a reading earns nothing."""
+
+from __future__ import annotations
+
+import signal
+
+from kbv.checks import output_rules, profile_rules, syncpass, worker_calls
+from kbv.checks import timing as timing_rules
+from kbv.model.records import Severity
+
+
+def test_parent_wall_is_hack_only_when_the_re_measure_repeats_it_and_on_cpu_the_cpu_time_does():
+    assert syncpass.wall_over(4.1, 1.0) and not syncpass.wall_over(4.0, 1.0)  # over 3 x 1 + 1 ms
+    hack = syncpass.parent_wall(syncpass.ParentWall(0.01, 5.0, 5.0, "cuda"))
+    assert hack.severity is Severity.HACK and hack.check == "timing:parent-wall"
+    assert syncpass.parent_wall(syncpass.ParentWall(0.01, 5.0, 0.5, "cuda")).severity is Severity.WARNING
+    # cpu: wall time waiting for a busy machine is no proof; CPU time over cores x 3 x the claim is
+    assert syncpass.parent_wall(syncpass.ParentWall(0.07, 1.5, 1.5, "cpu", 0.05, 2)).severity is Severity.WARNING
+    assert syncpass.parent_wall(syncpass.ParentWall(0.07, 1.5, 1.5, "cpu", None, 2)).severity is Severity.WARNING
+    assert syncpass.parent_wall(syncpass.ParentWall(0.01, 5.0, 5.0, "cpu", 4.0, 2)).severity is Severity.HACK
+
+
+def test_sync_gap_is_hack_only_on_a_gpu_of_its_own_when_every_measure_repeats_it():
+    assert syncpass.sync_gap_over(0.06, 0.01) and not syncpass.sync_gap_over(0.04, 0.01)
+    assert not syncpass.sync_gap_over(0.2, 0.3)  # under the candidate's own event time
+    o = syncpass.SyncGap(1.0, 0.01, 0.03, 0.02, (0.97, 0.95, 0.96))
+    assert syncpass.sync_gap_finding(o).severity is Severity.HACK
+    shared = syncpass.SyncGap(1.0, 0.01, 0.03, 0.02, (0.97, 0.95, 0.96), other_gpu_processes=2)
+    assert syncpass.sync_gap_finding(shared).severity is Severity.WARNING
+    once = syncpass.SyncGap(1.0, 0.01, 0.03, 0.02, (0.97, 0.01, 0.96))
+    assert syncpass.sync_gap_finding(once).severity is Severity.WARNING
+
+
+def test_worker_exits_and_broken_replies():
+    assert worker_calls.early_exit(0, "time").severity is Severity.HACK
+    assert worker_calls.early_exit(1, "time").severity is Severity.WARNING
+    assert worker_calls.early_exit(-9, "time") is None and worker_calls.early_exit(None, "time") is None
+    f = worker_calls.broken_reply("forward", "bad magic")
+    assert f.severity is Severity.HACK and f.check == "probe:reply-channel" and "bad magic" in f.detail
+
+
+def test_a_fault_handler_counts_only_when_installed_after_spawn():
+    segv, bus = int(signal.SIGSEGV), int(signal.SIGBUS)
+    assert worker_calls.fault_handlers({segv, int(signal.SIGINT)}, set()).severity is Severity.HACK
+    assert worker_calls.fault_handlers({segv}, {segv}) is None
+    assert "SIGBUS" in worker_calls.fault_handlers({segv, bus}, {segv}).detail
+    assert worker_calls.fault_handlers({int(signal.SIGINT)}, set()) is None
+
+
+def test_output_rules():
+    assert output_rules.tensor_subclass_output(1, "Lazy").severity is Severity.HACK
+    assert output_rules.proxy_outputs([]) is None and output_rules.proxy_outputs([0]).severity is Severity.HACK
+    assert output_rules.repeated_output("a", "b", constant=False).severity is Severity.HACK
+    assert output_rules.repeated_output("a", "b", constant=True).severity is Severity.WARNING
+    assert output_rules.not_repeatable("nominal-0").severity is Severity.WARNING
+    assert output_rules.shape_mismatch("s", []) is None
+    assert "(4,)" in output_rules.shape_mismatch("s", [((4,), (8,))]).detail
+    assert output_rules.within_allclose("s", 1e-2, 1e-2, 0.5, 0.1).severity is Severity.WARNING
+    assert output_rules.reused_output("a parameter").severity is Severity.HACK
+    assert output_rules.implausible_times_finding([0.0, -1.0]).check == "timing:non-positive"
+
+
+def test_profile_rules():
+    assert profile_rules.below_floor(60.0, 100.0, 60) is None
+    assert profile_rules.below_floor(40.0, 100.0, 60).severity is Severity.WARNING
+    assert profile_rules.refused_count("dispatch mode: boom").severity is Severity.SHORTCUT
+    assert profile_rules.reference_ops(["aten::mm"], fallback=True).taxonomy == (15, 16)
+    assert profile_rules.reference_ops(["aten::mm"], fallback=False).taxonomy == (15,)
+    assert profile_rules.own_share(None) is None and profile_rules.own_share("0 % own").severity is Severity.SHORTCUT
+    assert profile_rules.aten_registration([]) is None
+    assert profile_rules.aten_registration(["aten::mm"]).severity is Severity.HACK
+    assert profile_rules.unreadable_objects("nm failed").severity is Severity.SHORTCUT
+    assert profile_rules.aten_kernels("mm (at::cpu::mm)", ["aten::mm"], True).severity is Severity.SHORTCUT
+    partial = profile_rules.aten_kernels("mm (at::cpu::mm)", None, True)
+    assert partial.severity is Severity.WARNING and "not every" in partial.detail
+    assert "not every" not in profile_rules.aten_kernels("mm", None, False).detail
+
+
+def test_roofline_and_repeat_gain_findings():
+    assert timing_rules.roofline_suspect(0.4, 1.0, 1.0)
+    assert not timing_rules.roofline_suspect(0.4, 0.9, 1.0)  # the reference itself beats the floor
+    assert not timing_rules.roofline_suspect(0.6, 1.0, 1.0) and not timing_rules.roofline_suspect(0.1, None, 1.0)
+    assert timing_rules.roofline_finding(0.4, 0.3, 1.0, 10, 10, 1e12).severity is Severity.HACK
+    assert timing_rules.roofline_finding(0.4, 0.8, 1.0, 10, 10, 1e12).severity is Severity.WARNING
+    assert timing_rules.repeat_gain_finding("x", True).severity is Severity.HACK
+    assert timing_rules.repeat_gain_finding("x", False).severity is Severity.WARNING
