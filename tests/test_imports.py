@@ -244,3 +244,14 @@ def test_no_finding_is_raised_in_the_pipeline():
     offenders = [f"{p.relative_to(SRC)}:{i}" for p in sorted((PKG / "pipeline").glob("*.py")) if p.name != "verdict.py"
                  for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert offenders == []
+
+
+def test_only_the_verdict_stage_names_a_status():
+    """The stages report how they ended as a typed :class:`kbv.pipeline.outcome.Outcome` (``Stop``
+    carries one); ``pipeline/verdict.py`` alone turns outcomes and findings into a Status."""
+    import re
+
+    pattern = re.compile(r"\bStatus\.[A-Z]")
+    offenders = [f"{p.relative_to(SRC)}:{i}" for p in sorted((PKG / "pipeline").glob("*.py")) if p.name != "verdict.py"
+                 for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert offenders == []

@@ -24,8 +24,8 @@ import numpy as np
 import torch
 
 from kbv.checks import bound as rule
-from kbv.model.records import Status
-from kbv.pipeline.context import Context, Stop
+from kbv.pipeline.context import Context
+from kbv.pipeline.outcome import Outcome, Stop
 from kbv.pipeline.schedule import Recheck
 from kbv.processes import footprint as fp
 from kbv.processes import procfs
@@ -145,11 +145,11 @@ class BoundStage(Context):
                                                   mix=tuple(prime_mix.items()), mutate=tuple(prime_mutate.items())),
                             "time", cfg.timing_timeout_s)
         if not isinstance(primed, protocol.Times):
-            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+            raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
         del primed
         # the harness check runs now, in reply to a ping, so the measured request holds the calls alone
         if not isinstance(self._call(worker, protocol.Ping(), "time", cfg.call_timeout_s), protocol.Pong):
-            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: ping: malformed reply")
+            raise Stop(Outcome.BAD_REPLY, f"{self.name}: ping: malformed reply")
         entries = []
         cpu = self.rp.device.type == "cpu"
         threads0, all0 = _tree_cpu(worker) if cpu else ({}, {})
@@ -160,13 +160,13 @@ class BoundStage(Context):
             threads1, all1 = _tree_cpu(worker) if cpu else ({}, {})
             if (not isinstance(reply, protocol.Times) or len(reply.times_ms) != calls
                     or type(reply.outputs) is not tuple or len(reply.outputs) != calls):
-                raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+                raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
             try:  # the worker is stopped: the slots as the calls left them
                 for i in judged:
                     outs = [v.clone() for v in rawcopy.view(self._slots, reply.outputs[i])]
                     entries.append((base_id + i, (first + warmup + i) % n, outs))
             except ValueError as exc:
-                raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: {exc}") from None
+                raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: {exc}") from None
             fp.drop_view(self._slots)
             del reply
         null, null_cpu, floors = self._trusted_loops(worker, sets, flush, calls, first, warmup, mix, mutate)

@@ -8,27 +8,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager
 
-from kbv.model.records import CandidateRef, Environment, EvalConfig, Finding, Status
+from kbv.model.records import CandidateRef, Environment, EvalConfig, Finding
 from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
 from kbv.processes.handles import WorkerDied, WorkerTimeout
 from kbv.checks import worker_calls as calls_rule
+from kbv.pipeline.outcome import Outcome, Stop  # noqa: F401  (Stop: every stage raises it from here)
 from kbv.processes.procfs import caught_signals
 from kbv.reference import oracle as orc
 from kbv.reference.build import ReferenceProblem, first_line
 from kbv.reference.mutation import STRUCTURED_DOMAINS
 from kbv.sandbox import flags as bl
 from kbv.sandbox import protocol
-
-
-class Stop(Exception):
-    """Ends the pipeline early with a status and a message."""
-
-    def __init__(self, status: Status, message: str, **evidence: Any):
-        self.status = status
-        self.message = message
-        self.evidence = evidence
-        super().__init__(message)
 
 
 @dataclass
@@ -112,20 +103,20 @@ class Context:
         try:
             reply = cm.__enter__() if cm is not None else worker.call(request, phase=phase, timeout=timeout)
         except WorkerTimeout as exc:
-            raise Stop(Status.TIMEOUT, f"{self.name}: {exc}", log_tail=exc.log_tail) from None
+            raise Stop(Outcome.TIMED_OUT, f"{self.name}: {exc}", log_tail=exc.log_tail) from None
         except WorkerDied as exc:
             self._add(calls_rule.early_exit(exc.exitcode, phase))
-            raise Stop(Status.CRASH, f"{self.name}: {exc}", exitcode=exc.exitcode, log_tail=exc.log_tail) from None
+            raise Stop(Outcome.WORKER_DIED, f"{self.name}: {exc}", exitcode=exc.exitcode, log_tail=exc.log_tail) from None
         except protocol.ProtocolError as exc:
             self._add(calls_rule.broken_reply(phase, first_line(exc)))
-            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: {phase}: {exc}") from None
+            raise Stop(Outcome.BAD_REPLY, f"{self.name}: {phase}: {exc}") from None
         try:
             if isinstance(reply, protocol.Failed):
-                status = Status.COMPILE_ERROR if phase == "load" else Status.RUNTIME_ERROR
+                outcome = Outcome.BUILD_RAISED if phase == "load" else Outcome.CALL_RAISED
                 what = "building ModelNew" if phase == "load" else phase
                 if fp.is_memory_error(reply.message or ""):
                     what += " (the candidate ran out of memory in its own allocations)"
-                raise Stop(status, f"{self.name}: {what} raised {reply.error_type}: {first_line(reply.message)}",
+                raise Stop(outcome, f"{self.name}: {what} raised {reply.error_type}: {first_line(reply.message)}",
                             traceback=reply.traceback, log_tail=worker.log_tail())
             for seen, reported in ((self.state.flag_changes, getattr(reply, "flag_changes", ())),
                                    (self.state.tampering, getattr(reply, "tampering", ()))):

@@ -14,8 +14,8 @@ from kbv.checks.inputs import off_nominal_findings
 from kbv.checks.outputs import fingerprint
 from kbv.checks.probes import call_findings
 from kbv.intake.problems import ProblemError
-from kbv.model.records import InputKind, InputSetResult, Status
-from kbv.pipeline.context import Stop
+from kbv.model.records import InputKind, InputSetResult
+from kbv.pipeline.outcome import Outcome, Stop
 from kbv.pipeline.judging import Judging
 from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
@@ -40,13 +40,13 @@ class Correctness(Judging):
         reply = self._call(worker, protocol.Forward(tuple(inp.shared_clone(args)), buffers=buffers, probes=probes),
                            "forward", self.config.call_timeout_s)
         if not isinstance(reply, protocol.Outputs):
-            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: forward: unexpected reply {type(reply).__name__}")
+            raise Stop(Outcome.BAD_REPLY, f"{self.name}: forward: unexpected reply {type(reply).__name__}")
         outs = []
         for k, t in enumerate(reply.tensors):
             if type(t) is not torch.Tensor:
                 if isinstance(t, torch.Tensor):
                     self._add(out_rule.tensor_subclass_output(k, type(t).__name__))
-                raise Stop(Status.RUNTIME_ERROR,
+                raise Stop(Outcome.BAD_REPLY,
                             f"{self.name}: forward returned {type(t).__name__} as output {k}, not a torch.Tensor")
             outs.append(t.clone())  # own copy: the candidate keeps no handle on what is judged
             fp.drop_view(t)  # the worker's shared pages, read once: counted in its resident set, not here too

@@ -12,8 +12,9 @@ from kbv.reference.policy import (INPUT_ROUNDING, POLICIES, SWEEP_TOLERANCES, VA
                                   kbv_check, output_errors, sweep_key)
 from kbv.checks.probes import over_budget, settle_probes
 from kbv.intake.problems import ProblemError
-from kbv.model.records import InputKind, InputSetResult, Status
-from kbv.pipeline.context import Context, Stop
+from kbv.model.records import InputKind, InputSetResult
+from kbv.pipeline.context import Context
+from kbv.pipeline.outcome import Outcome, Stop
 from kbv.processes import footprint as fp
 from kbv.reference import inputs as inp
 from kbv.reference import oracle as orc
@@ -33,7 +34,7 @@ class Judging(Context):
             return self.oracle(args, ref), None
         except orc.OracleUnavailable as exc:
             if exc.memory:  # kbv's own limit, not a property of the problem or the candidate
-                raise Stop(Status.EVAL_ERROR, f"{self.name}: kbv ran out of memory computing the fp64 oracle: {exc}",
+                raise Stop(Outcome.KBV_FAILED, f"{self.name}: kbv ran out of memory computing the fp64 oracle: {exc}",
                             memory_footprint=fp.evidence(self.rp.device)) from None
             return None, f"fp64 oracle unavailable ({exc}); the kbv policy fell back to allclose"
 

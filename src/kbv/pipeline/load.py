@@ -9,8 +9,8 @@ from pathlib import Path
 import torch
 
 from kbv.intake.scan import scan_source
-from kbv.model.records import Status
-from kbv.pipeline.context import Context, Stop
+from kbv.pipeline.context import Context
+from kbv.pipeline.outcome import Outcome, Stop
 from kbv.processes import footprint as fp
 from kbv.processes.buildlock import BuildLockTimeout, build_lock
 from kbv.processes.candidate import CandidateProcess
@@ -38,7 +38,7 @@ class Load(Context):
         try:
             fp.check_fits(in_bytes, out_bytes, self.rp.device)
         except fp.DoesNotFit as exc:
-            raise Stop(Status.EVAL_ERROR, f"{self.name}: the problem does not fit this machine: {exc}") from None
+            raise Stop(Outcome.KBV_FAILED, f"{self.name}: the problem does not fit this machine: {exc}") from None
 
     def _scan(self) -> None:
         """The static scan of the candidate file (kbv.intake.scan): every finding goes on the verdict."""
@@ -63,10 +63,10 @@ class Load(Context):
                 finally:
                     hold.answered = worker.proc.is_alive()  # it answered: the build ended, done or failed
         except BuildLockTimeout as exc:
-            raise Stop(Status.EVAL_ERROR, f"{self.name}: load: {exc}; an evaluation failure, not the "
+            raise Stop(Outcome.KBV_FAILED, f"{self.name}: load: {exc}; an evaluation failure, not the "
                                           "candidate's") from None
         if not isinstance(reply, protocol.Loaded):
-            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: load: unexpected reply {type(reply).__name__}")
+            raise Stop(Outcome.BAD_REPLY, f"{self.name}: load: unexpected reply {type(reply).__name__}")
         self.cand_model_bytes = reply.model_bytes
         self.state.evidence["load_seconds"] = reply.load_seconds
         self.state.evidence["sandbox"] = [str(n) for n in reply.sandbox]

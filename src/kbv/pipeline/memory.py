@@ -3,8 +3,8 @@ measured the same way (:mod:`kbv.sandbox.memory`)."""
 
 from __future__ import annotations
 
-from kbv.model.records import Status
-from kbv.pipeline.context import Context, Stop
+from kbv.pipeline.context import Context
+from kbv.pipeline.outcome import Outcome, Stop
 from kbv.processes.candidate import CandidateProcess
 from kbv.sandbox import flags as bl
 from kbv.sandbox import memory as mem
@@ -18,7 +18,7 @@ class MemoryStage(Context):
     def _memory(self, worker: CandidateProcess, args: list) -> None:
         reply = self._call(worker, protocol.MeasureMemory(0), "memory", self.config.call_timeout_s)
         if not isinstance(reply, protocol.MemoryFigures):
-            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: memory: malformed reply")
+            raise Stop(Outcome.BAD_REPLY, f"{self.name}: memory: malformed reply")
         bl.apply_flags(self.fp32_flags)
         ref_peak = mem.forward_peak_bytes(self.rp.model, args, self.rp.device)
         ref_m = mem.measurement("reference", forward_peak=ref_peak, model_bytes=self.rp.model_bytes or 0,

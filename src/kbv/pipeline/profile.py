@@ -12,8 +12,8 @@ from kbv.checks.profile import reference_covered, refused_counts, shortcut_reaso
 from kbv.sandbox.kernels import KernelProfile
 from kbv.checks.probes import op_counts_ok
 from kbv.checks import profile_rules as prof_rule
-from kbv.model.records import Status
-from kbv.pipeline.context import Context, Stop
+from kbv.pipeline.context import Context
+from kbv.pipeline.outcome import Outcome, Stop
 from kbv.processes import elf
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
@@ -59,7 +59,7 @@ class ProfileCheck(Context):
         mix = (1, secrets.randbits(62), skip) if len(sets) > 1 else ()
         reply = self._call(worker, protocol.CountOps(0, mix), "profile", self.config.call_timeout_s)
         if not isinstance(reply, protocol.OpCounts) or not op_counts_ok(reply):
-            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: profile: malformed reply")
+            raise Stop(Outcome.BAD_REPLY, f"{self.name}: profile: malformed reply")
         bl.apply_flags(self.fp32_flags)
         ref_ops = profiling.compute_ops(self.rp.model, inp.clone_args(sets[0]))
         ref_recorded = profiling.recorded_ops(self.rp.model, inp.clone_args(sets[0]))

@@ -20,8 +20,8 @@ from __future__ import annotations
 import torch
 
 from kbv.intake.candidates import build_dir
-from kbv.model.records import CandidateRef, Environment, EvalConfig, InputKind, Status, Verdict
-from kbv.pipeline.context import Stop
+from kbv.model.records import CandidateRef, Environment, EvalConfig, InputKind, Verdict
+from kbv.pipeline.outcome import Outcome, Stop
 from kbv.pipeline.correctness import Correctness
 from kbv.pipeline.load import Load
 from kbv.pipeline.memory import MemoryStage
@@ -47,7 +47,7 @@ class Verification(Load, Correctness, Vetting, Timing, BoundStage, RepeatGain, S
     # the whole pipeline --------------------------------------------------------------------
     def run(self) -> Verdict:
         state = self.state
-        status, message = Status.PASS, ""
+        outcome, message = Outcome.CORRECT, ""
         if self.config.integrity:
             self._scan()
         bd = build_dir(self.candidate, self.config.device)
@@ -75,25 +75,25 @@ class Verification(Load, Correctness, Vetting, Timing, BoundStage, RepeatGain, S
                     self._timing(worker)
                 if failed:
                     first = failed[0]
-                    status = Status.INCORRECT
+                    outcome = Outcome.WRONG
                     message = f"{self.name}: wrong on {', '.join(r.name for r in failed)}: {first.fault}"
                     state.evidence["failed_sets"] = [r.name for r in failed]
                 else:
                     message = f"{self.name}: correct on {len(judged)} input set(s)"
             except Stop as stop:
-                status, message = stop.status, stop.message
+                outcome, message = stop.outcome, stop.message
                 state.evidence.update(stop.evidence)
             except Exception as exc:  # the reference worker's own allocation failed: kbv's limit
                 if not fp.is_memory_error(exc):
                     raise
-                status = Status.EVAL_ERROR
+                outcome = Outcome.KBV_FAILED
                 message = (f"{self.name}: kbv ran out of memory in the reference worker "
                            f"({type(exc).__name__}: {first_line(exc)}); not the candidate's fault")
             finally:
                 bl.apply_flags(self.fp32_flags)
                 if worker.proc.pid is not None:
                     cand_peak = fp.host_peak_bytes(worker.proc.pid)
-        return self._verdict(status, message, cand_peak)
+        return self._verdict(outcome, message, cand_peak)
 
 
 def verify(rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, env: Environment, *,

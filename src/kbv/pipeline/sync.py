@@ -10,8 +10,8 @@ import time
 
 import numpy as np
 
-from kbv.model.records import Status
-from kbv.pipeline.context import Context, Stop
+from kbv.pipeline.context import Context
+from kbv.pipeline.outcome import Outcome, Stop
 from kbv.pipeline.timing import trials_within_budget
 from kbv.checks import syncpass as rule
 from kbv.checks.timing import sync_gap
@@ -57,7 +57,7 @@ class SyncChecks(Context):
                                cfg.timing_timeout_s)
             wall = (time.perf_counter() - t0) * 1e3
             if not isinstance(reply, protocol.Times) or len(reply.times_ms) != trials:
-                raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+                raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
             return [float(t) for t in reply.times_ms], wall
 
         # two requests of different lengths: the difference of their wall times cancels the
@@ -131,7 +131,7 @@ class SyncChecks(Context):
                           cfg.timing_timeout_s)
         if not (isinstance(reply, protocol.Times) and isinstance(sync, protocol.Times)) or not reply.times_ms \
                 or not sync.times_ms:
-            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+            raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
         c_event, c_sync = float(np.median(reply.times_ms)), float(np.median(sync.times_ms))
         bl.apply_flags(self.fp32_flags)
         with worker.paused():

@@ -19,10 +19,10 @@ import torch
 from kbv.checks import output_rules as out_rule
 from kbv.checks.probes import output_memory_finding
 from kbv.checks.timing import implausible_times, plan_leak
-from kbv.model.records import InputKind, InputSetResult, Measurement, Status
+from kbv.model.records import InputKind, InputSetResult, Measurement
 from kbv.pipeline.adaptive import StopRule, decide, half_widths
 from kbv.pipeline.adaptive import evidence as stop_evidence
-from kbv.pipeline.context import Stop
+from kbv.pipeline.outcome import Outcome, Stop
 from kbv.pipeline.judging import Judging
 from kbv.pipeline.schedule import (  # noqa: F401 - the stage's names, also used from here
     CPU_TIMING_INPUT_BYTES, MAX_TIMING_SETS, MIN_TRIALS_PER_ROUND, RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU,
@@ -96,7 +96,7 @@ class Timing(Judging):
                                                             slot_bytes, slots), "time", cfg.call_timeout_s)
         if (not isinstance(ready, protocol.TimingReady) or type(ready.slots) is not torch.Tensor
                 or ready.slots.dtype != torch.uint8 or ready.slots.numel() < slot_bytes * slots):
-            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+            raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
         self._slots, self._slot_bytes, self._slot_count = ready.slots, slot_bytes, slots
         flush = l2_flush_bytes(self.rp.device)
         if self.rp.device.type == "cuda":  # other work on the GPU, recorded beside every figure it may slow
@@ -106,7 +106,7 @@ class Timing(Judging):
             bad = implausible_times(samples["candidate"])
             if bad:
                 self._add(out_rule.implausible_times_finding(bad))
-                raise Stop(Status.HACK, f"{self.name}: implausible candidate times {bad[:3]} ms")
+                raise Stop(Outcome.BAD_REPLY, f"{self.name}: implausible candidate times {bad[:3]} ms")
             for subject, times in samples.items():
                 self.state.timing[subject] = Measurement(subject, cfg.device, tuple(times), cfg.warmup, flush, clock)
             if cfg.integrity:  # the trusted side's own clock bounds what the candidate's claims may credit
@@ -317,7 +317,7 @@ class Timing(Judging):
         output that is not the caller's (taxonomy 8) or not over device memory (taxonomy 3, both
         reported once), and the outputs' layouts in the slot buffer (``self._views``)."""
         if not isinstance(reply, protocol.CallTimed) or not isinstance(reply.time_ms, (int, float)):
-            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: malformed reply")
+            raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
         if reply.reused and not self._reused_reported:
             self._reused_reported = True
             self._add(out_rule.reused_output(str(reply.reused)))
@@ -327,7 +327,7 @@ class Timing(Judging):
         try:
             self._views = rawcopy.view(self._slots[:self._slot_bytes], reply.outputs)
         except ValueError as exc:
-            raise Stop(Status.RUNTIME_ERROR, f"{self.name}: time: {exc}") from None
+            raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: {exc}") from None
 
     def _call_cost(self, reply: object) -> float:
         """What a timed call cost, in ms, for comparing one candidate's calls with each other: the

@@ -7,16 +7,33 @@ from kbv.model.findings import worst as most_severe
 from kbv.checks.flags import flag_change_findings, tampering_findings
 from kbv.model.records import Severity, Status, Verdict
 from kbv.pipeline.judging import Judging
+from kbv.pipeline.outcome import Outcome
 from kbv.processes import footprint as fp
 from kbv.sandbox import memory as mem
-class VerdictStage(Judging):
-    """Verdict folding."""
 
-    def _verdict(self, status: Status, message: str, cand_peak: int | None) -> Verdict:
+#: the status of each way the stages ended, before the findings are folded in (HACK over
+#: everything, SHORTCUT over PASS).
+STATUS_OF = {
+    Outcome.CORRECT: Status.PASS,
+    Outcome.WRONG: Status.INCORRECT,
+    Outcome.BUILD_RAISED: Status.COMPILE_ERROR,
+    Outcome.CALL_RAISED: Status.RUNTIME_ERROR,
+    Outcome.BAD_REPLY: Status.RUNTIME_ERROR,
+    Outcome.TIMED_OUT: Status.TIMEOUT,
+    Outcome.WORKER_DIED: Status.CRASH,
+    Outcome.KBV_FAILED: Status.EVAL_ERROR,
+}
+
+
+class VerdictStage(Judging):
+    """Verdict folding: the one place that decides a verification's status."""
+
+    def _verdict(self, outcome: Outcome, message: str, cand_peak: int | None) -> Verdict:
         """The verdict of the stages run: memory footprint evidence, held probe findings, the
         tampering reports' and flag changes' findings, findings folded into the status (HACK over
         everything, SHORTCUT over PASS), unverified speedups for a timed but not correct candidate."""
         state = self.state
+        status = STATUS_OF[outcome]
         try:
             footprint = fp.evidence(self.rp.device, candidate_peak=cand_peak)
             footprint["reference_host_peak_bytes"] = max(footprint["reference_host_peak_bytes"] or 0,
