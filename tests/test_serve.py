@@ -45,11 +45,12 @@ TOKEN_B = "b" * 12 + "-token-two"
 
 # The HTTP API in process (no lanes) ---------------------------------------------------------------
 
-def _service(tmp_path: Path, *, capacity: int = 20, per_client: int | None = None) -> Service:
+def _service(tmp_path: Path, *, capacity: int = 20, per_client: int | None = None,
+             allow_uploads: bool = True) -> Service:
     registry = Registry()
     registry.add_folder(PROBLEMS)
     queue = JobQueue(tmp_path / "serve.sqlite", capacity=capacity, per_client=per_client)
-    return Service(queue, registry, [], "cpu")
+    return Service(queue, registry, [], "cpu", allow_uploads=allow_uploads)
 
 
 @pytest.fixture
@@ -99,8 +100,20 @@ def test_uploaded_problem_is_addressed_by_hash_and_survives_a_restart(api, tmp_p
     r = api.post("/v1/problems", json={"source": RELU_PROBLEM, "name": "relu_up"})
     assert r.status_code == 201 and r.json()["problem"].startswith("sha256:")
     assert api.post("/v1/verifications", json=job(r.json()["problem"], RELU)).status_code == 202
-    reopened = Service(JobQueue(tmp_path / "serve.sqlite"), Registry(), [], "cpu")
+    reopened = Service(JobQueue(tmp_path / "serve.sqlite"), Registry(), [], "cpu", allow_uploads=True)
     assert reopened.registry.resolve(r.json()["problem"]) is not None
+    # a server restarted without --allow-uploads does not register them again
+    closed = Service(JobQueue(tmp_path / "serve.sqlite"), Registry(), [], "cpu")
+    assert closed.registry.resolve(r.json()["problem"]) is None
+
+
+def test_uploads_are_refused_unless_the_server_allows_them(tmp_path):
+    """An uploaded problem's code runs in the trusted reference worker: off by default, 403."""
+    service = _service(tmp_path, allow_uploads=False)
+    with TestClient(create_app(service)) as http:
+        r = http.post("/v1/problems", json={"source": RELU_PROBLEM, "name": "relu_up"})
+        assert r.status_code == 403 and "--allow-uploads" in r.json()["error"]
+    assert service.queue.problems() == []
 
 
 def test_queue_full_is_429_with_retry_after_and_stores_nothing(api):

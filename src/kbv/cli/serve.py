@@ -29,6 +29,8 @@ def serve_cmd(
                                       "source accepted."),
     input_blind: bool = typer.Option(False, "--input-blind", help="Reward feedback masks the numbers of "
                                      "nominal faults (shapes are test configuration)."),
+    allow_uploads: bool = typer.Option(False, "--allow-uploads", help="Accept POST /v1/problems. An uploaded "
+                                       "problem's code runs in kbv's trusted reference worker: trusted clients only."),
 ) -> None:
     """Serve verifications over HTTP for RL loops: POST /v1/verifications, GET /v1/verifications/{id},
     a SQLite queue that survives a restart, Bearer tokens, /metrics. See docs/serve.md."""
@@ -79,7 +81,7 @@ def serve_cmd(
         queue = JobQueue(store, capacity=queue_size, per_client=per_client)
     except (sqlite3.Error, OSError) as exc:
         fail(f"--store {store}: cannot open it as a SQLite store ({exc})")
-    service = Service(queue, registry, specs, dev, input_blind=input_blind)
+    service = Service(queue, registry, specs, dev, input_blind=input_blind, allow_uploads=allow_uploads)
     app = create_app(service, tokens, Limits(max_source_bytes=max_source_kb << 10,
                                              max_body_bytes=max(2 << 20, (max_source_kb << 10) * 2)))
     sock = _bind(host, port)

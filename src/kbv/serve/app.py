@@ -170,6 +170,9 @@ def create_app(service: Service, tokens: frozenset[str] = frozenset(), limits: L
     @app.post("/v1/problems", status_code=201)
     async def upload(request: Request) -> dict:
         client(request)
+        if not service.allow_uploads:
+            raise BadRequest(403, "problem uploads are off: a problem's code runs in kbv's trusted reference "
+                                  "worker; start kbv serve with --allow-uploads to accept them from trusted clients")
         obj = await json_body(request)
         no_unknown(obj, ("source", "name"))
         source = text_field(obj, "source", limits.max_source_bytes)

@@ -105,13 +105,18 @@ class Service:
     """
 
     def __init__(self, queue: JobQueue, registry: Registry, lanes: list[LaneSpec], device: str, *,
-                 input_blind: bool = False, on_finish: Callable[[], None] | None = None):
+                 input_blind: bool = False, on_finish: Callable[[], None] | None = None,
+                 allow_uploads: bool = False):
         from kbv.serve.requests import config_ranges
 
         self.queue, self.registry, self.device = queue, registry, device
         self.specs = list(lanes)
         self.input_blind = input_blind
         self.on_finish = on_finish
+        #: uploaded problems accepted (``kbv serve --allow-uploads``): a problem's code runs in the
+        #: reference worker, beside the secret seeds and the judging of every client's jobs, so an
+        #: upload is trusted code; off by default
+        self.allow_uploads = allow_uploads
         self.ranges = config_ranges()
         self.started_at = time.monotonic()
         self.latencies_s: list[float] = []  #: submit-to-verdict seconds of the jobs finished since start
@@ -120,7 +125,7 @@ class Service:
         self._stop = threading.Event()
         self._dispatcher: threading.Thread | None = None
         self._mutex = threading.Lock()
-        for sha, name, text in queue.problems():  # uploads of earlier runs
+        for sha, name, text in (queue.problems() if allow_uploads else ()):  # uploads of earlier runs
             try:
                 registry.add_source(text, name)
             except (ProblemError, ValueError, OSError):
