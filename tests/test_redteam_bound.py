@@ -133,6 +133,51 @@ def test_process_cpu_counts_waited_for_children():
     assert before is not None and after is not None and after - before >= 100
 
 
+#: row t11-bound-pass-row-cache's problem: 4096 rows, so each of the bound pass's mix blocks
+#: (numel // kbv.sandbox.timing.MIX_BLOCKS elements) is one whole row.
+BOUND_ROW_MLP = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features, hidden, out_features):
+        super().__init__()
+        self.fc1 = nn.Linear(in_features, hidden)
+        self.fc2 = nn.Linear(hidden, out_features)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def get_inputs():
+    return [torch.rand(4096, 64)]
+
+
+def get_init_inputs():
+    return [64, 2048, 16]
+'''
+
+
+@pytest.mark.e2e
+@pytest.mark.xfail(reason=OPEN, strict=True)
+def test_a_row_cache_over_the_block_mix_is_not_credited(cpu_evaluator, tmp_path):
+    """Row t11-bound-pass-row-cache (its docstring): a cache of output rows keyed on row content, which
+    the bound pass's whole-row blocks from the four timing sets let hit on every row of its second
+    pass, with a forged clock. Caught when HACK names it, or a ``timing:claim-*`` finding leaves it
+    no speed reward."""
+    from kbv.intake.problems import load_problem
+
+    p = tmp_path / "level1" / "1_Row_MLP.py"
+    p.parent.mkdir()
+    p.write_text(BOUND_ROW_MLP)
+    v = cpu_evaluator.evaluate(load_problem(p), load_candidate(DATA / R / "t11_bound_pass_row_cache.py"), CPU_CONFIG)
+    context = (f"{v.status.value} {v.speedup} {[f.describe() for f in v.findings]} "
+               f"{v.evidence.get('trusted_bound')}")
+    hack = v.status is Status.HACK and bool({4, 11, 24, 25} & set(v.taxonomy))
+    flagged = any(f.check.startswith("timing:claim") for f in v.findings) and reward(v).status_score <= 1.0
+    assert hack or flagged, context
+
+
 FP32_GEMM = '''import torch
 import torch.nn as nn
 N = 8192
