@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     import kbv
-    from kbv.checks.bound import BOUND_MARGIN
+    from kbv.checks.bound_rules import BOUND_MARGIN
 
     out = {}
     with tempfile.TemporaryDirectory() as d:

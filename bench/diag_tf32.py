@@ -2,7 +2,7 @@
 import json, os, sys, time, statistics as st
 import torch
 sys.path.insert(0, "src")
-from kbv.sandbox import timing
+from kbv.sandbox import timer as timing
 
 dev = torch.device("cuda:0")
 A = torch.rand(2048, 2048, device=dev); B = torch.rand(2048, 2048, device=dev)

@@ -42,7 +42,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from kbv.reference import inputs as inp  # noqa: E402
 from kbv.reference.distributions import DEFAULT_DISTRIBUTIONS, HIDDEN_DISTRIBUTIONS  # noqa: E402
-from kbv.sandbox.flags import apply_flags, flags_for  # noqa: E402
+from kbv.sandbox.numeric_flags import apply_flags, flags_for  # noqa: E402
 from kbv.reference.policy import INPUT_ROUNDING, INPUT_ROUNDING_CAP, budget, normalised_error  # noqa: E402
 
 K_GRID = (2, 4, 8, 16, 32, 64, 128)

@@ -29,7 +29,7 @@ from gpu_scale import run_kbv  # noqa: E402
 
 
 def _verdicts(db: Path) -> dict:
-    from kbv.model.verdict import verdict_from_json
+    from kbv.model.verdicts import verdict_from_json
 
     con = sqlite3.connect(db)
     rows = con.execute("SELECT j.candidate_path, v.verdict_json FROM verdicts v JOIN jobs j USING (job_key)").fetchall()

@@ -25,7 +25,7 @@ from kbv.sandbox import protocol
 from kbv.pipeline import rates
 from kbv.model.records import InputKind, InputSetResult, Measurement, Severity
 
-from kbv.checks.probes import PROBE_HACK_MARGIN
+from kbv.checks.probe_rules import PROBE_HACK_MARGIN
 from kbv.pipeline import roofline
 from kbv.pipeline.run import Verification
 

@@ -1,4 +1,4 @@
-"""The trusted bound on the candidate's time (kbv.checks.bound) and the dispatcher-free output copy
+"""The trusted bound on the candidate's time (kbv.checks.bound_rules) and the dispatcher-free output copy
 (kbv.sandbox.rawcopy): pure rules on made-up figures, and copies checked element by element."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kbv.checks import bound as rule
+from kbv.checks import bound_rules as rule
 from kbv.model.records import Severity
 from kbv.sandbox import rawcopy
 
@@ -162,7 +162,7 @@ def test_a_layout_outside_the_buffer_is_refused():
 
 
 def test_sync_gap_is_judged_against_eager_fp32s_overhead_in_the_same_pass():
-    from kbv.checks.timing import sync_gap
+    from kbv.checks.timing_rules import sync_gap
 
     # an honest fp16 GEMM beside the cuda suite on the H200: both synchronizes slowed
     assert sync_gap(0.474, 0.035, 0.283, 0.015) < 0.05

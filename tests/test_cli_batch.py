@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kbv.batch.baselines import attach_compile_speedup, baseline_key, export_kernelbench_json
+from kbv.batch.baseline_cache import attach_compile_speedup, baseline_key, export_kernelbench_json
 from kbv.batch.runner import BROKEN_PREFIX, plan_batch, run_batch
 from kbv.cli.main import app
 from kbv.batch.evaluator import EvaluationError

@@ -1,8 +1,8 @@
-"""kbv.checks.flags: tampering reports are read by kind, global flag changes are their own channel."""
+"""kbv.checks.flag_rules: tampering reports are read by kind, global flag changes are their own channel."""
 
 from __future__ import annotations
 
-from kbv.checks.flags import flag_change_findings, tampering_findings
+from kbv.checks.flag_rules import flag_change_findings, tampering_findings
 from kbv.model.records import Severity
 from kbv.sandbox.protocol import HARNESS_PATCHED, REPLY_PATH_PATCHED, SANDBOX_WRITE, Tampering
 

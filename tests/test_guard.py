@@ -7,7 +7,7 @@ import tempfile
 
 import pytest
 
-from kbv.sandbox import guard, probes, protocol, timed, timing
+from kbv.sandbox import guard, call_probes as probes, protocol, timed, timer as timing
 import kbv.sandbox.worker as worker
 
 
@@ -21,7 +21,7 @@ def test_a_name_imported_from_another_watched_module_is_watched_where_it_is_call
         probes.torch_op_overrides = lambda *a, **k: []
         worker._flatten = lambda out: ((out,), "tensor")
         changed = g.check()
-        assert "kbv.sandbox.probes.torch_op_overrides" in changed
+        assert "kbv.sandbox.call_probes.torch_op_overrides" in changed
         assert "kbv.sandbox.worker._flatten" in changed
         assert (probes.torch_op_overrides, worker._flatten) == orig  # put back
         assert g.check() == []
@@ -36,12 +36,12 @@ def test_the_probes_tables_and_bound_torch_entry_points_are_watched():
     a dict/list/set are kept now, reported and put back; ``sys.modules`` (every import adds to it)
     and a run of the probes themselves are no change."""
     import torch
-    from kbv.sandbox import flags, profiling
+    from kbv.sandbox import numeric_flags as flags, profiling
 
     g = guard.HarnessGuard([flags, profiling, protocol])
     saved = profiling.NO_MATH_OPS, profiling._profile, profiling._modules, dict(flags._TF32_SWITCHES)
     try:
-        import kbv.sandbox.memory  # noqa: F401 - sys.modules changes
+        import kbv.sandbox.peak_memory  # noqa: F401 - sys.modules changes
         assert profiling.compute_ops(lambda x: x.sin(), [torch.ones(2)]).error is None
         assert g.check() == []
         profiling.NO_MATH_OPS = saved[0] | {"softmax"}
@@ -51,7 +51,7 @@ def test_the_probes_tables_and_bound_torch_entry_points_are_watched():
         protocol._ALLOWED.add(("os", "system"))
         changed = g.check()
         assert set(changed) == {"kbv.sandbox.profiling.NO_MATH_OPS", "kbv.sandbox.profiling._profile",
-                                "kbv.sandbox.profiling._modules", "kbv.sandbox.flags._TF32_SWITCHES items",
+                                "kbv.sandbox.profiling._modules", "kbv.sandbox.numeric_flags._TF32_SWITCHES items",
                                 "kbv.sandbox.protocol._ALLOWED items"}, changed
         assert (profiling.NO_MATH_OPS, profiling._profile, profiling._modules) == saved[:3]
         assert flags._TF32_SWITCHES == saved[3] and ("os", "system") not in protocol._ALLOWED
@@ -80,7 +80,7 @@ def test_a_closure_cell_and_a_static_method_are_watched():
         probes.ThreadWork._plumbing = staticmethod(lambda *a: True)
         assert profiling.compute_ops(lambda x: torch.softmax(x, 1), [torch.ones(2, 2)]).ops == {}
         assert set(g.check()) == {"kbv.sandbox.profiling._DYNAMO_SAFE_DISPATCH closure",
-                                  "kbv.sandbox.probes.ThreadWork._plumbing"}
+                                  "kbv.sandbox.call_probes.ThreadWork._plumbing"}
         assert cell.cell_contents is saved and vars(probes.ThreadWork)["_plumbing"] is plumbing
         assert profiling.compute_ops(lambda x: torch.softmax(x, 1), [torch.ones(2, 2)]).ops == {"aten._softmax": 1}
         assert g.check() == []
@@ -103,7 +103,7 @@ def test_every_name_the_worker_reads_from_probes_exists():
 def _loaded(tmp_path, source: str, name: str) -> "protocol.Loaded":
     """The reply of a real candidate worker to loading ``source`` as module ``name``."""
     from kbv.processes.candidate import CandidateProcess
-    from kbv.sandbox.flags import flags_for
+    from kbv.sandbox.numeric_flags import flags_for
 
     cand = tmp_path / f"{name}.py"
     cand.write_text(source)

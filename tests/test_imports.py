@@ -255,3 +255,13 @@ def test_only_the_verdict_stage_names_a_status():
     offenders = [f"{p.relative_to(SRC)}:{i}" for p in sorted((PKG / "pipeline").glob("*.py")) if p.name != "verdict.py"
                  for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert offenders == []
+
+
+def test_no_two_modules_share_a_file_name():
+    """Each module's file name says which side and stage it is (``sandbox/timer.py``,
+    ``checks/timing_rules.py``, ``pipeline/timing_rounds.py``): none is shared in the tree."""
+    from collections import Counter
+
+    names = Counter(p.name for p in PKG.rglob("*.py") if "__pycache__" not in p.parts and p.name != "__init__.py"
+                    and "data" not in p.relative_to(PKG).parts)
+    assert [n for n, c in names.items() if c > 1] == []

@@ -148,7 +148,7 @@ def test_detection_reads_a_large_input_in_chunks(monkeypatch):
 
 
 def test_a_candidate_wrong_only_where_a_pattern_breaks_gets_a_finding_naming_the_set():
-    from kbv.checks.inputs import off_nominal_findings
+    from kbv.checks.input_rules import off_nominal_findings
     from kbv.model.records import InputKind, InputSetResult
 
     def r(name, kind, passed, transform="t"):

@@ -261,7 +261,7 @@ def test_a_candidate_printing_a_lot_is_not_killed_and_its_log_is_capped(tmp_path
     from kbv.processes import logs
     from kbv.processes.candidate import CandidateProcess
     from kbv.sandbox import protocol
-    from kbv.sandbox.flags import flags_for
+    from kbv.sandbox.numeric_flags import flags_for
 
     monkeypatch.setattr(logs, "LOG_KEEP_BYTES", 1 << 20)
     monkeypatch.setattr(logs, "LOG_HEAD_BYTES", 1 << 18)

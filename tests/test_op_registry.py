@@ -1,4 +1,4 @@
-"""probe:harness-identity's torch.library check (kbv.sandbox.probes.torch_op_overrides): only a
+"""probe:harness-identity's torch.library check (kbv.sandbox.call_probes.torch_op_overrides): only a
 registration that replaces one of torch's own ops, as it existed before the candidate loaded,
 made from outside torch, is a wrapper hidden behind another op; torch.compile's own new ops are not.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from kbv.sandbox.probes import registration_sites, torch_op_overrides
+from kbv.sandbox.call_probes import registration_sites, torch_op_overrides
 
 TORCH = "/venv/lib/python3.11/site-packages/torch"
 BEFORE = {"aten::sinc", "aten::add.Tensor", "aten::cos", "_c10d_functional::all_reduce"}
@@ -77,7 +77,7 @@ def test_a_registry_replaced_after_load_is_reported_not_taken_as_empty():
 
     import torch
 
-    from kbv.sandbox import probes
+    from kbv.sandbox import call_probes as probes
     from kbv.sandbox.worker import _Server
 
     class Unreadable:

@@ -147,7 +147,7 @@ def test_host_passes_use_one_thread_on_a_loaded_machine_and_restore_torchs_setti
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_poisoned_elements_counts_the_same_in_chunks_across_their_edges(monkeypatch, dtype):
     from kbv.checks import outputs as co
-    from kbv.sandbox.probes import POISON_INT32
+    from kbv.sandbox.call_probes import POISON_INT32
 
     t = torch.randn(1000).to(dtype)
     ref = t.clone()

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from kbv.sandbox.profiling import NO_MATH_OPS, OpCount, compute_ops
-from kbv.checks.profile import OWN_SHARE_MIN, reference_covered, shortcut_reason
+from kbv.checks.op_coverage import OWN_SHARE_MIN, reference_covered, shortcut_reason
 from kbv.sandbox.kernels import (KernelProfile, _DeviceEvent, _events, _Launch, _Span, _summarise,
     kernel_profile)
 
@@ -218,7 +218,7 @@ _TRITON_SCRIPT = textwrap.dedent('''
     import json, sys
     import torch, triton, triton.language as tl
     from kbv.sandbox.profiling import compute_ops
-    from kbv.checks.profile import reference_covered
+    from kbv.checks.op_coverage import reference_covered
 
     @triton.jit
     def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
@@ -590,7 +590,7 @@ def test_recorded_ops_sees_other_threads_and_disabled_dispatch():
     import torch
 
     from kbv.sandbox.profiling import compute_ops, recorded_ops
-    from kbv.checks.profile import reference_covered
+    from kbv.checks.op_coverage import reference_covered
 
     x = torch.randn(32, 32)
 
@@ -660,7 +660,7 @@ def test_recorded_ops_counts_compute_hidden_under_a_no_math_op():
 
 _NO_DYNAMO = r'''
 import sys, torch
-from kbv.sandbox import flags, profiling
+from kbv.sandbox import numeric_flags as flags, profiling
 flags.apply_flags(flags.flags_for("eager-fp32"))
 x = torch.randn(32, 32)
 f = lambda a: torch.softmax(a @ a, 1)
@@ -724,7 +724,7 @@ def test_refused_counts_lets_a_working_profiler_count_decide():
     mode) refuses the check; one failing under the dispatch mode alone does not (the profiler,
     which sees every thread and ops run with modes off, still counted: an honest custom kernel that
     cannot run under a dispatch mode keeps its PASS); a probe's own failure is never the candidate's."""
-    from kbv.checks.profile import refused_counts
+    from kbv.checks.op_coverage import refused_counts
 
     raised = "RuntimeError: unsupported here"
     assert refused_counts(raised, None) == []

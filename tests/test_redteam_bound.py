@@ -1,5 +1,5 @@
-"""Red-team rows against the trusted bound (issue 19, :mod:`kbv.checks.bound`,
-:mod:`kbv.pipeline.bound`): cheats that forge the candidate's own times and keep the bound pass's
+"""Red-team rows against the trusted bound (issue 19, :mod:`kbv.checks.bound_rules`,
+:mod:`kbv.pipeline.bound_pass`): cheats that forge the candidate's own times and keep the bound pass's
 measured work low, through the real workers on cpu. Each row's docstring in ``tests/data/redteam/``
 says the cheat and the verdict kbv owes it; a row whose second field is :data:`OPEN` is a cheat that
 still wins (a strict xfail). A row whose third field is a number forges its clock by that divisor:
@@ -20,7 +20,7 @@ import time
 import pytest
 
 from conftest import DATA
-from kbv.checks import bound as bound_rule
+from kbv.checks import bound_rules as bound_rule
 from kbv.generate.feedback import reward
 from kbv.intake.candidates import load_candidate
 from kbv.model.records import Severity, Status

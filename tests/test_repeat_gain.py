@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kbv.checks.probes import output_memory_finding
-from kbv.checks.timing import REPEAT_GAIN_MIN_MS, REPEAT_GAIN_RATIO, rank_sum_p, repeat_gain, repeat_gain_confirmed
+from kbv.checks.probe_rules import output_memory_finding
+from kbv.checks.timing_rules import REPEAT_GAIN_MIN_MS, REPEAT_GAIN_RATIO, rank_sum_p, repeat_gain, repeat_gain_confirmed
 from kbv.model.records import EvalConfig, Severity
 from kbv.pipeline.context import State
 from kbv.pipeline.repeat import REPEAT_CONFIRM_PAIRS, RepeatGain

@@ -46,7 +46,7 @@ def test_a_candidate_worker_loads_only_the_sandbox_side(tmp_path):
     from kbv.processes.candidate import CandidateProcess
     from kbv.reference.inputs import shared_clone
     from kbv.sandbox import protocol
-    from kbv.sandbox.flags import flags_for
+    from kbv.sandbox.numeric_flags import flags_for
 
     cand = tmp_path / "lister.py"
     cand.write_text(CANDIDATE)

@@ -279,8 +279,8 @@ def test_a_store_without_a_newer_speedup_column_gains_it(tmp_path):
 def test_baseline_labels_name_their_flags_and_kernelbench_files():
     """KernelBench's ``baseline_time_torch.json`` ran under PyTorch's default flags (cuDNN TF32 on):
     it is the eager-fp32-cudnn-tf32 baseline's file, never kbv's strict eager-fp32."""
-    from kbv.sandbox import flags as bl
-    from kbv.batch.baselines import KERNELBENCH_FILES, LABELS
+    from kbv.sandbox import numeric_flags as bl
+    from kbv.batch.baseline_cache import KERNELBENCH_FILES, LABELS
 
     paper = bl.flags_for("eager-fp32-cudnn-tf32")
     strict = bl.flags_for("eager-fp32")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import torch
 
-from kbv.pipeline.timing import RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU, recheck_at_once, recheck_plan
+from kbv.pipeline.timing_rounds import RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU, recheck_at_once, recheck_plan
 from kbv.reference.mutation import apply_mutation
-from kbv.sandbox import timing
+from kbv.sandbox import timer as timing
 
 
 def test_kept_outputs_over_the_round_budget_are_judged_as_each_call_returns():

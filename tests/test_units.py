@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from kbv.checks.outputs import fingerprint, poisoned_elements
-from kbv.sandbox import flags as baselines
+from kbv.sandbox import numeric_flags as baselines
 from kbv.reference import inputs
-from kbv.sandbox import timing
+from kbv.sandbox import timer as timing
 from kbv.model.records import (CandidateRef, Environment, EvalConfig, InputKind, InputSetResult, Measurement,
     ProblemRef, Status, Verdict, to_json, verdict_from_json)
 
@@ -156,7 +156,7 @@ def test_recheck_plan_checks_every_timed_call_while_outputs_fit():
     """Every timed call is re-checked while the outputs fit: with 2 secret re-checks out of 3 timed
     calls per round, a candidate that skips every other timed call escapes taxonomy 5 about once in 36
     verifies."""
-    from kbv.pipeline.timing import (RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU, RECHECKS_PER_ROUND,
+    from kbv.pipeline.timing_rounds import (RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU, RECHECKS_PER_ROUND,
         recheck_plan)
 
     assert recheck_plan(3, 4096) == (0, 1, 2)
@@ -176,7 +176,7 @@ def test_recheck_plan_checks_every_timed_call_while_outputs_fit():
 
 
 def test_thread_work_tells_waited_pools_from_work_after_return():
-    """kbv.sandbox.probes.ThreadWork: threads whose work forward waited for stay quiet, and so does a worker loop polling through its
+    """kbv.sandbox.call_probes.ThreadWork: threads whose work forward waited for stay quiet, and so does a worker loop polling through its
     own helpers; work queued or running after the return and a torch function handed straight to
     a pool are seen."""
     import concurrent.futures
@@ -184,7 +184,7 @@ def test_thread_work_tells_waited_pools_from_work_after_return():
     import threading
     import time
 
-    from kbv.sandbox.probes import ThreadWork
+    from kbv.sandbox.call_probes import ThreadWork
 
     def rows(x):
         return torch.exp(x - x.amax(dim=1, keepdim=True)).sum()
@@ -255,11 +255,11 @@ def test_thread_work_tells_waited_pools_from_work_after_return():
 
 
 def test_malloc_perturb_marks_cpu_memory_a_temporary_left_behind():
-    """kbv.sandbox.probes.malloc_perturb: an output allocated on cpu right after a same-size temporary
+    """kbv.sandbox.call_probes.malloc_perturb: an output allocated on cpu right after a same-size temporary
     was freed holds glibc's fill pattern where it was never written, and poisoned_elements counts
     exactly those elements (pre-filled free blocks alone are taken by the candidate's own temporaries
     first: red-team row t09-partial-write). Off again on exit."""
-    from kbv.sandbox import probes as ig
+    from kbv.sandbox import call_probes as ig
 
     x = torch.randn(16, 300)
     with ig.malloc_perturb() as perturb:
@@ -280,11 +280,11 @@ def test_malloc_perturb_marks_cpu_memory_a_temporary_left_behind():
 
 
 def test_op_count_replies_are_checked_before_the_trusted_side_reads_them():
-    """kbv.checks.probes.op_counts_ok: the op counts a worker really
+    """kbv.checks.probe_rules.op_counts_ok: the op counts a worker really
     sends pass; a forged reply whose dicts or kernel rows have other shapes is refused."""
     from kbv.sandbox import profiling
     from kbv.sandbox import protocol
-    from kbv.checks.probes import op_counts_ok as _op_counts_ok
+    from kbv.checks.probe_rules import op_counts_ok as _op_counts_ok
 
     model, args = torch.nn.Softmax(dim=1), [torch.randn(4, 8)]
     ops, recorded = profiling.compute_ops(model, args), profiling.recorded_ops(model, args)
@@ -298,10 +298,10 @@ def test_op_count_replies_are_checked_before_the_trusted_side_reads_them():
 
 
 def test_trials_within_budget_cuts_slow_subjects_only():
-    """kbv.pipeline.timing.trials_within_budget (EvalConfig.time_budget_ms): fast subjects keep every
+    """kbv.pipeline.timing_rounds.trials_within_budget (EvalConfig.time_budget_ms): fast subjects keep every
     planned call; slow ones get budget / cost, never fewer than the minimum; an unknown cost or no
     budget changes nothing."""
-    from kbv.pipeline.timing import trials_within_budget
+    from kbv.pipeline.timing_rounds import trials_within_budget
 
     assert trials_within_budget(10, 0.05, 2000.0) == 10
     assert trials_within_budget(10, 400.0, 2000.0) == 5
@@ -340,7 +340,7 @@ def test_poison_patterns_do_not_match_honest_bf16_values():
     """kbv.checks.outputs.poisoned_elements: bf16's largest finite value (0x7F7F, the malloc fill) where
     the reference has it too, and bf16's canonical NaN (0x7FC0, half the poison word) alone, are
     not stale memory; the real patterns are."""
-    from kbv.sandbox import probes as ig
+    from kbv.sandbox import call_probes as ig
 
     big = torch.full((6,), torch.finfo(torch.bfloat16).max, dtype=torch.bfloat16)
     assert int(big.view(torch.int16)[0]) == 0x7F7F

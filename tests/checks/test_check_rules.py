@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 
 from kbv.checks import output_rules, profile_rules, syncpass, worker_calls
-from kbv.checks import timing as timing_rules
+from kbv.checks import timing_rules as timing_rules
 from kbv.model.records import Severity
 
 

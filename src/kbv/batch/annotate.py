@@ -29,9 +29,9 @@ def speedup_intervals(verdict: Verdict) -> Verdict:
 
 def name_baselines(verdict: Verdict) -> Verdict:
     """Record in a timed verdict's evidence (``baselines``) the flags and the description of every
-    baseline its speedups are against (:func:`kbv.sandbox.flags.baseline_flags`), so each record says
+    baseline its speedups are against (:func:`kbv.sandbox.numeric_flags.baseline_flags`), so each record says
     which fp32 baseline it used (kbv's strict eager-fp32 or the papers' eager-fp32-cudnn-tf32)."""
-    from kbv.sandbox.flags import baseline_flags
+    from kbv.sandbox.numeric_flags import baseline_flags
 
     if not verdict.timing or "baselines" in verdict.evidence:
         return verdict

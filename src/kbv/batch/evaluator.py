@@ -12,7 +12,7 @@ import hashlib
 from typing import Callable
 from pathlib import Path
 
-from kbv.batch.baselines import BaselineRun, environment_from_dict, measurement_from_dict
+from kbv.batch.baseline_cache import BaselineRun, environment_from_dict, measurement_from_dict
 from kbv.intake.problems import ProblemError
 from kbv.model.records import (CandidateRef, Environment, EvalConfig, ProblemRef, Status, Verdict, to_dict,
     verdict_from_dict)
@@ -144,10 +144,10 @@ class Evaluator:
     def measure_baselines(self, problem: ProblemRef, config: EvalConfig,
                           labels: tuple[str, ...]) -> BaselineRun:
         """Time the problem's reference under each baseline label (``eager-fp32``, ``eager-tf32``,
-        ``compile``) in the reference worker (:func:`kbv.pipeline.baselines.measure_reference`).
+        ``compile``) in the reference worker (:func:`kbv.pipeline.baseline_measure.measure_reference`).
 
         Returns:
-            a :class:`kbv.batch.baselines.BaselineRun` (environment, measurements, per-label errors).
+            a :class:`kbv.batch.baseline_cache.BaselineRun` (environment, measurements, per-label errors).
         Raises:
             ProblemError: the problem file is broken.
             EvaluationError: the reference worker failed.

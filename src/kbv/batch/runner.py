@@ -56,7 +56,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, 
                            TimeRemainingColumn)
 
 from kbv.batch.annotate import name_baselines, speedup_intervals
-from kbv.batch.baselines import attach_compile_speedup
+from kbv.batch.baseline_cache import attach_compile_speedup
 from kbv.batch.evaluator import EvaluationError, Evaluator, rejection_verdict
 from kbv.batch.jobs import problem_key
 from kbv.batch.plan import (_SHA_CHARS, BROKEN_PREFIX, BatchPlan, BrokenProblemFile, ConfigMismatch, PlannedJob,

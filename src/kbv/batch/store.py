@@ -14,7 +14,7 @@ Tables (``sqlite3`` stdlib, WAL journal, ``synchronous=FULL``):
 * ``baselines``: cached baseline timings per (problem sha, device name, driver, torch version,
   precision, baseline label).
 * ``baseline_summaries``: baseline figures imported from KernelBench's JSON (mean/std/min/max
-  only, no raw samples; see :mod:`kbv.batch.baselines`).
+  only, no raw samples; see :mod:`kbv.batch.baseline_cache`).
 
 A job left ``running`` by a process that no longer exists is pending again: the owner of a claim is
 recorded as host, pid and (on Linux) the process start time, so a recycled pid or a zombie does not

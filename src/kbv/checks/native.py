@@ -12,7 +12,7 @@ the built shared object imports the kernel by name. The trusted side reads those
 * :func:`aten_kernel_imports` maps the imported symbols to the aten ops whose kernels they are;
 * :func:`native_covered` says whether those ops, with the ops the candidate dispatched, cover
   every compute op of the reference (the native counterpart of
-  :func:`kbv.checks.profile.reference_covered`): a SHORTCUT;
+  :func:`kbv.checks.op_coverage.reference_covered`): a SHORTCUT;
 * :func:`torch_registrations` names the ``TORCH_LIBRARY_IMPL(aten, ...)`` blocks compiled into
   the objects (their own symbols): kernels for torch's ops, a HACK.
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Mapping
 
-from kbv.checks.profile import _as_counts, _family
+from kbv.checks.op_coverage import _as_counts, _family
 from kbv.sandbox.profiling import NO_MATH_OPS
 
 #: C++ namespaces of ``at::`` whose functions are an op's kernel reached without the dispatcher:
@@ -41,7 +41,7 @@ KERNEL_NAMESPACES = frozenset({
 
 #: torch's own BLAS wrappers (``at::native::cpublas::gemm``, ``at::cuda::blas::gemm``): the matmul
 #: kernel itself, named after no op; counted as ``mm`` (the gemm family of
-#: :data:`kbv.checks.profile.OP_FAMILIES`).
+#: :data:`kbv.checks.op_coverage.OP_FAMILIES`).
 _BLAS = re.compile(r"^(gemm|gemv|dot|vdot|axpy|scaled_gemm|bgemm|gemm_batched\w*|gemm_and_bias|gemm_internal\w*)$")
 
 #: suffixes a kernel's name adds to its op's (``addmm_out_cpu``, ``softmax_cpu_out``,
@@ -151,11 +151,11 @@ def native_covered(reference_ops: Mapping[str, int], dispatched_ops: Mapping[str
     ``reference_ops`` and ``dispatched_ops`` are op counts of one call (``{"aten.mm": 1}``, as
     :func:`kbv.sandbox.profiling.compute_ops` gives them: the reference's and the candidate's);
     ``imported`` the keys of :func:`aten_kernel_imports`. A reference op is reached when an
-    imported kernel is of its family (:data:`kbv.checks.profile.OP_FAMILIES`, whatever the number
+    imported kernel is of its family (:data:`kbv.checks.op_coverage.OP_FAMILIES`, whatever the number
     of calls: an import says nothing of how often it runs), or when the candidate dispatched
     ops of its family at least as often as the reference. ``None`` too when the reference has no
     compute op, when no imported kernel is needed to cover it (the op counts decide that case,
-    :func:`kbv.checks.profile.reference_covered`) and when an argument is not a count. Never raises.
+    :func:`kbv.checks.op_coverage.reference_covered`) and when an argument is not a count. Never raises.
     """
     try:
         ref = _as_counts(dict(reference_ops))

@@ -1,5 +1,5 @@
 """Rules on what a candidate returned (:mod:`kbv.pipeline.correctness`, :mod:`kbv.pipeline.judging`,
-:mod:`kbv.pipeline.timing`): its type, its shape, outputs repeated across calls, outputs shared
+:mod:`kbv.pipeline.timing_rounds`): its type, its shape, outputs repeated across calls, outputs shared
 with the previous call or the model's own storage, and errors within allclose but over kbv's
 budget. Pure functions of the facts the trusted side read."""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 
-from kbv.sandbox.probes import PERTURB_FILL_BYTE, POISON_INT16, POISON_INT32, POISON_INT64
+from kbv.sandbox.call_probes import PERTURB_FILL_BYTE, POISON_INT16, POISON_INT32, POISON_INT64
 
 
 def _repeat(byte: int, size: int) -> int:

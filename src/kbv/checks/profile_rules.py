@@ -1,5 +1,5 @@
 """Rules on what the op counts, the kernel profile and the candidate's native objects show
-(:mod:`kbv.pipeline.profile`): the reference's own ops re-run (taxonomy 15, 16), kernels registered
+(:mod:`kbv.pipeline.profile_stage`): the reference's own ops re-run (taxonomy 15, 16), kernels registered
 for torch's ops or PyTorch's kernels called past the dispatcher, a forward that refuses to be
 counted, a profiled call under its DRAM floor (taxonomy 7). Pure functions of the readings."""
 
@@ -45,7 +45,7 @@ def reference_ops(covered: Sequence[str], fallback: bool) -> Finding:
 
 
 def own_share(reason: str | None) -> Finding | None:
-    """The kernel profile's verdict (:func:`kbv.checks.profile.shortcut_reason`): the candidate's own
+    """The kernel profile's verdict (:func:`kbv.checks.op_coverage.shortcut_reason`): the candidate's own
     kernels did almost none of the device time, SHORTCUT; None without a reason."""
     return finding("profile:own-share", (15, 16), Severity.SHORTCUT, reason) if reason else None
 

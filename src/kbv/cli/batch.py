@@ -232,7 +232,7 @@ def baselines_cmd(
     keyed by device name, driver, torch version and precision; import/export KernelBench's JSON."""
     from rich.table import Table
 
-    from kbv.batch.baselines import LABELS, baseline_key, export_kernelbench_json, import_kernelbench_json
+    from kbv.batch.baseline_cache import LABELS, baseline_key, export_kernelbench_json, import_kernelbench_json
     from kbv.intake.layout import LayoutError, vet_problems
     from kbv.batch.evaluator import EvaluationError, Evaluator
     from kbv.intake.problems import ProblemError

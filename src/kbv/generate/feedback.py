@@ -35,7 +35,7 @@ EVAL_ERROR (kbv's own failure)                  0.0 with ``valid=False``: drop t
 
 ``speedup`` is against ``eager-tf32`` (kbv's verified baseline), else ``eager-fp32``. A PASS whose
 timing carries ``timing:claim-below-bound`` (the candidate's own clock claimed less than the trusted
-side measured, unconfirmed as a lie: :mod:`kbv.checks.bound`) earns no speed reward above 1x: a
+side measured, unconfirmed as a lie: :mod:`kbv.checks.bound_rules`) earns no speed reward above 1x: a
 clock forged within the bound's precision gains nothing, and an honest kernel so flagged by a
 disturbed pass loses at most its speed term.
 

@@ -134,7 +134,7 @@ class Environment:
 
 
 class Severity(str, enum.Enum):
-    """How an integrity finding weighs on the verdict (``kbv.sandbox.probes``, ``kbv.intake.scan``)."""
+    """How an integrity finding weighs on the verdict (``kbv.sandbox.call_probes``, ``kbv.intake.scan``)."""
 
     HACK = "HACK"  #: nothing an honest kernel does: the verdict is HACK.
     SHORTCUT = "SHORTCUT"  #: the speed comes from PyTorch itself: the verdict is SHORTCUT when correct.

@@ -37,7 +37,7 @@ class EvalConfig:
         timing_rounds: interleaved rounds of candidate and baselines (>= 1).
         init_seed: ``torch.manual_seed`` before both constructors (KernelBench's 42).
         baselines: baselines timed beside the candidate (``eager-fp32``, ``eager-tf32``,
-            ``eager-fp32-cudnn-tf32``; ``kbv.sandbox.flags``).
+            ``eager-fp32-cudnn-tf32``; ``kbv.sandbox.numeric_flags``).
         compile_timeout_s: seconds allowed to import and build ``ModelNew`` (extension builds).
         call_timeout_s: seconds allowed per checked forward call.
         timing_timeout_s: seconds allowed per timing round.
@@ -60,7 +60,7 @@ class EvalConfig:
         timing_input_bytes: cap in bytes on what the timing phase's input sets take together, each
             counted three times (kbv's copy, the staging copy, the candidate's); 0 (default): a
             quarter of free device memory on cuda, of available host memory (at most 1 GiB) on cpu
-            (``kbv.pipeline.timing.TIMING_INPUT_MEMORY_FRACTION``). There are always two sets at
+            (``kbv.pipeline.timing_rounds.TIMING_INPUT_MEMORY_FRACTION``). There are always two sets at
             least, four at most: a small cap puts a small problem on a big one's path (two sets).
 
     Raises:
@@ -83,7 +83,7 @@ class EvalConfig:
     timing_timeout_s: float = 600.0
     #: cap (ms) on the timed calls of one subject in one round: after the first round a round's
     #: calls are cut to budget / the slowest subject's median so far, never below 3 and the same
-    #: for every subject; the sync pass is sized the same way (``kbv.pipeline.timing.trials_within_budget``).
+    #: for every subject; the sync pass is sized the same way (``kbv.pipeline.timing_rounds.trials_within_budget``).
     #: 0 for no cap.
     time_budget_ms: float = 2000.0
     #: adaptive stop: further rounds until each speedup's 95 % interval spans at most ± this
@@ -107,11 +107,11 @@ class EvalConfig:
     kbv_k: float = 16.0
     kbv_floor_eps: float = 8.0
     kbv_tf32_floor: float = 2.0 ** -10
-    #: run the anti-cheat detectors (static scan and runtime probes, ``kbv.sandbox.probes``). Off only
+    #: run the anti-cheat detectors (static scan and runtime probes, ``kbv.sandbox.call_probes``). Off only
     #: to measure their cost (``bench/probe_overhead.py``): a verdict without them can be gamed.
     integrity: bool = True
     #: cap on the timing input sets' bytes (each counted 3 times); 0: from free memory
-    #: (``kbv.pipeline.timing.Timing._timing_sets``).
+    #: (``kbv.pipeline.timing_rounds.Timing._timing_sets``).
     timing_input_bytes: int = 0
 
     def __post_init__(self) -> None:

@@ -18,7 +18,7 @@ from kbv.model.base import (SCHEMA_VERSION, TAXONOMY, CandidateRef, Environment,
                             InputSetResult, ProblemRef, Severity, Status)
 from kbv.model.config import DEFAULT_DISTRIBUTIONS, POLICIES, SWEEP_KEYS, EvalConfig
 from kbv.model.measurements import NOISY_IQR_FRACTION, Measurement, MemoryMeasurement
-from kbv.model.verdict import Verdict, to_dict, to_json, verdict_from_dict, verdict_from_json
+from kbv.model.verdicts import Verdict, to_dict, to_json, verdict_from_dict, verdict_from_json
 from kbv.model.vetrecords import VetFinding, VetFlag, VetSetResult, VettingReport, vetting_from_dict
 
 __all__ = [

@@ -18,7 +18,7 @@ from kbv.processes.procfs import caught_signals
 from kbv.reference import oracle as orc
 from kbv.reference.build import ReferenceProblem, first_line
 from kbv.reference.mutation import STRUCTURED_DOMAINS
-from kbv.sandbox import flags as bl
+from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import protocol
 
 
@@ -72,7 +72,7 @@ class Context:
         self._fault_reported = False
         self._reused_reported = False
         self._memory_reported = False  #: probe:output-memory found on a timed call already.
-        #: costs in ms (kbv.pipeline.timing.Timing._call_cost) of the timed calls on fresh values and
+        #: costs in ms (kbv.pipeline.timing_rounds.Timing._call_cost) of the timed calls on fresh values and
         #: of the repeated calls (kbv.pipeline.repeat).
         self._repeat_costs: dict = {"fresh": [], "repeat": []}
         #: the largest input-rounding errors the nominal sets measured (kbv.pipeline.judging), per output.

@@ -10,9 +10,9 @@ from typing import Any
 import torch
 
 from kbv.checks import output_rules as out_rule
-from kbv.checks.inputs import off_nominal_findings
+from kbv.checks.input_rules import off_nominal_findings
 from kbv.checks.outputs import fingerprint
-from kbv.checks.probes import call_findings
+from kbv.checks.probe_rules import call_findings
 from kbv.intake.problems import ProblemError
 from kbv.model.records import InputKind, InputSetResult
 from kbv.pipeline.outcome import Outcome, Stop
@@ -58,7 +58,7 @@ class Correctness(Judging):
         return outs
 
     def _probe_call(self, reply: Any, outs: list, args: list, ref: list | None, label: str) -> None:
-        """The per-call probes' findings (:func:`kbv.checks.probes.call_findings`), its passes over the
+        """The per-call probes' findings (:func:`kbv.checks.probe_rules.call_findings`), its passes over the
         outputs on the host's idle cores (:func:`kbv.reference.passes.host_threads`)."""
         rp = self.rp
         with host_threads(rp.device):

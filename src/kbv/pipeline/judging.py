@@ -10,7 +10,7 @@ import math
 from kbv.checks import output_rules as out_rule
 from kbv.reference.policy import (INPUT_ROUNDING, POLICIES, SWEEP_TOLERANCES, VACUOUS_BASELINE_ERROR,
                                   kbv_check, output_errors, sweep_key)
-from kbv.checks.probes import over_budget, settle_probes
+from kbv.checks.probe_rules import over_budget, settle_probes
 from kbv.intake.problems import ProblemError
 from kbv.model.records import InputKind, InputSetResult
 from kbv.pipeline.context import Context
@@ -20,7 +20,7 @@ from kbv.reference import inputs as inp
 from kbv.reference import oracle as orc
 from kbv.reference.build import first_line, run_reference
 from kbv.reference.comparison import Comparison, compare, reference_is_finite
-from kbv.sandbox import flags as bl
+from kbv.sandbox import numeric_flags as bl
 
 
 class Judging(Context):
@@ -127,11 +127,11 @@ class Judging(Context):
         self._pending_probes.append((check, taxonomy, detail, self._over_budget(r)))
 
     def _over_budget(self, r: InputSetResult) -> float:
-        """How far over its budget a failed set's error is (:func:`kbv.checks.probes.over_budget`)."""
+        """How far over its budget a failed set's error is (:func:`kbv.checks.probe_rules.over_budget`)."""
         return over_budget(r, self.config.policy, self.config.atol)
 
     def _settle_probes(self) -> None:
-        """The held probe failures become findings (:func:`kbv.checks.probes.settle_probes`)."""
+        """The held probe failures become findings (:func:`kbv.checks.probe_rules.settle_probes`)."""
         self.state.findings += settle_probes(self.state.input_sets, self._pending_probes)
         self._pending_probes = []
 

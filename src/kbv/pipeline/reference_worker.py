@@ -7,7 +7,7 @@ decoded strictly by its handle). A job with
 ``"kind": "vet"`` (problem, config, ``vet_seeds``; no candidate) vets the problem
 (:func:`kbv.reference.vetting.vet_problem`) and answers ``{"vetting": dict}``. A job with
 ``"kind": "baselines"`` and ``"labels"`` times the reference model alone under each baseline
-(:func:`kbv.pipeline.baselines.measure_reference`) and answers ``{"baselines": {...}}``. A job with
+(:func:`kbv.pipeline.baseline_measure.measure_reference`) and answers ``{"baselines": {...}}``. A job with
 ``"kind": "build"`` and ``"pairs"`` (``[{"problem", "candidate"}, ...]``) loads every candidate at
 once, each in its own sandboxed worker, so that their extensions build in parallel into the
 content-hash build cache, and answers ``{"built": {candidate path: "ok" or the failure}}``; with
@@ -109,7 +109,7 @@ def reference_main(conn: Connection, device: str) -> None:
                     if reply["verdict"] is not None:
                         reply["verdict"].setdefault("evidence", {})["kbv_source"] = source
             elif job.get("kind") == "baselines":  # kbv baselines: time the reference model only
-                from kbv.pipeline.baselines import measure_reference
+                from kbv.pipeline.baseline_measure import measure_reference
 
                 cache.clear()
                 measured = measure_reference(build_reference(problem, config), config,
@@ -173,7 +173,7 @@ def _build(pairs: list[dict], config) -> dict[str, str]:
     """Load every candidate of ``pairs`` in its own candidate worker at the same time (their
     ``load_inline`` builds run in parallel); close them. Candidate path -> "ok" or the failure."""
     from kbv.sandbox import protocol
-    from kbv.sandbox.flags import flags_for
+    from kbv.sandbox.numeric_flags import flags_for
     from kbv.intake.candidates import build_dir
     from kbv.intake.problems import ProblemError
     from kbv.model.records import CandidateRef, ProblemRef

@@ -17,12 +17,12 @@ import secrets
 import numpy as np
 import torch
 
-from kbv.checks.timing import rank_sum_p, repeat_gain, repeat_gain_confirmed, repeat_gain_finding
+from kbv.checks.timing_rules import rank_sum_p, repeat_gain, repeat_gain_confirmed, repeat_gain_finding
 from kbv.pipeline.context import Context
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference.mutation import timed_mutation
 from kbv.sandbox import protocol
-from kbv.sandbox.timing import l2_flush_bytes
+from kbv.sandbox.timer import l2_flush_bytes
 
 #: confirming follow-up calls of each arm (:meth:`RepeatGain._repeat_gain`): 2 x 6 follow-ups give
 #: 924 equally likely arm draws, so the rank test can reach p = 1/924 (kbv choice).
@@ -31,17 +31,17 @@ REPEAT_CONFIRM_PAIRS = 6
 
 class RepeatGain(Context):
     """The rounds' repeated calls against the calls on fresh values, and the confirming pairs.
-    Uses the timing stage's :meth:`kbv.pipeline.timing.Timing._timed_reply` and ``_call_cost``."""
+    Uses the timing stage's :meth:`kbv.pipeline.timing_rounds.Timing._timed_reply` and ``_call_cost``."""
 
     def _repeat_gain(self, worker: CandidateProcess, sets: list) -> None:
         """When the cheapest repeated call of the rounds is far cheaper than the cheapest call on
-        fresh values (:func:`kbv.checks.timing.repeat_gain`, a screen), confirm with
+        fresh values (:func:`kbv.checks.timing_rules.repeat_gain`, a screen), confirm with
         2 x :data:`REPEAT_CONFIRM_PAIRS` pairs: each a call on fresh values, then a follow-up that
         a secret draw makes either its repeat (its values, one more element per tensor changed)
         or a call on other fresh values with as many changes. Only the follow-ups are compared, so
         an honest kernel's two arms differ in nothing but which values repeat: the order of calls,
         the gaps between them and a loaded machine fall on both alike. HACK ``timing:repeat-gain``
-        when :func:`kbv.checks.timing.repeat_gain_confirmed` holds, else a WARNING. The costs
+        when :func:`kbv.checks.timing_rules.repeat_gain_confirmed` holds, else a WARNING. The costs
         (ms; CPU-time based on cpu) go to ``evidence["repeat_gain"]``."""
         fresh, rep = self._repeat_costs["fresh"], self._repeat_costs["repeat"]
         if not fresh or not rep:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from kbv.checks.timing import roofline_finding, roofline_suspect
+from kbv.checks.timing_rules import roofline_finding, roofline_suspect
 from kbv.pipeline.context import Context
-from kbv.pipeline.timing import MIN_TRIALS_PER_ROUND
+from kbv.pipeline.timing_rounds import MIN_TRIALS_PER_ROUND
 from kbv.processes.candidate import CandidateProcess
 from kbv.sandbox import protocol
 from kbv.pipeline import rates
-from kbv.sandbox.memory import nbytes
-from kbv.sandbox.timing import l2_flush_bytes
+from kbv.sandbox.peak_memory import nbytes
+from kbv.sandbox.timer import l2_flush_bytes
 
 
 

@@ -24,20 +24,20 @@ from kbv.model.records import CandidateRef, Environment, EvalConfig, InputKind, 
 from kbv.pipeline.outcome import Outcome, Stop
 from kbv.pipeline.correctness import Correctness
 from kbv.pipeline.load import Load
-from kbv.pipeline.memory import MemoryStage
-from kbv.pipeline.profile import ProfileCheck
+from kbv.pipeline.memory_stage import MemoryStage
+from kbv.pipeline.profile_stage import ProfileCheck
 from kbv.pipeline.repeat import RepeatGain
 from kbv.pipeline.roofline import Roofline
 from kbv.pipeline.sync import SyncChecks
-from kbv.pipeline.timing import Timing
+from kbv.pipeline.timing_rounds import Timing
 from kbv.pipeline.verdict import VerdictStage
-from kbv.pipeline.vetting import Vetting
+from kbv.pipeline.vetting_stage import Vetting
 from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
-from kbv.pipeline.bound import BoundStage
+from kbv.pipeline.bound_pass import BoundStage
 from kbv.processes.procfs import FAULT_SIGNALS, caught_signals
 from kbv.reference.build import ReferenceProblem, first_line
-from kbv.sandbox import flags as bl
+from kbv.sandbox import numeric_flags as bl
 
 
 class Verification(Load, Correctness, Vetting, Timing, BoundStage, RepeatGain, SyncChecks, Roofline, ProfileCheck,

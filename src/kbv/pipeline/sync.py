@@ -12,15 +12,15 @@ import numpy as np
 
 from kbv.pipeline.context import Context
 from kbv.pipeline.outcome import Outcome, Stop
-from kbv.pipeline.timing import trials_within_budget
+from kbv.pipeline.timing_rounds import trials_within_budget
 from kbv.checks import syncpass as rule
-from kbv.checks.timing import sync_gap
+from kbv.checks.timing_rules import sync_gap
 from kbv.processes import gpushare
 from kbv.processes.candidate import CandidateProcess
 from kbv.processes.procfs import process_cpu_ms
-from kbv.sandbox import flags as bl
+from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import protocol
-from kbv.sandbox.timing import l2_flush_bytes, time_calls
+from kbv.sandbox.timer import l2_flush_bytes, time_calls
 
 #: calls in the synchronised timing pass (taxonomy 1, 4).
 SYNC_PASS_TRIALS = 10

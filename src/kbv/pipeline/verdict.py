@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from kbv.model.findings import ordered
 from kbv.model.findings import worst as most_severe
-from kbv.checks.flags import flag_change_findings, tampering_findings
+from kbv.checks.flag_rules import flag_change_findings, tampering_findings
 from kbv.model.records import Severity, Status, Verdict
 from kbv.pipeline.judging import Judging
 from kbv.pipeline.outcome import Outcome
 from kbv.processes import footprint as fp
-from kbv.sandbox import memory as mem
+from kbv.sandbox import peak_memory as mem
 
 #: the status of each way the stages ended, before the findings are folded in (HACK over
 #: everything, SHORTCUT over PASS).

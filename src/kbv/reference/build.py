@@ -20,8 +20,8 @@ from kbv.intake.problems import ProblemError
 from kbv.model.records import EvalConfig, InputKind, ProblemRef
 from kbv.reference import domains as dom
 from kbv.reference import inputs as inp
-from kbv.sandbox import flags as bl
-from kbv.sandbox import probes as ig
+from kbv.sandbox import numeric_flags as bl
+from kbv.sandbox import call_probes as ig
 
 
 def first_line(exc: BaseException | str) -> str:

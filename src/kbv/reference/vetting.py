@@ -34,7 +34,7 @@ from typing import Any, Sequence
 
 import torch
 
-from kbv.sandbox import flags as bl
+from kbv.sandbox import numeric_flags as bl
 from kbv.reference import inputs as inp
 from kbv.model.paths import cache_root
 from kbv.reference.policy import VACUOUS_BASELINE_ERROR, normalised_error

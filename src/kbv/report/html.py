@@ -103,7 +103,7 @@ def render_html(store: Store, *, baseline: str = DEFAULT_BASELINE, include_exclu
     exclusions = store.exclusions()
     groups, head, rows = leaderboard(metrics)
     matrix_runs, matrix = status_matrix(metrics, verdicts)
-    from kbv.sandbox.flags import DESCRIPTIONS  # imports torch: only where the page is rendered
+    from kbv.sandbox.numeric_flags import DESCRIPTIONS  # imports torch: only where the page is rendered
 
     labels = sorted({lb for v in verdicts for lb in (*v.speedup, *v.unverified_speedup)},
                     key=lambda lb: list(SPEEDUP_COLUMNS).index(lb) if lb in SPEEDUP_COLUMNS else 99)

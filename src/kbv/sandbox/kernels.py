@@ -1,6 +1,6 @@
 """The kernel timeline of a forward call (cuda; taxonomy 15, 16): which GPU kernels ran, for how
 long, and whether each is the candidate's *own* or a *library* kernel (:func:`kernel_profile`).
-Runs in the candidate worker; :func:`kbv.checks.profile.shortcut_reason` judges the result.
+Runs in the candidate worker; :func:`kbv.checks.op_coverage.shortcut_reason` judges the result.
 
 The torch entry points are bound when this module is imported (the candidate worker imports it
 before any candidate code), as in :mod:`kbv.sandbox.profiling`.

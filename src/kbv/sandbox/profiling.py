@@ -5,7 +5,7 @@ Two independent probes, both safe to call on an untrusted model: they never rais
 result whose ``error`` is set.
 
 Op counts here; the kernel timeline is :mod:`kbv.sandbox.kernels`; the decisions on both are
-:mod:`kbv.checks.profile` (trusted side).
+:mod:`kbv.checks.op_coverage` (trusted side).
 
 1. :func:`compute_ops` (cpu and cuda) runs ``fn(*args)`` once under ``torch.no_grad()`` inside a
    ``TorchDispatchMode`` and counts the aten *compute* ops that reached the dispatcher, by overload
@@ -15,7 +15,7 @@ Op counts here; the kernel timeline is :mod:`kbv.sandbox.kernels`; the decisions
    dispatcher and is invisible here; so is the Triton interpreter (``TRITON_INTERPRET=1``), whose
    loads and stores issue only ``empty``/``new_empty``/``set_``/``copy_`` (all in the list).
    An extension that calls ``at::matmul``/``torch::relu`` from C++ *is* seen: those calls go
-   through the dispatcher like Python ones. :func:`kbv.checks.profile.reference_covered` compares a reference's count
+   through the dispatcher like Python ones. :func:`kbv.checks.op_coverage.reference_covered` compares a reference's count
    with a candidate's, both measured the same way on the same inputs (so both sides sit at the
    same decomposition level: composite ops such as ``F.linear`` or ``torch.matmul`` are decomposed
    before the mode sees them, e.g. ``F.linear`` → ``aten.t`` + ``aten.addmm`` on cpu): a candidate
@@ -25,15 +25,15 @@ Op counts here; the kernel timeline is :mod:`kbv.sandbox.kernels`; the decisions
    GPU kernels (and memcpy/memset activities) of the forward calls with their device time; each is
    *library* (launched under an ``aten::`` op, inside a ``torch.compile`` region, or named like a
    PyTorch/vendor-library kernel) or *own* (everything else: a ``load_inline`` extension's or a
-   Triton launcher's kernel). :func:`kbv.checks.profile.shortcut_reason` turns a profile whose own kernels did no
-   measurable work (share below :data:`kbv.checks.profile.OWN_SHARE_MIN`) into a reason string.
+   Triton launcher's kernel). :func:`kbv.checks.op_coverage.shortcut_reason` turns a profile whose own kernels did no
+   measurable work (share below :data:`kbv.checks.op_coverage.OWN_SHARE_MIN`) into a reason string.
 
 The two probes complement each other: a ghost kernel or silent fallback (entry 16) shows 0 % own
 time and, usually, the reference's ops re-run; a decoy kernel that does a trivial copy next to
 ``torch.matmul`` (entry 15) can stay above 1 % own time but still covers the reference's ops.
 
 The torch entry points used here are bound when this module is imported (the candidate worker
-imports it before any candidate code, as with :mod:`kbv.sandbox.timing`), so reassigning
+imports it before any candidate code, as with :mod:`kbv.sandbox.timer`), so reassigning
 ``torch.profiler.profile`` or ``TorchDispatchMode`` afterwards does not reach these probes. They
 stay in-process probes: a determined candidate can detect the dispatch mode or the profiler and
 behave differently (taxonomy 6), see docs/architecture.md "Known gaps".
@@ -319,7 +319,7 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
     again as the ``_softmax`` it calls; composite ops such as ``aten.linear`` are not decomposed.
     Counting every depth was tried and dropped: one ``F.linear`` then counts three gemm ops and
     an honest ``x.mean()`` covers a ``sum`` reference. Count
-    the reference the same way; :func:`kbv.checks.profile.reference_covered` compares by family. User annotations
+    the reference the same way; :func:`kbv.checks.op_coverage.reference_covered` compares by family. User annotations
     (``record_function``, whatever their name) are neither counted nor treated as parents, and
     neither are ops that do no math (``clone``, ``copy_``, ``empty``): a Tensor subclass whose
     ``__torch_dispatch__`` runs torch.softmax inside a ``clone`` (an evasion otherwise) has its

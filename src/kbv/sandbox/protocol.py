@@ -41,7 +41,7 @@ class Load:
     init_seed: int
     device: str
     precision: str  #: fp32 | bf16 | fp16
-    flags: dict  #: numeric flags to hold the candidate to (see :mod:`kbv.sandbox.flags`).
+    flags: dict  #: numeric flags to hold the candidate to (see :mod:`kbv.sandbox.numeric_flags`).
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class Forward:
     ``buffers``: ``fresh`` (new copies), ``reuse`` (the values are copied into the previous
     call's input tensors: same addresses, new values) or ``moved`` (new copies placed away from
     the previous call's addresses). ``probes``: fill the allocator's free memory with a NaN
-    pattern first (``kbv.sandbox.probes.POISON_INT32``), so memory the candidate reads without
+    pattern first (``kbv.sandbox.call_probes.POISON_INT32``), so memory the candidate reads without
     writing shows up, and return the snapshot, the inputs after the call, aliasing and threads.
     """
 
@@ -75,7 +75,7 @@ class SetTimingInputs:
 @dataclass(frozen=True)
 class Time:
     """Time ``trials`` calls after ``warmup`` untimed ones, rotating through the timing inputs
-    (see :func:`kbv.sandbox.timing.time_calls` for ``refresh``, ``keep`` and ``sync_inside``)."""
+    (see :func:`kbv.sandbox.timer.time_calls` for ``refresh``, ``keep`` and ``sync_inside``)."""
 
     warmup: int
     trials: int
@@ -87,7 +87,7 @@ class Time:
     #: (timed-call index, ((arg index, index tuple, value), ...)) per timed call: elements changed in
     #: that call's inputs after the refresh copy (kbv.reference.mutation.timed_mutation).
     mutate: tuple = ()
-    #: (timed-call index, (source set index, seed)) per timed call (kbv.sandbox.timing.mix_values).
+    #: (timed-call index, (source set index, seed)) per timed call (kbv.sandbox.timer.mix_values).
     mix: tuple = ()
     #: every timed call's outputs copied into slot ``i`` (call i) of the slot buffer, their layouts in
     #: :attr:`Times.outputs`: the trusted side judges a subset it chooses after the reply (the bound pass).
@@ -97,7 +97,7 @@ class Time:
     #: runs it) and measures this request alone, so its figures hold the calls and not the check.
     defer_checks: bool = False
     #: (timed-call index, ((arg index, index tuple, value), ...)) per timed call: changes written into the
-    #: call's timing set itself, and kept (:func:`kbv.sandbox.timing.time_calls`, ``refresh`` off).
+    #: call's timing set itself, and kept (:func:`kbv.sandbox.timer.time_calls`, ``refresh`` off).
     drift: tuple = ()
 
 
@@ -112,14 +112,14 @@ class CountOps:
     the kernel profiler) of :mod:`kbv.sandbox.profiling`."""
 
     set_index: int = 0
-    #: (source set index, seed): the set's values mixed as a timed call's are (kbv.sandbox.timing.mix_values),
+    #: (source set index, seed): the set's values mixed as a timed call's are (kbv.sandbox.timer.mix_values),
     #: so a cache filled during the timed calls does not answer the counted call.
     mix: tuple = ()
 
 
 @dataclass(frozen=True)
 class TimedCall:
-    """Time one call on the inputs :func:`kbv.sandbox.timing.call_inputs` makes from timing set
+    """Time one call on the inputs :func:`kbv.sandbox.timer.call_inputs` makes from timing set
     ``set_index`` with ``mix`` and ``mutate`` (revealed with this call, never before), with an
     L2 flush first on cuda. The reply (:class:`CallTimed`) carries the output itself, shared;
     whether kbv judges it is decided after the call returned, on the trusted side. Warmup and
@@ -159,7 +159,7 @@ class Tampering:
     """One change the candidate made to the process it shares with the harness, found by the worker
     before a reply (and undone where it could be): ``kind`` is one of :data:`TAMPERING_KINDS`,
     ``detail`` what changed (the harness label, e.g. ``time.perf_counter``, or the path written).
-    The findings they become are :func:`kbv.checks.flags.tampering_findings`.
+    The findings they become are :func:`kbv.checks.flag_rules.tampering_findings`.
 
     Raises:
         ProtocolError: an unknown kind, or a detail that is not a ``str``.
@@ -201,7 +201,7 @@ class Outputs:
     aliases: tuple = ()  #: (output index, input index) pairs whose storages overlap.
     new_threads: int = 0  #: threads alive after the call that were not before it.
     exact: tuple = ()  #: per output: ``type(out) is torch.Tensor`` as forward returned it (before pickling).
-    late_work: str = ""  #: work a candidate thread did after forward returned (kbv.sandbox.probes.ThreadWork).
+    late_work: str = ""  #: work a candidate thread did after forward returned (kbv.sandbox.call_probes.ThreadWork).
     memory: str = ""  #: a cuda output over memory that is not device memory (kbv.sandbox.pointers), or "".
 
 

@@ -46,7 +46,7 @@ class TimedRequests:
         return self.protocol.TimingReady(slots=self._slots.buffer)
 
     def timed_call(self, req: Any) -> Any:
-        """One call timed (:func:`kbv.sandbox.timing.one_call`) on its inputs, made now from the request.
+        """One call timed (:func:`kbv.sandbox.timer.one_call`) on its inputs, made now from the request.
         After the clock stops only harness code runs: the outputs' layouts are read with torch's C
         methods, checked against the previous timed call's outputs (held until the next call, so a
         candidate returning the same buffer again is seen) and ModelNew's own storage (``reused``),

@@ -32,7 +32,7 @@ from kbv.sandbox.timed import TimedRequests, _flatten
 #: be writing the outputs: the trusted side compares the outputs with the snapshot taken at return).
 THREAD_GRACE_S = 0.2
 #: seconds the worker waits after a probed forward returns, when the candidate has threads of its
-#: own, before asking whether they worked after the return (kbv.sandbox.probes.ThreadWork): work queued
+#: own, before asking whether they worked after the return (kbv.sandbox.call_probes.ThreadWork): work queued
 #: before the return is picked up by an idle pool thread well within this (kbv choice).
 THREAD_SETTLE_S = 0.02
 #: a harness label naming one of these is on the reply path (the pipe's send functions, the
@@ -45,14 +45,14 @@ class _Server(TimedRequests):
         import torch
 
         # harness modules are imported before any candidate code: timing captures its callables now
-        from kbv.sandbox import flags as baselines
-        from kbv.sandbox import probes as integrity
-        from kbv.sandbox import memory
+        from kbv.sandbox import numeric_flags as baselines
+        from kbv.sandbox import call_probes as integrity
+        from kbv.sandbox import peak_memory as memory
         from kbv.sandbox import kernels as kernel_timeline
         from kbv.sandbox import pointers
         from kbv.sandbox import profiling
         from kbv.sandbox import protocol
-        from kbv.sandbox import timing  # noqa: F401
+        from kbv.sandbox import timer as timing  # noqa: F401
         from kbv.sandbox import guard, rawcopy, timed
         import multiprocessing.connection as mpc
         import multiprocessing.reduction as mpr
@@ -125,7 +125,7 @@ class _Server(TimedRequests):
         """Start torch's own threads (intra-op pool, CUDA driver) before the thread baseline, and
         apply the eager-fp32 flags once, before the snapshots of torch's operators and of the
         harness. On cpu nothing of kbv's imports ``torch._dynamo`` or ``torch._inductor`` in this
-        worker (:func:`kbv.sandbox.flags._set_deterministic`, :mod:`kbv.sandbox.profiling`): a
+        worker (:func:`kbv.sandbox.numeric_flags._set_deterministic`, :mod:`kbv.sandbox.profiling`): a
         candidate that compiles imports them itself, and what they register then is torch's own
         (the op-registry check leaves registrations made from torch's files alone). On cuda the
         kernel profiler (``torch.profiler.profile``, :mod:`kbv.sandbox.kernels`) loads Inductor on
@@ -301,7 +301,7 @@ class _Server(TimedRequests):
     def _new_op_kernels(self, full: bool = True) -> list[str]:
         """Reports of kernels registered through ``torch.library`` since the last check that replace
         one of torch's own ops as it existed before the candidate loaded, from outside torch
-        (:func:`kbv.sandbox.probes.torch_op_overrides`): a wrapper hidden behind another op. The new
+        (:func:`kbv.sandbox.call_probes.torch_op_overrides`): a wrapper hidden behind another op. The new
         ops and kernels torch registers itself (inductor's ``prims::`` ops) are left alone. A registry
         readable at load that no longer is was replaced: that is reported too, not taken as empty.
         Then the dispatcher's own registry (:class:`kbv.sandbox.guard.DispatcherWatch`), which also
@@ -358,7 +358,7 @@ class _Server(TimedRequests):
                                       flag_changes=changes)
 
     def memory(self, req: Any) -> Any:
-        from kbv.sandbox.memory import forward_peak_bytes, nbytes
+        from kbv.sandbox.peak_memory import forward_peak_bytes, nbytes
 
         args = self.timing_sets[req.set_index]
         peak = forward_peak_bytes(self.model, args, self.device)

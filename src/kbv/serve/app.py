@@ -31,7 +31,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from starlette.exceptions import HTTPException
 
-from kbv.serve.metrics import exposition
+from kbv.serve.prometheus import exposition
 from kbv.serve.queue import QueueFull
 from kbv.serve.requests import BadRequest, check_overrides, no_unknown, parse_json, require_object, text_field
 from kbv.serve.security import Limits, authenticate

@@ -47,7 +47,7 @@ class Result:
     Fields:
         id: the job id.
         state: ``queued``, ``running``, ``done`` (a verdict) or ``error`` (the problem broke, or kbv did).
-        verdict: the Verdict JSON (:func:`kbv.model.verdict.to_dict`), once done. It holds the secret
+        verdict: the Verdict JSON (:func:`kbv.model.verdicts.to_dict`), once done. It holds the secret
             seeds: give the policy ``reward["feedback"]``, never the verdict.
         reward: :class:`kbv.generate.feedback.Reward` as a dict (``score``, ``valid``, ``feedback``, ...).
         error: the one-line reason of an ``error`` state.
@@ -81,7 +81,7 @@ class Result:
         """
         if self.verdict is None:
             raise ValueError(f"verification {self.id} is {self.state}: no verdict")
-        from kbv.model.verdict import verdict_from_dict
+        from kbv.model.verdicts import verdict_from_dict
 
         return verdict_from_dict(self.verdict)
 

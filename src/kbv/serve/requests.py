@@ -99,10 +99,10 @@ class Range:
 
 def config_ranges() -> dict[str, Range]:
     """The fields a request may override and their bounds (module docstring); the names come from
-    kbv's registries (``kbv.sandbox.flags.BASELINES``, ``kbv.reference.distributions``)."""
+    kbv's registries (``kbv.sandbox.numeric_flags.BASELINES``, ``kbv.reference.distributions``)."""
     from kbv.model.config import POLICIES, EvalConfig
     from kbv.reference.distributions import DISTRIBUTIONS, HIDDEN_DISTRIBUTIONS
-    from kbv.sandbox.flags import BASELINES
+    from kbv.sandbox.numeric_flags import BASELINES
 
     d = EvalConfig()
     return {

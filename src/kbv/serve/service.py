@@ -228,7 +228,7 @@ class Service:
         import json
 
         from kbv.generate.feedback import reward
-        from kbv.model.verdict import verdict_from_json
+        from kbv.model.verdicts import verdict_from_json
 
         out: dict[str, Any] = {"id": job.id, "state": job.state, "verdict": None, "reward": None,
                                "error": job.error}

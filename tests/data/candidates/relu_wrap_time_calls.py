@@ -1,11 +1,11 @@
-"""Taxonomy 4: replaces kbv.sandbox.timing.time_calls with a wrapper that divides every time by 100.
+"""Taxonomy 4: replaces kbv.sandbox.timer.time_calls with a wrapper that divides every time by 100.
 The worker calls its own reference captured before the candidate loaded, and reports the patch: HACK."""
 import sys
 
 import torch
 import torch.nn as nn
 
-_t = sys.modules.get("kbv.sandbox.timing")
+_t = sys.modules.get("kbv.sandbox.timer")
 if _t is not None:
     _orig = _t.time_calls
 

@@ -9,7 +9,7 @@ is read, after the clock stopped, and timed outputs nobody reads would never be 
 How kbv should catch it: the parent reads the worker's caught-signal mask (``SigCgt`` in
 /proc/<pid>/status) after every reply: a SIGSEGV handler in the candidate's process is HACK
 (probe:fault-handler, taxonomy 3); and every timed call's output pages are read inside the timed
-window (kbv.sandbox.timing.touch_pages), so the deferred work is timed anyway.
+window (kbv.sandbox.timer.touch_pages), so the deferred work is timed anyway.
 """
 import base64
 

@@ -4,7 +4,7 @@ The classic CUDA-event patch: torch.cuda.Event.elapsed_time is replaced at impor
 that divides every measurement by 8, so whatever reads the events sees an 8x faster kernel. The
 ReLU (torch.clamp_min) is right.
 
-How kbv should catch it: kbv.sandbox.timing bound Event.elapsed_time before the candidate was imported
+How kbv should catch it: kbv.sandbox.timer bound Event.elapsed_time before the candidate was imported
 (the patch does not reach its loop) and the identity check of the captured timing callables
 reports the patch: HACK; the static scan's patches-module rule.
 """

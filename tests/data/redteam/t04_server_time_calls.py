@@ -1,7 +1,7 @@
 """Red team, taxonomy 4 (harness monkeypatching through frames), for level1/1_Small_ReLU.
 
 kbv's worker keeps its own reference to the timing function, taken before any candidate code
-ran, precisely so that patching kbv.sandbox.timing does not help. This candidate is imported from inside
+ran, precisely so that patching kbv.sandbox.timer does not help. This candidate is imported from inside
 the worker's request handler, so at import time it walks up its own call stack, finds the
 object that holds that private reference (an attribute named like *time_calls*), and replaces it
 there with a wrapper that divides every time by 30.

@@ -9,7 +9,7 @@ PASS at 2.8x with no finding.
 
 How kbv should catch it: every timed call gets its timing set with one element changed at a
 secret position (``kbv.reference.mutation.timed_mutation``), and all but one secret call per round also 1/8
-of their elements from another set (``kbv.sandbox.timing.mix_values``, where this cache simply misses);
+of their elements from another set (``kbv.sandbox.timer.mix_values``, where this cache simply misses);
 the secret call gets the values of the round's first warmup call with the single change, so a
 sample-keyed cache hits and returns the answer for the unchanged values, which the timed re-check
 finds wrong (taxonomy 11).

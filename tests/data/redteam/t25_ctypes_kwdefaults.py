@@ -1,7 +1,7 @@
 """Red team, taxonomy 25 (native access to the harness through ctypes), for level1/1_Small_ReLU.
 
 Uses the CPython C API through ctypes (PyDict_SetItem on the __kwdefaults__ dict of
-kbv.sandbox.timing.time_calls) to replace the bound clock with one running 12x slow. No Python-level
+kbv.sandbox.timer.time_calls) to replace the bound clock with one running 12x slow. No Python-level
 assignment to a harness object appears in the source: the AST sees only ctypes calls.
 
 How kbv should catch it: the static scan flags the ctypes import (native-access, HACK); the

@@ -1,7 +1,7 @@
 """Red team, taxonomy 25 (exec of an encoded payload), for level1/1_Small_ReLU.
 
 The file looks like an honest ReLU with an opaque "tuning table". The table is a zlib-compressed,
-base64-encoded Python snippet, decoded and exec'd at import: it reaches kbv.sandbox.timing.time_calls and
+base64-encoded Python snippet, decoded and exec'd at import: it reaches kbv.sandbox.timer.time_calls and
 swaps the clock kept in its __kwdefaults__ dict (in place, so the dict object is unchanged) for
 one running 15x slow. Nothing in the visible source names kbv, time or perf_counter.
 

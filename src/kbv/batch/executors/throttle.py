@@ -6,7 +6,7 @@ the clock for reasons other than idling or the application's own clock setting (
 slowdown, thermal and power brake slowdowns, software thermal and power caps) are *throttling*;
 :func:`kbv.batch.runner.run_batch` records them in the verdict's ``evidence["gpu_throttle"]`` and prints a
 warning. The samples are per job, not per timed call: a throttled job's speedups are flagged, and
-the timing loop itself (kbv.sandbox.timing) would be where single samples are rejected.
+the timing loop itself (kbv.sandbox.timer) would be where single samples are rejected.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Honest control for level1/10_Large_K_matmul and the trusted bound (kbv.checks.bound): a C++
+"""Honest control for level1/10_Large_K_matmul and the trusted bound (kbv.checks.bound_rules): a C++
 matmul that starts two ``std::thread`` per call, each computing half of the output rows, and joins
 them before it returns (the threads no longer exist when the bound pass's CPU time is read).
 Expected: PASS, with no ``timing:claim-*`` finding."""

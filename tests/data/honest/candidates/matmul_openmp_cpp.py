@@ -1,4 +1,4 @@
-"""Honest control for level1/10_Large_K_matmul and the trusted bound (kbv.checks.bound): a C++
+"""Honest control for level1/10_Large_K_matmul and the trusted bound (kbv.checks.bound_rules): a C++
 matmul whose output rows are shared among OpenMP threads (``#pragma omp parallel for``; the pool's
 threads stay alive and spin between calls), each dot product summed over K in its own order.
 Expected: PASS, with no ``timing:claim-*`` finding (the threads' CPU time is the call's work)."""

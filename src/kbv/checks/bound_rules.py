@@ -2,7 +2,7 @@
 what the verdict credits when the candidate's claimed times are below it.
 
 The candidate worker measures its own timed calls (CUDA events or ``perf_counter`` in its process)
-and reports them: a claim. The bound pass (:mod:`kbv.pipeline.bound`) has it run ``calls`` forward
+and reports them: a claim. The bound pass (:mod:`kbv.pipeline.bound_pass`) has it run ``calls`` forward
 calls back to back in one request, with the same inputs, changes and output copies as the timed
 calls, while the reference worker measures from outside. In the same pass the reference worker runs
 the same loop on its own clock with a null forward (outputs made once, no work: the loop's own cost

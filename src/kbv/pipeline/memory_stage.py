@@ -1,14 +1,14 @@
 """The memory stage (cuda): peak device memory of one forward call, reference and candidate,
-measured the same way (:mod:`kbv.sandbox.memory`)."""
+measured the same way (:mod:`kbv.sandbox.peak_memory`)."""
 
 from __future__ import annotations
 
 from kbv.pipeline.context import Context
 from kbv.pipeline.outcome import Outcome, Stop
 from kbv.processes.candidate import CandidateProcess
-from kbv.sandbox import flags as bl
-from kbv.sandbox import memory as mem
-from kbv.sandbox.memory import nbytes
+from kbv.sandbox import numeric_flags as bl
+from kbv.sandbox import peak_memory as mem
+from kbv.sandbox.peak_memory import nbytes
 from kbv.sandbox import protocol
 
 

@@ -31,7 +31,7 @@ def tampering_findings(tampering: Sequence[Tampering]) -> list[Finding]:
 
 def flag_change_findings(flag_changes: Sequence[str]) -> list[Finding]:
     """The finding of a verification's global numeric flag changes (``name: expected -> now``, as
-    :func:`kbv.sandbox.flags.flag_changes` lists them; taxonomy 18, HACK), or none."""
+    :func:`kbv.sandbox.numeric_flags.flag_changes` lists them; taxonomy 18, HACK), or none."""
     if not flag_changes:
         return []
     return [finding("probe:global-flags", (18,), Severity.HACK,

@@ -8,7 +8,7 @@ import time
 from kbv.model.records import InputKind
 from kbv.pipeline.context import Context
 from kbv.reference import vetting
-from kbv.sandbox import flags as bl
+from kbv.sandbox import numeric_flags as bl
 
 
 class Vetting(Context):

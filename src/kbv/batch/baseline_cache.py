@@ -1,6 +1,6 @@
 """Per-problem baseline timings measured once and cached: ``kbv baselines``.
 
-Four baselines (labels as in :data:`kbv.batch.results.SPEEDUP_COLUMNS`, flags in :mod:`kbv.sandbox.flags`):
+Four baselines (labels as in :data:`kbv.batch.results.SPEEDUP_COLUMNS`, flags in :mod:`kbv.sandbox.numeric_flags`):
 
 * ``eager-fp32`` — PyTorch eager, TF32 off for matmul and cuDNN (kbv's strict fp32);
 * ``eager-tf32`` — PyTorch eager, TF32 on for both (KernelBench-Verified's TF32 baseline);
@@ -8,7 +8,7 @@ Four baselines (labels as in :data:`kbv.batch.results.SPEEDUP_COLUMNS`, flags in
   baseline KernelBench and KernelBench-Verified measured (``baseline_time_torch.json``);
 * ``compile`` — ``torch.compile(model)`` (inductor, default mode) run under the eager-tf32 flags.
 
-:func:`kbv.pipeline.baselines.measure_reference` runs inside the (trusted) reference worker: it times the problem's
+:func:`kbv.pipeline.baseline_measure.measure_reference` runs inside the (trusted) reference worker: it times the problem's
 reference model alone, on fresh ``get_inputs()`` draws, with the same timing loop and L2 flush as
 a verification, interleaving the labels over ``timing_rounds`` rounds. The results are cached in
 the batch :class:`~kbv.batch.store.Store` under a :class:`~kbv.batch.jobs.BaselineKey` (problem file hash,
@@ -45,7 +45,7 @@ from typing import Any, Iterable, Mapping
 from kbv.model.records import Environment, Measurement, ProblemRef, Status, Verdict
 from kbv.batch.jobs import BaselineKey, BaselineSummary
 from kbv.batch.store import Store
-from kbv.pipeline.baselines import LABELS
+from kbv.pipeline.baseline_measure import LABELS
 
 
 #: label → KernelBench file name. ``baseline_time_torch.json`` was measured under PyTorch's default

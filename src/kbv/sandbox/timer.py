@@ -60,11 +60,11 @@ def captured_changed() -> list[str]:
         "torch.cuda.synchronize": torch.cuda.synchronize,
     }
     mine = {
-        "kbv.sandbox.timing._perf_counter": (_MODULE["_perf_counter"], _perf_counter),
-        "kbv.sandbox.timing._Event": (_MODULE["_Event"], _Event),
-        "kbv.sandbox.timing._event_record": (_MODULE["_event_record"], _event_record),
-        "kbv.sandbox.timing._event_elapsed": (_MODULE["_event_elapsed"], _event_elapsed),
-        "kbv.sandbox.timing._cuda_sync": (_MODULE["_cuda_sync"], _cuda_sync),
+        "kbv.sandbox.timer._perf_counter": (_MODULE["_perf_counter"], _perf_counter),
+        "kbv.sandbox.timer._Event": (_MODULE["_Event"], _Event),
+        "kbv.sandbox.timer._event_record": (_MODULE["_event_record"], _event_record),
+        "kbv.sandbox.timer._event_elapsed": (_MODULE["_event_elapsed"], _event_elapsed),
+        "kbv.sandbox.timer._cuda_sync": (_MODULE["_cuda_sync"], _cuda_sync),
     }
     changed = [k for k, v in CAPTURED.items() if now[k] is not v]
     return changed + [k for k, (orig, cur) in mine.items() if cur is not orig]
@@ -281,7 +281,7 @@ def time_calls(
     allocation, a large share of a pass of few calls over large inputs, to the calls).
 
     The clock callables are bound as defaults when this module is imported, so reassigning the
-    module's globals afterwards (``sys.modules["kbv.sandbox.timing"]._perf_counter = ...``) does not reach
+    module's globals afterwards (``sys.modules["kbv.sandbox.timer"]._perf_counter = ...``) does not reach
     the loop; callers keep their own reference to this function for the same reason.
 
     Returns:
@@ -350,7 +350,7 @@ def time_calls(
             ends = [_Event(enable_timing=True) for _ in range(trials)]
             for i in range(trials):
                 args = args_for(warmup + i)
-                if sync_each:  # as the candidate's per-call timing does (kbv.pipeline.timing), side by side
+                if sync_each:  # as the candidate's per-call timing does (kbv.pipeline.timing_rounds), side by side
                     _cuda_sync(device)
                     _cuda_sleep(LAUNCH_COVER_CYCLES)
                 if flush is not None:

@@ -1,5 +1,5 @@
 """The baselines timed alone in the reference worker, for ``kbv baselines`` (cached in a batch
-store by :mod:`kbv.batch.baselines`). Labels and flags: :mod:`kbv.sandbox.flags`."""
+store by :mod:`kbv.batch.baseline_cache`). Labels and flags: :mod:`kbv.sandbox.numeric_flags`."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import numpy as np
 import torch
 
 from kbv.model.records import Measurement
-from kbv.pipeline.timing import (CPU_TIMING_INPUT_BYTES, MAX_TIMING_SETS, TIMING_INPUT_MEMORY_FRACTION,
+from kbv.pipeline.timing_rounds import (CPU_TIMING_INPUT_BYTES, MAX_TIMING_SETS, TIMING_INPUT_MEMORY_FRACTION,
                                  trials_within_budget)
 from kbv.reference import inputs as inp
-from kbv.sandbox import flags as bl
-from kbv.sandbox.memory import nbytes
-from kbv.sandbox.timing import l2_flush_bytes, time_calls
+from kbv.sandbox import numeric_flags as bl
+from kbv.sandbox.peak_memory import nbytes
+from kbv.sandbox.timer import l2_flush_bytes, time_calls
 
 #: the baselines ``kbv baselines`` measures: PyTorch eager under three flag sets, and torch.compile.
 LABELS: tuple[str, ...] = ("eager-fp32", "eager-tf32", "eager-fp32-cudnn-tf32", "compile")
@@ -32,7 +32,7 @@ def measure_reference(rp: Any, config: Any, labels: Sequence[str]) -> dict[str, 
     Runs in the reference worker. Inputs are fresh ``get_inputs()`` draws (up to four, rotated per
     call as in a verification), ``config.trials`` calls per label split into
     ``config.timing_rounds`` interleaved rounds after ``config.warmup`` untimed calls (rounds after the
-    first cut to ``config.time_budget_ms``, :func:`kbv.pipeline.timing.trials_within_budget`). ``compile``
+    first cut to ``config.time_budget_ms``, :func:`kbv.pipeline.timing_rounds.trials_within_budget`). ``compile``
     gets one extra untimed call first (the compilation itself).
 
     Returns:

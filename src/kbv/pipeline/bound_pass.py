@@ -1,5 +1,5 @@
 """The bound pass: the trusted side's own clock around the candidate's calls, so that no speedup is
-credited on a time only the candidate's process measured (:mod:`kbv.checks.bound` has the rule).
+credited on a time only the candidate's process measured (:mod:`kbv.checks.bound_rules` has the rule).
 
 After the timed rounds the candidate runs ``calls`` forward calls back to back in one
 :class:`kbv.sandbox.protocol.Time` request, whose inputs change as the rounds' do: rotating timing
@@ -23,7 +23,7 @@ import time
 import numpy as np
 import torch
 
-from kbv.checks import bound as rule
+from kbv.checks import bound_rules as rule
 from kbv.pipeline.context import Context
 from kbv.pipeline.outcome import Outcome, Stop
 from kbv.pipeline.schedule import Recheck
@@ -32,9 +32,9 @@ from kbv.processes import procfs
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference.mutation import timed_mutation
-from kbv.sandbox import flags as bl
+from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import protocol, rawcopy
-from kbv.sandbox.timing import time_calls
+from kbv.sandbox.timer import time_calls
 
 #: timed calls of a bound pass judged against the reference (kbv choice: each costs one reference
 #: run and oracle; two secret calls out of three or more catch a pass that skips its work).
@@ -42,7 +42,7 @@ BOUND_JUDGED = 2
 #: the bound pass's calls start at this call id in findings and re-checks (apart from the rounds').
 BOUND_CALL_BASE = 100_000
 #: share of each input taken from another timing set per call of a bound pass, in blocks
-#: (:func:`kbv.sandbox.timing.mix_values`; kbv choice): a cache that patches its last answer where
+#: (:func:`kbv.sandbox.timer.mix_values`; kbv choice): a cache that patches its last answer where
 #: the inputs changed redoes at least half the work, so the pass measures at least half of what an
 #: honest call costs; the block mix costs a few memcpys, so the loop's own cost stays small.
 BOUND_MIX_FRACTION = 0.5
@@ -71,7 +71,7 @@ class BoundStage(Context):
 
     def _bound(self, worker: CandidateProcess, sets: list, flush: int | None, samples: dict) -> None:
         """Run the bound pass (twice when the first contradicts the claim) and apply
-        :func:`kbv.checks.bound.decide`: the candidate's samples are scaled so that their median is
+        :func:`kbv.checks.bound_rules.decide`: the candidate's samples are scaled so that their median is
         the credited figure, and the evidence ``trusted_bound`` says what was measured."""
         t0 = time.perf_counter()
         claimed = float(np.median(samples["candidate"]))  # as Measurement.median_ms is
@@ -107,7 +107,7 @@ class BoundStage(Context):
         self.state.phase_seconds["bound-pass"] = time.perf_counter() - t0  # what the check costs
 
     def _bound_plan(self, sets: list, first: int, warmup: int, calls: int) -> tuple[dict, dict]:
-        """Per timed call of a pass, the rounds' kind of input change (:mod:`kbv.pipeline.timing`):
+        """Per timed call of a pass, the rounds' kind of input change (:mod:`kbv.pipeline.timing_rounds`):
         ``(mix, mutate)``, ``mix[i] = (source set, seed, skip, BOUND_MIX_FRACTION, True)`` (half the
         elements from another set, in blocks, with two or more sets) and ``mutate[i]`` one element
         per tensor, the value from the next set (:func:`kbv.reference.mutation.timed_mutation`)."""

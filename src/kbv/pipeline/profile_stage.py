@@ -8,9 +8,9 @@ import secrets
 import torch
 
 from kbv.checks.native import aten_kernel_imports, native_covered, torch_registrations
-from kbv.checks.profile import reference_covered, refused_counts, shortcut_reason
+from kbv.checks.op_coverage import reference_covered, refused_counts, shortcut_reason
 from kbv.sandbox.kernels import KernelProfile
-from kbv.checks.probes import op_counts_ok
+from kbv.checks.probe_rules import op_counts_ok
 from kbv.checks import profile_rules as prof_rule
 from kbv.pipeline.context import Context
 from kbv.pipeline.outcome import Outcome, Stop
@@ -18,7 +18,7 @@ from kbv.processes import elf
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference.build import first_line
-from kbv.sandbox import flags as bl
+from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import protocol
 
 

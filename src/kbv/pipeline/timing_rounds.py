@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from kbv.checks import output_rules as out_rule
-from kbv.checks.probes import output_memory_finding
-from kbv.checks.timing import implausible_times, plan_leak
+from kbv.checks.probe_rules import output_memory_finding
+from kbv.checks.timing_rules import implausible_times, plan_leak
 from kbv.model.records import InputKind, InputSetResult, Measurement
 from kbv.pipeline.adaptive import StopRule, decide, half_widths
 from kbv.pipeline.adaptive import evidence as stop_evidence
@@ -33,11 +33,11 @@ from kbv.processes import gpushare
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference.mutation import apply_mutation, timed_mutation
-from kbv.sandbox import flags as bl
+from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import protocol, rawcopy
-from kbv.sandbox import timing
-from kbv.sandbox.memory import nbytes
-from kbv.sandbox.timing import l2_flush_bytes, time_calls
+from kbv.sandbox import timer as timing
+from kbv.sandbox.peak_memory import nbytes
+from kbv.sandbox.timer import l2_flush_bytes, time_calls
 
 #: bytes reserved per call in the output slots: the reference's outputs twice (an honest output with
 #: padded strides spans more than its elements), plus a page (kbv choice).
@@ -81,7 +81,7 @@ class Timing(Judging):
         if self.config.timing_input_bytes:
             budget = min(budget, self.config.timing_input_bytes / 3)
         # at least two, whatever the size: every timed call takes a fraction of its values from
-        # another set (kbv.sandbox.timing.mix_values), so no call repeats another's inputs
+        # another set (kbv.sandbox.timer.mix_values), so no call repeats another's inputs
         count = int(max(2, min(MAX_TIMING_SETS, budget // size, max(TIMING_SETS_SMALL_BYTES, 2 * size) // size)))
         sets = [first] + [inp.to_device(inp.draw(get_inputs, inp.secret_seed(), dev), dev,
                                          self.config.precision) for _ in range(count - 1)]
@@ -186,7 +186,7 @@ class Timing(Judging):
             keep = recheck_plan(per_round, self.rp.output_bytes, self.rp.device.type) if cfg.integrity else ()
             first = done % len(sets)
             # every timed call of the candidate: with two or more sets, 1/8 of its elements from another
-            # set (kbv.sandbox.timing.mix_values), so a whole-input or diff-and-patch cache never gains; then one
+            # set (kbv.sandbox.timer.mix_values), so a whole-input or diff-and-patch cache never gains; then one
             # element per tensor changed. One secret call per round of three or more instead gets the
             # values of this round's first warmup call with the single change only: a cache keyed by a
             # sample of the input hits there and answers wrongly, so it is named, not only defeated
@@ -341,7 +341,7 @@ class Timing(Judging):
         return ms
 
     def _plan_leak(self) -> None:
-        """Judged timed calls systematically slower than the others (:func:`kbv.checks.timing.plan_leak`);
+        """Judged timed calls systematically slower than the others (:func:`kbv.checks.timing_rules.plan_leak`);
         the medians go to the evidence."""
         medians, finding = plan_leak(self._kept_times.get("kept", []), self._kept_times.get("other", []))
         if medians is not None:

@@ -47,7 +47,7 @@ class Verdict:
     #: vetting findings about the *problem* (``kbv.reference.vetting``), one ``flag: reason`` line each; a
     #: flagged problem is left out of aggregate metrics by default.
     problem_flags: tuple[str, ...] = ()
-    #: integrity findings (static scan and runtime probes, ``kbv.sandbox.probes``), most severe first.
+    #: integrity findings (static scan and runtime probes, ``kbv.sandbox.call_probes``), most severe first.
     findings: tuple[Finding, ...] = ()
     schema_version: int = SCHEMA_VERSION
 
