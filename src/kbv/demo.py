@@ -118,21 +118,20 @@ def demo_table(rows: list[tuple[DemoCase, Verdict | str]], device: str) -> Table
 
 class _Builder:
     """Builds candidates' extensions in a reference worker of its own, in the background
-    (``{"kind": "build"}`` jobs, :mod:`kbv.pipeline.reference_worker`). A failed build is left to the
+    (:class:`kbv.processes.reference_jobs.BuildJob`, :mod:`kbv.pipeline.reference_worker`). A failed build is left to the
     verification, which reports it as COMPILE_ERROR."""
 
     def __init__(self, device: str, pairs: list, config: EvalConfig):
         import threading
 
-        from kbv.model.records import to_dict
         from kbv.pipeline.reference_worker import reference_main
         from kbv.processes.reference import ReferenceProcess
+        from kbv.processes.reference_jobs import BuildJob, BuildPair
 
         self.ref = ReferenceProcess(device, reference_main) if pairs else None  # made here, in the main thread
         self.thread = None
         if self.ref is not None:
-            job = {"kind": "build", "problem": to_dict(pairs[0][0]), "config": to_dict(config),
-                   "pairs": [{"problem": to_dict(p), "candidate": to_dict(c)} for p, c in pairs]}
+            job = BuildJob(tuple(BuildPair(p, c) for p, c in pairs), config)
             self.thread = threading.Thread(target=self.ref.evaluate, args=(job, config.compile_timeout_s),
                                            name="kbv-demo-build", daemon=True)
             self.thread.start()

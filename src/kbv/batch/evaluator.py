@@ -7,18 +7,18 @@ it dies. Verdicts arrive as plain JSON and are rebuilt (and validated) with
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from typing import Callable
 from pathlib import Path
 
 from kbv.batch.baseline_cache import BaselineRun, environment_from_dict, measurement_from_dict
 from kbv.intake.problems import ProblemError
-from kbv.model.records import (CandidateRef, Environment, EvalConfig, ProblemRef, Status, Verdict, to_dict,
+from kbv.model.records import (CandidateRef, Environment, EvalConfig, ProblemRef, Status, Verdict,
     verdict_from_dict)
 from kbv.model.records import VettingReport, vetting_from_dict
 from kbv.pipeline.reference_worker import reference_main
 from kbv.processes.reference import ReferenceProcess, minimal_environment
+from kbv.processes.reference_jobs import BaselinesJob, EnvironmentJob, Job, VerifyJob, VetJob
 
 
 class EvaluationError(RuntimeError):
@@ -106,28 +106,42 @@ class Evaluator:
         """
         if config.device != self.device:
             raise ValueError(f"evaluator is for {self.device}, config asks for {config.device}")
-        job = {"problem": dataclasses.asdict(problem), "candidate": dataclasses.asdict(candidate),
-               "config": to_dict(config), "hidden_tests": str(hidden_tests) if hidden_tests else None,
-               "ask_next": next_candidate is not None, "quiet_dir": str(quiet_dir) if quiet_dir else None}
-
-        def answer(question: dict) -> dict:
-            nxt = next_candidate() if next_candidate is not None and question.get("ask") == "next" else None
-            return {"next": dataclasses.asdict(nxt) if nxt is not None else None}
-
-        reply = self._worker().evaluate(job, job_timeout_s(config), answer)
+        job = VerifyJob(problem, candidate, config, str(hidden_tests) if hidden_tests else None,
+                        next_candidate is not None, str(quiet_dir) if quiet_dir else None)
+        reply = self._worker().evaluate(job, job_timeout_s(config), next_candidate)
         if reply.problem_error:
             raise ProblemError(problem.path, reply.problem_error.fault)
         if reply.error or reply.verdict is None:
-            if self._ref is not None:
-                self._ref.close()
-                self._ref = None
+            self._restart()
             return eval_error_verdict(problem, candidate, config,
                                       reply.error.describe() if reply.error else "reference worker sent no verdict")
         verdict = verdict_from_dict(reply.verdict)
-        if verdict.status is Status.EVAL_ERROR and self._ref is not None:
-            self._ref.close()  # a fresh reference worker for the next job (its memory, its state)
-            self._ref = None
+        if verdict.status is Status.EVAL_ERROR:
+            self._restart()  # a fresh reference worker for the next job (its memory, its state)
         return verdict
+
+    def _restart(self) -> None:
+        """Close the reference worker: the next job starts a fresh one."""
+        if self._ref is not None:
+            self._ref.close()
+            self._ref = None
+
+    def _ask(self, job: Job, timeout: float, field: str, problem: ProblemRef | None = None) -> object:
+        """The reply's ``field`` to ``job`` (``baselines``, ``vetting``): the one send, check and
+        restart of the evaluator's non-verification jobs.
+
+        Raises:
+            ProblemError: the problem file is broken (``problem``: the job's).
+            EvaluationError: the reference worker failed or did not answer ``field``; it is restarted.
+        """
+        reply = self._worker().evaluate(job, timeout)
+        if reply.problem_error and problem is not None:
+            raise ProblemError(problem.path, reply.problem_error.fault)
+        value = getattr(reply, field)
+        if reply.error or value is None:
+            self._restart()
+            raise EvaluationError(reply.error.describe() if reply.error else f"reference worker sent no {field}")
+        return value
 
     def environment(self) -> Environment:
         """The reference worker's environment (device name, driver, torch): a baseline cache key's parts.
@@ -135,11 +149,7 @@ class Evaluator:
         Raises:
             EvaluationError: the reference worker failed.
         """
-        reply = self._worker().evaluate({"kind": "environment"}, 300.0)
-        if reply.error or reply.baselines is None:
-            self.close()
-            raise EvaluationError(reply.error.describe() if reply.error else "reference worker sent no environment")
-        return environment_from_dict(reply.baselines["environment"])
+        return environment_from_dict(self._ask(EnvironmentJob(), 300.0, "baselines")["environment"])
 
     def measure_baselines(self, problem: ProblemRef, config: EvalConfig,
                           labels: tuple[str, ...]) -> BaselineRun:
@@ -154,18 +164,8 @@ class Evaluator:
         """
         if config.device != self.device:
             raise ValueError(f"evaluator is for {self.device}, config asks for {config.device}")
-        job = {"kind": "baselines", "problem": dataclasses.asdict(problem), "config": to_dict(config),
-               "labels": list(labels)}
         timeout = config.compile_timeout_s + len(labels) * config.timing_timeout_s + 300.0
-        reply = self._worker().evaluate(job, timeout)
-        if reply.problem_error:
-            raise ProblemError(problem.path, reply.problem_error.fault)
-        if reply.error or reply.baselines is None:
-            if self._ref is not None:
-                self._ref.close()
-                self._ref = None
-            raise EvaluationError(reply.error.describe() if reply.error else "reference worker sent no baselines")
-        b = reply.baselines
+        b = self._ask(BaselinesJob(problem, config, tuple(labels)), timeout, "baselines", problem)
         return BaselineRun(environment=environment_from_dict(b["environment"]),
                            measurements={k: measurement_from_dict(m) for k, m in b["measurements"].items()},
                            errors=dict(b.get("errors", {})))
@@ -179,18 +179,9 @@ class Evaluator:
         """
         if config.device != self.device:
             raise ValueError(f"evaluator is for {self.device}, config asks for {config.device}")
-        job = {"kind": "vet", "problem": dataclasses.asdict(problem), "config": to_dict(config),
-               "vet_seeds": int(seeds)}
         calls = seeds * (1 + len(config.hidden) + len(config.distributions)) * 3 + 2
-        reply = self._worker().evaluate(job, calls * config.call_timeout_s + 300.0)
-        if reply.problem_error:
-            raise ProblemError(problem.path, reply.problem_error.fault)
-        if reply.error or reply.vetting is None:
-            if self._ref is not None:
-                self._ref.close()
-                self._ref = None
-            raise EvaluationError(reply.error.describe() if reply.error else "reference worker sent no vetting report")
-        return vetting_from_dict(reply.vetting)
+        return vetting_from_dict(self._ask(VetJob(problem, config, int(seeds)), calls * config.call_timeout_s + 300.0,
+                                           "vetting", problem))
 
     def close(self, abort: bool = False) -> None:
         """Stop the reference worker (``abort``: at once, not after the job in flight)."""

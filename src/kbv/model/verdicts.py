@@ -159,6 +159,16 @@ def to_json(record: Any, indent: int | None = 2) -> str:
     return json.dumps(to_dict(record), indent=indent, allow_nan=False, sort_keys=False)
 
 
+def config_from_dict(data: Mapping[str, Any]) -> EvalConfig:
+    """Rebuild an :class:`EvalConfig` from :func:`to_dict` output (lists back to tuples; a config
+    written before randomised distributions existed ran none)."""
+    cfg = _decode_floats(dict(data))
+    cfg["hidden"] = tuple(cfg.get("hidden", ()))
+    cfg["baselines"] = tuple(cfg.get("baselines", ()))
+    cfg["distributions"] = tuple(cfg.get("distributions", ()))
+    return _build(EvalConfig, cfg)
+
+
 def verdict_from_dict(data: Mapping[str, Any]) -> Verdict:
     """Rebuild a :class:`Verdict` from :func:`to_dict` output.
 
@@ -168,13 +178,6 @@ def verdict_from_dict(data: Mapping[str, Any]) -> Verdict:
     d = _decode_floats(dict(data))
     if d.get("schema_version", SCHEMA_VERSION) != SCHEMA_VERSION:
         raise ValueError(f"unsupported verdict schema {d.get('schema_version')}")
-    cfg = dict(d["config"])
-    cfg["hidden"] = tuple(cfg.get("hidden", ()))
-    cfg["baselines"] = tuple(cfg.get("baselines", ()))
-    if "distributions" in cfg:
-        cfg["distributions"] = tuple(cfg["distributions"])
-    else:  # written before randomised distributions existed: none were run
-        cfg["distributions"] = ()
     timing = {}
     for k, m in d.get("timing", {}).items():
         m = dict(m)
@@ -191,7 +194,7 @@ def verdict_from_dict(data: Mapping[str, Any]) -> Verdict:
         message=d["message"],
         problem=_build(ProblemRef, d["problem"]),
         candidate=_build(CandidateRef, d["candidate"]),
-        config=_build(EvalConfig, cfg),
+        config=config_from_dict(d["config"]),
         environment=_build(Environment, d["environment"]),
         input_sets=tuple(sets),
         timing=timing,

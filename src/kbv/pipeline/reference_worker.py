@@ -1,28 +1,25 @@
 """The reference worker: trusted process that owns one device, the problems and the comparisons.
 
-It serves JSON jobs from the orchestrator (``{"problem": ..., "candidate": ..., "config": ...}``)
-and answers each with ``{"verdict": dict}``, ``{"problem_error": {"path", "fault"}}`` or
-``{"error": {"kind", "message", "traceback"}}`` (:class:`kbv.processes.reference.ReferenceReply`,
-decoded strictly by its handle). A job with
-``"kind": "vet"`` (problem, config, ``vet_seeds``; no candidate) vets the problem
-(:func:`kbv.reference.vetting.vet_problem`) and answers ``{"vetting": dict}``. A job with
-``"kind": "baselines"`` and ``"labels"`` times the reference model alone under each baseline
-(:func:`kbv.pipeline.baseline_measure.measure_reference`) and answers ``{"baselines": {...}}``. A job with
-``"kind": "build"`` and ``"pairs"`` (``[{"problem", "candidate"}, ...]``) loads every candidate at
-once, each in its own sandboxed worker, so that their extensions build in parallel into the
-content-hash build cache, and answers ``{"built": {candidate path: "ok" or the failure}}``; with
-``"verify_failures": true`` and one pair whose load failed, it also runs that pair's verification
-(which fails at the same load, before any timing) and adds ``"verdict"``: the verdict the
-verification pipeline gives a candidate that does not build (COMPILE_ERROR, or HACK when the static
-scan caught a cheat), so that :mod:`kbv.batch.executors.builds` decides it without a lane. Reference models
-are cached per (problem file hash, config precision). A verification job may name the lane's next
-candidate (``"next"``: its worker is started once this job's candidate is loaded,
-:mod:`kbv.pipeline.prestart`) and a timing-flag directory (``"quiet_dir"``: the build pool stops
-its builds while this job times, :mod:`kbv.processes.quiet`); every verdict names the kbv source
-this worker runs (``evidence["kbv_source"]``, :mod:`kbv.model.source`). Candidate workers are spawned from here, so
-inputs reach them by CUDA IPC without passing through the orchestrator. The worker dies with the
-orchestrator (``PR_SET_PDEATHSIG``) and a forked sentinel kills its candidate workers' processes
-when it dies (:func:`kbv.processes.handles.start_sentinel`).
+It serves the orchestrator's typed jobs (:mod:`kbv.processes.reference_jobs`, one handler each in
+:data:`_HANDLERS`): :class:`VerifyJob` (the whole pipeline, answered ``{"verdict": dict}``),
+:class:`VetJob` (``{"vetting": dict}``, :func:`kbv.reference.vetting.vet_problem`),
+:class:`BaselinesJob` (the reference model alone under each baseline,
+:func:`kbv.pipeline.baseline_measure.measure_reference`: ``{"baselines": {...}}``),
+:class:`EnvironmentJob` (what a baseline cache key needs, nothing run) and :class:`BuildJob` (every
+candidate loaded at once, each in its own sandboxed worker, so that their extensions build in
+parallel into the content-hash build cache: ``{"built": {candidate path: "ok" or the failure}}``;
+with ``verify_failures`` and one pair whose load failed, also ``"verdict"``: the verdict the
+pipeline gives a candidate that does not build, so that :mod:`kbv.batch.executors.builds` decides it
+without a lane). A broken problem answers ``{"problem_error": ...}``, anything else that fails
+``{"error": ...}`` (:class:`kbv.processes.reference.ReferenceReply`, decoded strictly by its handle).
+Reference models are cached per (problem file hash, config precision). A verification job may ask
+for the lane's next candidate (``ask_next``: its worker is started once this job's candidate is
+loaded, :mod:`kbv.pipeline.prestart`) and name a timing-flag directory (``quiet_dir``: the build pool
+stops its builds while this job times, :mod:`kbv.processes.quiet`); every verdict names the kbv
+source this worker runs (``evidence["kbv_source"]``, :mod:`kbv.model.source`). Candidate workers are
+spawned from here, so inputs reach them by CUDA IPC without passing through the orchestrator. The
+worker dies with the orchestrator (``PR_SET_PDEATHSIG``) and a forked sentinel kills its candidate
+workers' processes when it dies (:func:`kbv.processes.handles.start_sentinel`).
 """
 
 from __future__ import annotations
@@ -33,6 +30,9 @@ import json
 import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
+
+from kbv.processes.reference_jobs import (AskNext, BaselinesJob, BuildJob, BuildPair, EnvironmentJob, JobError,
+                                          NextCandidate, VerifyJob, VetJob, decode_job, encode_job)
 
 
 def reference_main(conn: Connection, device: str) -> None:
@@ -58,100 +58,125 @@ def reference_main(conn: Connection, device: str) -> None:
 
     import torch
 
-    from kbv.pipeline import run as verify
-    from kbv.reference import vetting
-    from kbv.reference.build import build_reference
     from kbv.sandbox.environment import collect_environment
     from kbv.intake.problems import ProblemError
-    from kbv.model.records import CandidateRef, EvalConfig, ProblemRef, to_dict
-
     from kbv.model.source import source_hash
-    from kbv.pipeline.prestart import Prestarted, quiet
     from kbv.processes.reference import RAISED, ProblemFailure, ReferenceReply, WorkerError
 
     if device == "cuda":
         torch.cuda.set_device(0)
-    env = collect_environment(device)
-    source = source_hash()  #: the kbv this worker runs, named in every verdict (evidence kbv_source)
-    cache: dict = {}
-    early = Prestarted()
+    server = _Server(conn, device, collect_environment(device), source_hash())
     while True:
         try:
-            job = json.loads(conn.recv_bytes())
+            raw = conn.recv_bytes()
         except EOFError:
-            early.close()
+            server.early.close()
             return
-        if job is None:
-            early.close()
+        if raw == b"null":
+            server.early.close()
             return
-        if job.get("kind") == "environment":  # what a baseline cache key needs, nothing run
-            reply = {"baselines": {"environment": to_dict(env), "measurements": {}, "errors": {}}}
-            conn.send_bytes(json.dumps(reply, allow_nan=False).encode())
-            continue
         try:
-            problem = ProblemRef(**job["problem"])
-            cfg = dict(job["config"])
-            cfg["hidden"] = tuple(cfg["hidden"])
-            cfg["baselines"] = tuple(cfg["baselines"])
-            cfg["distributions"] = tuple(cfg.get("distributions", ()))
-            config = EvalConfig(**cfg)
-            if job.get("kind") == "vet":  # kbv vet: the reference alone over many distributions
-                key = (problem.sha256, problem.path, config.device, config.precision, config.init_seed)
-                if key not in cache:
-                    cache.clear()
-                    cache[key] = build_reference(problem, config)
-                report = vetting.vet_problem(cache[key], config, env, seeds=int(job["vet_seeds"]))
-                reply = {"vetting": to_dict(report)}
-            elif job.get("kind") == "build":  # kbv demo / kbv run's build pool: fill the build cache
-                reply = {"built": _build(job["pairs"], config)}
-                if job.get("verify_failures") and len(job["pairs"]) == 1:
-                    reply["verdict"] = _failed_build_verdict(job["pairs"][0], reply["built"], config, env)
-                    if reply["verdict"] is not None:
-                        reply["verdict"].setdefault("evidence", {})["kbv_source"] = source
-            elif job.get("kind") == "baselines":  # kbv baselines: time the reference model only
-                from kbv.pipeline.baseline_measure import measure_reference
-
-                cache.clear()
-                measured = measure_reference(build_reference(problem, config), config,
-                                             tuple(job["labels"]))
-                reply = {"baselines": {"environment": to_dict(env), "errors": measured["errors"],
-                                       "measurements": {k: to_dict(m)
-                                                        for k, m in measured["measurements"].items()}}}
-            else:
-                candidate = CandidateRef(**job["candidate"])
-                key = (problem.sha256, problem.path, config.device, config.precision, config.init_seed)
-                if key not in cache:
-                    cache.clear()  # one reference model resident at a time
-                    if device == "cuda":
-                        torch.cuda.empty_cache()
-                    cache[key] = build_reference(problem, config)
-                worker = early.take(candidate, config.device)
-
-                def start_next(device=config.device) -> None:  # the lane's next candidate's worker
-                    if not job.get("ask_next"):
-                        return
-                    conn.send_bytes(json.dumps({"ask": "next"}).encode())
-                    nxt = json.loads(conn.recv_bytes()).get("next")
-                    if nxt:
-                        try:
-                            early.start(CandidateRef(**nxt), device)
-                        except Exception:  # noqa: BLE001 - the next job spawns its own worker
-                            pass
-
-                if worker is not None:  # this one was started early and is ready: the next starts now
-                    start_next()
-                verdict = verify.verify(cache[key], candidate, config, env, hidden_tests=job.get("hidden_tests"),
-                                        worker=worker, quiet=lambda: quiet(job.get("quiet_dir"), early),
-                                        on_loaded=start_next if worker is None else None)
-                verdict = dataclasses.replace(verdict, evidence={**verdict.evidence, "kbv_source": source})
-                reply = {"verdict": to_dict(verdict)}
+            job = decode_job(raw)
+            handler = _HANDLERS.get(type(job))
+            if handler is None:
+                raise JobError(f"{type(job).__name__} is not a job")
+            reply = handler(server, job)
         except ProblemError as exc:
-            cache.clear()
+            server.cache.clear()
             reply = ReferenceReply(problem_error=ProblemFailure(exc.path, exc.fault)).to_json()
         except Exception as exc:  # noqa: BLE001 - report, keep serving
             reply = ReferenceReply(error=WorkerError(RAISED, f"{type(exc).__name__}: {exc}",
                                                      traceback.format_exc()[-4000:])).to_json()
         conn.send_bytes(json.dumps(reply, allow_nan=False).encode())
+
+
+class _Server:
+    """The reference worker's state between jobs: the environment, the kbv source it runs, one
+    reference model kept per (problem, device, precision, init seed), the lane's next candidate's
+    worker started early (:class:`kbv.pipeline.prestart.Prestarted`)."""
+
+    def __init__(self, conn: Connection, device: str, env, source: str):
+        from kbv.pipeline.prestart import Prestarted
+
+        self.conn, self.device, self.env, self.source = conn, device, env, source
+        self.cache: dict = {}
+        self.early = Prestarted()
+
+    def reference(self, problem, config):
+        """The built reference of ``problem`` under ``config``, built once and kept until another is needed."""
+        import torch
+
+        from kbv.reference.build import build_reference
+
+        key = (problem.sha256, problem.path, config.device, config.precision, config.init_seed)
+        if key not in self.cache:
+            self.cache.clear()  # one reference model resident at a time
+            if self.device == "cuda":
+                torch.cuda.empty_cache()
+            self.cache[key] = build_reference(problem, config)
+        return self.cache[key]
+
+    def environment(self, job: EnvironmentJob) -> dict:
+        from kbv.model.records import to_dict
+
+        return {"baselines": {"environment": to_dict(self.env), "measurements": {}, "errors": {}}}
+
+    def vet(self, job: VetJob) -> dict:
+        from kbv.model.records import to_dict
+        from kbv.reference import vetting
+
+        report = vetting.vet_problem(self.reference(job.problem, job.config), job.config, self.env, seeds=job.vet_seeds)
+        return {"vetting": to_dict(report)}
+
+    def build(self, job: BuildJob) -> dict:
+        reply: dict = {"built": _build(job.pairs, job.config)}
+        if job.verify_failures and len(job.pairs) == 1:
+            reply["verdict"] = _failed_build_verdict(job.pairs[0], reply["built"], job.config, self.env)
+            if reply["verdict"] is not None:
+                reply["verdict"].setdefault("evidence", {})["kbv_source"] = self.source
+        return reply
+
+    def baselines(self, job: BaselinesJob) -> dict:
+        from kbv.model.records import to_dict
+        from kbv.pipeline.baseline_measure import measure_reference
+        from kbv.reference.build import build_reference
+
+        self.cache.clear()
+        measured = measure_reference(build_reference(job.problem, job.config), job.config, job.labels)
+        return {"baselines": {"environment": to_dict(self.env), "errors": measured["errors"],
+                              "measurements": {k: to_dict(m) for k, m in measured["measurements"].items()}}}
+
+    def verify(self, job: VerifyJob) -> dict:
+        from kbv.model.records import to_dict
+        from kbv.pipeline import run as verify
+        from kbv.pipeline.prestart import quiet
+
+        rp = self.reference(job.problem, job.config)
+        worker = self.early.take(job.candidate, job.config.device)
+
+        def start_next(device=job.config.device) -> None:  # the lane's next candidate's worker
+            if not job.ask_next:
+                return
+            self.conn.send_bytes(encode_job(AskNext()))
+            answer = decode_job(self.conn.recv_bytes())
+            if isinstance(answer, NextCandidate) and answer.candidate is not None:
+                try:
+                    self.early.start(answer.candidate, device)
+                except Exception:  # noqa: BLE001 - the next job spawns its own worker
+                    pass
+
+        if worker is not None:  # this one was started early and is ready: the next starts now
+            start_next()
+        verdict = verify.verify(rp, job.candidate, job.config, self.env, hidden_tests=job.hidden_tests,
+                                worker=worker, quiet=lambda: quiet(job.quiet_dir, self.early),
+                                on_loaded=start_next if worker is None else None)
+        verdict = dataclasses.replace(verdict, evidence={**verdict.evidence, "kbv_source": self.source})
+        return {"verdict": to_dict(verdict)}
+
+
+#: the worker as a table: each job's handler.
+_HANDLERS = {EnvironmentJob: _Server.environment, VetJob: _Server.vet, BuildJob: _Server.build,
+             BaselinesJob: _Server.baselines, VerifyJob: _Server.verify}
 
 
 _BUILD_REFERENCE: dict = {}  #: the last problem's reference of a build worker: (key, ReferenceProblem)
@@ -169,14 +194,13 @@ def _build_reference(problem, config):
     return _BUILD_REFERENCE[key]
 
 
-def _build(pairs: list[dict], config) -> dict[str, str]:
+def _build(pairs: tuple[BuildPair, ...], config) -> dict[str, str]:
     """Load every candidate of ``pairs`` in its own candidate worker at the same time (their
     ``load_inline`` builds run in parallel); close them. Candidate path -> "ok" or the failure."""
     from kbv.sandbox import protocol
     from kbv.sandbox.numeric_flags import flags_for
     from kbv.intake.candidates import build_dir
     from kbv.intake.problems import ProblemError
-    from kbv.model.records import CandidateRef, ProblemRef
     from kbv.processes.buildlock import BuildLockTimeout, Hold, build_lock
     from kbv.processes.candidate import CandidateProcess
 
@@ -185,9 +209,9 @@ def _build(pairs: list[dict], config) -> dict[str, str]:
     with contextlib.ExitStack() as locks:  # each build dir this process's alone until its load answered
         try:
             for pair in pairs:
-                cand = CandidateRef(**pair["candidate"])
+                cand = pair.candidate
                 try:
-                    rp = _build_reference(ProblemRef(**pair["problem"]), config)
+                    rp = _build_reference(pair.problem, config)
                 except ProblemError as exc:
                     out[cand.path] = str(exc)
                     continue
@@ -217,20 +241,20 @@ def _build(pairs: list[dict], config) -> dict[str, str]:
     return out
 
 
-def _failed_build_verdict(pair: dict, built: dict, config, env) -> dict | None:
+def _failed_build_verdict(pair: BuildPair, built: dict, config, env) -> dict | None:
     """The verdict of a candidate whose build-only load failed (``built`` says not ``"ok"``): its
     whole verification run here, where it stops at the same load. None when the load succeeded or
     the problem is broken (a lane then reports it). The caller accepts the verdict only when it
     stopped before timing (:mod:`kbv.batch.executors.builds`)."""
     from kbv.pipeline import run as verify
     from kbv.intake.problems import ProblemError
-    from kbv.model.records import CandidateRef, ProblemRef, to_dict
+    from kbv.model.records import to_dict
 
-    cand = CandidateRef(**pair["candidate"])
+    cand = pair.candidate
     if built.get(cand.path, "ok") == "ok":
         return None
     try:
-        rp = _build_reference(ProblemRef(**pair["problem"]), config)
+        rp = _build_reference(pair.problem, config)
     except ProblemError:
         return None
-    return to_dict(verify.verify(rp, cand, config, env, hidden_tests=pair.get("hidden_tests")))
+    return to_dict(verify.verify(rp, cand, config, env, hidden_tests=pair.hidden_tests))

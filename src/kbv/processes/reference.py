@@ -20,11 +20,12 @@ from multiprocessing.connection import Connection
 from typing import Callable, Iterator
 
 from kbv import __version__
-from kbv.model.records import Environment
+from kbv.model.records import CandidateRef, Environment
 from kbv.processes.handles import POLL_S, environ_set, spawn_context, kill_group, plain_main, wait_readable
 from kbv.processes import custody
 from kbv.processes.jail import kill_cgroups
 from kbv.processes.procfs import undumpable
+from kbv.processes.reference_jobs import Job, NextCandidate, VerifyJob, encode_job
 from kbv.sandbox.confinement import shared_worker_env
 
 
@@ -79,9 +80,9 @@ class ReferenceReply:
     problem_error: ProblemFailure | None = None
     error: WorkerError | None = None  #: an internal failure of the reference worker.
     vetting: dict | None = None  #: the answer to a vetting job (``kbv.model.records.VettingReport``).
-    #: answer to a ``{"kind": "baselines"}`` job: ``{"environment": dict, "measurements": {label: dict}}``.
+    #: answer to a :class:`~kbv.processes.reference_jobs.BaselinesJob` (or an ``EnvironmentJob``): ``{"environment": dict, "measurements": {label: dict}}``.
     baselines: dict | None = None
-    #: answer to a ``{"kind": "build"}`` job: candidate path -> ``"ok"`` or the one-line failure.
+    #: answer to a :class:`~kbv.processes.reference_jobs.BuildJob`: candidate path -> ``"ok"`` or the one-line failure.
     built: dict | None = None
 
     def to_json(self) -> dict:
@@ -175,15 +176,22 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, old if old is not None else signal.default_int_handler)
 
 
-def _charged_verdict(job: dict, device: str, how: str, phase: str, code: int) -> dict:
+def _job_records(job: "VerifyJob") -> dict:
+    """The problem, candidate and config of ``job`` as a verdict's JSON fields."""
+    from kbv.model.records import to_dict
+
+    return {"problem": to_dict(job.problem), "candidate": to_dict(job.candidate), "config": to_dict(job.config)}
+
+
+def _charged_verdict(job: "VerifyJob", device: str, how: str, phase: str, code: int) -> dict:
     """The CRASH verdict (as JSON) of a candidate whose code ran when the reference worker was
     killed by ``how`` during its ``phase`` request: a WARNING naming taxonomy 26 (sandbox
     tampering), no HACK: the kernel does not say who sent the signal."""
     from kbv.model.records import to_dict
 
-    name = Path(job["candidate"]["path"]).name
+    name = Path(job.candidate.path).name
     return {
-        "status": "CRASH", "problem": job["problem"], "candidate": job["candidate"], "config": job["config"],
+        "status": "CRASH", **_job_records(job),
         "message": f"{name}: kbv's reference worker was killed by {how} while the candidate's code ran "
                    f"(last request: {phase or 'unknown'}); charged to the candidate, whose process could send it",
         "environment": to_dict(minimal_environment(device)),
@@ -194,7 +202,8 @@ def _charged_verdict(job: dict, device: str, how: str, phase: str, code: int) ->
 
 
 class ReferenceProcess:
-    """The trusted reference worker for one device. Jobs and replies are plain JSON.
+    """The trusted reference worker for one device. Jobs are typed (:mod:`kbv.processes.reference_jobs`),
+    replies :class:`ReferenceReply`, both strict JSON on the wire.
 
     The worker dies with the process that made this handle (``PR_SET_PDEATHSIG``, bound to the
     creating *thread*: make it from a thread that lives as long as the handle, as kbv's main thread
@@ -217,11 +226,13 @@ class ReferenceProcess:
             self.proc.start()
         child.close()
 
-    def evaluate(self, job: dict, timeout: float, answer: Callable[[dict], dict] | None = None) -> ReferenceReply:
-        """Run one verification job (see :func:`kbv.pipeline.reference_worker.reference_main`).
+    def evaluate(self, job: "Job", timeout: float,
+                 answer: Callable[[], "CandidateRef | None"] | None = None) -> ReferenceReply:
+        """Run one job (see :func:`kbv.pipeline.reference_worker.reference_main`).
 
-        A question the worker asks during the job (a message with ``"ask"``: which candidate comes
-        next) is answered with ``answer(message)`` (``{}`` without one) and the wait goes on.
+        The question the worker may ask during a verification (:class:`AskNext`: which candidate
+        comes next) is answered with :class:`NextCandidate` of ``answer()`` (None without one) and
+        the wait goes on.
         A worker that dies answers an error, except one killed by a signal during a verification:
         that is a verdict (:meth:`_died`): CRASH when the candidate's code could run then
         (:mod:`kbv.processes.custody`), else EVAL_ERROR naming what is known of the cause (its
@@ -231,7 +242,7 @@ class ReferenceProcess:
         """
         if not self.proc.is_alive():
             return ReferenceReply(error=WorkerError(NOT_RUNNING, f"reference worker is not running (exit code {self.proc.exitcode})"))
-        self.conn.send_bytes(json.dumps(job).encode())
+        self.conn.send_bytes(encode_job(job))
         self._rss = (0, 0)  # (the worker's last resident bytes, host bytes available then)
         self._oom_adj = _oom_score_adj(self.proc.pid)  # raised later: not by kbv (custody.charged)
         self._oom_adj_raised = False
@@ -254,14 +265,14 @@ class ReferenceProcess:
                 data = json.loads(raw)
             except ValueError as exc:
                 return ReferenceReply(error=WorkerError(MALFORMED, f"reference worker sent no JSON: {exc}"))
-            if not (isinstance(data, dict) and "ask" in data):
+            if not (isinstance(data, dict) and data.get("kind") == "ask-next"):
                 return ReferenceReply.from_json(data)
             try:
-                self.conn.send_bytes(json.dumps(answer(data) if answer is not None else {}).encode())
+                self.conn.send_bytes(encode_job(NextCandidate(answer() if answer is not None else None)))
             except OSError:
                 return self._died(job)
 
-    def _died(self, job: dict) -> ReferenceReply:
+    def _died(self, job: "Job") -> ReferenceReply:
         """The worker died during ``job``: a verdict when a signal killed it while it verified a
         candidate, else an error. The verdict is CRASH, the candidate's, when its code could run
         then and memory explains nothing (:func:`kbv.processes.custody.charged`), else EVAL_ERROR.
@@ -269,7 +280,7 @@ class ReferenceProcess:
         self.proc.join(timeout=5)
         kill_cgroups(self.proc.pid)
         code = self.proc.exitcode
-        if job.get("kind") is not None or "candidate" not in job or code is None or code >= 0:
+        if not isinstance(job, VerifyJob) or code is None or code >= 0:
             return ReferenceReply(error=WorkerError(DIED, f"reference worker died (exit code {code})"))
         from kbv.model.records import to_dict
 
@@ -277,7 +288,7 @@ class ReferenceProcess:
             how = signal.Signals(-code).name
         except ValueError:
             how = f"signal {-code}"
-        name = Path(job["candidate"]["path"]).name
+        name = Path(job.candidate.path).name
         rss, avail = getattr(self, "_rss", (0, 0))
         oom = how == "SIGKILL" and _oom_killed(self.proc.pid)
         low = how == "SIGKILL" and bool(rss) and avail < max(rss // 4, 1 << 30)
@@ -294,7 +305,7 @@ class ReferenceProcess:
             cause = "cause unknown" + (f" (last resident memory {rss / 2**30:.1f} GiB, {avail / 2**30:.1f} GiB "
                                        "of host memory left)" if rss else "")
         return ReferenceReply(verdict={
-            "status": "EVAL_ERROR", "problem": job["problem"], "candidate": job["candidate"], "config": job["config"],
+            "status": "EVAL_ERROR", **_job_records(job),
             "message": f"{name}: kbv's reference worker was killed by {how} while it verified this candidate: "
                        f"{cause}; an evaluation failure, not the candidate's",
             "environment": to_dict(minimal_environment(self.device)),

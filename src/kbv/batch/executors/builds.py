@@ -3,7 +3,7 @@ ahead of the lanes that verify them.
 
 Building a candidate imports it (``load_inline`` runs at import or construction), so it is
 untrusted code: each build runs in a fresh candidate worker, sandboxed as for a verification,
-started by a reference worker of the pool's own (``{"kind": "build"}`` jobs of
+started by a reference worker of the pool's own (:class:`kbv.processes.reference_jobs.BuildJob` jobs of
 :mod:`kbv.pipeline.reference_worker`, one pair per job). The build fills the content-hash build cache
 (:func:`kbv.intake.candidates.build_dir`), so the lane's own load of the candidate finds it built.
 
@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from kbv.batch.evaluator import job_timeout_s
-from kbv.model.records import EvalConfig, Status, Verdict, to_dict, verdict_from_dict
+from kbv.model.records import EvalConfig, Status, Verdict, verdict_from_dict
+from kbv.processes.reference_jobs import BuildJob, BuildPair
 
 #: backends whose import or construction compiles something (``load_inline``/``load``). Triton
 #: compiles at the first call, not at import: nothing to build ahead.
@@ -191,10 +192,7 @@ class BuildPool:
                 if ref is None or not ref.proc.is_alive():
                     ref = self._spawn(visible)
                 cpu0 = tree_cpu_s(ref.proc.pid)
-                pair = {"problem": dataclasses.asdict(problem), "candidate": dataclasses.asdict(candidate),
-                        "hidden_tests": hidden}
-                job = {"kind": "build", "problem": pair["problem"], "config": to_dict(self.config),
-                       "pairs": [pair], "verify_failures": True}
+                job = BuildJob((BuildPair(problem, candidate, hidden),), self.config, verify_failures=True)
                 reply = ref.evaluate(job, timeout)
                 if reply.error or reply.built is None:
                     ref.close()  # a fresh one for the next build
