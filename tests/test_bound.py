@@ -89,6 +89,15 @@ def test_on_cpu_a_wall_floor_two_passes_repeat_is_credited_never_proof():
     assert rule.decide(1.0, [0.9, 0.9], "cpu", [9.0, 9.0]).finding.severity is Severity.WARNING
 
 
+def test_on_cpu_the_slack_grows_with_the_pass_loops_own_cost():
+    # a candidate returning its input (0.005 ms) whose floor is the loop's noise: 0.8 ms against a
+    # loop of 2.5 ms a call
+    assert rule.decide(0.005, [0.8], "cpu", [0.9, 0.9], loop_ms=2.5).finding is None
+    assert rule.decide(0.005, [0.8], "cpu", [0.9, 0.9]).finding is not None
+    assert not rule.needs_second_pass(1.0, 0.5, 2.0, "cpu", loop_ms=1.0)
+    assert rule.needs_second_pass(1.0, 0.5, 2.4, "cpu", loop_ms=1.0)
+
+
 def test_a_second_pass_follows_a_contradiction_or_a_cpu_wall_over_the_claim():
     assert rule.needs_second_pass(1.0, 4.0, 0.0, "cuda")
     assert rule.needs_second_pass(1.0, 0.5, 1.4, "cpu")

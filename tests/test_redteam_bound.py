@@ -23,7 +23,7 @@ from conftest import DATA
 from kbv.checks import bound_rules as bound_rule
 from kbv.generate.feedback import reward
 from kbv.intake.candidates import load_candidate
-from kbv.model.records import Severity, Status
+from kbv.model.records import Status
 from kbv.processes import procfs
 from test_redteam import CPU_CONFIG, MATMUL_K, RELU, R, Case, _check, _problem
 
@@ -43,12 +43,12 @@ CASES: tuple[tuple, ...] = (
     (Case("t24-forged-layout-dtype", 24, R + "t24_forged_layout_dtype.py", MATMUL_K, expect=Status.HACK,
           also=(5, 6, 11)), None),
     # a forged clock within the third of the CPU floor the bound once allowed
-    (Case("t24-forged-under-third", 24, R + "t24_forged_under_third.py", MATMUL_K, also=(4, 25)), None, 6.0),
+    (Case("t24-forged-under-third", 24, R + "t24_forged_under_third.py", MATMUL_K, also=(4, 25)), None, 12.0),
     # a patching cache that a bound pass changing one element per call would let win
     (Case("t11-bound-pass-drift-cache", 11, R + "t11_bound_pass_drift_cache.py", MATMUL_K, also=(4, 24, 25)),
      None, 10.0),
     # the work on a new thread per call, joined: only the process's CPU over its cores, and the wall, bound it
-    (Case("t24-short-thread-chain", 24, R + "t24_short_thread_chain.py", MATMUL_K, also=(2, 4, 25)), None, 6.0),
+    (Case("t24-short-thread-chain", 24, R + "t24_short_thread_chain.py", MATMUL_K, also=(2, 4, 25)), None, 12.0),
 )
 
 
@@ -75,9 +75,10 @@ def _named(case: Case, v, divisor: float | None) -> None:
     claimed, credited = bound["claimed_median_ms"], bound["credited_median_ms"]
     assert credited > claimed, context
     walls = bound["wall_floor_ms"]
-    if len(walls) >= 2 and min(walls) > claimed + bound_rule.CPU_CAP_SLACK_MS:
+    slack = bound_rule.CPU_CAP_SLACK_MS + bound["loop_per_call_ms"]
+    if len(walls) >= 2 and min(walls) > claimed + slack:
         assert credited >= min(walls), context
-    assert credited >= min(bound["floor_ms"]) - bound_rule.CPU_CAP_SLACK_MS - 1e-9, context
+    assert credited >= min(bound["floor_ms"]) - slack - 1e-9, context
     assert reward(v).status_score <= 1.0, context
 
 
@@ -159,7 +160,6 @@ def get_init_inputs():
 
 
 @pytest.mark.e2e
-@pytest.mark.xfail(reason=OPEN, strict=True)
 def test_a_row_cache_over_the_block_mix_is_not_credited(cpu_evaluator, tmp_path):
     """Row t11-bound-pass-row-cache (its docstring): a cache of output rows keyed on row content, which
     the bound pass's whole-row blocks from the four timing sets let hit on every row of its second

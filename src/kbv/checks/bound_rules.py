@@ -56,9 +56,12 @@ BOUND_MARGIN = 0.25
 #: slack covers the null loop's per-call cost measured in another process, tens of µs).
 CONTRADICTION_FACTOR = 3.0
 CONTRADICTION_SLACK_MS = 0.1
-#: on cpu a claim under the floor by more than this (ms) is not credited, however close to the floor in
-#: ratio (kbv choice: three times the contradiction slack, the null loop's per-call cost measured in
-#: another process; a third of the floor alone let a clock forged by 3.5 pass, t24-forged-under-third).
+#: on cpu a claim under the floor by more than this (ms) plus the pass loop's own per-call cost is not
+#: credited, however close to the floor in ratio (kbv choice: three times the contradiction slack; a
+#: third of the floor alone let a clock forged by 3.5 pass, t24-forged-under-third). The loop's own
+#: cost (the null loop's, measured in the reference worker) is the floors' main noise: on a loaded
+#: 2-core machine it moved from 2.5 to 5.5 ms a call between two passes of one verification, and a
+#: candidate that returns its input was credited 0.5 ms against its 0.005 ms claim without it.
 CPU_CAP_SLACK_MS = 0.3
 #: on cuda the floor counts only over CONTRADICTION_FACTOR x the claim plus this (ms): the wall of a
 #: pass is host-bound for calls of tens of µs (the launches and the loop's per-call work, 0.1-0.3 ms,
@@ -177,17 +180,19 @@ def wall_floor_ms(p: BoundPass, baseline_median_ms: Mapping[str, float]) -> floa
     return raw if math.isfinite(raw) and raw > 0 else 0.0
 
 
-def needs_second_pass(claimed_ms: float, floor: float, wall_floor: float, device: str) -> bool:
+def needs_second_pass(claimed_ms: float, floor: float, wall_floor: float, device: str, loop_ms: float = 0.0) -> bool:
     """Whether a first pass calls for a second: its floor contradicts the claim, or (cpu) its wall
-    floor is over the claim by more than :data:`CPU_CAP_SLACK_MS` (either counts only when a second
-    pass repeats it)."""
-    return contradicts(claimed_ms, floor) or (device == "cpu" and wall_floor > claimed_ms + CPU_CAP_SLACK_MS)
+    floor is over the claim by more than :data:`CPU_CAP_SLACK_MS` plus ``loop_ms`` (the pass loop's
+    own per-call cost; either counts only when a second pass repeats it)."""
+    return contradicts(claimed_ms, floor, loop_ms) or (
+        device == "cpu" and wall_floor > claimed_ms + CPU_CAP_SLACK_MS + loop_ms)
 
 
-def contradicts(claimed_ms: float, floor: float) -> bool:
+def contradicts(claimed_ms: float, floor: float, loop_ms: float = 0.0) -> bool:
     """The claimed median is under ``floor`` by :data:`CONTRADICTION_FACTOR` and
-    :data:`CONTRADICTION_SLACK_MS`."""
-    return claimed_ms * CONTRADICTION_FACTOR + CONTRADICTION_SLACK_MS < floor
+    :data:`CONTRADICTION_SLACK_MS` plus ``loop_ms`` (the pass loop's own per-call cost: a floor within
+    it may be the difference between two processes' loops, not the candidate's work)."""
+    return claimed_ms * CONTRADICTION_FACTOR + CONTRADICTION_SLACK_MS + max(0.0, loop_ms) < floor
 
 
 @dataclass(frozen=True)
@@ -198,17 +203,18 @@ class BoundDecision:
 
 
 def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: list[float] | None = None,
-           call_bytes: int = 0) -> BoundDecision:
+           call_bytes: int = 0, loop_ms: float = 0.0) -> BoundDecision:
     """What the verdict credits, from the candidate's claimed median and the floors of one or two
     bound passes (a second pass is run only when the first contradicts the claim).
 
-    * cpu: two passes whose CPU-time floors both contradict the claim (:func:`contradicts`) are
-      proof: HACK, and the least floor is credited. Otherwise the claim is credited, but never less
-      than the least floor less the smaller of :data:`CPU_CAP_SLACK_MS` and about two thirds of it (the cpu
+    * cpu: two passes whose CPU-time floors both contradict the claim (:func:`contradicts`, beyond
+      the pass loop's own per-call cost ``loop_ms``) are proof: HACK, and the least floor is credited. Otherwise the claim is credited, but never less
+      than the least floor less the smaller of :data:`CPU_CAP_SLACK_MS` + ``loop_ms`` (the pass
+      loop's own per-call cost, the null loop's) and about two thirds of it (the cpu
       floor also charges what the loop costs around a call: an output freed, a busy machine, up to 3x
       an honest 10 µs call's claim on a loaded 2-core machine, bench/bound_precision.py), and never
       less than the lesser wall floor of two passes (``wall_floors``, :func:`wall_floor_ms`) when
-      both are over the claim by :data:`CPU_CAP_SLACK_MS` (the wall holds waits a busy machine adds:
+      both are over the claim by :data:`CPU_CAP_SLACK_MS` + ``loop_ms`` (the wall holds waits a busy machine adds:
       two passes must repeat it, and it is never proof). A WARNING says when either applies.
     * cuda: the claim, unless the least floor is over :data:`CONTRADICTION_FACTOR` x the claim plus
       :data:`CUDA_SLACK_MS` plus :data:`CUDA_SLACK_MS_PER_GIB` per GiB of ``call_bytes`` (one call's
@@ -222,7 +228,7 @@ def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: lis
         raise ValueError("decide needs at least one bound pass")
     low = min(floors)
     cpu = device == "cpu"
-    every = len(floors) >= 2 and all(contradicts(claimed_ms, f) for f in floors)
+    every = len(floors) >= 2 and all(contradicts(claimed_ms, f, loop_ms if cpu else 0.0) for f in floors)
     detail = (f"the candidate's own clock claimed a median of {claimed_ms:.4g} ms per call; the trusted side's "
               f"measurement of {len(floors)} bound pass(es) allows no less than {low:.4g} ms "
               f"(floors {', '.join(f'{f:.4g}' for f in floors)} ms)")
@@ -240,10 +246,11 @@ def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: lis
             return BoundDecision(claimed_ms, low, None)
         return BoundDecision(low, low, finding("timing:claim-below-bound", (4, 25), Severity.WARNING,
                                                f"{detail}: the floor is credited (unconfirmed as a lie)"))
-    cap = max((low - CONTRADICTION_SLACK_MS) / CONTRADICTION_FACTOR, low - CPU_CAP_SLACK_MS)
+    slack = CPU_CAP_SLACK_MS + max(0.0, loop_ms)
+    cap = max((low - CONTRADICTION_SLACK_MS - max(0.0, loop_ms)) / CONTRADICTION_FACTOR, low - slack)
     walls = list(wall_floors or ())
     wall = min(walls) if len(walls) >= 2 else 0.0  # a wall floor counts when a second pass repeats it
-    wall_cap = wall if wall > claimed_ms + CPU_CAP_SLACK_MS else 0.0
+    wall_cap = wall if wall > claimed_ms + slack else 0.0
     credited = max(claimed_ms, cap, wall_cap)
     if credited <= claimed_ms:
         return BoundDecision(claimed_ms, low, None)

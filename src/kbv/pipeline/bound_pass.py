@@ -2,13 +2,17 @@
 credited on a time only the candidate's process measured (:mod:`kbv.checks.bound_rules` has the rule).
 
 After the timed rounds the candidate runs ``calls`` forward calls back to back in one
-:class:`kbv.sandbox.protocol.Time` request, whose inputs change as the rounds' do: rotating timing
-sets copied into two alternating buffers, half of each tensor's elements (in blocks) from another
-set and one element changed per call (so a cache keyed by the objects, or one that patches its last answer
-where a few elements changed, gains nothing it would not gain in the rounds; red-team row
-t11-bound-pass-drift-cache), the L2 flush on cuda; every call's outputs are copied into a slot of
-its own without the dispatcher. The reference worker's ``perf_counter`` measures the request from
-send to reply. Two calls chosen after the reply (never sent) are judged against the reference, so a
+:class:`kbv.sandbox.protocol.Time` request, on input sets of their own: one per call, in memory
+this process shares with the worker (:class:`kbv.sandbox.protocol.SetBoundInputs`, sent once), into
+which this process writes each pass's values while the worker's tree is stopped: for every call a
+timing set with half of each tensor's elements (at random positions) from another set and one
+element changed, so no call's inputs, rows or blocks repeat a timing set's (a cache keyed on them
+gains nothing; red-team rows t11-bound-pass-drift-cache, t11-bound-pass-row-cache) and a cache that
+patches its last answer redoes at least half the work. The loop does nothing per call but the
+call, the L2 flush on cuda and the raw copy of its outputs into a slot of its own, so its floor is
+the calls' cost and not the cost of making their inputs. The clock starts before the worker is
+resumed. The reference worker's ``perf_counter`` measures the request from send to reply. Two calls
+chosen here (never sent) are judged against the reference on the inputs written for them, so a
 pass answered with unwritten outputs is caught like any timed call (taxonomy 5, 6). With the
 candidate's tree stopped, the reference worker then times the same loop with a null forward (the
 loop's own cost) and with each baseline (how disturbed this pass was), on its own clock.
@@ -31,21 +35,25 @@ from kbv.processes import footprint as fp
 from kbv.processes import procfs
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
-from kbv.reference.mutation import timed_mutation
+from kbv.reference.mutation import apply_mutation, timed_mutation
 from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import protocol, rawcopy
-from kbv.sandbox.timer import time_calls
+from kbv.sandbox.timer import mix_values, time_calls
 
 #: timed calls of a bound pass judged against the reference (kbv choice: each costs one reference
 #: run and oracle; two secret calls out of three or more catch a pass that skips its work).
 BOUND_JUDGED = 2
 #: the bound pass's calls start at this call id in findings and re-checks (apart from the rounds').
 BOUND_CALL_BASE = 100_000
-#: share of each input taken from another timing set per call of a bound pass, in blocks
-#: (:func:`kbv.sandbox.timer.mix_values`; kbv choice): a cache that patches its last answer where
-#: the inputs changed redoes at least half the work, so the pass measures at least half of what an
-#: honest call costs; the block mix costs a few memcpys, so the loop's own cost stays small.
+#: share of each input's elements taken from another timing set per call of a bound pass, at random
+#: positions (:func:`kbv.sandbox.timer.mix_values`, as the rounds' mix; kbv choice): no row or block
+#: of a call's inputs repeats one of a timing set's (a cache keyed on row content won while the mix
+#: moved whole rows, red-team row t11-bound-pass-row-cache), and a cache that patches its last
+#: answer where the inputs changed redoes at least half the work.
 BOUND_MIX_FRACTION = 0.5
+#: bytes of the bound pass's own input sets at most (kbv choice): fewer calls where one call's inputs
+#: are large, never fewer than two sets (a warmup call and one measured), so at least 2 x the inputs.
+BOUND_INPUT_BYTES = 1 << 30
 
 
 def _tree_cpu(worker: CandidateProcess) -> tuple[dict, dict]:
@@ -76,22 +84,31 @@ class BoundStage(Context):
         t0 = time.perf_counter()
         claimed = float(np.median(samples["candidate"]))  # as Measurement.median_ms is
         base = {b: self.state.timing[b].median_ms for b in self.config.baselines if b in self.state.timing}
+        in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
         n = rule.bound_calls(claimed, self._slot_count, self.rp.device.type)
+        n = max(1, min(n, BOUND_INPUT_BYTES // max(1, in_bytes) - 1))
+        # the pass's own input sets (a warmup call's and n calls'), shared with the worker once
+        bound_sets = [inp.shared_clone(sets[i % len(sets)]) for i in range(n + 1)]
+        if not isinstance(self._call(worker, protocol.SetBoundInputs(tuple(tuple(b) for b in bound_sets)), "time",
+                                     self.config.call_timeout_s), protocol.Pong):
+            raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
         floors, walls, passes = [], [], []
         device = self.rp.device.type
         for attempt in range(2):
-            p = self._bound_pass(worker, sets, flush, n, attempt)
+            p = self._bound_pass(worker, sets, bound_sets, flush, n, attempt)
             passes.append(p)
             floors.append(rule.floor_ms(p, base))
             walls.append(rule.wall_floor_ms(p, base) if device == "cpu" else floors[-1])
-            if not rule.needs_second_pass(claimed, floors[-1], walls[-1], device):
+            # the loop's own per-call cost, the floors' main noise (kbv.checks.bound_rules.CPU_CAP_SLACK_MS)
+            loop_ms = max(max(q.null_ms, q.null_cpu_ms or 0.0, q.null_all_cpu_ms or 0.0) for q in passes)
+            if not rule.needs_second_pass(claimed, floors[-1], walls[-1], device, loop_ms):
                 break
-        call_bytes = (self.rp.output_bytes or 0) + sum(a.numel() * a.element_size() for a in sets[0]
-                                                if isinstance(a, torch.Tensor))
-        d = rule.decide(claimed, floors, device, walls, call_bytes)
+        del bound_sets
+        call_bytes = (self.rp.output_bytes or 0) + in_bytes
+        d = rule.decide(claimed, floors, device, walls, call_bytes, loop_ms)
         self.state.evidence["trusted_bound"] = {
             "claimed_median_ms": claimed, "credited_median_ms": d.credited_ms, "floor_ms": floors,
-            "wall_floor_ms": walls,
+            "wall_floor_ms": walls, "loop_per_call_ms": loop_ms,
             "calls": n, "wall_ms": [p.wall_ms for p in passes], "null_per_call_ms": [p.null_ms for p in passes],
             "busiest_thread_ms": [p.busiest_thread_ms for p in passes],
             "all_threads_ms": [p.all_threads_ms for p in passes], "null_cpu_per_call_ms": [p.null_cpu_ms for p in passes],
@@ -106,44 +123,50 @@ class BoundStage(Context):
             samples["candidate"] = [t * k for t in samples["candidate"]]
         self.state.phase_seconds["bound-pass"] = time.perf_counter() - t0  # what the check costs
 
-    def _bound_plan(self, sets: list, first: int, warmup: int, calls: int) -> tuple[dict, dict]:
-        """Per timed call of a pass, the rounds' kind of input change (:mod:`kbv.pipeline.timing_rounds`):
-        ``(mix, mutate)``, ``mix[i] = (source set, seed, skip, BOUND_MIX_FRACTION, True)`` (half the
-        elements from another set, in blocks, with two or more sets) and ``mutate[i]`` one element
-        per tensor, the value from the next set (:func:`kbv.reference.mutation.timed_mutation`)."""
+    def _pass_plan(self, sets: list, calls: int) -> list:
+        """Each call's values of one pass, drawn here: ``(timing set, source set or None, seed,
+        changes)``: :data:`BOUND_MIX_FRACTION` of each tensor's elements from the source set and one
+        element per tensor changed (:func:`kbv.reference.mutation.timed_mutation`); inputs of
+        declared structured domains are left as the timing set has them."""
         n = len(sets)
         skip = self._structured()
         g = torch.Generator().manual_seed(secrets.randbits(62))
-        mix, mutate = {}, {}
-        for i in range(calls):
-            base = (first + warmup + i) % n
-            if n > 1:
-                mix[i] = ((base + 1 + secrets.randbelow(n - 1)) % n, secrets.randbits(62), skip, BOUND_MIX_FRACTION,
-                          True)
-            mutate[i] = timed_mutation(sets[base], sets[(base + 1) % n], g, skip)
-        return mix, mutate
-
-    def _bound_pass(self, worker: CandidateProcess, sets: list, flush: int | None, calls: int,
-                    attempt: int) -> rule.BoundPass:
-        """One bound pass (module docstring): its calls' input changes drawn here (:meth:`_bound_plan`),
-        and two judged calls chosen here, never sent; the judged calls' inputs are rebuilt from the
-        sets and their changes when they are judged."""
-        cfg = self.config
-        n = len(sets)
-        warmup = 1
         first = secrets.randbelow(n)
-        mix, mutate = self._bound_plan(sets, first, warmup, calls)
+        plan = []
+        for j in range(calls):
+            k = (first + j) % n
+            src = (k + 1 + secrets.randbelow(n - 1)) % n if n > 1 else None
+            plan.append((k, src, secrets.randbits(62), timed_mutation(sets[k], sets[(k + 1) % n], g, skip)))
+        return plan
+
+    def _write_pass_inputs(self, sets: list, bound_sets: list, plan: list, keep: tuple = ()) -> dict:
+        """Write ``plan``'s values (:meth:`_pass_plan`) into ``bound_sets`` (the worker stopped: the
+        candidate's calls see them when it runs again, and the trusted loops get them again, whatever
+        the candidate wrote into the shared sets). Returns clones of the values of the calls in ``keep``."""
+        skip = self._structured()
+        kept = {}
+        for j, (target, (k, src, seed, changes)) in enumerate(zip(bound_sets, plan)):
+            values = mix_values(sets[k], sets[src], seed, skip, BOUND_MIX_FRACTION) if src is not None else list(sets[k])
+            values = apply_mutation(values, changes)
+            for t, v in zip(target, values):
+                if isinstance(t, torch.Tensor):
+                    t.copy_(v)
+            if j in keep:
+                kept[j] = inp.clone_args(values)
+        return kept
+
+    def _bound_pass(self, worker: CandidateProcess, sets: list, bound_sets: list, flush: int | None, calls: int,
+                    attempt: int) -> rule.BoundPass:
+        """One bound pass (module docstring); two judged calls chosen here, never sent."""
+        cfg = self.config
+        warmup = 1
         judged = sorted(secrets.SystemRandom().sample(range(calls), min(BOUND_JUDGED, calls)))
         base_id = BOUND_CALL_BASE + attempt * calls
-        req = protocol.Time(warmup, calls, flush, first, refresh=True, slots=True, defer_checks=True,
-                            mix=tuple(mix.items()), mutate=tuple(mutate.items()))
-        # one unmeasured call of the same kind first: the worker's allocator then holds the pass's
-        # temporaries (the block mix, the outputs), whose first allocation would be charged to the few
-        # calls a pass over large inputs has (17x an honest 0.26 ms call's claim on the H200 without it)
-        prime_mix, prime_mutate = self._bound_plan(sets, first, 0, 1)
-        primed = self._call(worker, protocol.Time(0, 1, flush, first, refresh=True, slots=True, defer_checks=True,
-                                                  mix=tuple(prime_mix.items()), mutate=tuple(prime_mutate.items())),
-                            "time", cfg.timing_timeout_s)
+        req = protocol.Time(warmup, calls, flush, 0, refresh=False, slots=True, defer_checks=True, bound_inputs=True)
+        # one unmeasured pass call first: the worker's allocator then holds the pass's outputs, whose
+        # first allocation would be charged to the few calls a pass over large inputs has
+        primed = self._call(worker, protocol.Time(0, 1, flush, 0, refresh=False, slots=True, defer_checks=True,
+                                                  bound_inputs=True), "time", cfg.timing_timeout_s)
         if not isinstance(primed, protocol.Times):
             raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
         del primed
@@ -152,8 +175,15 @@ class BoundStage(Context):
             raise Stop(Outcome.BAD_REPLY, f"{self.name}: ping: malformed reply")
         entries = []
         cpu = self.rp.device.type == "cpu"
-        threads0, all0 = _tree_cpu(worker) if cpu else ({}, {})
-        t0 = time.perf_counter()
+        plan = self._pass_plan(sets, len(bound_sets))
+        with worker.paused():  # the values written and the clock started before the worker runs again
+            kept = self._write_pass_inputs(sets, bound_sets, plan, tuple(warmup + i for i in judged))
+            judged_inputs = [kept[warmup + i] for i in judged]
+            del kept
+            if self.rp.device.type == "cuda":
+                torch.cuda.synchronize(self.rp.device)
+            threads0, all0 = _tree_cpu(worker) if cpu else ({}, {})
+            t0 = time.perf_counter()
         with self._held(worker, req, "time", cfg.timing_timeout_s, hold=True) as reply:
             wall = (time.perf_counter() - t0) * 1e3
             # the worker's tree is stopped: its CPU time over the request is what it is now
@@ -162,17 +192,19 @@ class BoundStage(Context):
                     or type(reply.outputs) is not tuple or len(reply.outputs) != calls):
                 raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
             try:  # the worker is stopped: the slots as the calls left them
-                for i in judged:
+                for j, i in enumerate(judged):
                     outs = [v.clone() for v in rawcopy.view(self._slots, reply.outputs[i])]
-                    entries.append((base_id + i, (first + warmup + i) % n, outs))
+                    entries.append((base_id + i, j, outs))
             except ValueError as exc:
                 raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: {exc}") from None
             fp.drop_view(self._slots)
             del reply
-        null, null_cpu, floors = self._trusted_loops(worker, sets, flush, calls, first, warmup, mix, mutate)
+        null, null_cpu, floors = self._trusted_loops(worker, bound_sets, flush, calls, warmup,
+                                                     lambda: self._write_pass_inputs(sets, bound_sets, plan))
         recheck = Recheck()
-        self._recheck(entries, sets, recheck, {base_id + i: (mix.get(i), mutate[i]) for i in judged})
+        self._recheck(entries, judged_inputs, recheck)
         self.state.evidence.setdefault("bound_rechecks", []).extend(recheck.checked)
+        del judged_inputs
         cpu_figures = {}
         if cpu and threads1 and all1.get("worker") is not None and all0.get("worker") is not None:
             spent = [ms - threads0.get(tid, 0.0) for tid, ms in threads1.items()]
@@ -187,20 +219,17 @@ class BoundStage(Context):
         return rule.BoundPass(wall_ms=wall, calls=calls + warmup, null_ms=null, baseline_floor_ms=floors,
                               **cpu_figures)
 
-    def _trusted_loops(self, worker: CandidateProcess, sets: list, flush: int | None, calls: int, first: int,
-                       warmup: int, mix: dict, mutate: dict) -> tuple[float, tuple, dict]:
-        """The loop of the pass run here, with the candidate's tree stopped, on this process's clock:
-        with a null forward (its outputs made once) and with each baseline. Returns (the null's wall ms per
-        call, (the null's busiest thread and all threads, CPU ms per call, {baseline: (busiest thread,
-        all threads) CPU ms per call}), {baseline: wall per call minus the null's, ms})."""
+    def _trusted_loops(self, worker: CandidateProcess, bound_sets: list, flush: int | None, calls: int,
+                       warmup: int, rewrite) -> tuple[float, tuple, dict]:
+        """The loop of the pass run here on the pass's own input sets, with the candidate's tree
+        stopped (``rewrite()`` first puts the pass's values back: the sets are shared, and the
+        candidate may have written into them), on this process's clock: with a null forward (its
+        outputs made once) and with each baseline. Returns (the null's wall ms per call, (the null's busiest thread and all threads,
+        CPU ms per call, {baseline: (busiest thread, all threads) CPU ms per call}), {baseline: wall
+        per call minus the null's, ms})."""
         rp = self.rp
         bl.apply_flags(self.fp32_flags)
-        with torch.no_grad():
-            made = rp.model(*sets[first])
-        made = tuple(made) if isinstance(made, (tuple, list)) else (made,)
         copier = rawcopy.SlotCopier(rp.device, self._slot_bytes, calls)
-        # the working buffers made before any clock starts, as the candidate worker's are
-        buffers = [inp.clone_args(sets[first]) for _ in range(2)]
 
         def loop(fn) -> tuple[float, float, float]:
             """(wall, busiest thread's CPU, all threads' CPU) per call of this process, ms."""
@@ -209,20 +238,25 @@ class BoundStage(Context):
 
             me = os.getpid()
             th0, c0, t0 = procfs.thread_cpu_ms(me), time.process_time(), time.perf_counter()
-            time_calls(fn, sets, device=rp.device, warmup=warmup, trials=calls, flush_bytes=flush, first_set=first,
-                       refresh=True, mix=mix, mutate=mutate, copy_out=copy_out, buffers=buffers)  # the same values
+            time_calls(fn, bound_sets, device=rp.device, warmup=warmup, trials=calls, flush_bytes=flush,
+                       first_set=0, copy_out=copy_out)
             wall, c1, th1 = time.perf_counter() - t0, time.process_time(), procfs.thread_cpu_ms(me)
             per = calls + warmup
             busiest = max((ms - th0.get(tid, 0.0) for tid, ms in th1.items()), default=0.0)
             return wall * 1e3 / per, busiest / per, (c1 - c0) * 1e3 / per
 
         floors, cpu = {}, {}
-        with worker.paused():
+        with worker.paused():  # one stop: the candidate writes nothing into the shared sets meanwhile
+            rewrite()
+            with torch.no_grad():
+                made = rp.model(*inp.clone_args(bound_sets[0]))
+            made = tuple(made) if isinstance(made, (tuple, list)) else (made,)
             null, null_busiest, null_all = loop(lambda *args: made)
             for b in self.config.baselines:
                 bl.apply_flags(bl.flags_for(b))
+                rewrite()  # a baseline that writes its inputs leaves the next the same values
                 w, busiest, all_ = loop(rp.model)
                 floors[b], cpu[b] = w - null, (busiest, all_)
         bl.apply_flags(self.fp32_flags)
-        del copier, made, buffers
+        del copier, made
         return null, (null_busiest, null_all, cpu), floors

@@ -96,9 +96,18 @@ class Time:
     #: before this reply but before the next one: the bound pass sends a :class:`Ping` first (which
     #: runs it) and measures this request alone, so its figures hold the calls and not the check.
     defer_checks: bool = False
-    #: (timed-call index, ((arg index, index tuple, value), ...)) per timed call: changes written into the
-    #: call's timing set itself, and kept (:func:`kbv.sandbox.timer.time_calls`, ``refresh`` off).
-    drift: tuple = ()
+    #: the calls run on the bound pass's input sets (:class:`SetBoundInputs`), call ``j`` on set ``j``, as
+    #: the trusted side wrote them (``refresh`` off): the loop does no per-call work but the call.
+    bound_inputs: bool = False
+
+
+@dataclass(frozen=True)
+class SetBoundInputs:
+    """The bound pass's input sets, one per call of a pass (warmup first), kept as sent, never copied:
+    they lie in memory the trusted side shares and writes each pass's values into while the worker
+    is stopped (:mod:`kbv.pipeline.bound_pass`). The reply is :class:`Pong`."""
+
+    input_sets: tuple
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,13 @@ class TimedRequests:
         self._sync()
         return self.protocol.TimingReady(slots=self._slots.buffer)
 
+    def set_bound_inputs(self, req: Any) -> Any:
+        """Keep the bound pass's input sets as sent (shared with the trusted side, which writes each
+        pass's values into them while this process is stopped): no copy."""
+        self.bound_sets = [list(s) for s in req.input_sets]
+        self._sync()
+        return self.protocol.Pong()
+
     def timed_call(self, req: Any) -> Any:
         """One call timed (:func:`kbv.sandbox.timer.one_call`) on its inputs, made now from the request.
         After the clock stops only harness code runs: the outputs' layouts are read with torch's C
@@ -90,12 +97,14 @@ class TimedRequests:
                 tensors, structure[0] = _flatten(out)
                 layouts.append(self._slots.copy(tensors, i))
 
+        sets = self.bound_sets if req.bound_inputs else self.timing_sets
+        if req.bound_inputs and (req.refresh or req.warmup + req.trials > len(sets)):
+            raise ValueError(f"{req.warmup + req.trials} bound calls for {len(sets)} bound input sets")
         times, clock = self._time_calls(
-            self.model, self.timing_sets, device=self.device, warmup=req.warmup, trials=req.trials,
+            self.model, sets, device=self.device, warmup=req.warmup, trials=req.trials,
             flush_bytes=req.l2_flush_bytes, first_set=req.first_set, refresh=req.refresh,
             keep=req.keep, kept=kept, sync_inside=req.sync_inside, mutate=dict(req.mutate),
-            mix=dict(req.mix), copy_out=copy_out, drift=dict(req.drift),
-            buffers=self._call_buffers if req.slots and req.refresh else None,
+            mix=dict(req.mix), copy_out=copy_out,
         )
         self._sync()
         changes = self._check_flags()  # serve() checks the harness again before replying

@@ -100,27 +100,17 @@ MIX_FRACTION = 0.125
 
 #: elements mixed at a time by :func:`mix_values` (its temporaries stay near 20 MiB).
 MIX_CHUNK_ELEMENTS = 1 << 22
-#: the blocks a tensor is cut into for :func:`mix_values`' block mode (kbv choice: C(4096, 2048)
-#: subsets for a half mix, never the same twice; the random permutation of 4096 indices and the
-#: gather and scatter of half the data cost a few memcpys, against ~5 elementwise passes for a
-#: per-element mask, 2.7 ms a call for a 16 x 16384 pair on a 2-core machine).
-MIX_BLOCKS = 4096
 
 
 def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip: Collection[int] = (),
-               fraction: float = MIX_FRACTION, blocks: bool = False, *, inplace: bool = False) -> list:
+               fraction: float = MIX_FRACTION, *, inplace: bool = False) -> list:
     """``args`` where a random ``fraction`` of each tensor's elements (all of them at 1) take the values the
     same-shaped tensor of ``source`` (another timing set, so inside the problem's domain, and with
     any structure tied to positions kept) has there. Positions come from ``seed`` on the tensors'
     device, so the trusted side rebuilds exactly the values a timed call got. Inputs at positions in
     ``skip`` (declared domains a position-wise mix would break) are left as they are. New tensors;
     the inputs are not written, except with ``inplace``: contiguous tensors of ``args`` (buffers the
-    caller owns) then take the mixed values themselves, the same values, with no full-size copy.
-
-    ``blocks``: the positions are whole blocks (the flattened tensor cut into :data:`MIX_BLOCKS`
-    equal runs, the last few elements left as they are), ``fraction`` of them drawn by a random
-    permutation on the host from ``seed``: the same share changed at a few memcpys' cost (the bound
-    pass, whose per-call overhead must stay small beside the call it bounds)."""
+    caller owns) then take the mixed values themselves, the same values, with no full-size copy."""
     out = []
     for ai, (a, b) in enumerate(zip(args, source)):
         if ai not in skip and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
@@ -131,14 +121,6 @@ def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip
             own = inplace and a.is_contiguous()
             if fraction >= 1:
                 a = a.copy_(b) if own else b.clone()
-            elif blocks:
-                a = a if own else a.clone(memory_format=torch.contiguous_format)
-                run = max(1, a.numel() // MIX_BLOCKS)
-                nb = a.numel() // run
-                pick = torch.randperm(nb, generator=torch.Generator().manual_seed((int(seed) + ai) % (1 << 63)))
-                pick = pick[:max(1, round(nb * fraction))].to(a.device)
-                head = a.view(-1)[:nb * run].view(nb, run)
-                head.index_copy_(0, pick, b.reshape(-1)[:nb * run].view(nb, run).index_select(0, pick))
             else:  # in chunks: no full-size mask or random tensor beside the result
                 a = a if own else a.clone(memory_format=torch.contiguous_format)
                 flat, src = a.view(-1), b.reshape(-1)
@@ -172,7 +154,7 @@ def call_inputs(buffer: list, sets: Sequence[Sequence[object]], index: int, mix:
                 mutate: Sequence[tuple] = ()) -> list:
     """The inputs of one timed call, written into ``buffer`` (a list of tensors of a timing set's
     shapes, owned by the caller): timing set ``index``, then ``mix`` (``(source set index, seed[,
-    skip[, fraction[, blocks]]])``, :func:`mix_values`), then ``mutate`` (``(arg index, index tuple, value)``
+    skip[, fraction]])``, :func:`mix_values`), then ``mutate`` (``(arg index, index tuple, value)``
     changes). The same values on both sides of the trust boundary."""
     n = len(sets)
     src = sets[index % n]
@@ -235,8 +217,6 @@ def time_calls(
     mix: Mapping[int, tuple] | None = None,
     sync_each: bool = False,
     copy_out: Callable[[int, object], None] | None = None,
-    drift: Mapping[int, Sequence[tuple]] | None = None,
-    buffers: Sequence[list] | None = None,
     _perf_counter=_perf_counter,
     _Event=_Event,
     _event_record=_event_record,
@@ -271,15 +251,6 @@ def time_calls(
     clock around the whole loop; not with ``sync_inside``): the candidate worker copies every
     output into its own slot there (:mod:`kbv.sandbox.rawcopy`, the bound pass).
 
-    ``drift`` (not with ``refresh``): timed-call index → ``(arg index, index tuple, value)`` changes
-    written into that call's set of ``arg_sets`` itself before the call, and kept: no two calls see
-    the same values, at the cost of a few element writes instead of a copy of the inputs (the bound
-    pass, whose per-call overhead must stay small beside the call it bounds).
-
-    ``buffers`` (with ``refresh``): the two working buffers, made by the caller beforehand in a timing
-    set's shapes (the bound pass: allocating them inside the measured request would charge their
-    allocation, a large share of a pass of few calls over large inputs, to the calls).
-
     The clock callables are bound as defaults when this module is imported, so reassigning the
     module's globals afterwards (``sys.modules["kbv.sandbox.timer"]._perf_counter = ...``) does not reach
     the loop; callers keep their own reference to this function for the same reason.
@@ -300,21 +271,13 @@ def time_calls(
     mix = dict(mix or {})
     if (mutate or mix) and not refresh:
         raise ValueError("time_calls: mutate and mix need refresh")
-    drift = dict(drift or {})
-    if drift and refresh:
-        raise ValueError("time_calls: drift writes the sets themselves, not refreshed copies")
-    if refresh and buffers is None:
+    if refresh:
         buffers = [[a.clone() if isinstance(a, torch.Tensor) else a for a in arg_sets[(first_set + b) % n]]
                    for b in range(2)]
-    elif refresh:
-        buffers = [list(b) for b in buffers]
 
     def args_for(j: int) -> Sequence[object]:
         if not refresh:
-            args = arg_sets[(first_set + j) % n]
-            for ai, where, value in drift.get(j - warmup, ()):
-                args[ai][tuple(where)] = value
-            return args
+            return arg_sets[(first_set + j) % n]
         return call_inputs(buffers[j % 2], arg_sets, first_set + j, tuple(mix.get(j - warmup, ())),
                            mutate.get(j - warmup, ()))
 

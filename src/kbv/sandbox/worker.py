@@ -373,6 +373,7 @@ class _Server(TimedRequests):
             p.Load: ("load", self.load),
             p.Forward: ("forward", self.forward),
             p.SetTimingInputs: ("time", self.set_timing_inputs),
+            p.SetBoundInputs: ("time", self.set_bound_inputs),
             p.Time: ("time", self.time),
             p.TimedCall: ("time", self.timed_call),
             p.MeasureMemory: ("memory", self.memory),

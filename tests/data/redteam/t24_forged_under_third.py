@@ -5,14 +5,15 @@ the claim unless it was under a third of the CPU floor (0.75 x the CPU time per 
 time over the cores), any claim down to about a sixth of the true time was credited with no
 finding. Expected: not credited the forged time (``timing:claim-below-bound``, the trusted floor
 credited, or HACK ``timing:claim-contradicted``). A clock forged by less, within the bound's
-precision on a loaded 2-core machine (about 3x here), is a known gap (docs/anti-cheat.md)."""
+precision on a loaded 2-core machine (up to about 8x here, where the pass loop's input mix costs
+more than the kernel), is a known gap (docs/anti-cheat.md)."""
 import copyreg
 import dataclasses
 import sys
 
 import torch.nn as nn
 
-DIVISOR = 6
+DIVISOR = 12
 
 
 def _forge() -> None:
