@@ -44,7 +44,7 @@ def reference_main(conn: Connection, device: str) -> None:
     # print a KeyboardInterrupt traceback or stop half-way on their own
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # first, before torch starts threads: die with the orchestrator, and have what this worker
-    # starts die with this worker (a kill -9 of `kbv run` left both workers running for minutes)
+    # starts die with this worker (a `kill -9` of the orchestrator must leave no worker running)
     from kbv.sandbox.confinement import die_with_parent
     from kbv.processes.handles import start_sentinel
     from kbv.processes.procfs import undumpable

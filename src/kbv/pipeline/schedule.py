@@ -77,8 +77,8 @@ def recheck_at_once(kept_calls: int, output_bytes: int, device_type: str = "cuda
     """Whether each kept timed call is judged as soon as it returns rather than with the rest of its
     round: where the round's kept outputs (``kept_calls`` x ``output_bytes``) are over the budget of
     :func:`recheck_plan` (it keeps RECHECKS_PER_ROUND calls whatever their size). One kept output is
-    then held at a time beside the reference side of its call (issue 9: two 256 MiB outputs held
-    beside the re-check's reference and oracle took the reference worker over its memory bound).
+    then held at a time beside the reference side of its call (two 256 MiB outputs held beside the
+    re-check's reference and oracle would take the reference worker over its memory bound).
     Small outputs are judged after the round, so the trusted side's work does not run between
     the candidate's timed calls, where it would evict what the candidate had in cache."""
     budget = RECHECK_BYTES_PER_ROUND if device_type == "cuda" else RECHECK_BYTES_PER_ROUND_CPU

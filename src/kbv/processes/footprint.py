@@ -3,7 +3,7 @@
 Runs in the reference worker (trusted). The figures go into every verdict's evidence
 (``evidence["memory_footprint"]``), so a run at published sizes shows what it needed.
 
-**The bound** (issue 9): for a problem whose inputs and outputs of one call take ``B`` bytes, no
+**The bound**: for a problem whose inputs and outputs of one call take ``B`` bytes, no
 kbv process needs more than ``4·B + 1 GiB`` of host memory on cpu (of device memory on cuda).
 The reference worker holds, at its peak, one input set, the fp32 reference outputs, the float64
 oracle outputs (2 bytes per fp32 byte) and the float64 inputs of the oracle call being run; the

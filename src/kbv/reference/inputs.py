@@ -37,8 +37,8 @@ class InputSet:
 
     The tensors are made on first use of :attr:`args` (``maker`` draws them again from the set's
     seed: the same name, seed and device give the same values) and dropped by :meth:`release`,
-    so a verification holds one set at a time (issue 9: a 6 GiB input held fifteen times over
-    killed the reference worker). ``args`` given directly are kept as they are.
+    so a verification holds one set at a time (a 6 GiB input held once per set would exceed the
+    memory bound many times over). ``args`` given directly are kept as they are.
     """
 
     def __init__(self, name: str, kind: InputKind, transform: str, seed: int, args: list[Any] | None = None,

@@ -6,7 +6,8 @@ distributions built on these.
 A kernel may exploit structure when it checks all of it, or handles any input. One that looks at a
 sample of positions (64 entries of the zero triangle) is right on every ``get_inputs()`` draw and
 on every distribution that redraws all values (the sample sees those), and wrong where one entry
-breaks the pattern (issue 19: PASS while wrong by 0.95). The sets built here change 1 to
+breaks the pattern (such a kernel was credited PASS while wrong by 0.95 without these sets). The
+sets built here change 1 to
 :data:`MAX_CHANGES` secret positions per tensor.
 
 Structures found on one tensor of shape ``(..., R, C)`` (every matrix of the last two dims, or

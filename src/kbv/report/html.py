@@ -46,7 +46,7 @@ def load_metrics(store: Store, *, baseline: str = DEFAULT_BASELINE,
     the report says the metrics are partial) instead of silently shrinking the level.
 
     Problems flagged by vetting during evaluation (``Verdict.problem_flags``: stochastic,
-    degenerate, under-tolerance, reference failures; issue 3) are excluded like those ``kbv vet
+    degenerate, under-tolerance, reference failures) are excluded like those ``kbv vet
     --store`` recorded, with the flags as reasons.
     """
     from kbv.batch.jobs import problem_key
