@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 4's GPU session (repo root on the device host): the cuda rows of the red-team and honest
+# The cuda red-team and honest rows, the demo and the probe overhead on the GPU host (repo root; goal:
+# every row its verdict, the demo's table). Command: `bash bench/gpu_redteam_demo.sh`. It runs the cuda rows of the red-team and honest
 # suites and the GPU tests, then `kbv demo --device cuda`, then the probe-overhead benchmark,
 # each under its own time limit so one device call (10 min) holds all three. Logs go to $OUT.
 set -u -o pipefail

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Issue 15's GPU rows (repo root on the device host, one device call of at most 10 min): outputs over
+# The output-memory red-team rows on the GPU host (repo root, one device call of at most 10 min; goal:
+# each row gets its verdict). Command: `bash bench/gpu_output_memory_rows.sh`. Rows: outputs over
 # managed and mapped host memory (t03-managed-output-cuda, t03-host-mapped-output-cuda: HACK
 # probe:output-memory), work deferred to a host callback (t02-host-callback-cuda: not PASS, entry 2
 # named), and the honest torch.compile softmax on cuda (SHORTCUT, no HACK); then the honest CUDA and
 # Triton rows, which must keep every HACK away from ordinary device outputs.
-#   OUT=$OUT bash bench/gpu_issue15.sh       # success: the "passed" lines of both pytest runs, 0 failed
+#   OUT=$OUT bash bench/gpu_output_memory_rows.sh       # success: the "passed" lines of both pytest runs, 0 failed
 set -u -o pipefail
 OUT=${OUT:-/tmp/kbv-gpu-out}
 mkdir -p "$OUT"

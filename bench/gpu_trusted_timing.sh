@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# One device session for the trusted-timing issue (docs/gpu-runs.md): the 40-kernel honest batch
+# The trusted side's timing on the GPU host (docs/gpu-runs.md; goal: >= 90 % of rerun speedups inside
+# the first run's intervals, the cuda suite green beside a kbv run). Command: `bash bench/gpu_trusted_timing.sh
+# start`, then `bash bench/gpu_trusted_timing.sh poll` back to back. It runs the 40-kernel honest batch
 # alone (rerun_coverage first), then the cuda suite in four groups at once beside the same batch
 # again (rerun_coverage second: a rerun in fresh processes beside a GPU load), the interval
 # comparison, then the bound's precision alone. Detached from a copy in /tmp/snap; `start` returns
