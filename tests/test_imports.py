@@ -17,8 +17,7 @@ PKG = SRC / "kbv"
 #: kbv's layers, lowest first: a module may import its own layer and those below, never one above
 #: (docs/architecture.md has what each holds). ``top`` is the public surface: kbv/__init__, api,
 #: the cli package, demo, console and __main__.
-LAYERS = ("model", "sandbox", "intake", "processes", "checks", "reference", "pipeline", "batch", "generate",
-          "report", "top")
+LAYERS = (*__import__("kbv").LAYERS, "top")
 #: packages of the top layer (the command line, and kbv serve, which the command line starts).
 TOP_PACKAGES = ("cli", "serve")
 #: modules whose layer is not their package's (none).

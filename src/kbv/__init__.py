@@ -11,9 +11,8 @@ records ``kbv.EvalConfig``, ``kbv.Verdict``, ``kbv.Status`` and the ``kbv serve`
 ``kbv.AsyncClient`` (:mod:`kbv.serve.client`) are loaded on first use, so that
 ``import kbv`` stays cheap (no torch, no numpy) for the CLI and for kbv's own workers.
 
-The subpackages, in pipeline order (docs/architecture.md has what each may import):
-:mod:`kbv.model`, :mod:`kbv.intake`, :mod:`kbv.sandbox`, :mod:`kbv.processes`, :mod:`kbv.reference`,
-:mod:`kbv.checks`, :mod:`kbv.pipeline`, :mod:`kbv.batch`, :mod:`kbv.report`, :mod:`kbv.generate`.
+The subpackages, lowest layer first, are :data:`LAYERS` (a module imports its own layer and those
+below; tests/test_imports.py holds it, docs/architecture.md says what each holds).
 """
 
 from __future__ import annotations
@@ -21,6 +20,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+#: kbv's subpackages, lowest layer first: the one statement of the stage order.
+LAYERS = ("model", "sandbox", "intake", "processes", "checks", "reference", "pipeline", "batch", "generate",
+          "report")
 
 #: public name -> the module that defines it (imported on first access, PEP 562).
 _LAZY = {
