@@ -167,3 +167,14 @@ def test_a_problem_that_cannot_fit_is_refused_before_anything_runs(cpu_evaluator
                                load_candidate(HONEST / "relu_clamp_min_torch.py"), fast_config)
     assert v.status is Status.EVAL_ERROR and "does not fit" in v.message and "GiB free" in v.message, v.message
     assert not v.input_sets and "load_seconds" not in v.evidence
+
+
+def test_the_worker_says_out_of_memory_as_a_kind_read_off_the_exception():
+    """What crosses to the trusted side is :attr:`kbv.sandbox.protocol.Failed.kind`, read where the
+    exception is caught; no reply's text is matched."""
+    from kbv.sandbox import protocol
+    from kbv.sandbox.peak_memory import is_out_of_memory
+
+    assert is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8"))
+    assert is_out_of_memory(MemoryError()) and not is_out_of_memory(ValueError("out of memory"))
+    assert protocol.Failed("forward", "RuntimeError", "x").kind == protocol.RAISED

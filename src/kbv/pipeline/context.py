@@ -114,7 +114,7 @@ class Context:
             if isinstance(reply, protocol.Failed):
                 outcome = Outcome.BUILD_RAISED if phase == "load" else Outcome.CALL_RAISED
                 what = "building ModelNew" if phase == "load" else phase
-                if fp.is_memory_error(reply.message or ""):
+                if reply.kind == protocol.OUT_OF_MEMORY:
                     what += " (the candidate ran out of memory in its own allocations)"
                 raise Stop(outcome, f"{self.name}: {what} raised {reply.error_type}: {first_line(reply.message)}",
                             traceback=reply.traceback, log_tail=worker.log_tail())

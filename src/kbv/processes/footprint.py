@@ -48,20 +48,12 @@ PROCESS_OVERHEAD_BYTES = 1 << 30
 #: the bound's factor on the bytes of one call's inputs and outputs.
 BOUND_FACTOR = 4
 
-#: exceptions that mean a kbv process ran out of memory (host or device).
-MEMORY_ERRORS: tuple[type[BaseException], ...] = (MemoryError, torch.cuda.OutOfMemoryError)
-#: how torch's CPU allocator says it (a plain RuntimeError) and CUDA's, in an error's text.
-_MEMORY_TEXT = ("can't allocate memory", "CUDA out of memory", "out of memory")
+def is_memory_error(exc: BaseException) -> bool:
+    """A kbv process's own exception says an allocation failed
+    (:func:`kbv.sandbox.peak_memory.is_out_of_memory`)."""
+    from kbv.sandbox.peak_memory import is_out_of_memory
 
-
-def is_memory_error(exc: BaseException | str) -> bool:
-    """``exc`` (or an exception's text) says an allocation failed: MemoryError, torch's
-    OutOfMemoryError, or the CPU allocator's RuntimeError ("DefaultCPUAllocator: can't allocate
-    memory")."""
-    if isinstance(exc, MEMORY_ERRORS):
-        return True
-    text = exc if isinstance(exc, str) else str(exc)
-    return any(t in text for t in _MEMORY_TEXT)
+    return is_out_of_memory(exc)
 
 
 class DoesNotFit(RuntimeError):

@@ -48,3 +48,18 @@ def efficiency(reference: MemoryMeasurement, candidate: MemoryMeasurement) -> fl
 def nbytes(args: Sequence[Any]) -> int:
     """Bytes of the tensors in ``args`` (non-tensors count 0)."""
     return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
+
+
+#: exceptions that mean an allocation failed (host or device).
+MEMORY_ERRORS: tuple[type[BaseException], ...] = (MemoryError, torch.cuda.OutOfMemoryError)
+#: how torch's CPU allocator says it (a plain RuntimeError) and CUDA's, in the exception's own text.
+_MEMORY_TEXT = ("can't allocate memory", "CUDA out of memory", "out of memory")
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """``exc`` says an allocation failed: MemoryError, torch's OutOfMemoryError, or the CPU
+    allocator's RuntimeError ("DefaultCPUAllocator: can't allocate memory"). Read where the
+    exception is caught, so what crosses a process boundary is the kind, not the text."""
+    if isinstance(exc, MEMORY_ERRORS):
+        return True
+    return isinstance(exc, RuntimeError) and any(t in str(exc) for t in _MEMORY_TEXT)

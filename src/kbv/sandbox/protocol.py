@@ -280,12 +280,20 @@ class MemoryFigures:
 
 @dataclass(frozen=True)
 class Failed:
-    """The request raised inside the candidate. ``phase`` is load / forward / time / memory."""
+    """The request raised inside the candidate. ``phase`` is load / forward / time / memory;
+    ``kind`` what the worker read off the exception where it caught it (:data:`RAISED`,
+    :data:`OUT_OF_MEMORY`: an allocation failed)."""
 
     phase: str
     error_type: str
     message: str
     traceback: str = ""
+    kind: str = "raised"
+
+
+#: :attr:`Failed.kind` values.
+RAISED = "raised"
+OUT_OF_MEMORY = "out-of-memory"
 
 
 REPLY_TYPES = (Loaded, Outputs, Times, MemoryFigures, Failed, Pong, OpCounts, CallTimed, TimingReady)

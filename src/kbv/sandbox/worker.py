@@ -63,6 +63,7 @@ class _Server(TimedRequests):
         self.baselines = baselines
         self.protocol = protocol
         self.timing = timing
+        self._out_of_memory = memory.is_out_of_memory  # captured before the candidate loads
         # own references, taken before any candidate code runs (patching the modules later does
         # not reach these; a patch is reported by _tampering())
         self._time_calls = timing.time_calls
@@ -393,7 +394,8 @@ class _Server(TimedRequests):
                 reply = handler(req)
             except BaseException as exc:  # noqa: BLE001 - the candidate may raise anything, even SystemExit
                 reply = p.Failed(phase=phase, error_type=type(exc).__name__, message=str(exc)[:4000],
-                                 traceback="".join(traceback.format_exception(exc))[-8000:])
+                                 traceback="".join(traceback.format_exception(exc))[-8000:],
+                                 kind=p.OUT_OF_MEMORY if self._out_of_memory(exc) else p.RAISED)
                 traceback.print_exc()
             del req  # the request's shared inputs (copied by the handler) unmapped now, not at the next request
             # also restores the reply path before it is used; a reply without reports (Failed, Pong)
