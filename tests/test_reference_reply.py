@@ -110,3 +110,32 @@ def test_abort_kills_a_busy_reference_worker_at_once():
     t0 = time.monotonic()
     proc.close(abort=True)
     assert time.monotonic() - t0 < 5 and not proc.proc.is_alive()
+
+
+def test_a_job_that_never_reached_its_worker_is_sent_again_to_a_fresh_one(monkeypatch):
+    """A reference worker that died between jobs (the send broke its pipe): nothing of the job ran,
+    so the evaluator sends it once more to a fresh worker instead of failing it."""
+    from kbv.batch.evaluator import Evaluator
+    from kbv.intake.problems import ProblemError
+    from kbv.model.records import CandidateRef, EvalConfig, ProblemRef
+    from kbv.processes.reference import NOT_RUNNING, ProblemFailure, ReferenceReply, WorkerError
+
+    replies = [ReferenceReply(error=WorkerError(NOT_RUNNING, "reference worker died before the job reached it")),
+               ReferenceReply(problem_error=ProblemFailure("/p.py", "second worker answered"))]
+    sent = []
+
+    class Fake:
+        def evaluate(self, job, timeout, answer=None):
+            sent.append(job)
+            return replies[len(sent) - 1]
+
+        def close(self, abort=False):
+            pass
+
+    ev = Evaluator("cpu")
+    monkeypatch.setattr(ev, "_worker", lambda: Fake())
+    p = ProblemRef("/p.py", "p", 1, 1, "a" * 64)
+    c = CandidateRef("/c.py", "b" * 64, "torch")
+    with pytest.raises(ProblemError, match="second worker answered"):
+        ev.evaluate(p, c, EvalConfig(device="cpu"))
+    assert len(sent) == 2 and sent[0] == sent[1]

@@ -17,7 +17,7 @@ from kbv.model.records import (CandidateRef, Environment, EvalConfig, ProblemRef
     verdict_from_dict)
 from kbv.model.records import VettingReport, vetting_from_dict
 from kbv.pipeline.reference_worker import reference_main
-from kbv.processes.reference import ReferenceProcess, minimal_environment
+from kbv.processes.reference import NOT_RUNNING, ReferenceProcess, minimal_environment
 from kbv.processes.reference_jobs import BaselinesJob, EnvironmentJob, Job, VerifyJob, VetJob
 
 
@@ -109,6 +109,9 @@ class Evaluator:
         job = VerifyJob(problem, candidate, config, str(hidden_tests) if hidden_tests else None,
                         next_candidate is not None, str(quiet_dir) if quiet_dir else None)
         reply = self._worker().evaluate(job, job_timeout_s(config), next_candidate)
+        if reply.error is not None and reply.error.kind == NOT_RUNNING:  # nothing ran: once more, on a fresh one
+            self._restart()
+            reply = self._worker().evaluate(job, job_timeout_s(config), next_candidate)
         if reply.problem_error:
             raise ProblemError(problem.path, reply.problem_error.fault)
         if reply.error or reply.verdict is None:

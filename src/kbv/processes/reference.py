@@ -242,7 +242,13 @@ class ReferenceProcess:
         """
         if not self.proc.is_alive():
             return ReferenceReply(error=WorkerError(NOT_RUNNING, f"reference worker is not running (exit code {self.proc.exitcode})"))
-        self.conn.send_bytes(encode_job(job))
+        try:
+            self.conn.send_bytes(encode_job(job))
+        except OSError:  # it died before the job reached it (BrokenPipeError): nothing of this job ran
+            self.proc.join(timeout=5)
+            kill_cgroups(self.proc.pid)
+            return ReferenceReply(error=WorkerError(NOT_RUNNING, "reference worker died before the job reached it "
+                                                                 f"(exit code {self.proc.exitcode})"))
         self._rss = (0, 0)  # (the worker's last resident bytes, host bytes available then)
         self._oom_adj = _oom_score_adj(self.proc.pid)  # raised later: not by kbv (custody.charged)
         self._oom_adj_raised = False
