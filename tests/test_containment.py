@@ -323,3 +323,21 @@ def test_kill_of_the_reference_worker_without_an_own_uid_is_the_candidates_crash
             os.environ["KBV_CANDIDATE_UID"] = saved
     assert v.status is Status.CRASH and "charged to the candidate" in v.message, (v.message, v.evidence.get("sandbox"))
     assert 26 in v.taxonomy and v.evidence["candidate_phase"]
+
+
+def test_a_jail_kills_nothing_that_ran_before_it_existed():
+    """Regression (a fresh clone's suite, 177 failures): a jail that was never given a worker to
+    watch killed every child of its process on ``kill()``, the session's reference worker among them."""
+    import subprocess
+    import sys
+
+    from kbv.processes.jail import ProcessJail
+
+    before = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        jail = ProcessJail(cgroup=False, own_uid=False)
+        jail.kill(timeout=1.0)
+        assert before.poll() is None  # still running
+    finally:
+        before.kill()
+        before.wait()

@@ -78,7 +78,7 @@ def _named(case: Case, v, divisor: float | None) -> None:
     assert credited > claimed, context
     walls = bound["wall_floor_ms"]
     slack = bound_rule.CPU_CAP_SLACK_MS + bound["loop_per_call_ms"]
-    if len(walls) >= 2 and min(walls) > claimed + slack:
+    if len(walls) >= 2 and min(walls) > bound_rule.WALL_CREDIT_FACTOR * claimed + slack:
         assert credited >= min(walls), context
     assert credited >= min(bound["floor_ms"]) - slack - 1e-9, context
     assert reward(v).status_score <= 1.0, context

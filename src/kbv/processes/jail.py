@@ -216,8 +216,10 @@ class ProcessJail:
         self.cgroup: str | None = None
         self.uid: int | None = None
         self.notes: tuple[str, ...] = ()
-        self._known: set[int] = set()
         self._linux = sys.platform == "linux"
+        #: this process's children that are not the worker's: left alone by :meth:`kill` (those of
+        #: now, so a jail never kills what was running before it existed; :meth:`watch` adds the rest)
+        self._known: set[int] = _children(os.getpid()) if self._linux else set()
         if not self._linux:
             return
         prctl(PR_SET_CHILD_SUBREAPER, 1)
