@@ -730,6 +730,9 @@ def test_refused_counts_lets_a_working_profiler_count_decide():
     assert refused_counts(raised, None) == []
     assert refused_counts(None, raised) == [("profiler count", raised)]
     assert refused_counts(raised, raised) == [("dispatch-mode count", raised), ("profiler count", raised)]
-    assert refused_counts(raised, "recorded_ops failed: RuntimeError: profiler busy") == [("dispatch-mode count", raised)]
-    assert refused_counts("compute_ops failed: x", "recorded_ops failed: y") == []
+    assert refused_counts(raised, "recorded_ops failed: RuntimeError: profiler busy",
+                          profiler_probe_failed=True) == [("dispatch-mode count", raised)]
+    assert refused_counts("compute_ops failed: x", "recorded_ops failed: y", True, True) == []
+    # the probe's own failure is a kind set where it was caught: a forward raising that text is refused
+    assert refused_counts(None, "recorded_ops failed: y") == [("profiler count", "recorded_ops failed: y")]
     assert refused_counts(None, None) == []

@@ -165,24 +165,20 @@ def shortcut_reason(profile: KernelProfile) -> str | None:
         return None
 
 
-#: error prefixes of a probe that failed itself (the profiler would not start, a bad device), not of
-#: a forward that raised (kbv.sandbox.profiling, kbv.sandbox.kernels): not held against the candidate.
-PROBE_FAILURES = ("compute_ops failed:", "recorded_ops failed:", "profiler failed:", "bad device:", "cuda only",
-                  "repeats must be")
-
-
-def refused_counts(mode_error: str | None, profiler_error: str | None) -> list[tuple[str, str]]:
+def refused_counts(mode_error: str | None, profiler_error: str | None, mode_probe_failed: bool = False,
+                   profiler_probe_failed: bool = False) -> list[tuple[str, str]]:
     """The op counts a candidate's forward failed under, as ``(count, error)``, when that failure
     leaves the reference-ops check without an answer (``probe:op-count-refused``, SHORTCUT).
 
     ``mode_error``/``profiler_error``: the ``error`` of the candidate's :func:`compute_ops` (dispatch
-    mode) and :func:`recorded_ops` (profiler) results. A probe's own failure (:data:`PROBE_FAILURES`)
-    is not the candidate's. The profiler's count sees everything the dispatch mode's does and more
+    mode) and :func:`recorded_ops` (profiler) results; ``*_probe_failed``: that count's own probe
+    failed (set where the worker caught it), which is not the candidate's. The profiler's count sees everything the dispatch mode's does and more
     (every thread, ops run with dispatch modes switched off), so where it ran it decides: a failure
     under the dispatch mode alone refuses nothing; one under the profiler (with or without the
     other) does, since the dispatch mode's count alone can be dodged.
     """
     if not profiler_error:
         return []
-    found = (("dispatch-mode count", mode_error), ("profiler count", profiler_error))
-    return [(what, str(err)) for what, err in found if err and not str(err).startswith(PROBE_FAILURES)]
+    found = (("dispatch-mode count", mode_error, mode_probe_failed),
+             ("profiler count", profiler_error, profiler_probe_failed))
+    return [(what, str(err)) for what, err, probe in found if err and not probe]

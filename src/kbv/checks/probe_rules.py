@@ -142,4 +142,6 @@ def op_counts_ok(reply: Any) -> bool:
     return (counts(reply.ops) and counts(reply.recorded) and isinstance(reply.kernels, (tuple, list))
             and all(triple(k) for k in reply.kernels)
             and (reply.own_share is None or type(reply.own_share) in (int, float))
-            and all(e is None or isinstance(e, str) for e in (reply.error, reply.recorded_error)))
+            and all(e is None or isinstance(e, str) for e in (reply.error, reply.recorded_error))
+            and type(getattr(reply, "probe_failed", False)) is bool
+            and type(getattr(reply, "recorded_probe_failed", False)) is bool)

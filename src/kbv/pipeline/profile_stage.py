@@ -87,7 +87,7 @@ class ProfileCheck(Context):
             return
         # a forward that fails only when observed (the calls before it passed every set): SHORTCUT, not
         # credited and not accused (an honest torch.compile(fullgraph=True) fails under a dispatch mode too)
-        refused = refused_counts(reply.error, reply.recorded_error)
+        refused = refused_counts(reply.error, reply.recorded_error, reply.probe_failed, reply.recorded_probe_failed)
         if covered is None and refused and not (ref_ops.error or ref_recorded.error):
             failed = "; ".join(f"{what}: {first_line(err)}" for what, err in refused)
             self._add(prof_rule.refused_count(failed))

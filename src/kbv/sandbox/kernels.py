@@ -90,6 +90,7 @@ class KernelProfile:
     own_share: float | None = None
     repeats: int = 0
     error: str | None = None
+    probe_failed: bool = False  #: the profiler itself failed (or was asked wrongly), not the profiled call.
 
 
 @dataclass(frozen=True)
@@ -280,12 +281,12 @@ def kernel_profile(fn: Callable[..., Any], args: Sequence[Any], device: Any,
     try:
         dev = torch.device(device)
         if dev.type != "cuda" or not _cuda_available():
-            return KernelProfile(error="cuda only")
+            return KernelProfile(error="cuda only", probe_failed=True)
         n = int(repeats)
         if n < 1:
-            return KernelProfile(error=f"repeats must be >= 1, got {n}")
+            return KernelProfile(error=f"repeats must be >= 1, got {n}", probe_failed=True)
     except BaseException as exc:  # noqa: BLE001
-        return KernelProfile(error=f"bad device: {describe_failure(exc)}")
+        return KernelProfile(error=f"bad device: {describe_failure(exc)}", probe_failed=True)
     try:
         with _no_grad():
             fn(*args)
@@ -310,4 +311,5 @@ def kernel_profile(fn: Callable[..., Any], args: Sequence[Any], device: Any,
         spans, launches, devices = _events(prof)
         return _summarise(spans, launches, devices, n)
     except BaseException as exc:  # noqa: BLE001 - profiler failure
-        return KernelProfile(repeats=n, error=failure or f"profiler failed: {describe_failure(exc)}")
+        return KernelProfile(repeats=n, error=failure or f"profiler failed: {describe_failure(exc)}",
+                             probe_failed=failure is None)

@@ -132,6 +132,9 @@ class OpCount:
 
     ops: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    #: the counter itself failed (it would not start, a harness error), not the counted call: never
+    #: the candidate's, set where the failure is caught.
+    probe_failed: bool = False
 
 
 def describe_failure(exc: BaseException) -> str:
@@ -266,7 +269,7 @@ def compute_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
         return OpCount(ops=dict(counter.counts), error=error)
     except BaseException as exc:  # noqa: BLE001 - probe failure
         counts = dict(counter.counts) if counter is not None else {}
-        return OpCount(ops=counts, error=f"compute_ops failed: {describe_failure(exc)}")
+        return OpCount(ops=counts, error=f"compute_ops failed: {describe_failure(exc)}", probe_failed=True)
 
 
 def _experimental_all_threads() -> Any:
@@ -367,7 +370,7 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
                 top[key] = top.get(key, 0) + 1
         return OpCount(ops=top, error=error)
     except BaseException as exc:  # noqa: BLE001 - probe failure
-        return OpCount(ops=top, error=f"recorded_ops failed: {describe_failure(exc)}")
+        return OpCount(ops=top, error=f"recorded_ops failed: {describe_failure(exc)}", probe_failed=True)
 
 
 def _current_mode() -> Any:

@@ -229,6 +229,10 @@ class OpCounts:
     tampering: tuple = ()  #: :class:`Tampering` reports.
     recorded: dict = field(default_factory=dict)  #: top-level aten ops, every thread (kbv.sandbox.profiling.recorded_ops).
     recorded_error: str | None = None
+    #: ``error`` / ``recorded_error`` came from the probe itself failing, not from the forward
+    #: (``OpCount.probe_failed``, ``KernelProfile.probe_failed``): not the candidate's.
+    probe_failed: bool = False
+    recorded_probe_failed: bool = False
 
 
 @dataclass(frozen=True)
