@@ -35,10 +35,10 @@ from kbv.processes import footprint as fp
 from kbv.processes import procfs
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
-from kbv.reference.mutation import apply_mutation, timed_mutation
+from kbv.reference.mutation import timed_mutation
 from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import protocol, rawcopy
-from kbv.sandbox.timer import mix_values, time_calls
+from kbv.sandbox.timer import call_inputs, time_calls
 
 #: timed calls of a bound pass judged against the reference (kbv choice: each costs one reference
 #: run and oracle; two secret calls out of three or more catch a pass that skips its work).
@@ -52,8 +52,10 @@ BOUND_CALL_BASE = 100_000
 #: answer where the inputs changed redoes at least half the work.
 BOUND_MIX_FRACTION = 0.5
 #: bytes of the bound pass's own input sets at most (kbv choice): fewer calls where one call's inputs
-#: are large, never fewer than two sets (a warmup call and one measured), so at least 2 x the inputs.
-BOUND_INPUT_BYTES = 1 << 30
+#: are large, never fewer than two sets (a warmup call and one measured). Two sets of a large input
+#: keep a verification within kbv's memory bound (4·B + 1 GiB, kbv.processes.footprint; four sets
+#: of a 256 MiB ReLU's input took the reference worker 0.7 GB over it).
+BOUND_INPUT_BYTES = 64 << 20
 
 
 def _tree_cpu(worker: CandidateProcess) -> tuple[dict, dict]:
@@ -86,7 +88,7 @@ class BoundStage(Context):
         base = {b: self.state.timing[b].median_ms for b in self.config.baselines if b in self.state.timing}
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
         n = rule.bound_calls(claimed, self._slot_count, self.rp.device.type)
-        n = max(1, min(n, BOUND_INPUT_BYTES // max(1, in_bytes) - 1))
+        n = max(1, min(n, BOUND_INPUT_BYTES // max(1, in_bytes) - 1))  # n + 1 sets: at least two
         # the pass's own input sets (a warmup call's and n calls'), shared with the worker once
         bound_sets = [inp.shared_clone(sets[i % len(sets)]) for i in range(n + 1)]
         if not isinstance(self._call(worker, protocol.SetBoundInputs(tuple(tuple(b) for b in bound_sets)), "time",
@@ -146,13 +148,10 @@ class BoundStage(Context):
         skip = self._structured()
         kept = {}
         for j, (target, (k, src, seed, changes)) in enumerate(zip(bound_sets, plan)):
-            values = mix_values(sets[k], sets[src], seed, skip, BOUND_MIX_FRACTION) if src is not None else list(sets[k])
-            values = apply_mutation(values, changes)
-            for t, v in zip(target, values):
-                if isinstance(t, torch.Tensor):
-                    t.copy_(v)
+            # in place (kbv.sandbox.timer.call_inputs): no input-sized temporary beside the sets
+            call_inputs(target, sets, k, (src, seed, skip, BOUND_MIX_FRACTION) if src is not None else (), changes)
             if j in keep:
-                kept[j] = inp.clone_args(values)
+                kept[j] = inp.clone_args(target)
         return kept
 
     def _bound_pass(self, worker: CandidateProcess, sets: list, bound_sets: list, flush: int | None, calls: int,

@@ -49,6 +49,10 @@ class TimedRequests:
         """Keep the bound pass's input sets as sent (shared with the trusted side, which writes each
         pass's values into them while this process is stopped): no copy."""
         self.bound_sets = [list(s) for s in req.input_sets]
+        # the first two serve as the timed calls' two buffers from now on (the same shapes): the
+        # worker's own are freed, so the pass's sets add no input-sized memory here
+        if len(self.bound_sets) >= 2:
+            self._call_buffers = [list(s) for s in self.bound_sets[:2]]
         self._sync()
         return self.protocol.Pong()
 
