@@ -188,8 +188,11 @@ def test_ctrl_c_during_a_cpp_build_prints_one_line_and_the_rerun_finishes(tmp_pa
     args, line = command(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "KBV_CACHE_DIR": str(tmp_path / "cache")}
     cmd = [sys.executable, "-m", "kbv", *args]
+    # a terminal's kbv gets SIGINT's default disposition; a test process can have it ignored (a
+    # disposition a spawned child inherits), which would hide what Ctrl-C does to kbv
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline and proc.poll() is None:

@@ -52,9 +52,9 @@ BOUND_CALL_BASE = 100_000
 #: answer where the inputs changed redoes at least half the work.
 BOUND_MIX_FRACTION = 0.5
 #: bytes of the bound pass's own input sets at most (kbv choice): fewer calls where one call's inputs
-#: are large, never fewer than two sets (a warmup call and one measured). Two sets of a large input
-#: keep a verification within kbv's memory bound (4·B + 1 GiB, kbv.processes.footprint; four sets
-#: of a 256 MiB ReLU's input took the reference worker 0.7 GB over it).
+#: are large, never fewer than one set. One set of a large input keeps a verification within kbv's
+#: memory bound (4·B + 1 GiB, kbv.processes.footprint; four sets of a 256 MiB ReLU's input took the
+#: reference worker 0.7 GB over it, two 5 MB over).
 BOUND_INPUT_BYTES = 64 << 20
 
 
@@ -88,9 +88,10 @@ class BoundStage(Context):
         base = {b: self.state.timing[b].median_ms for b in self.config.baselines if b in self.state.timing}
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
         n = rule.bound_calls(claimed, self._slot_count, self.rp.device.type)
-        n = max(1, min(n, BOUND_INPUT_BYTES // max(1, in_bytes) - 1))  # n + 1 sets: at least two
-        # the pass's own input sets (a warmup call's and n calls'), shared with the worker once
-        bound_sets = [inp.shared_clone(sets[i % len(sets)]) for i in range(n + 1)]
+        n = max(1, min(n, BOUND_INPUT_BYTES // max(1, in_bytes)))  # n sets: at least one
+        # the pass's own input sets, one per call, shared with the worker once (the primed call before
+        # each pass is its warmup, on the previous values)
+        bound_sets = [inp.shared_clone(sets[i % len(sets)]) for i in range(n)]
         if not isinstance(self._call(worker, protocol.SetBoundInputs(tuple(tuple(b) for b in bound_sets)), "time",
                                      self.config.call_timeout_s), protocol.Pong):
             raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
@@ -158,7 +159,7 @@ class BoundStage(Context):
                     attempt: int) -> rule.BoundPass:
         """One bound pass (module docstring); two judged calls chosen here, never sent."""
         cfg = self.config
-        warmup = 1
+        warmup = 0  # the primed call below warms up, on values no measured call gets
         judged = sorted(secrets.SystemRandom().sample(range(calls), min(BOUND_JUDGED, calls)))
         base_id = BOUND_CALL_BASE + attempt * calls
         req = protocol.Time(warmup, calls, flush, 0, refresh=False, slots=True, defer_checks=True, bound_inputs=True)
