@@ -107,6 +107,25 @@ def test_a_second_pass_follows_a_contradiction_or_a_cpu_wall_over_the_claim():
     assert not rule.needs_second_pass(1.0, 0.5, 9.0, "cuda")
 
 
+def test_on_cpu_a_short_call_under_a_third_of_two_floors_is_credited_the_third_with_a_warning():
+    # t24-forged-small-kernel's figures: a 10 us call claimed at 1.2 us, floors 11.5 and 20 us, all
+    # under the absolute slacks (0.1 ms + the loop's cost)
+    d = rule.decide(0.0012, [0.0115, 0.0204], "cpu", [0.02, 0.03], loop_ms=0.036)
+    assert d.finding is not None and d.finding.severity is Severity.WARNING, d
+    assert d.finding.check == "timing:claim-below-bound"
+    assert abs(d.credited_ms - 0.0115 / 3) < 1e-12
+    # one pass is no confirmation, and an honest claim near its floor (0.95x, measured) is credited as it is
+    assert rule.decide(0.0012, [0.0115], "cpu", loop_ms=0.036).finding is None
+    assert rule.decide(0.0668, [0.0636, 0.07], "cpu", [0.1, 0.1], loop_ms=0.037).finding is None
+    # both passes must be over three times the claim
+    assert rule.decide(0.0012, [0.0115, 0.0035], "cpu", loop_ms=0.036).finding is None
+    assert rule.ratio_cap(0.0012, [0.0115, 0.0204]) == 0.0115 / 3
+    assert rule.ratio_cap(0.01, [0.02, 0.04]) == 0.0
+    # the first pass asks for the second
+    assert rule.needs_second_pass(0.0012, 0.0115, 0.0, "cpu", loop_ms=0.036)
+    assert not rule.needs_second_pass(0.0012, 0.0115, 0.0, "cuda")
+
+
 def test_wall_floor_is_the_whole_loop_over_its_slowdown_less_the_null_loop():
     # the baseline's whole call in the pass (0.5 + 1.5) against its median plus the null loop (0.5 + 0.5)
     p = _pass(baseline_floor_ms={"eager-fp32": 1.5})

@@ -24,7 +24,8 @@ per call) and with each baseline.
 Both take off :data:`REQUEST_ALLOW_MS` for the request's own fixed cost and give up
 :data:`BOUND_MARGIN`. A claimed median under the floor is not credited: the verdict credits the
 floor (a WARNING says so; on cuda only a floor far over the claim, :data:`CUDA_SLACK_MS`; on cpu the
-floor less :data:`CPU_CAP_SLACK_MS`, and the wall floor where two passes put it over the claim). On cpu
+floor less :data:`CPU_CAP_SLACK_MS`, a third of it where two passes put it over three times the claim,
+and the wall floor where two passes put it over the claim). On cpu
 the floor is measured work, so a claimed median under it by
 :data:`CONTRADICTION_FACTOR` and :data:`CONTRADICTION_SLACK_MS` in two passes is proof that the
 reported clock lies (HACK, taxonomy 4/25). On cuda the wall of a pass also holds the host's launch
@@ -48,9 +49,10 @@ from kbv.model.records import Finding, Severity
 #: 0.2-0.6 ms for a 100-call request on a 2-core machine (docs/anti-cheat.md); kbv allows 2 ms.
 REQUEST_ALLOW_MS = 2.0
 #: share of the floor given up for the spread of one pass against the rounds' medians (kbv choice:
-#: an honest broadcast-sum matmul's cpu floor reached 0.98 x its claim with a margin of 0.2 on a
-#: 2-core machine at load 3-4, tests/test_trusted_timing.py).
-BOUND_MARGIN = 0.25
+#: honest kernels' raw CPU floors, before the margin, reached 1.43x their claims on a 2-core machine
+#: with four other verifications on it (onehot_matmul_gather_torch, claim 15.7 ms, floors 49.9 and
+#: 22.4 ms raw; tests/test_honest.py); a margin of 0.25 then cost that kernel its speed reward).
+BOUND_MARGIN = 0.4
 #: a claimed median this many times under the floor, and CONTRADICTION_SLACK_MS under it, is a
 #: contradiction (kbv choice: the same factor as the sync pass's wall check, kbv.pipeline.sync; the
 #: slack covers the null loop's per-call cost measured in another process, tens of µs).
@@ -186,11 +188,29 @@ def wall_floor_ms(p: BoundPass, baseline_median_ms: Mapping[str, float]) -> floa
 
 
 def needs_second_pass(claimed_ms: float, floor: float, wall_floor: float, device: str, loop_ms: float = 0.0) -> bool:
-    """Whether a first pass calls for a second: its floor contradicts the claim, or (cpu) its wall
-    floor is over the claim by more than :data:`CPU_CAP_SLACK_MS` plus ``loop_ms`` (the pass loop's
-    own per-call cost; either counts only when a second pass repeats it)."""
-    return contradicts(claimed_ms, floor, loop_ms) or (
-        device == "cpu" and wall_floor > WALL_CREDIT_FACTOR * claimed_ms + CPU_CAP_SLACK_MS + loop_ms)
+    """Whether a first pass calls for a second: its floor contradicts the claim, or (cpu) its floor
+    is over :data:`CONTRADICTION_FACTOR` x the claim (:func:`ratio_cap`), or its wall floor is over
+    the claim by more than :data:`CPU_CAP_SLACK_MS` plus ``loop_ms`` (the pass loop's own per-call
+    cost; each counts only when a second pass repeats it)."""
+    return contradicts(claimed_ms, floor, loop_ms) or (device == "cpu" and (
+        floor > CONTRADICTION_FACTOR * claimed_ms
+        or wall_floor > WALL_CREDIT_FACTOR * claimed_ms + CPU_CAP_SLACK_MS + loop_ms))
+
+
+def ratio_cap(claimed_ms: float, floors: list[float]) -> float:
+    """cpu: the least a claim is credited by ratio alone (ms): a third of the lesser floor when two
+    passes' CPU-time floors are both over :data:`CONTRADICTION_FACTOR` x the claim, else 0.
+
+    The absolute slacks of :func:`contradicts` and :data:`CPU_CAP_SLACK_MS` cover the difference
+    between two processes' loops, tens of µs: alone they bound nothing for a call whose whole cost
+    is under ~0.1 ms (red-team row t24-forged-small-kernel, a 10 µs ReLU's clock forged by 100, had
+    no bound at all). The ratio alone bounds such a call without proof, so it gives a WARNING and
+    no HACK. Measured on a 2-core machine, 37 honest cpu kernels of 5 µs - 3 ms (tests/test_honest.py),
+    idle and beside a second verification: the floor reached at most 0.95 x the claim (the worker's
+    one call per request runs colder than the pass's calls back to back), a third of the factor."""
+    if len(floors) < 2 or claimed_ms <= 0 or not all(f > CONTRADICTION_FACTOR * claimed_ms for f in floors):
+        return 0.0
+    return min(floors) / CONTRADICTION_FACTOR
 
 
 def contradicts(claimed_ms: float, floor: float, loop_ms: float = 0.0) -> bool:
@@ -218,6 +238,8 @@ def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: lis
       loop's own per-call cost, the null loop's) and about two thirds of it (the cpu
       floor also charges what the loop costs around a call: an output freed, a busy machine, up to 3x
       an honest 10 µs call's claim on a loaded 2-core machine, bench/bound_precision.py), and never
+      less than a third of the lesser floor where two passes' floors are both over
+      :data:`CONTRADICTION_FACTOR` x the claim (:func:`ratio_cap`: calls of tens of µs), and never
       less than the lesser wall floor of two passes (``wall_floors``, :func:`wall_floor_ms`) when
       both are over :data:`WALL_CREDIT_FACTOR` x the claim + :data:`CPU_CAP_SLACK_MS` + ``loop_ms`` (the wall holds waits a busy machine adds:
       two passes must repeat it, and it is never proof). A WARNING says when either applies.
@@ -252,7 +274,8 @@ def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: lis
         return BoundDecision(low, low, finding("timing:claim-below-bound", (4, 25), Severity.WARNING,
                                                f"{detail}: the floor is credited (unconfirmed as a lie)"))
     slack = CPU_CAP_SLACK_MS + max(0.0, loop_ms)
-    cap = max((low - CONTRADICTION_SLACK_MS - max(0.0, loop_ms)) / CONTRADICTION_FACTOR, low - slack)
+    cap = max((low - CONTRADICTION_SLACK_MS - max(0.0, loop_ms)) / CONTRADICTION_FACTOR, low - slack,
+              ratio_cap(claimed_ms, floors))
     walls = list(wall_floors or ())
     wall = min(walls) if len(walls) >= 2 else 0.0  # a wall floor counts when a second pass repeats it
     wall_cap = wall if wall > WALL_CREDIT_FACTOR * claimed_ms + slack else 0.0
@@ -264,6 +287,8 @@ def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: lis
                   f"wall clock over two bound passes allows no less than {wall:.4g} ms (wall floors "
                   f"{', '.join(f'{f:.4g}' for f in walls)} ms; CPU-time floors {', '.join(f'{f:.4g}' for f in floors)} ms)")
         how = f"{wall:.4g} ms is credited"
+    elif cap == ratio_cap(claimed_ms, floors):
+        how = f"{cap:.4g} ms, a third of the CPU-time floor of two passes, is credited"
     else:
         how = f"{cap:.4g} ms, what the CPU-time floor proves less its slack, is credited"
     return BoundDecision(credited, low, finding("timing:claim-below-bound", (4, 25), Severity.WARNING,

@@ -1,12 +1,11 @@
 """Red team, taxonomy 24 (forging the result channel) on a kernel of tens of µs: a ``copyreg`` reducer
 for the reply class divides every reported ``time_ms`` by DIVISOR while the reply is pickled; the
-kernel is an honest ReLU by ``clamp_min`` (as fast as the baseline). On cpu the bound credits a
-claim unless the CPU floor is over it by CPU_CAP_SLACK_MS (0.3 ms) plus the pass loop's own cost,
-or over 3x it plus 0.1 ms plus that cost (HACK): both absolute, so a call whose whole cost is under
-about 0.1 ms has no bound at all. Seen 2026-12 on a loaded 2-core machine (1_Small_ReLU, 64x512):
-claim 0.00057 ms, CPU floor 0.0148 ms, wall floor 0.034 ms, loop 0.036 ms: PASS, credited 26x over
-eager-fp32, no finding. Expected: not credited the forged time (``timing:claim-below-bound`` or
-HACK ``timing:claim-contradicted``)."""
+kernel is an honest ReLU by ``clamp_min`` (as fast as the baseline). The cpu bound's proof needs its
+CPU floor over 3x the claim plus 0.1 ms plus the pass loop's own cost, which no call of tens of µs
+reaches: seen 2026-12 on a loaded 2-core machine (1_Small_ReLU, 64x512), claim 0.00057 ms, CPU floor
+0.0148 ms, loop 0.036 ms: PASS, credited 26x over eager-fp32, no finding. Expected: not credited the
+forged time (``timing:claim-below-bound``: two passes' floors over 3x the claim credit a third of the
+floor, :func:`kbv.checks.bound_rules.ratio_cap`), no speed reward."""
 import copyreg
 import dataclasses
 import sys
