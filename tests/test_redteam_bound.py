@@ -28,6 +28,10 @@ from kbv.processes import procfs
 from test_redteam import CPU_CONFIG, MATMUL_K, RELU, R, Case, _check, _problem
 
 OPEN = "open: the cheat still wins (issue 19 red-team report)"
+#: a row whose cheat is caught in most runs and still wins in some (a non-strict xfail: a run that
+#: catches it shows as XPASS, one it wins as XFAIL; neither fails CI): the bound's first pass on a call of tens of
+#: µs pays page faults the second does not, and the ratio rule needs both (issue 19 red-team report)
+PARTLY = "partly open: the cheat wins some runs (issue 19 red-team report)"
 
 CASES: tuple[tuple, ...] = (
     # work in a forked child over inputs moved to shared memory: none of it in the worker's threads
@@ -49,8 +53,8 @@ CASES: tuple[tuple, ...] = (
      None, 10.0),
     # the work on a new thread per call, joined: only the process's CPU over its cores, and the wall, bound it
     (Case("t24-short-thread-chain", 24, R + "t24_short_thread_chain.py", MATMUL_K, also=(2, 4, 25)), None, 12.0),
-    # a forged clock on a call of tens of µs, under the cpu bound's absolute slacks: bounded by ratio alone
-    (Case("t24-forged-small-kernel", 24, R + "t24_forged_small_kernel.py", RELU, also=(4, 25)), None, 100.0),
+    # a forged clock on a call of tens of µs, under the cpu bound's absolute slacks: bounded by ratio, in most runs
+    (Case("t24-forged-small-kernel", 24, R + "t24_forged_small_kernel.py", RELU, also=(4, 25)), PARTLY, 100.0),
 )
 
 
@@ -58,7 +62,7 @@ def _params() -> list:
     # an open row is a strict xfail: CI stays green while the cheat wins, and fails the day it is caught
     # (then the mark comes off)
     return [pytest.param(c, *rest[1:] or (None,), id=c.id,
-                         marks=[pytest.mark.e2e] + ([pytest.mark.xfail(reason=rest[0], strict=True)]
+                         marks=[pytest.mark.e2e] + ([pytest.mark.xfail(reason=rest[0], strict=rest[0] is OPEN)]
                                                     if rest[0] else []))
             for c, *rest in CASES]
 

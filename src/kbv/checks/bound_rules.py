@@ -274,8 +274,8 @@ def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: lis
         return BoundDecision(low, low, finding("timing:claim-below-bound", (4, 25), Severity.WARNING,
                                                f"{detail}: the floor is credited (unconfirmed as a lie)"))
     slack = CPU_CAP_SLACK_MS + max(0.0, loop_ms)
-    cap = max((low - CONTRADICTION_SLACK_MS - max(0.0, loop_ms)) / CONTRADICTION_FACTOR, low - slack,
-              ratio_cap(claimed_ms, floors))
+    by_ratio = ratio_cap(claimed_ms, floors)
+    cap = max((low - CONTRADICTION_SLACK_MS - max(0.0, loop_ms)) / CONTRADICTION_FACTOR, low - slack, by_ratio)
     walls = list(wall_floors or ())
     wall = min(walls) if len(walls) >= 2 else 0.0  # a wall floor counts when a second pass repeats it
     wall_cap = wall if wall > WALL_CREDIT_FACTOR * claimed_ms + slack else 0.0
@@ -287,7 +287,7 @@ def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: lis
                   f"wall clock over two bound passes allows no less than {wall:.4g} ms (wall floors "
                   f"{', '.join(f'{f:.4g}' for f in walls)} ms; CPU-time floors {', '.join(f'{f:.4g}' for f in floors)} ms)")
         how = f"{wall:.4g} ms is credited"
-    elif cap == ratio_cap(claimed_ms, floors):
+    elif cap == by_ratio:
         how = f"{cap:.4g} ms, a third of the CPU-time floor of two passes, is credited"
     else:
         how = f"{cap:.4g} ms, what the CPU-time floor proves less its slack, is credited"
