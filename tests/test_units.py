@@ -211,14 +211,16 @@ def test_thread_work_tells_waited_pools_from_work_after_return():
             assert tw.since(mark) == ""
             assert tw.threads >= 3
             # not waited for: the candidate's function (or a torch function) runs after the mark
-            futures = [pool.submit(rows, x) for _ in range(4)]
-            mark = tw.mark()
-            concurrent.futures.wait(futures)
-            assert "in rows" in tw.since(mark), tw.since(mark)
-            futures = [pool.submit(torch.exp, x) for _ in range(2)]
-            mark = tw.mark()
-            concurrent.futures.wait(futures)
-            assert "exp" in tw.since(mark)
+            # both pool threads are held at a gate while the work is queued, so the work cannot
+            # finish before the mark (a race the CI machine lost)
+            for work in (rows, torch.exp):
+                gate = threading.Event()
+                held = [pool.submit(gate.wait, 5) for _ in range(2)]
+                futures = [pool.submit(work, x) for _ in range(4)]
+                mark = tw.mark()
+                gate.set()
+                concurrent.futures.wait(held + futures)
+                assert ("in rows" if work is rows else "exp") in tw.since(mark), tw.since(mark)
         # a persistent worker loop (candidate code) polling its queue through a helper of its
         # own between jobs is quiet
         jobs, done = queue.Queue(), threading.Event()
