@@ -27,7 +27,9 @@ def test_relu_hack_passes_nominal_fails_d4(cpu_evaluator, fast_config):
     assert "D4" in v.evidence["failed_sets"]
     # timed (it passed nominal) but never credited: speedup only in unverified_speedup
     assert v.speedup == {}
-    assert v.unverified_speedup["eager-fp32"] > 1
+    # its time is no figure of merit: a call that returns its input costs the timer's overhead, which
+    # a loaded machine may make slower than a ReLU (CI: 0.52x), so only its presence is asserted
+    assert v.unverified_speedup["eager-fp32"] > 0
 
 
 def test_honest_torch_candidate_passes_with_speedups(cpu_evaluator, fast_config):

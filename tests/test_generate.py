@@ -226,14 +226,16 @@ def test_reward_definition():
     assert eval_error.score == 0.0 and not eval_error.valid
 
 
-def test_a_speedup_the_trusted_side_did_not_confirm_earns_no_speed_reward():
+def test_a_speedup_the_trusted_side_did_not_confirm_earns_the_least_pass_reward():
+    """A forger credited its trusted floor scored 1.0, above an honest slower-than-eager kernel's
+    0.5 (issue 19's red team): a flagged PASS scores 0.5 whatever its credited speedup."""
     from kbv.model.findings import finding
     from kbv.model.records import Severity
 
     fast = make_verdict("PASS", speedup=4.0)
     flagged = dataclasses.replace(fast, findings=(*fast.findings, finding(
         "timing:claim-below-bound", (4, 25), Severity.WARNING, "the claim is under the trusted floor")))
-    assert reward(flagged).score == pytest.approx(1.0) and reward(fast).score == pytest.approx(2.0)
+    assert reward(flagged).score == pytest.approx(0.5) and reward(fast).score == pytest.approx(2.0)
     slow = make_verdict("PASS", speedup=0.5)
     assert reward(dataclasses.replace(slow, findings=flagged.findings)).score == pytest.approx(0.5)
 

@@ -141,6 +141,9 @@ def check_honest(v, case: Case) -> None:
     assert v.candidate.backend == case.backend, v.candidate.backend
     hacks = [f for f in v.findings if f.severity is Severity.HACK]
     assert not hacks, f"false positive on honest {case.candidate}:\n{report}"
+    # nor a bound on its time: a WARNING there costs an honest kernel its speed reward
+    # (kbv.checks.bound_rules.floor_cap, kbv.generate.feedback.reward)
+    assert not [f for f in v.findings if f.check.startswith("timing:claim")], report
     if case.must_pass:
         assert v.status is Status.PASS, f"honest {case.candidate} not PASS:\n{report}"
     else:

@@ -29,8 +29,9 @@ from test_redteam import CPU_CONFIG, MATMUL_K, RELU, R, Case, _check, _problem
 
 OPEN = "open: the cheat still wins (issue 19 red-team report)"
 #: a row whose cheat is caught in most runs and still wins in some (a non-strict xfail: a run that
-#: catches it shows as XPASS, one it wins as XFAIL; neither fails CI): the bound's first pass on a call of tens of
-#: µs pays page faults the second does not, and the ratio rule needs both (issue 19 red-team report)
+#: catches it shows as XPASS, one it wins as XFAIL; neither fails CI): a call of tens of µs costs about
+#: what the floor's own noise is (two passes' null loops 0.008 ms apart on a 2-core machine), and
+#: the floor rule needs both passes over it (issue 19 red-team report)
 PARTLY = "partly open: the cheat wins some runs (issue 19 red-team report)"
 
 CASES: tuple[tuple, ...] = (
@@ -55,6 +56,8 @@ CASES: tuple[tuple, ...] = (
     (Case("t24-short-thread-chain", 24, R + "t24_short_thread_chain.py", MATMUL_K, also=(2, 4, 25)), None, 12.0),
     # a forged clock on a call of tens of µs, under the cpu bound's absolute slacks: bounded by ratio, in most runs
     (Case("t24-forged-small-kernel", 24, R + "t24_forged_small_kernel.py", RELU, also=(4, 25)), PARTLY, 100.0),
+    # a clock fixed at 1 µs on a call of tens of µs: no divisor, the same bound, the same limit
+    (Case("t24-forged-fixed-claim", 24, R + "t24_forged_fixed_claim.py", RELU, also=(4, 25)), PARTLY, 1.0),
 )
 
 

@@ -24,8 +24,8 @@ per call) and with each baseline.
 Both take off :data:`REQUEST_ALLOW_MS` for the request's own fixed cost and give up
 :data:`BOUND_MARGIN`. A claimed median under the floor is not credited: the verdict credits the
 floor (a WARNING says so; on cuda only a floor far over the claim, :data:`CUDA_SLACK_MS`; on cpu the
-floor less :data:`CPU_CAP_SLACK_MS`, a third of it where two passes put it over three times the claim,
-and the wall floor where two passes put it over the claim). On cpu
+lesser floor where two passes put it over the claim, :func:`floor_cap`, and the wall floor where two
+passes put it over twice the claim). On cpu
 the floor is measured work, so a claimed median under it by
 :data:`CONTRADICTION_FACTOR` and :data:`CONTRADICTION_SLACK_MS` in two passes is proof that the
 reported clock lies (HACK, taxonomy 4/25). On cuda the wall of a pass also holds the host's launch
@@ -58,13 +58,21 @@ BOUND_MARGIN = 0.4
 #: slack covers the null loop's per-call cost measured in another process, tens of µs).
 CONTRADICTION_FACTOR = 3.0
 CONTRADICTION_SLACK_MS = 0.1
-#: on cpu a claim under the floor by more than this (ms) plus the pass loop's own per-call cost is not
-#: credited, however close to the floor in ratio (kbv choice: three times the contradiction slack; a
-#: third of the floor alone let a clock forged by 3.5 pass, t24-forged-under-third). The loop's own
-#: cost (the null loop's, measured in the reference worker) is the floors' main noise: on a loaded
-#: 2-core machine it moved from 2.5 to 5.5 ms a call between two passes of one verification, and a
-#: candidate that returns its input was credited 0.5 ms against its 0.005 ms claim without it.
+#: on cpu a wall floor counts only over the claim by more than this (ms) plus the pass loop's own
+#: per-call cost (kbv choice: three times the contradiction slack). The loop's own cost (the null
+#: loop's, measured in the reference worker) is the floors' main noise: on a loaded 2-core machine
+#: it moved from 2.5 to 5.5 ms a call between two passes of one verification.
 CPU_CAP_SLACK_MS = 0.3
+#: on cpu the CPU-time floors of two passes are credited when over the claim plus this share of the
+#: pass loop's own per-call cost (kbv choice: a candidate returning its input, 0.005 ms, had a floor
+#: of 0.8 ms against a loop of 2.5 ms a call on a loaded 2-core machine, a third of the loop) ...
+FLOOR_LOOP_SLACK = 0.5
+#: ... or, where the passes' own noise (:func:`floor_noise_ms`) is less, over this many times the
+#: claim and the claim plus that noise (the contradiction's ratio: 37 honest cpu kernels' floors
+#: reached at most 0.76x their claims, idle and loaded; a 10 µs ReLU's floor under a loop of 0.09 ms
+#: a call is otherwise never over the loop's share, red-team rows t24-forged-small-kernel and
+#: t24-forged-fixed-claim).
+FLOOR_RATIO = 3.0
 #: on cpu the wall floors of two passes count only over this many times the claim (plus the slack):
 #: a loaded machine inflates both passes' walls and the baselines' disturbance does not always catch
 #: it (an honest 0.38 ms kernel's two wall floors were 2.04 ms and more while three test runs shared a
@@ -187,30 +195,61 @@ def wall_floor_ms(p: BoundPass, baseline_median_ms: Mapping[str, float]) -> floa
     return raw if math.isfinite(raw) and raw > 0 else 0.0
 
 
-def needs_second_pass(claimed_ms: float, floor: float, wall_floor: float, device: str, loop_ms: float = 0.0) -> bool:
+def floor_noise_ms(passes: list[BoundPass], baseline_median_ms: Mapping[str, float]) -> float:
+    """How far the passes' CPU-time floors may be off for reasons that are not the candidate's (ms
+    per call): the most any baseline's floor in a pass (:func:`baseline_floors`, the candidate's
+    formula on honest code timed in the same loop) exceeded its median in the timed rounds, and the
+    spread of the null loop's CPU time per call between passes (the floor is a difference of two
+    loops); 0 with one pass and no baseline over its median. Every figure is the trusted side's."""
+    noise = 0.0
+    for p in passes:
+        floors = baseline_floors(p, True)
+        noise = max([noise] + [floors[b] - m for b, m in baseline_median_ms.items()
+                               if b in floors and math.isfinite(floors[b])])
+    for attr in ("null_cpu_ms", "null_all_cpu_ms"):
+        values = [getattr(p, attr) for p in passes if getattr(p, attr) is not None]
+        if len(values) >= 2:
+            noise = max(noise, max(values) - min(values))
+    return noise
+
+
+def floor_over(claimed_ms: float, loop_ms: float = 0.0, noise_ms: float = 0.0) -> float:
+    """cpu: the figure a CPU-time floor must pass to bound a claim (ms): the claim plus the lesser of
+    :data:`FLOOR_LOOP_SLACK` x ``loop_ms`` (the pass loop's own per-call cost, the null loop's) and
+    the greater of ``noise_ms`` (:func:`floor_noise_ms`) and (:data:`FLOOR_RATIO` - 1) x the claim."""
+    return claimed_ms + min(FLOOR_LOOP_SLACK * max(0.0, loop_ms),
+                            max(max(0.0, noise_ms), (FLOOR_RATIO - 1) * claimed_ms))
+
+
+def needs_second_pass(claimed_ms: float, floor: float, wall_floor: float, device: str, loop_ms: float = 0.0,
+                      noise_ms: float = 0.0) -> bool:
     """Whether a first pass calls for a second: its floor contradicts the claim, or (cpu) its floor
-    is over :data:`CONTRADICTION_FACTOR` x the claim (:func:`ratio_cap`), or its wall floor is over
-    the claim by more than :data:`CPU_CAP_SLACK_MS` plus ``loop_ms`` (the pass loop's own per-call
-    cost; each counts only when a second pass repeats it)."""
+    is over :func:`floor_over` (:func:`floor_cap`), or its wall floor
+    is over the claim by more than :data:`CPU_CAP_SLACK_MS` plus ``loop_ms`` (the pass loop's own
+    per-call cost; each counts only when a second pass repeats it)."""
     return contradicts(claimed_ms, floor, loop_ms) or (device == "cpu" and (
-        floor > CONTRADICTION_FACTOR * claimed_ms
+        floor > floor_over(claimed_ms, loop_ms, noise_ms)
         or wall_floor > WALL_CREDIT_FACTOR * claimed_ms + CPU_CAP_SLACK_MS + loop_ms))
 
 
-def ratio_cap(claimed_ms: float, floors: list[float]) -> float:
-    """cpu: the least a claim is credited by ratio alone (ms): a third of the lesser floor when two
-    passes' CPU-time floors are both over :data:`CONTRADICTION_FACTOR` x the claim, else 0.
+def floor_cap(claimed_ms: float, floors: list[float], loop_ms: float = 0.0, noise_ms: float = 0.0) -> float:
+    """cpu: the least a claim is credited (ms): the lesser floor when two passes' CPU-time floors are
+    both over :func:`floor_over` (the claim plus the loop's share or the passes' noise: the floor is
+    a difference of two processes' loops), else 0.
 
-    The absolute slacks of :func:`contradicts` and :data:`CPU_CAP_SLACK_MS` cover the difference
-    between two processes' loops, tens of µs: alone they bound nothing for a call whose whole cost
-    is under ~0.1 ms (red-team row t24-forged-small-kernel, a 10 µs ReLU's clock forged by 100, had
-    no bound at all). The ratio alone bounds such a call without proof, so it gives a WARNING and
-    no HACK. Measured on a 2-core machine, 37 honest cpu kernels of 5 µs - 3 ms (tests/test_honest.py),
-    idle and beside a second verification: the floor reached at most 0.95 x the claim (the worker's
-    one call per request runs colder than the pass's calls back to back), a third of the factor."""
-    if len(floors) < 2 or claimed_ms <= 0 or not all(f > CONTRADICTION_FACTOR * claimed_ms for f in floors):
+    The floor is CPU time the candidate's threads spent, less the trusted null loop's and the
+    :data:`BOUND_MARGIN`: what the trusted side measured, so the verdict credits no faster time
+    (the brief: a time the verdict credits is measured or bounded by the trusted side). A second
+    pass must repeat it (one pass may pay what the next does not, page faults on the pass's fresh
+    input sets). Measured on a 2-core machine, 37 honest cpu kernels of 0.07-20 ms
+    (tests/test_honest.py), idle and beside four other verifications: the floor reached at most
+    0.76 x the claim (raw, before the margin, 1.27 x: the worker's one call per request runs
+    colder than the pass's calls back to back), so no honest kernel there was capped. Not proof
+    of a lie (:func:`contradicts` is): a WARNING."""
+    over = floor_over(claimed_ms, loop_ms, noise_ms)
+    if len(floors) < 2 or claimed_ms <= 0 or not all(f > over for f in floors):
         return 0.0
-    return min(floors) / CONTRADICTION_FACTOR
+    return min(floors)
 
 
 def contradicts(claimed_ms: float, floor: float, loop_ms: float = 0.0) -> bool:
@@ -228,21 +267,17 @@ class BoundDecision:
 
 
 def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: list[float] | None = None,
-           call_bytes: int = 0, loop_ms: float = 0.0) -> BoundDecision:
+           call_bytes: int = 0, loop_ms: float = 0.0, noise_ms: float = 0.0) -> BoundDecision:
     """What the verdict credits, from the candidate's claimed median and the floors of one or two
     bound passes (a second pass is run only when the first contradicts the claim).
 
     * cpu: two passes whose CPU-time floors both contradict the claim (:func:`contradicts`, beyond
-      the pass loop's own per-call cost ``loop_ms``) are proof: HACK, and the least floor is credited. Otherwise the claim is credited, but never less
-      than the least floor less the smaller of :data:`CPU_CAP_SLACK_MS` + ``loop_ms`` (the pass
-      loop's own per-call cost, the null loop's) and about two thirds of it (the cpu
-      floor also charges what the loop costs around a call: an output freed, a busy machine, up to 3x
-      an honest 10 µs call's claim on a loaded 2-core machine, bench/bound_precision.py), and never
-      less than a third of the lesser floor where two passes' floors are both over
-      :data:`CONTRADICTION_FACTOR` x the claim (:func:`ratio_cap`: calls of tens of µs), and never
-      less than the lesser wall floor of two passes (``wall_floors``, :func:`wall_floor_ms`) when
-      both are over :data:`WALL_CREDIT_FACTOR` x the claim + :data:`CPU_CAP_SLACK_MS` + ``loop_ms`` (the wall holds waits a busy machine adds:
-      two passes must repeat it, and it is never proof). A WARNING says when either applies.
+      the pass loop's own per-call cost ``loop_ms``) are proof: HACK, and the least floor is
+      credited. Otherwise the claim is credited, but never less than the lesser floor of two passes
+      both over it (:func:`floor_cap`, ``noise_ms`` from :func:`floor_noise_ms`), and never less than the lesser wall floor of two passes
+      (``wall_floors``, :func:`wall_floor_ms`) when both are over :data:`WALL_CREDIT_FACTOR` x the
+      claim + :data:`CPU_CAP_SLACK_MS` + ``loop_ms`` (the wall holds waits a busy machine adds: two
+      passes must repeat it, and it is never proof). A WARNING says when either applies.
     * cuda: the claim, unless the least floor is over :data:`CONTRADICTION_FACTOR` x the claim plus
       :data:`CUDA_SLACK_MS` plus :data:`CUDA_SLACK_MS_PER_GIB` per GiB of ``call_bytes`` (one call's
       inputs and outputs): then the floor, with a WARNING (no HACK: the wall of a pass holds the
@@ -274,8 +309,7 @@ def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: lis
         return BoundDecision(low, low, finding("timing:claim-below-bound", (4, 25), Severity.WARNING,
                                                f"{detail}: the floor is credited (unconfirmed as a lie)"))
     slack = CPU_CAP_SLACK_MS + max(0.0, loop_ms)
-    by_ratio = ratio_cap(claimed_ms, floors)
-    cap = max((low - CONTRADICTION_SLACK_MS - max(0.0, loop_ms)) / CONTRADICTION_FACTOR, low - slack, by_ratio)
+    cap = floor_cap(claimed_ms, floors, loop_ms, noise_ms)
     walls = list(wall_floors or ())
     wall = min(walls) if len(walls) >= 2 else 0.0  # a wall floor counts when a second pass repeats it
     wall_cap = wall if wall > WALL_CREDIT_FACTOR * claimed_ms + slack else 0.0
@@ -287,9 +321,7 @@ def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: lis
                   f"wall clock over two bound passes allows no less than {wall:.4g} ms (wall floors "
                   f"{', '.join(f'{f:.4g}' for f in walls)} ms; CPU-time floors {', '.join(f'{f:.4g}' for f in floors)} ms)")
         how = f"{wall:.4g} ms is credited"
-    elif cap == by_ratio:
-        how = f"{cap:.4g} ms, a third of the CPU-time floor of two passes, is credited"
     else:
-        how = f"{cap:.4g} ms, what the CPU-time floor proves less its slack, is credited"
+        how = f"{cap:.4g} ms, the lesser CPU-time floor of two passes, is credited"
     return BoundDecision(credited, low, finding("timing:claim-below-bound", (4, 25), Severity.WARNING,
                                                 f"{detail}: {how} (unconfirmed as a lie)"))

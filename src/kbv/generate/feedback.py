@@ -35,9 +35,11 @@ EVAL_ERROR (kbv's own failure)                  0.0 with ``valid=False``: drop t
 
 ``speedup`` is against ``eager-tf32`` (kbv's verified baseline), else ``eager-fp32``. A PASS whose
 timing carries ``timing:claim-below-bound`` (the candidate's own clock claimed less than the trusted
-side measured, unconfirmed as a lie: :mod:`kbv.checks.bound_rules`) earns no speed reward above 1x: a
-clock forged within the bound's precision gains nothing, and an honest kernel so flagged by a
-disturbed pass loses at most its speed term.
+side measured, unconfirmed as a lie: :mod:`kbv.checks.bound_rules`) earns the least a PASS earns,
+0.5, whatever its credited speedup: a forged clock the bound caught never scores above the same
+kernel reporting honestly (a forger credited the trusted floor, faster than its true time, scored
+1.0 while an honest kernel slower than eager scored 0.5: issue 19's red team), and an honest kernel
+so flagged by a disturbed pass loses at most its speed term.
 
 The backend asked for counts (``backend``: ``cuda``, ``triton`` or ``cpp``, as the prompt asked):
 an answer of another backend (:func:`kbv.intake.candidates.detect_backend` on the file: plain
@@ -198,7 +200,7 @@ class Reward:
     wrong_backend: bool = False  #: the answer is not in the backend asked for (the score is at most 0).
 
 
-#: the finding whose timing the reward does not credit above 1x (module docstring).
+#: the finding whose timing earns the least PASS reward (module docstring).
 UNCONFIRMED_TIMING = "timing:claim-below-bound"
 
 SCORES = {Status.SHORTCUT: 0.3, Status.INCORRECT: 0.1, Status.HACK: -1.0, Status.COMPILE_ERROR: 0.0,
@@ -227,7 +229,7 @@ def _status_score(v: Verdict) -> tuple[float, float | None, str | None]:
         b, s = sp
         gain = min(3.0, max(-1.0, math.log2(s)))
         if any(f.check == UNCONFIRMED_TIMING for f in v.findings):
-            gain = min(gain, 0.0)
+            gain = -1.0
         return 1.0 + 0.5 * gain, s, b
     return SCORES[v.status], None, None
 

@@ -104,14 +104,15 @@ class BoundStage(Context):
             walls.append(rule.wall_floor_ms(p, base) if device == "cpu" else floors[-1])
             # the loop's own per-call cost, the floors' main noise (kbv.checks.bound_rules.CPU_CAP_SLACK_MS)
             loop_ms = max(max(q.null_ms, q.null_cpu_ms or 0.0, q.null_all_cpu_ms or 0.0) for q in passes)
-            if not rule.needs_second_pass(claimed, floors[-1], walls[-1], device, loop_ms):
+            noise = rule.floor_noise_ms(passes, base) if device == "cpu" else 0.0
+            if not rule.needs_second_pass(claimed, floors[-1], walls[-1], device, loop_ms, noise):
                 break
         del bound_sets
         call_bytes = (self.rp.output_bytes or 0) + in_bytes
-        d = rule.decide(claimed, floors, device, walls, call_bytes, loop_ms)
+        d = rule.decide(claimed, floors, device, walls, call_bytes, loop_ms, noise)
         self.state.evidence["trusted_bound"] = {
             "claimed_median_ms": claimed, "credited_median_ms": d.credited_ms, "floor_ms": floors,
-            "wall_floor_ms": walls, "loop_per_call_ms": loop_ms,
+            "wall_floor_ms": walls, "loop_per_call_ms": loop_ms, "floor_noise_ms": noise,
             "calls": n, "wall_ms": [p.wall_ms for p in passes], "null_per_call_ms": [p.null_ms for p in passes],
             "busiest_thread_ms": [p.busiest_thread_ms for p in passes],
             "all_threads_ms": [p.all_threads_ms for p in passes], "null_cpu_per_call_ms": [p.null_cpu_ms for p in passes],

@@ -4,8 +4,8 @@ kernel is an honest ReLU by ``clamp_min`` (as fast as the baseline). The cpu bou
 CPU floor over 3x the claim plus 0.1 ms plus the pass loop's own cost, which no call of tens of µs
 reaches: seen 2026-12 on a loaded 2-core machine (1_Small_ReLU, 64x512), claim 0.00057 ms, CPU floor
 0.0148 ms, loop 0.036 ms: PASS, credited 26x over eager-fp32, no finding. Expected: not credited the
-forged time (``timing:claim-below-bound``: two passes' floors over 3x the claim credit a third of the
-floor, :func:`kbv.checks.bound_rules.ratio_cap`), no speed reward."""
+forged time (``timing:claim-below-bound``: two passes' CPU floors over the claim plus half the loop's
+own per-call cost credit the lesser floor, :func:`kbv.checks.bound_rules.floor_cap`), no speed reward."""
 import copyreg
 import dataclasses
 import sys
