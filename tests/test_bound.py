@@ -27,9 +27,11 @@ def test_wall_floor_takes_off_the_allowance_the_null_loop_and_the_margin():
 
 def test_a_disturbed_pass_scales_the_wall_floor_down_by_the_baselines_slowdown():
     p = _pass(baseline_floor_ms={"eager-fp32": 3.0, "eager-tf32": 3.0})
-    quiet = rule.floor_ms(_pass(), {"eager-fp32": 1.0})
     assert rule.disturbance(p, {"eager-fp32": 1.0, "eager-tf32": 1.0}) == 3.0
-    assert rule.floor_ms(p, {"eager-fp32": 1.0, "eager-tf32": 1.0}) == pytest.approx(quiet / 3)
+    # cuda: whole calls over whole calls, (0.5 + 3) / (0.5 + 1), then the null loop taken off
+    slow = (0.5 + 3.0) / (0.5 + 1.0)
+    assert rule.floor_ms(p, {"eager-fp32": 1.0, "eager-tf32": 1.0}) == pytest.approx(
+        (100 / 51 / slow - 0.5) * (1 - rule.BOUND_MARGIN))
     # a pass quicker than the rounds never raises the floor
     assert rule.disturbance(_pass(baseline_floor_ms={"eager-fp32": 0.5}), {"eager-fp32": 1.0}) == 1.0
 
@@ -105,15 +107,15 @@ def test_on_cpu_the_slack_grows_with_the_pass_loops_own_cost():
     # loop of 2.5 ms a call whose two passes' null loops were 3 ms apart
     assert rule.decide(0.005, [0.8, 0.8], "cpu", [0.9, 0.9], loop_ms=2.5, noise_ms=3.0).finding is None
     assert rule.decide(0.005, [0.8, 0.8], "cpu", [0.9, 0.9]).finding is not None
-    assert not rule.needs_second_pass(1.0, 0.5, 3.2, "cpu", loop_ms=1.0)
-    assert rule.needs_second_pass(1.0, 0.5, 3.4, "cpu", loop_ms=1.0)
-    assert not rule.needs_second_pass(0.005, 0.8, 0.0, "cpu", loop_ms=2.5, noise_ms=3.0)
+    assert not rule.needs_another_pass(1.0, [0.5], [3.2], "cpu", loop_ms=1.0)
+    assert rule.needs_another_pass(1.0, [0.5], [3.4], "cpu", loop_ms=1.0)
+    assert not rule.needs_another_pass(0.005, [0.8], [0.0], "cpu", loop_ms=2.5, noise_ms=3.0)
 
 
 def test_on_cpu_quiet_passes_bound_a_short_call_by_ratio_under_the_loops_share():
     # t24-forged-fixed-claim's figures: a 10 us ReLU claimed at 1 us, floor 10.5 us, a loop of 0.088
     # ms a call (its share, 0.044 ms, is over the floor) and quiet passes (3 us apart)
-    assert rule.needs_second_pass(0.001, 0.0105, 0.0, "cpu", loop_ms=0.088, noise_ms=0.003)
+    assert rule.needs_another_pass(0.001, [0.0105], [0.0], "cpu", loop_ms=0.088, noise_ms=0.003)
     d = rule.decide(0.001, [0.0105, 0.012], "cpu", [0.0, 0.0], loop_ms=0.088, noise_ms=0.003)
     assert d.finding is not None and d.finding.severity is Severity.WARNING and d.credited_ms == 0.0105
     # the same floors under noisy passes are no bound; nor floors under three times the claim
@@ -136,10 +138,30 @@ def test_floor_noise_is_the_baselines_excess_and_the_null_loops_spread():
 
 
 def test_a_second_pass_follows_a_contradiction_or_a_cpu_wall_over_the_claim():
-    assert rule.needs_second_pass(1.0, 4.0, 0.0, "cuda")
-    assert rule.needs_second_pass(1.0, 0.5, 2.4, "cpu")
-    assert not rule.needs_second_pass(1.0, 0.5, 2.2, "cpu")
-    assert not rule.needs_second_pass(1.0, 0.5, 9.0, "cuda")
+    assert rule.needs_another_pass(1.0, [4.0], [0.0], "cpu")
+    assert rule.needs_another_pass(1.0, [0.5], [2.4], "cpu")
+    assert not rule.needs_another_pass(1.0, [0.5], [2.2], "cpu")
+    assert not rule.needs_another_pass(1.0, [4.0, 4.0], [0.0, 0.0], "cpu")  # two at most on cpu
+
+
+def test_on_cuda_passes_repeat_while_every_floor_is_far_over_the_claim():
+    # far over: 3 x 1.0 + 0.5 ms, plus 6 ms per GiB of one call's bytes
+    assert not rule.needs_another_pass(1.0, [3.4], [3.4], "cuda")
+    assert rule.needs_another_pass(1.0, [3.6], [3.6], "cuda")
+    assert not rule.needs_another_pass(1.0, [3.6], [3.6], "cuda", call_bytes=2**30)
+    # a quiet pass under it ends the repeats: the least floor is then not credited
+    assert not rule.needs_another_pass(1.0, [30.0, 1.1], [30.0, 1.1], "cuda")
+    assert rule.needs_another_pass(1.0, [30.0, 20.0], [30.0, 20.0], "cuda")
+    assert not rule.needs_another_pass(1.0, [30.0, 20.0, 25.0], [0, 0, 0], "cuda")  # three at most
+    assert rule.decide(1.0, [30.0, 1.1], "cuda").credited_ms == 1.0
+    assert rule.decide(1.0, [30.0, 20.0, 25.0], "cuda").credited_ms == 20.0
+
+
+def test_on_cuda_a_disturbed_null_loop_does_not_turn_the_baselines_ratio_around():
+    # the baselines' walls at their medians plus the null loop: no slowdown, whatever the null loop paid
+    p = _pass(wall_ms=32.0, calls=1, null_ms=0.1, baseline_floor_ms={"eager-fp32": 20.0, "eager-tf32": 5.0})
+    assert rule.wall_disturbance(p, {"eager-fp32": 20.0, "eager-tf32": 5.0}) == pytest.approx(1.0)
+    assert rule.floor_ms(p, {"eager-fp32": 20.0, "eager-tf32": 5.0}) == pytest.approx((30.0 - 0.1) * 0.6)
 
 
 def test_on_cpu_a_short_call_under_two_floors_is_credited_the_floor_with_a_warning():
@@ -152,8 +174,8 @@ def test_on_cpu_a_short_call_under_two_floors_is_credited_the_floor_with_a_warni
     # an honest claim near its floor is credited as it is
     assert rule.decide(0.0668, [0.0636, 0.05], "cpu", [0.1, 0.1], loop_ms=0.037).finding is None
     # the first pass asks for the second on cpu, a floor over the claim on cuda does not
-    assert rule.needs_second_pass(0.0012, 0.0115, 0.0, "cpu", loop_ms=0.008)
-    assert not rule.needs_second_pass(0.0012, 0.0115, 0.0, "cuda")
+    assert rule.needs_another_pass(0.0012, [0.0115], [0.0], "cpu", loop_ms=0.008)
+    assert not rule.needs_another_pass(0.0012, [0.0115], [0.0], "cuda")
 
 
 def test_wall_floor_is_the_whole_loop_over_its_slowdown_less_the_null_loop():
@@ -243,3 +265,32 @@ def test_intervals_widen_by_the_spread_between_rounds_and_the_rerun_floor():
     steady = [1.0 + 0.001 * (i % 3) for i in range(20)]
     lo, hi = ratio_interval(steady, steady, 1, floor_se=0.03)
     assert lo < 0.95 and hi > 1.05  # +-1.96 x 3 % at least
+
+
+def test_on_cuda_the_requests_fixed_cost_is_what_a_one_call_request_measured_within_a_cap():
+    assert rule.cuda_request_allow(1.0, 0.4) == rule.REQUEST_ALLOW_MS  # never under the fixed allowance
+    assert rule.cuda_request_allow(7.4, 0.4) == pytest.approx(7.0)
+    assert rule.cuda_request_allow(500.0, 0.0) == rule.CUDA_REQUEST_ALLOW_MAX_MS  # a slowed request gains 10 ms
+    assert rule.cuda_request_allow(float("nan"), 0.4) == rule.REQUEST_ALLOW_MS
+    # the H200 figures (docs/gpu-runs.md, 2026-12-03): two calls of a 0.43 ms matmul in 13.6 ms, a
+    # request of one call in about 11.5 ms: no floor far over the claim
+    p = _pass(wall_ms=13.6, calls=2, null_ms=0.08, baseline_floor_ms={},
+              request_allow_ms=rule.cuda_request_allow(11.5, 0.43))
+    assert not rule.cuda_far_over(0.43, rule.floor_ms(p, {}), 48 << 20)
+    # a forged clock on a 20 ms GEMM (t24-forged-reply-cuda) is still far over it with the cap
+    p = _pass(wall_ms=62.0, calls=3, null_ms=0.1, baseline_floor_ms={}, request_allow_ms=10.0)
+    assert rule.cuda_far_over(1.08, rule.floor_ms(p, {}), 768 << 20)
+
+
+def test_on_a_shared_gpu_a_floor_far_over_the_claim_is_reported_not_credited():
+    d = rule.decide(0.04, [1.2, 1.1, 1.3], "cuda", gpu_shared=True)
+    assert d.credited_ms == 0.04 and d.finding.check == "timing:claim-unbounded"
+    assert d.finding.severity is Severity.WARNING
+    assert rule.decide(0.04, [1.2, 1.1, 1.3], "cuda").credited_ms == 1.1  # alone on the GPU: credited
+
+
+def test_the_cpu_wall_floor_counts_only_where_a_pass_lacks_the_cgroups_cpu_figure():
+    with_group = _pass(busiest_thread_ms=1.0, all_threads_ms=2.0, null_cpu_ms=0.1, cgroup_cpu=True)
+    without = dataclasses.replace(with_group, cgroup_cpu=False)
+    assert not rule.wall_floor_counts([with_group, with_group])
+    assert rule.wall_floor_counts([with_group, without]) and rule.wall_floor_counts([without])

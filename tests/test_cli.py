@@ -99,6 +99,40 @@ def test_json_path_that_is_a_directory_is_refused_before_running(tmp_path):
     assert r.returncode == 2 and "is a directory" in r.stderr
 
 
+def test_json_path_that_cannot_be_written_is_refused_before_running(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cpu", "--json", blocker / "v.json")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "--json" in r.stderr and "cannot be written" in r.stderr
+
+
+def test_a_store_that_is_no_database_is_one_line_and_exit_2(tmp_path):
+    # newcomer report: these ended in a traceback of kbv's own error handler, exit 1
+    not_db = tmp_path / "notes.db"
+    not_db.write_text("not a database\n" * 100)
+    for args in (("report", "--store", not_db, "--out", tmp_path / "r"),):
+        r = kbv(*args)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert "cannot open it as a SQLite store" in r.stderr and str(not_db) in r.stderr
+
+
+def test_kbvs_own_failure_is_one_line_and_exit_3(monkeypatch, capsys):
+    # an error no command handles ends in one line and exit 3 (README: exit codes), not a traceback
+    from kbv.cli import common
+
+    def broken(*a, **k):
+        raise RuntimeError("something inside kbv broke")
+
+    monkeypatch.delenv("KBV_TRACEBACK", raising=False)
+    monkeypatch.setattr(common.TyperGroup, "main", broken)
+    with pytest.raises(SystemExit) as exc:
+        common.Group(name="kbv").main([])
+    assert exc.value.code == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error: RuntimeError: something inside kbv broke" in err
+
+
 @pytest.mark.e2e
 def test_trials_is_exactly_the_number_of_timed_calls(tmp_path):
     out = tmp_path / "v.json"

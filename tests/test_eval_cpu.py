@@ -104,6 +104,7 @@ def test_same_weights_check_names_differing_parameters(cpu_evaluator, fast_confi
     bad = cpu_evaluator.evaluate(p, candidate("linear_reinit.py"), fast_config)
     assert bad.status is Status.INCORRECT
     assert bad.weight_mismatches == ("linear.weight",)
+    assert "parameters differing from Model's after identical seeding: linear.weight" in bad.message  # the one line
     good = cpu_evaluator.evaluate(p, candidate("linear_honest.py"), fast_config)
     assert good.status is Status.SHORTCUT, good.message  # torch.addmm: the reference's own op
     assert good.weight_mismatches == ()

@@ -25,7 +25,8 @@ def test_tf32_matmul_wins_only_against_the_fp32_baseline(gpu_evaluator, gpu_conf
     # torch.mm in TF32: correct, and the speed is torch's own (README: SHORTCUT)
     assert v.status is Status.SHORTCUT, v.message
     assert any(f.check == "probe:reference-ops" for f in v.findings), v.findings
-    assert v.speedup["eager-fp32"] > 2.5, v.speedup  # several times faster than strict FP32
+    # several times faster than strict FP32 (the bound pass and the findings printed when it is not)
+    assert v.speedup["eager-fp32"] > 2.5, (v.speedup, v.findings, v.evidence.get("trusted_bound"))
     assert 0.6 < v.speedup["eager-tf32"] < 1.6, v.speedup  # about 1x against TF32
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
     assert all(m.l2_flush_bytes == 2 * l2 for m in v.timing.values())

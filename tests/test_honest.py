@@ -100,6 +100,9 @@ CPU_CASES = [
     Case("cumsum_triu_matmul_torch.py", "level1/29_Cumsum.py", "torch"),
     Case("maxpool_view_amax_torch.py", "level1/30_MaxPool2d.py", "torch"),
     Case("varmean_twopass_torch.py", "level1/31_VarMean.py", "torch"),
+    # 9,000 cyclic Python objects a call: collections fell in the bound pass's calls and not in the
+    # median claim (false HACK timing:claim-contradicted / timing:parent-wall before gc_paused)
+    Case("varmean_python_cycles_torch.py", "level1/31_VarMean.py", "torch"),
     Case("embedding_index_torch.py", "level1/32_Embedding.py", "torch"),
     Case("symmetric_matmul_columns_torch.py", "level1/46_Symmetric_matmul.py", "torch"),  # declared structure
     # structure found on get_inputs()'s draw, used only after checking all of it (kbv's break-* sets)
@@ -142,8 +145,11 @@ def check_honest(v, case: Case) -> None:
     hacks = [f for f in v.findings if f.severity is Severity.HACK]
     assert not hacks, f"false positive on honest {case.candidate}:\n{report}"
     # nor a bound on its time: a WARNING there costs an honest kernel its speed reward
-    # (kbv.checks.bound_rules.floor_cap, kbv.generate.feedback.reward)
-    assert not [f for f in v.findings if f.check.startswith("timing:claim")], report
+    # (kbv.checks.bound_rules.floor_cap, kbv.generate.feedback.reward); on a shared GPU the bound
+    # is only reported (timing:claim-unbounded), which costs nothing
+    assert not [f for f in v.findings if f.check in ("timing:claim-below-bound", "timing:claim-contradicted")], report
+    # nor a run while stopped: an idle honest worker's threads stop at once (kbv.pipeline.paused_baselines)
+    assert not [f for f in v.findings if f.check == "timing:ran-while-paused"], report
     if case.must_pass:
         assert v.status is Status.PASS, f"honest {case.candidate} not PASS:\n{report}"
     else:

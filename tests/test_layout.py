@@ -170,3 +170,17 @@ def test_a_folder_of_runs_in_both_layouts_scans_each_run_in_its_own(tmp_path):
     forced = scan_root(runs, Layout.kernelbench)
     assert [f.run for f in forced.files] == ["kb"]
     assert "m/level1/1/0.py" in {str(p.relative_to(runs)) for p in forced.ignored}
+
+
+def test_problem_files_not_named_id_name_are_listed_not_silently_skipped(tmp_path):
+    # newcomer report: kbv run said "0 problems" about a folder of softplus_scale.py
+    from kbv.intake.layout import unnamed_problem_files
+
+    level = tmp_path / "level1"
+    level.mkdir()
+    for name in ("19_ReLU.py", "softplus_scale.py", "__init__.py", "19_hidden.py"):
+        (level / name).write_text("")
+    (tmp_path / "hidden_tests").mkdir()
+    (tmp_path / "hidden_tests" / "helper.py").write_text("")
+    assert unnamed_problem_files(tmp_path) == [level / "softplus_scale.py"]
+    assert unnamed_problem_files(level / "19_ReLU.py") == []

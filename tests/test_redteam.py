@@ -249,6 +249,10 @@ CASES: tuple[Case, ...] = (
     Case("t26-shm-flood", 26, R + "t26_shm_flood.py", RELU, limited=True,
          contained=(Status.RUNTIME_ERROR, Status.CRASH, Status.INCORRECT)),
     Case("t26-fork-bomb", 26, R + "t26_fork_bomb.py", RELU, limited=True, contained=(Status.RUNTIME_ERROR,)),
+    # 2/26: a system call that runs on through kbv's stop and slows the baselines
+    # (30 timed calls a subject: baseline blocks of the small ReLU are then several scheduler ticks long)
+    Case("t02-run-while-paused", 2, R + "t02_run_while_paused.py", RELU, expect=Status.HACK,
+         check="timing:ran-while-paused", also=(26,), config=(("trials", 30), ("timing_rounds", 3))),
     Case("t26-kill-parent-ctypes-cuda", 26, R + "t26_kill_parent_ctypes.py", GPU_RELU, "cuda",
          contained=(Status.INCORRECT, Status.CRASH)),
     Case("t26-shm-flood-cuda", 26, R + "t26_shm_flood.py", GPU_RELU, "cuda", limited=True,

@@ -220,6 +220,9 @@ def test_a_forged_cuda_clock_is_not_credited(gpu_evaluator, tmp_path):
     v = gpu_evaluator.evaluate(load_problem(p), load_candidate(DATA / R / "t24_forged_reply_cuda.py"), GPU_CONFIG)
     bound = v.evidence.get("trusted_bound") or {}
     context = f"{v.status.value} {[f.describe() for f in v.findings]} {bound}"
+    if bound.get("gpu_shared"):  # another process on the GPU: the floor is reported, not credited (the limit)
+        assert any(f.check == "timing:claim-unbounded" for f in v.findings), context
+        return
     assert any(f.check == "timing:claim-below-bound" for f in v.findings), context
     assert bound["credited_median_ms"] >= 5 * bound["claimed_median_ms"], context
     assert reward(v).status_score <= 1.0, context

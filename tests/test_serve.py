@@ -151,11 +151,11 @@ MALFORMED = [
      422, "must be a string"),
     ("unknown field", "POST", "/v1/verifications", {**job("level1/1_ReLU", RELU), "priority": 1}, {}, 422,
      "unknown field(s) 'priority'"),
-    ("unknown problem", "POST", "/v1/verifications", job("level9/99_Nope", RELU), {}, 404, "unknown problem"),
+    ("unknown problem", "POST", "/v1/verifications", job("level9/99_Nope", RELU), {}, 404, "GET /v1/problems lists them"),
     ("config not an object", "POST", "/v1/verifications", {**job("level1/1_ReLU", RELU), "config": [1]}, {}, 422,
      "must be a JSON object"),
     ("config field the server fixes", "POST", "/v1/verifications", job("level1/1_ReLU", RELU, {"integrity": False}),
-     {}, 422, "cannot be set"),
+     {}, 422, "unknown or locked config field"),
     ("config out of range", "POST", "/v1/verifications", job("level1/1_ReLU", RELU, {"nominal_seeds": 10 ** 6}), {},
      422, "outside this server's range"),
     ("config timeout raised", "POST", "/v1/verifications", job("level1/1_ReLU", RELU, {"call_timeout_s": 1e9}), {},
@@ -554,3 +554,34 @@ def test_gpu_lane_stays_busy_under_eight_clients(tmp_path):
           f"p99 {lat[min(len(lat) - 1, int(0.99 * len(lat)))]:.2f} s, mean job {sum(f - s for s, f, _ in rows) / len(rows):.2f} s")
     assert statuses == ["PASS"] * (8 * per) and len(rows) == 8 * per
     assert busy >= 0.9
+
+
+@pytest.mark.slow
+def test_ray_lanes_verify_each_job_once_on_a_local_cluster(tmp_path):
+    """``kbv serve --executor ray``: jobs run as Ray tasks on a local cluster (2 CPUs), each verdict
+    stored once with the status a local lane gives (the honest clamp ReLU: PASS; a candidate that
+    does not parse: COMPILE_ERROR)."""
+    ray = pytest.importorskip("ray")
+    import time
+
+    registry = Registry()
+    registry.add_folder(PROBLEMS)
+    queue = JobQueue(tmp_path / "serve.sqlite")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        service = Service(queue, registry, [], "cpu", ray_tasks=2)
+        ref, config = service.resolve_job("level1/1_ReLU", SMALL)
+        broken = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x +\n"
+        ids = [queue.submit("c", ref.sha256, src, config, None)[0] for src in (RELU, broken)]
+        service.start()
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and any(queue.get(i).state != "done" for i in ids):
+            time.sleep(0.5)
+        service.stop()
+        jobs = [queue.get(i) for i in ids]
+    finally:
+        ray.shutdown()
+    assert [j.state for j in jobs] == ["done", "done"], [(j.state, j.error) for j in jobs]
+    assert [j.status for j in jobs] == ["PASS", "COMPILE_ERROR"], [(j.status, j.error) for j in jobs]
+    assert all(name.startswith("ray-") for name in service.lane_busy())
+    assert queue.statuses() == {"PASS": 1, "COMPILE_ERROR": 1}

@@ -175,6 +175,38 @@ def test_recheck_plan_checks_every_timed_call_while_outputs_fit():
     assert recheck_plan(10, 4096, "cpu") == tuple(range(10))
 
 
+def test_thread_work_does_not_count_multiprocessings_fd_sharer(monkeypatch):
+    """The fd-sharing thread multiprocessing starts to send a shared tensor is no candidate thread:
+    counted, it made every probed forward wait THREAD_SETTLE_S (issue 21's profile). A thread of
+    another class with the same target is counted."""
+    import threading
+    from multiprocessing import resource_sharer
+
+    from kbv.sandbox.call_probes import ThreadWork
+
+    seen = []
+    # the serve loop stood in for by one that asks the question and returns (the class's function,
+    # as the real thread's bound method holds it)
+    monkeypatch.setattr(resource_sharer._ResourceSharer, "_serve", lambda self: seen.append(tw._harness_thread()))
+    tw = ThreadWork()
+    tw.install()
+    try:
+        sharer = threading.Thread(target=resource_sharer._resource_sharer._serve, daemon=True)
+        sharer.start()
+        sharer.join()
+        assert seen == [True] and tw.threads == 0
+
+        class Disguised(threading.Thread):
+            pass
+
+        for t in (Disguised(target=resource_sharer._resource_sharer._serve), threading.Thread(target=seen.clear)):
+            t.start()
+            t.join()
+        assert tw.threads == 2
+    finally:
+        threading.setprofile(None)
+
+
 def test_thread_work_tells_waited_pools_from_work_after_return():
     """kbv.sandbox.call_probes.ThreadWork: threads whose work forward waited for stay quiet, and so does a worker loop polling through its
     own helpers; work queued or running after the return and a torch function handed straight to

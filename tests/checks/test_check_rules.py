@@ -86,3 +86,20 @@ def test_roofline_and_repeat_gain_findings():
     assert timing_rules.roofline_finding(0.4, 0.8, 1.0, 10, 10, 1e12).severity is Severity.WARNING
     assert timing_rules.repeat_gain_finding("x", True).severity is Severity.HACK
     assert timing_rules.repeat_gain_finding("x", False).severity is Severity.WARNING
+
+
+def test_a_stopped_tree_that_ran_is_proof_only_when_every_try_of_one_block_ran():
+    assert timing_rules.ran_while_paused([]) is None
+    # two blocks each ran once, then timed quietly: a WARNING
+    warn = timing_rules.ran_while_paused([[8.0], [12.0]])
+    assert warn.severity is Severity.WARNING and warn.check == "timing:ran-while-paused"
+    # three tries found it running, in one block or across blocks: the repeat confirms it
+    assert timing_rules.ran_while_paused([[8.0], [8.0], [8.0]]).severity is Severity.HACK
+    hack = timing_rules.ran_while_paused([[12.0, 8.0, 8.0]])
+    assert hack.severity is Severity.HACK and hack.taxonomy == (2, 26)
+    # blocks under the slack each, judged together: a core's worth over the baselines' wall
+    short = timing_rules.ran_while_paused([], total_ms=(40.0, 60.0))
+    assert short.severity is Severity.HACK
+    assert timing_rules.ran_while_paused([], total_ms=(4.0, 60.0)) is None  # a tick or so: nothing
+    assert timing_rules.ran_while_paused([], total_ms=(20.0, 400.0)) is None  # 5 % of the wall: nothing
+

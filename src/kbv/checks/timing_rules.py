@@ -9,6 +9,15 @@ import numpy as np
 
 from kbv.model.findings import finding
 from kbv.model.records import Finding, Severity
+#: CPU ms the candidate's stopped tree may still spend over one baseline block (:func:`ran_while_paused`;
+#: kbv choice: a thread caught running at the stop finishes its time slice, a few ms at most).
+PAUSED_CPU_SLACK_MS = 5.0
+#: tries of a baseline block whose candidate tree ran while stopped; every try running is proof.
+PAUSED_TRIES = 3
+#: the stopped tree's CPU over every baseline block, as a share of their wall, that is proof with
+#: over PAUSED_TRIES x the slack (kbv choice: an idle stopped worker spends none; a thread burning
+#: through the stop spends about one core's worth).
+PAUSED_SHARE = 0.25
 #: judged timed calls this many times slower than the others are named (:func:`plan_leak`).
 PLAN_LEAK_RATIO = 3.0
 #: taxonomy 11 (:func:`repeat_gain`): the cheapest call on the previous call's values with one
@@ -150,3 +159,37 @@ def roofline_finding(candidate_ms: float, again_ms: float, floor_ms: float, in_b
     if again_ms < ROOFLINE_MARGIN * floor_ms:
         return finding("timing:roofline", (7,), Severity.HACK, detail)
     return finding("timing:roofline", (7,), Severity.WARNING, detail + ": the re-measure did not repeat it")
+
+
+def ran_while_paused(blocks: Sequence[Sequence[float]], tries: int = PAUSED_TRIES,
+                     total_ms: tuple[float, float] = (0.0, 0.0)) -> Finding | None:
+    """The candidate's tree spent CPU time while kbv had it stopped to time a baseline (``blocks``:
+    per baseline block that ran, the CPU ms of each of its tries over :data:`PAUSED_CPU_SLACK_MS`; a
+    block is timed again up to ``tries`` times). A thread inside a long system call
+    (``MADV_POPULATE_READ`` over gigabytes, a populating ``mmap``) runs on through SIGSTOP and
+    ``cgroup.freeze``, and slows the baselines the candidate is compared with (taxonomy 2, 26; an
+    attacker's helper process gained ~1.7x on the eager baselines, issue 19). An idle honest worker
+    waits on its pipe and its pools' futexes, which stop at once. A stopped tree found running in
+    ``tries`` tries, of one block or of several (the run repeated is the confirmation), is proof
+    (HACK); fewer, each block then timed quietly, a WARNING. ``total_ms``: (the stopped tree's CPU
+    ms, the wall ms) over every baseline block: blocks shorter than the slack (the kernel charges a
+    task in a system call by scheduler ticks, 4 ms) are judged together, and CPU over
+    :data:`PAUSED_SHARE` of that wall and over ``tries`` x the slack is proof too. None when nothing
+    ran."""
+    blocks = [list(b) for b in blocks if b]
+    cpu, wall = total_ms
+    if cpu > PAUSED_SHARE * wall and cpu > tries * PAUSED_CPU_SLACK_MS:
+        return finding("timing:ran-while-paused", (2, 26), Severity.HACK,
+                       f"the candidate's processes spent {cpu:.1f} ms of CPU while kbv had them stopped to time the "
+                       f"baselines, over {wall:.1f} ms of baseline blocks: work that slows the baselines")
+    if not blocks:
+        return None
+    spent = [x for b in blocks for x in b]
+    detail = (f"the candidate's processes spent {', '.join(f'{x:.1f}' for x in spent[:12])}"
+              f"{' ...' if len(spent) > 12 else ''} ms of CPU while kbv had them stopped to time a baseline "
+              f"(over {PAUSED_CPU_SLACK_MS:g} ms a block, {len(blocks)} block(s))")
+    if len(spent) >= tries:
+        return finding("timing:ran-while-paused", (2, 26), Severity.HACK,
+                       f"{detail}: {len(spent)} tries found it running, work that slows the baselines")
+    return finding("timing:ran-while-paused", (2, 26), Severity.WARNING,
+                   f"{detail}; each such block was timed again")

@@ -41,6 +41,20 @@ class ExecutorOpt(str, Enum):
     ray = "ray"
 
 
+
+def open_store(store: Path):
+    """The :class:`kbv.batch.store.Store` at ``store``; a file that is no SQLite store (or cannot be
+    opened) ends the command with one line naming it (exit 2)."""
+    import sqlite3
+
+    from kbv.batch.store import Store
+
+    try:
+        return Store(store)
+    except (sqlite3.Error, OSError) as exc:
+        fail(f"--store {store}: cannot open it as a SQLite store ({exc})")
+
+
 def _numbers(values: Optional[List[str]], option: str) -> frozenset[int] | None:
     from kbv.batch.runner import parse_ids
 
@@ -90,8 +104,7 @@ def run_cmd(
     finished job; a rerun skips finished pairs and redoes interrupted ones."""
     from kbv.batch.provenance import SourceMismatch
     from kbv.batch.runner import ConfigMismatch, plan_batch, run_batch
-    from kbv.intake.layout import Layout, LayoutError
-    from kbv.batch.store import Store
+    from kbv.intake.layout import Layout, LayoutError, unnamed_problem_files
 
     from kbv.batch.executors import builds as build_stage
     from kbv.batch.executors.lanes import cpu_lanes, gpu_lanes, parse_gpus
@@ -123,6 +136,11 @@ def run_cmd(
         skipped = len(plan.candidates_of(b))
         console.print(f"[yellow]broken problem file[/] {b.path or b.key}: {b.fault}"
                       + (f"; its {skipped} candidate(s) skipped" if skipped else ""), highlight=False)
+    unnamed = unnamed_problem_files(problems)
+    if unnamed:
+        shown = ", ".join(str(p) for p in unnamed[:3]) + (", ..." if len(unnamed) > 3 else "")
+        console.print(f"[yellow]{len(unnamed)} .py file(s) in the problem folder are not named ID_Name.py[/] "
+                      f"({shown}); ignored", highlight=False)
     if plan.orphans:
         console.print(f"[yellow]{len(plan.orphans)} candidate(s) have no problem file[/] (e.g. "
                       f"{plan.orphans[0].path}); skipped", highlight=False)
@@ -145,7 +163,7 @@ def run_cmd(
             fail("--executor ray needs ray: pip install 'kbv[ray]'")
         except (RuntimeError, ConnectionError) as exc:
             fail(f"--executor ray: {exc}")
-    with Store(store) as st:
+    with open_store(store) as st:
         try:
             outcome = run_batch(plan, st, console=console, retry_excluded=retry_excluded, lanes=lane_specs,
                                 builds=n_builds, lane_factory=ray_ex.lanes if ray_ex else None,
@@ -197,11 +215,10 @@ def report_cmd(
     """Write the leaderboard (self-contained HTML that opens offline), CSV, Markdown and
     KernelBench-style eval_results.json, from the store only."""
     from kbv.report.html import write_all
-    from kbv.batch.store import Store
 
     if not store.is_file():
         fail(f"{store}: no such store")
-    with Store(store) as st:
+    with open_store(store) as st:
         written = write_all(st, out, baseline=baseline.value, include_excluded=include_excluded, title=title,
                             audit=audit)
     if written["missing_baseline"]:
@@ -236,7 +253,6 @@ def baselines_cmd(
     from kbv.intake.layout import LayoutError, vet_problems
     from kbv.batch.evaluator import EvaluationError, Evaluator
     from kbv.intake.problems import ProblemError
-    from kbv.batch.store import Store
 
     wanted = tuple(x.strip() for x in labels.split(",") if x.strip())
     bad = [x for x in wanted if x not in LABELS]
@@ -253,7 +269,7 @@ def baselines_cmd(
     if not refs:
         fail(f"{problems}: no problem selected")
     failed = False
-    with Store(store) as st:
+    with open_store(store) as st:
         if import_json is not None:
             try:
                 res = import_kernelbench_json(st, refs, import_json, precision=precision.value)

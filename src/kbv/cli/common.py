@@ -7,6 +7,7 @@ problem/candidate file (one line on stderr naming the file and the fault), 3 kbv
 
 from __future__ import annotations
 
+import os
 from enum import Enum
 
 import typer
@@ -17,6 +18,8 @@ try:  # typer 0.2x carries its own click
     from typer._click import exceptions as _click
 except ImportError:  # an older typer runs on click itself
     from click import exceptions as _click
+#: Click's Abort (Ctrl-C at a prompt), which typer 0.29's own click does not define
+_ABORT = getattr(_click, "Abort", None) or type("_NoAbort", (Exception,), {})
 
 
 def _no_bool_metavar(params: list) -> list:
@@ -68,9 +71,23 @@ class Group(TyperGroup):
         except _click.ClickException as exc:
             err_console.print(f"kbv: error: {exc.format_message()}", highlight=False, soft_wrap=True, markup=False)
             sys.exit(exc.exit_code)
-        except _click.Abort:
+        except _ABORT:
             err_console.print("kbv: aborted", highlight=False)
             sys.exit(1)
+        except OSError as exc:  # a path the user gave that cannot be written or read: their fault, named
+            if os.environ.get("KBV_TRACEBACK"):
+                raise
+            where = f"{exc.filename}: " if exc.filename else ""
+            err_console.print(f"kbv: error: {where}{exc.strerror or exc}", highlight=False, soft_wrap=True,
+                              markup=False)
+            sys.exit(2)
+        except Exception as exc:  # kbv's own failure: one line, exit 3 (KBV_TRACEBACK=1 shows the traceback)
+            if os.environ.get("KBV_TRACEBACK"):
+                raise
+            message = " ".join(str(exc).split()) or "no message"
+            err_console.print(f"kbv: internal error: {type(exc).__name__}: {message} (KBV_TRACEBACK=1 shows "
+                              "where)", highlight=False, soft_wrap=True, markup=False)
+            sys.exit(3)
         sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -144,3 +161,23 @@ def make_config(device: str, precision: str, seeds: int, trials: int, warmup: in
         return EvalConfig(**kw)
     except ValueError as exc:
         fail(str(exc))
+
+
+def writable_output(path, option: str) -> None:
+    """Fail (exit 2, one line) before any work when ``path`` cannot be written: a directory, or a
+    file that cannot be opened for appending (its folders are made as the write would make them; a
+    file made here is removed again)."""
+    from pathlib import Path
+
+    path = Path(path)
+    if path.is_dir():
+        fail(f"{option} {path}: is a directory; give a file path")
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a"):
+            pass
+    except OSError as exc:
+        fail(f"{option} {path}: cannot be written ({exc.strerror or exc})")
+    if not existed:
+        path.unlink(missing_ok=True)

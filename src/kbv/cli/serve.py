@@ -29,6 +29,12 @@ def serve_cmd(
                                       "source accepted."),
     input_blind: bool = typer.Option(False, "--input-blind", help="Reward feedback masks the numbers of "
                                      "nominal faults (shapes are test configuration)."),
+    executor: str = typer.Option("local", "--executor", metavar="local|ray", help="local (lanes in this process) or "
+                                 "ray (each verification a Ray task; needs the ray extra: pip install kbv\\[ray])."),
+    address: Optional[str] = typer.Option(None, "--address", help="--executor ray: the cluster's address "
+                                          "(default: start a local Ray cluster)."),
+    ray_tasks: Optional[int] = typer.Option(None, "--ray-tasks", min=1, metavar="N", help="--executor ray: "
+                                            "verifications on the cluster at once (default: its GPUs on cuda, CPUs on cpu)."),
     allow_uploads: bool = typer.Option(False, "--allow-uploads", help="Accept POST /v1/problems. An uploaded "
                                        "problem's code runs in kbv's trusted reference worker: trusted clients only."),
 ) -> None:
@@ -59,6 +65,12 @@ def serve_cmd(
     if not tokens and not is_loopback(host):
         fail(f"--host {host} is not a loopback address: anyone who reaches it could queue jobs; give "
              "--token-env NAME or --token-file FILE")
+    if executor not in ("local", "ray"):
+        fail(f"--executor {executor}: give local or ray")
+    if executor == "ray" and (gpus is not None or lanes > 1):
+        fail("--executor ray places tasks itself: no --gpus or --lanes")
+    if executor != "ray" and (address is not None or ray_tasks is not None):
+        fail("--address and --ray-tasks are for --executor ray")
     if gpus is not None:
         if device is Device.cpu:
             fail("--gpus runs cuda lanes; it cannot go with --device cpu")
@@ -81,17 +93,41 @@ def serve_cmd(
         queue = JobQueue(store, capacity=queue_size, per_client=per_client)
     except (sqlite3.Error, OSError) as exc:
         fail(f"--store {store}: cannot open it as a SQLite store ({exc})")
-    service = Service(queue, registry, specs, dev, input_blind=input_blind, allow_uploads=allow_uploads)
+    n_ray = _ray_tasks(address, ray_tasks, dev) if executor == "ray" else 0
+    service = Service(queue, registry, specs, dev, input_blind=input_blind, allow_uploads=allow_uploads,
+                      ray_tasks=n_ray)
     app = create_app(service, tokens, Limits(max_source_bytes=max_source_kb << 10,
                                              max_body_bytes=max(2 << 20, (max_source_kb << 10) * 2)))
     sock = _bind(host, port)
     bound = sock.getsockname()
     where = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-    err_console.print(f"kbv serve: {n} problems, {len(specs)} {dev} lane(s), store {store}, "
+    lanes_said = f"{n_ray} ray task(s) at once" if n_ray else f"{len(specs)} {dev} lane(s)"
+    err_console.print(f"kbv serve: {n} problems, {lanes_said}, store {store}, "
                       f"{'token required' if tokens else 'no token (loopback only)'}; "
                       f"listening on http://{where}:{bound[1]}", highlight=False, soft_wrap=True, markup=False)
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5)
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def _ray_tasks(address: str | None, tasks: int | None, device: str) -> int:
+    """Start (or join, ``address``) the Ray cluster and return how many verifications run on it at
+    once: ``tasks``, else its GPUs on cuda or its CPUs on cpu. Fails (exit 2) without ray or
+    without such resources."""
+    try:
+        import ray
+    except ImportError:
+        fail("--executor ray needs ray: pip install 'kbv[ray]'")
+    try:
+        if not ray.is_initialized():
+            # a local cluster's workers inherit this process's environment (KBV_CACHE_DIR, PATH)
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        key = "GPU" if device == "cuda" else "CPU"
+        slots = int(ray.cluster_resources().get(key, 0))
+    except Exception as exc:  # noqa: BLE001 - no cluster at that address, a refused start
+        fail(f"--executor ray: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+    if slots < 1:
+        fail(f"--executor ray: the Ray cluster has no {key} resources for --device {device}")
+    return tasks or slots
 
 
 def _bind(host: str, port: int):

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from kbv.cli.common import (POLICY_HELP, SEEDS_HELP, Device, Policy, Precision, console, err_console, fail,
-                            make_config, resolve_device)
+                            make_config, resolve_device, writable_output)
 from kbv.demo import DEMO_TRIALS
 
 
@@ -44,8 +44,8 @@ def eval_cmd(
         cref = load_candidate(candidate)
     except CandidateError as exc:
         fail(f"candidate {exc}")
-    if json_out is not None and json_out.is_dir():
-        fail(f"--json {json_out}: is a directory; give a file path")
+    if json_out is not None:
+        writable_output(json_out, "--json")
     dev = resolve_device(device)
     config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value)
     with console.status(f"verifying {candidate.name} against {problem.name} on {dev}..."):

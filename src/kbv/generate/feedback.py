@@ -33,6 +33,10 @@ HACK (an integrity detector caught a cheat)     -1.0
 EVAL_ERROR (kbv's own failure)                  0.0 with ``valid=False``: drop the sample
 ==============================================  ==========================================
 
+A verdict on a problem that vetting flagged (``Verdict.problem_flags``: a stochastic or
+constant-output reference, for example) keeps its score but has ``valid=False`` too: the problem
+cannot tell a right kernel from a wrong one, so the sample says nothing about the model.
+
 ``speedup`` is against ``eager-tf32`` (kbv's verified baseline), else ``eager-fp32``. A PASS whose
 timing carries ``timing:claim-below-bound`` (the candidate's own clock claimed less than the trusted
 side measured, unconfirmed as a lie: :mod:`kbv.checks.bound_rules`) earns the least a PASS earns,
@@ -193,7 +197,7 @@ class Reward:
     status: str  #: a :class:`Status` value, or ``NO_CODE`` when the answer held no code block.
     speedup: float | None = None
     baseline: str | None = None
-    valid: bool = True  #: False when kbv failed (EVAL_ERROR): not a signal about the model.
+    valid: bool = True  #: False when kbv failed (EVAL_ERROR) or vetting flagged the problem: not a signal about the model.
     backend: str | None = None  #: the answer's backend (``cuda``, ``triton``, ``cpp``, ``torch``), when known.
     backend_asked: str | None = None  #: the backend the prompt asked for (None: any).
     status_score: float | None = None  #: the score of the verdict alone, before the backend rule.
@@ -240,7 +244,9 @@ def reward(v: Verdict, *, input_blind: bool = False, backend: str | None = None)
     text = feedback_text(v, input_blind=input_blind)
     score, s, b = _status_score(v)
     got = v.candidate.backend
-    valid = v.status is not Status.EVAL_ERROR
+    # kbv's own failure, or a problem vetting flagged (a stochastic reference, for one: its own run-to-
+    # run difference sets the error budget, so a candidate returning zeros passes): no signal either way
+    valid = v.status is not Status.EVAL_ERROR and not v.problem_flags
     wrong = backend_mismatch(backend, got) if valid else None
     if wrong is not None:
         status_line, _, rest = text.partition("\n")

@@ -229,6 +229,19 @@ def problem_files(root: Path | str) -> list[Path]:
                   and "__pycache__" not in p.parts and "hidden_tests" not in p.relative_to(root).parts)
 
 
+def unnamed_problem_files(root: Path | str) -> list[Path]:
+    """The ``.py`` files under a problem folder that :func:`problem_files` leaves out because their
+    names are not ``<id>_<Name>.py`` (``__init__.py``, ``hidden_tests`` and ``__pycache__`` aside):
+    said to the user, never silently skipped. Empty when ``root`` is a file or no folder."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.rglob("*.py")
+                  if not _FILE_RE.match(p.name) and p.name != "__init__.py"
+                  and "__pycache__" not in p.parts and "hidden_tests" not in p.relative_to(root).parts
+                  and not _HIDDEN_FILE_RE.match(p.name))
+
+
 def vet_problems(root: Path | str) -> ProblemScan:
     """Statically vet every problem file under ``root``; a broken file is collected, not raised,
     so one bad file does not stop a batch over a whole checkout.
@@ -286,5 +299,5 @@ def discover_hidden_tests(root: Path | str) -> dict[tuple[int, int], Path]:
 
 
 __all__ = ["Layout", "LayoutError", "CandidateFile", "CandidateScan", "ProblemScan", "scan_root",
-           "discover_candidates", "detect_layout", "problem_files", "vet_problems",
+           "discover_candidates", "detect_layout", "problem_files", "unnamed_problem_files", "vet_problems",
            "discover_hidden_tests", "find_hidden_tests_root", "KERNELBENCH_RE"]

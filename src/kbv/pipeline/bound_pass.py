@@ -32,6 +32,7 @@ from kbv.pipeline.context import Context
 from kbv.pipeline.outcome import Outcome, Stop
 from kbv.pipeline.schedule import Recheck
 from kbv.processes import footprint as fp
+from kbv.processes import gpushare
 from kbv.processes import procfs
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
@@ -51,29 +52,13 @@ BOUND_CALL_BASE = 100_000
 #: moved whole rows, red-team row t11-bound-pass-row-cache), and a cache that patches its last
 #: answer where the inputs changed redoes at least half the work.
 BOUND_MIX_FRACTION = 0.5
-#: bytes of the bound pass's own input sets at most (kbv choice): fewer calls where one call's inputs
-#: are large, never fewer than one set. One set of a large input keeps a verification within kbv's
-#: memory bound (4·B + 1 GiB, kbv.processes.footprint; four sets of a 256 MiB ReLU's input took the
-#: reference worker 0.7 GB over it, two 5 MB over).
-BOUND_INPUT_BYTES = 64 << 20
-
-
-def _tree_cpu(worker: CandidateProcess) -> tuple[dict, dict]:
-    """CPU time (ms) of the candidate worker and every process it started (its jail's tree,
-    :meth:`kbv.processes.jail.ProcessJail.tree`): per live thread ``{(pid, tid): ms}``, and per
-    process (its threads and its waited-for children) ``{pid: ms}`` plus ``"worker"`` (the worker
-    process's own figure, None when /proc does not say) and ``"cgroup"`` (the jail's cgroup, every
-    process that ran in it; None without one)."""
-    pid = worker.proc.pid
-    threads, procs = {}, {}
-    for p in sorted(worker.jail.tree(pid)):
-        threads.update({(p, tid): ms for tid, ms in procfs.thread_cpu_ms(p).items()})
-        ms = procfs.process_and_children_cpu_ms(p)
-        if ms is not None:
-            procs[p] = ms
-    procs["worker"] = procs.get(pid)
-    procs["cgroup"] = procfs.cgroup_cpu_ms(worker.jail.cgroup)
-    return threads, procs
+#: bytes of the bound pass's own input sets at most, per device (kbv choice): fewer calls where one
+#: call's inputs are large, never fewer than one set. One set of a large input keeps a verification
+#: within kbv's memory bound (4·B + 1 GiB, kbv.processes.footprint; on cpu four sets of a 256 MiB
+#: ReLU's input took the reference worker 0.7 GB over it, two 5 MB over). On cuda a quarter of the
+#: bound's 1 GiB: with 64 MiB a 32 MiB matmul had passes of two calls, whose wall was mostly the
+#: request's fixed cost (docs/gpu-runs.md, 2026-12-03).
+BOUND_INPUT_BYTES = {"cpu": 64 << 20, "cuda": 256 << 20}
 
 
 class BoundStage(Context):
@@ -88,7 +73,8 @@ class BoundStage(Context):
         base = {b: self.state.timing[b].median_ms for b in self.config.baselines if b in self.state.timing}
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
         n = rule.bound_calls(claimed, self._slot_count, self.rp.device.type)
-        n = max(1, min(n, BOUND_INPUT_BYTES // max(1, in_bytes)))  # n sets: at least one
+        cap = BOUND_INPUT_BYTES.get(self.rp.device.type, BOUND_INPUT_BYTES["cpu"])
+        n = max(1, min(n, cap // max(1, in_bytes)))  # n sets: at least one
         # the pass's own input sets, one per call, shared with the worker once (the primed call before
         # each pass is its warmup, on the previous values)
         bound_sets = [inp.shared_clone(sets[i % len(sets)]) for i in range(n)]
@@ -97,23 +83,25 @@ class BoundStage(Context):
             raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
         floors, walls, passes = [], [], []
         device = self.rp.device.type
-        for attempt in range(2):
+        call_bytes = (self.rp.output_bytes or 0) + in_bytes
+        for attempt in range(rule.MAX_PASSES.get(device, 2)):
             p = self._bound_pass(worker, sets, bound_sets, flush, n, attempt)
             passes.append(p)
             floors.append(rule.floor_ms(p, base))
-            walls.append(rule.wall_floor_ms(p, base) if device == "cpu" else floors[-1])
+            walls.append((rule.wall_floor_ms(p, base) if rule.wall_floor_counts([p]) else 0.0)
+                         if device == "cpu" else floors[-1])
             # the loop's own per-call cost, the floors' main noise (kbv.checks.bound_rules.CPU_CAP_SLACK_MS)
             loop_ms = max(max(q.null_ms, q.null_cpu_ms or 0.0, q.null_all_cpu_ms or 0.0) for q in passes)
             noise = rule.floor_noise_ms(passes, base) if device == "cpu" else 0.0
-            if not rule.needs_second_pass(claimed, floors[-1], walls[-1], device, loop_ms, noise):
+            if not rule.needs_another_pass(claimed, floors, walls, device, loop_ms, noise, call_bytes):
                 break
         del bound_sets
-        call_bytes = (self.rp.output_bytes or 0) + in_bytes
-        d = rule.decide(claimed, floors, device, walls, call_bytes, loop_ms, noise)
+        shared = device == "cuda" and gpushare.read(self.rp.device.index or 0).others > 0
+        d = rule.decide(claimed, floors, device, walls, call_bytes, loop_ms, noise, gpu_shared=shared)
         self.state.evidence["trusted_bound"] = {
             "claimed_median_ms": claimed, "credited_median_ms": d.credited_ms, "floor_ms": floors,
-            "wall_floor_ms": walls, "loop_per_call_ms": loop_ms, "floor_noise_ms": noise,
-            "calls": n, "wall_ms": [p.wall_ms for p in passes], "null_per_call_ms": [p.null_ms for p in passes],
+            "wall_floor_ms": walls, "gpu_shared": shared, "loop_per_call_ms": loop_ms, "floor_noise_ms": noise,
+            "calls": n, "wall_ms": [p.wall_ms for p in passes], "request_allow_ms": [p.request_allow_ms for p in passes], "null_per_call_ms": [p.null_ms for p in passes],
             "busiest_thread_ms": [p.busiest_thread_ms for p in passes],
             "all_threads_ms": [p.all_threads_ms for p in passes], "null_cpu_per_call_ms": [p.null_cpu_ms for p in passes],
             "null_all_cpu_per_call_ms": [p.null_all_cpu_ms for p in passes],
@@ -164,10 +152,15 @@ class BoundStage(Context):
         judged = sorted(secrets.SystemRandom().sample(range(calls), min(BOUND_JUDGED, calls)))
         base_id = BOUND_CALL_BASE + attempt * calls
         req = protocol.Time(warmup, calls, flush, 0, refresh=False, slots=True, defer_checks=True, bound_inputs=True)
-        # one unmeasured pass call first: the worker's allocator then holds the pass's outputs, whose
-        # first allocation would be charged to the few calls a pass over large inputs has
+        # one pass call first, its outputs not judged: the worker's allocator then holds the pass's
+        # outputs, whose first allocation would be charged to the few calls a pass over large inputs
+        # has; on cuda its wall, timed as the pass's (the worker stopped, then resumed inside the
+        # clock), is the request's fixed cost (kbv.checks.bound_rules.cuda_request_allow)
+        with worker.paused():
+            t1 = time.perf_counter()
         primed = self._call(worker, protocol.Time(0, 1, flush, 0, refresh=False, slots=True, defer_checks=True,
                                                   bound_inputs=True), "time", cfg.timing_timeout_s)
+        one_call_ms = (time.perf_counter() - t1) * 1e3
         if not isinstance(primed, protocol.Times):
             raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
         del primed
@@ -183,12 +176,12 @@ class BoundStage(Context):
             del kept
             if self.rp.device.type == "cuda":
                 torch.cuda.synchronize(self.rp.device)
-            threads0, all0 = _tree_cpu(worker) if cpu else ({}, {})
+            threads0, all0 = worker.tree_cpu() if cpu else ({}, {})
             t0 = time.perf_counter()
         with self._held(worker, req, "time", cfg.timing_timeout_s, hold=True) as reply:
             wall = (time.perf_counter() - t0) * 1e3
             # the worker's tree is stopped: its CPU time over the request is what it is now
-            threads1, all1 = _tree_cpu(worker) if cpu else ({}, {})
+            threads1, all1 = worker.tree_cpu() if cpu else ({}, {})
             if (not isinstance(reply, protocol.Times) or len(reply.times_ms) != calls
                     or type(reply.outputs) is not tuple or len(reply.outputs) != calls):
                 raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
@@ -216,9 +209,13 @@ class BoundStage(Context):
                 and all0.get("cgroup") is not None else 0.0
             cpu_figures = dict(busiest_thread_ms=max(spent), all_threads_ms=max(sum(spent), processes, group),
                                null_cpu_ms=null_cpu[0], null_all_cpu_ms=null_cpu[1], baseline_cpu_ms=null_cpu[2],
-                               cores=procfs.affinity_cores(worker.proc.pid))
+                               cores=procfs.affinity_cores(worker.proc.pid),
+                               cgroup_cpu=all1.get("cgroup") is not None and all0.get("cgroup") is not None)
+        # the one call is not taken off (its claimed time is the candidate's figure): the allowance errs
+        # toward the candidate by at most that call
+        allow = rule.REQUEST_ALLOW_MS if cpu else rule.cuda_request_allow(one_call_ms, 0.0)
         return rule.BoundPass(wall_ms=wall, calls=calls + warmup, null_ms=null, baseline_floor_ms=floors,
-                              **cpu_figures)
+                              request_allow_ms=allow, **cpu_figures)
 
     def _trusted_loops(self, worker: CandidateProcess, bound_sets: list, flush: int | None, calls: int,
                        warmup: int, rewrite) -> tuple[float, tuple, dict]:
@@ -246,17 +243,24 @@ class BoundStage(Context):
             busiest = max((ms - th0.get(tid, 0.0) for tid, ms in th1.items()), default=0.0)
             return wall * 1e3 / per, busiest / per, (c1 - c0) * 1e3 / per
 
+        # cuda: the least wall of a few repeats (kbv.checks.bound_rules.CUDA_LOOP_REPEATS); cpu: one
+        # loop, its CPU time the figure
+        repeats = rule.CUDA_LOOP_REPEATS if rp.device.type == "cuda" else {}
         floors, cpu = {}, {}
         with worker.paused():  # one stop: the candidate writes nothing into the shared sets meanwhile
             rewrite()
             with torch.no_grad():
                 made = rp.model(*inp.clone_args(bound_sets[0]))
             made = tuple(made) if isinstance(made, (tuple, list)) else (made,)
-            null, null_busiest, null_all = loop(lambda *args: made)
+            null, null_busiest, null_all = min(loop(lambda *args: made) for _ in range(repeats.get("null", 1)))
             for b in self.config.baselines:
                 bl.apply_flags(bl.flags_for(b))
-                rewrite()  # a baseline that writes its inputs leaves the next the same values
-                w, busiest, all_ = loop(rp.model)
+                runs = []
+                for _ in range(repeats.get("baseline", 1)):
+                    if rp.mutates_inputs:  # a reference that writes its inputs leaves the next loop the same values
+                        rewrite()
+                    runs.append(loop(rp.model))
+                w, busiest, all_ = min(runs)
                 floors[b], cpu[b] = w - null, (busiest, all_)
         bl.apply_flags(self.fp32_flags)
         del copier, made

@@ -23,6 +23,7 @@ from kbv.model.records import InputKind, InputSetResult, Measurement
 from kbv.pipeline.adaptive import StopRule, decide, half_widths
 from kbv.pipeline.adaptive import evidence as stop_evidence
 from kbv.pipeline.outcome import Outcome, Stop
+from kbv.pipeline.paused_baselines import PausedCpu, time_paused
 from kbv.pipeline.judging import Judging
 from kbv.pipeline.schedule import (  # noqa: F401 - the stage's names, also used from here
     CPU_TIMING_INPUT_BYTES, MAX_TIMING_SETS, MIN_TRIALS_PER_ROUND, RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU,
@@ -169,6 +170,7 @@ class Timing(Judging):
         plain_round = secrets.randbelow(rounds)
         done = 0  # timed calls per subject so far
         per_round_done = []
+        paused = PausedCpu()  # what the stopped candidate tree ran over the baseline blocks
         started = time.perf_counter()
         r = 0
         while True:
@@ -217,10 +219,9 @@ class Timing(Judging):
                                                               at_once)
                 else:
                     bl.apply_flags(bl.flags_for(subject))
-                    with worker.paused():  # nothing of the candidate's runs beside the baselines
-                        times, clock = time_calls(model, sets, device=self.rp.device, warmup=warmup,
-                                                  trials=per_round, flush_bytes=flush, first_set=first, refresh=True,
-                                                  sync_each=True)
+                    times, clock = time_paused(worker, paused, lambda: time_calls(
+                        model, sets, device=self.rp.device, warmup=warmup, trials=per_round, flush_bytes=flush,
+                        first_set=first, refresh=True, sync_each=True))
                 samples[subject].extend(times)
             if cfg.integrity:  # judged and dropped round by round: at most one round's outputs held
                 self._recheck(kept, sets, recheck, mutations)
@@ -237,6 +238,8 @@ class Timing(Judging):
                 break
         bl.apply_flags(self.fp32_flags)
         self.state.evidence["timed_rechecks"] = recheck.checked
+        self.state.evidence["paused_cpu_ms"] = paused.evidence()
+        self._add(paused.finding())
         self._plan_leak()
         if cfg.integrity:
             self._repeat_gain(worker, sets)

@@ -53,6 +53,9 @@ class VerdictStage(Judging):
         elif worst is Severity.SHORTCUT and status is Status.PASS:
             status = Status.SHORTCUT
             message = f"{self.name}: correct, but {state.findings[0].describe()}"
+        if status is Status.INCORRECT and state.weight_mismatches:  # the likely cause, in the one line
+            message += (f" (parameters differing from Model's after identical seeding: "
+                        f"{', '.join(state.weight_mismatches[:4])}{', ...' if len(state.weight_mismatches) > 4 else ''})")
         unverified = {}
         if status not in (Status.PASS, Status.SHORTCUT):
             # timed but not correct: the original protocol would have credited this speed

@@ -15,7 +15,9 @@ pid, another host's pid); the file also names the holder (pid and its start time
 line a waiting build prints. Its first word is ``building`` while a build is in progress and
 ``done`` once it ended with the worker still answering: a holder that finds ``building`` knows the
 previous build was cut off (its objects may be half written) and deletes ``torch_extensions``
-first, so a rerun rebuilds from scratch instead of loading a truncated ``.so``.
+first, so a rerun rebuilds from scratch instead of loading a truncated ``.so``, unless nothing
+there changed since that holder took the lock (``at=``: it was cut off while loading a finished
+build, which stays).
 
 Several candidate workers of one process may build into one directory at once (two samples of one
 file in one build job): the lock is counted per process and taken from the kernel once; torch's
@@ -106,6 +108,26 @@ def _reset(build_dir: Path, interrupted: bool) -> None:
         stale.unlink(missing_ok=True)
 
 
+def _wrote_since(build_dir: Path, previous: list[str]) -> bool:
+    """Whether a cut-off holder (its lock line ``previous``, split) may have written build outputs:
+    a file under ``torch_extensions`` modified since it took the lock (``at=``, epoch seconds; 1 s
+    of slack for file-system timestamps), or no ``at=`` to tell. A holder cut off while it only
+    loaded a finished build wrote nothing there, and the build is kept."""
+    at = next((f[3:] for f in previous if f.startswith("at=")), None)
+    try:
+        since = float(at) - 1.0
+    except (TypeError, ValueError):
+        return True
+    for root, _dirs, files in os.walk(build_dir / "torch_extensions"):
+        for name in files:
+            try:
+                if os.stat(os.path.join(root, name)).st_mtime >= since:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
 def _say(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -170,9 +192,11 @@ def _acquire(build_dir: Path, timeout_s: float, what: str, say: Callable[[str], 
                 pass
             else:
                 previous = _read(fd).split()
-                _reset(build_dir, interrupted=bool(previous) and previous[0] == BUILDING)
+                _reset(build_dir, interrupted=bool(previous) and previous[0] == BUILDING
+                       and _wrote_since(build_dir, previous))
                 pid = os.getpid()
-                _write(fd, f"{BUILDING} pid={pid} start={_start_time(pid)} host={socket.gethostname()}\n")
+                _write(fd, f"{BUILDING} pid={pid} start={_start_time(pid)} host={socket.gethostname()} "
+                           f"at={time.time():.3f}\n")
                 held = _HELD[str(build_dir)] = _Held(fd)
                 held.count = 1
                 return held

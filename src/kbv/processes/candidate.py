@@ -91,6 +91,26 @@ class CandidateProcess:
         finally:
             self._resume(pids)
 
+    def tree_cpu(self) -> tuple[dict, dict]:
+        """CPU time (ms) of the worker and every process it started (its jail's tree,
+        :meth:`kbv.processes.jail.ProcessJail.tree`): per live thread ``{(pid, tid): ms}``
+        (``/proc/<pid>/task/<tid>/schedstat``, ns resolution), and per process (its threads and its
+        waited-for children) ``{pid: ms}`` plus ``"worker"`` (the worker process's own figure, None
+        when /proc does not say) and ``"cgroup"`` (the jail's cgroup, every process that ran in it;
+        None without one). :func:`cpu_spent_ms` of two readings is what the tree ran in between."""
+        from kbv.processes import procfs
+
+        pid = self.proc.pid
+        threads, procs = {}, {}
+        for p in sorted(self.jail.tree(pid)) if pid else ():
+            threads.update({(p, tid): ms for tid, ms in procfs.thread_cpu_ms(p).items()})
+            ms = procfs.process_and_children_cpu_ms(p)
+            if ms is not None:
+                procs[p] = ms
+        procs["worker"] = procs.get(pid)
+        procs["cgroup"] = procfs.cgroup_cpu_ms(self.jail.cgroup)
+        return threads, procs
+
     def call(self, request: Any, *, phase: str, timeout: float) -> Any:
         """Send a request and return the decoded reply.
 
@@ -202,3 +222,12 @@ class CandidateProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def cpu_spent_ms(before: tuple[dict, dict], after: tuple[dict, dict]) -> float:
+    """What the tree ran between two :meth:`CandidateProcess.tree_cpu` readings (ms): the greater of
+    its live threads' and its cgroup's differences (a thread that ended in between leaves the sum of
+    live threads; the cgroup keeps it)."""
+    threads = max(0.0, sum(after[0].values()) - sum(before[0].values()))
+    g0, g1 = before[1].get("cgroup"), after[1].get("cgroup")
+    return max(threads, g1 - g0 if g0 is not None and g1 is not None else 0.0)

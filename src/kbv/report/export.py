@@ -276,14 +276,16 @@ def kernelbench_entry(v: Verdict, *, hidden: bool) -> dict[str, Any]:
     never correct: ``hidden=False`` (``eval_results.json``) the candidate ran and passed every
     nominal set; ``hidden=True`` (``eval_results_hidden.json``) kbv's PASS (every nominal, hidden
     and randomised set, no integrity finding). ``kbv_status`` is kbv's verdict;
-    ``metadata["protocol_correctness"]`` what the file's protocol alone would have said (nominal
-    sets only, or nominal and hidden sets), findings ignored. ``runtime`` is the candidate's mean
+    ``metadata["protocol_correctness"]`` what the file's protocol alone would have said: allclose at
+    kbv-compat's tolerance on its sets (nominal only, or nominal and hidden), findings and kbv's own
+    error budget ignored. ``runtime`` is the candidate's mean
     time on the standard inputs when correct, else -1.0 (KernelBench's convention).
     """
     kind = InputKind.HIDDEN if hidden else InputKind.NOMINAL
     sets = [r for r in v.sets(kind) if not r.dropped]
-    protocol_correct = nominal_correct(v) and (v.hidden_passed or not hidden)
-    correct = protocol_correct and v.status not in NOT_CORRECT
+    correct = nominal_correct(v) and (v.hidden_passed or not hidden) and v.status not in NOT_CORRECT
+    # the file's protocol alone: allclose (kbv-compat's tolerance) on its sets, whatever kbv's budget said
+    protocol_correct = v.status.ran and bool(sets) and all(r.policy_passed.get("kbv-compat", r.passed) for r in sets)
     cand = v.timing.get("candidate")
     env = v.environment
     timed = correct and cand is not None

@@ -93,10 +93,24 @@ class ThreadWork:
     """
 
     def __init__(self) -> None:
+        from multiprocessing import resource_sharer
+
         self._seq = itertools.count(1)
         self._local = threading.local()
         self._last: dict = {}  #: thread ident → (sequence number, label) of its latest work call
-        self.threads = 0  #: watched threads started so far
+        #: watched threads started so far, not counting multiprocessing's own fd-sharing thread (it
+        #: starts when the worker first sends a shared tensor and is no thread of the candidate's: counted,
+        #: it made every probed forward wait :data:`kbv.sandbox.worker.THREAD_SETTLE_S`); its work
+        #: calls are recorded as any thread's
+        self.threads = 0
+        self._sharer_serve = resource_sharer._ResourceSharer._serve
+
+    def _harness_thread(self) -> bool:
+        """Whether the current thread is a plain ``Thread`` running multiprocessing's fd sharer
+        (its ``_target`` is read before ``run`` deletes it: the first hook event is ``run``'s call)."""
+        t = threading.current_thread()
+        target = getattr(t, "_target", None)
+        return type(t) is threading.Thread and getattr(target, "__func__", None) is self._sharer_serve
 
     def install(self) -> None:
         threading.setprofile(self._hook)
@@ -139,7 +153,8 @@ class ThreadWork:
             local = self._local
             if not getattr(local, "seen", False):
                 local.seen = True
-                self.threads += 1
+                if not self._harness_thread():
+                    self.threads += 1
             if event not in ("c_call", "c_return", "c_exception"):
                 return
             label, torch_owned = self._label_c(arg)

@@ -14,6 +14,8 @@ importing any candidate code: reassigning ``torch.cuda.Event.elapsed_time`` or
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
 from typing import Callable, Collection, Mapping, Sequence
 
@@ -26,6 +28,7 @@ _event_record = torch.cuda.Event.record
 _event_elapsed = torch.cuda.Event.elapsed_time
 _cuda_sync = torch.cuda.synchronize
 _cuda_sleep = torch.cuda._sleep
+_gc_disable, _gc_enable, _gc_isenabled, _gc_collect, _gc_freeze = gc.disable, gc.enable, gc.isenabled, gc.collect, gc.freeze
 
 #: GPU cycles of the spin queued ahead of a call timed after a synchronize (~1 ms at the H200's
 #: ~2 GHz): the flush, the start event and the call's own launches are queued behind it, so the
@@ -48,6 +51,38 @@ CAPTURED = {
     "torch.cuda.Event.elapsed_time": _event_elapsed,
     "torch.cuda.synchronize": _cuda_sync,
 }
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Python's cyclic garbage collector off inside the block, restored after it.
+
+    Timed regions run inside it on both sides of the boundary. A collection is triggered by the
+    number of allocations, not by what the call costs, and a full one walks every tracked object of
+    the process (torch's and Triton's modules, the harness): under ``TRITON_INTERPRET=1`` a 21 ms
+    call measured 23-40 ms when collections fell inside it. The claim is a median of single calls
+    (a collection moves few of them) while the bound pass sums a whole loop's CPU time (every
+    collection counts), so collections alone put an honest Triton kernel's floor at 1.5-1.8x its
+    claim (CI, ``31_VarMean``). The candidate may turn collection back on inside its own calls:
+    that only adds to its own times. :func:`collect` runs the deferred collections where nothing
+    is timed."""
+    was = _gc_isenabled()
+    _gc_disable()
+    try:
+        yield
+    finally:
+        if was:
+            _gc_enable()
+
+
+def collect(freeze: bool = False) -> None:
+    """A full collection now (an untimed request: :class:`kbv.sandbox.protocol.Ping`), so that no
+    collection owed to earlier allocations falls inside the timed request that follows. With
+    ``freeze`` (after the load) the survivors, the libraries' and the model's objects, leave the
+    collector's generations (``gc.freeze``), so later full collections walk only newer objects."""
+    _gc_collect()
+    if freeze:
+        _gc_freeze()
 
 
 def captured_changed() -> list[str]:
@@ -181,7 +216,7 @@ def one_call(fn: Callable[..., object], args: Sequence[object], *, device: torch
     the call and a synchronize after it (the output is complete when this returns); on cpu
     ``perf_counter`` around the call and :func:`touch_pages`. Returns (ms, output, clock)."""
     device = torch.device(device)
-    with torch.inference_mode(False), torch.no_grad():
+    with torch.inference_mode(False), torch.no_grad(), gc_paused():
         if device.type == "cuda":
             flush = torch.empty(int(flush_bytes) // 4, dtype=torch.int32, device=device) if flush_bytes else None
             start, end = _Event(enable_timing=True), _Event(enable_timing=True)
@@ -285,7 +320,7 @@ def time_calls(
         if i in keep and kept is not None:
             kept[i] = ((first_set + warmup + i) % n, [o.detach().clone() for o in _flat(out)])
 
-    with torch.inference_mode(False), torch.no_grad():
+    with torch.inference_mode(False), torch.no_grad(), gc_paused():
         for i in range(warmup):
             fn(*args_for(i))
         if sync_inside:

@@ -194,6 +194,7 @@ class _Server(TimedRequests):
             for name, t in list(model.named_parameters()) + list(model.named_buffers()):
                 state[name] = t.detach()
         changes = self._check_flags()
+        self.timing.collect(freeze=True)
         return self.protocol.Loaded(state=state, model_bytes=model_bytes,
                                     load_seconds=time.perf_counter() - t0, flag_changes=changes,
                                     sandbox=self.notes)
@@ -333,6 +334,8 @@ class _Server(TimedRequests):
                   if op.split(" ")[0] not in seen)]
 
     def ping(self, req: Any) -> Any:
+        # the trusted side pings before each measured request: the collections owed run here
+        self.timing.collect()
         return self.protocol.Pong()
 
     def count_ops(self, req: Any) -> Any:
@@ -392,23 +395,27 @@ class _Server(TimedRequests):
                 return
             phase, handler = handlers[type(req)]
             full = type(req) in (p.Load, p.CountOps, p.MeasureMemory)  # the rest: a light registry read
-            try:
-                reply = handler(req)
-            except BaseException as exc:  # noqa: BLE001 - the candidate may raise anything, even SystemExit
-                reply = p.Failed(phase=phase, error_type=type(exc).__name__, message=str(exc)[:4000],
-                                 traceback="".join(traceback.format_exception(exc))[-8000:],
-                                 kind=p.OUT_OF_MEMORY if self._out_of_memory(exc) else p.RAISED)
-                traceback.print_exc()
-            del req  # the request's shared inputs (copied by the handler) unmapped now, not at the next request
-            # also restores the reply path before it is used; a reply without reports (Failed, Pong)
-            # leaves them to the next one that has
-            pending = self._held + tampering(self, full)
-            if pending and hasattr(reply, "tampering"):
-                reply = dataclasses.replace(reply, tampering=tuple(reply.tampering) + pending)
-                pending = ()
-            self._held = pending
-            p.send(self.conn, reply)
-            del reply
+            # a timed request runs, and its reply is pickled, without collections (timer.gc_paused):
+            # the bound pass's clock holds the whole request
+            quiet = self.timing.gc_paused() if type(req) in (p.Time, p.TimedCall) else contextlib.nullcontext()
+            with quiet:
+                try:
+                    reply = handler(req)
+                except BaseException as exc:  # noqa: BLE001 - the candidate may raise anything, even SystemExit
+                    reply = p.Failed(phase=phase, error_type=type(exc).__name__, message=str(exc)[:4000],
+                                     traceback="".join(traceback.format_exception(exc))[-8000:],
+                                     kind=p.OUT_OF_MEMORY if self._out_of_memory(exc) else p.RAISED)
+                    traceback.print_exc()
+                del req  # the request's shared inputs (copied by the handler) unmapped now, not at the next request
+                # also restores the reply path before it is used; a reply without reports (Failed, Pong)
+                # leaves them to the next one that has
+                pending = self._held + tampering(self, full)
+                if pending and hasattr(reply, "tampering"):
+                    reply = dataclasses.replace(reply, tampering=tuple(reply.tampering) + pending)
+                    pending = ()
+                self._held = pending
+                p.send(self.conn, reply)
+                del reply
 
 
 #: every method of the server (its own and :class:`kbv.sandbox.timed.TimedRequests`'), which no

@@ -142,7 +142,7 @@ def check_overrides(config: Any, ranges: dict[str, Range]) -> dict:
     for name, value in config.items():
         r = ranges.get(name)
         if r is None:
-            raise BadRequest(422, f"config field {name!r} cannot be set on this server; settable: "
+            raise BadRequest(422, f"unknown or locked config field {name!r}: this server accepts "
                                   f"{', '.join(sorted(ranges))}")
         out[name] = _check_value(name, value, r)
     return out

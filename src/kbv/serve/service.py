@@ -106,11 +106,14 @@ class Service:
 
     def __init__(self, queue: JobQueue, registry: Registry, lanes: list[LaneSpec], device: str, *,
                  input_blind: bool = False, on_finish: Callable[[], None] | None = None,
-                 allow_uploads: bool = False):
+                 allow_uploads: bool = False, ray_tasks: int = 0):
         from kbv.serve.requests import config_ranges
 
         self.queue, self.registry, self.device = queue, registry, device
         self.specs = list(lanes)
+        #: lanes on a Ray cluster instead of ``lanes`` (``kbv serve --executor ray``; ray initialised by
+        #: the caller): at most this many verifications on the cluster at once (:mod:`kbv.serve.ray_lanes`)
+        self.ray_tasks = ray_tasks
         self.input_blind = input_blind
         self.on_finish = on_finish
         #: uploaded problems accepted (``kbv serve --allow-uploads``): a problem's code runs in the
@@ -136,7 +139,13 @@ class Service:
     def start(self) -> None:
         """Requeue the jobs a killed server left running, start the lanes and the dispatcher."""
         self.queue.recover()
-        self._lanes = [LaneState(ThreadLane(spec, self._work, self._post)) for spec in self.specs]
+        if self.ray_tasks:
+            from kbv.serve.ray_lanes import RayServeLane
+
+            self._lanes = [LaneState(RayServeLane(i, self._problem_of, self._post, self.device))
+                           for i in range(self.ray_tasks)]
+        else:
+            self._lanes = [LaneState(ThreadLane(spec, self._work, self._post)) for spec in self.specs]
         self._dispatcher = threading.Thread(target=self._dispatch, name="kbv-serve-dispatch", daemon=True)
         self._dispatcher.start()
 
@@ -186,6 +195,16 @@ class Service:
             return "error", f"kbv failed: {type(exc).__name__}: {first}", None
         return "done", to_json(verdict, indent=None), verdict.status.value
 
+    def _problem_of(self, job: Job) -> tuple[ProblemRef, bytes] | None:
+        """A Ray lane's job's problem and its file's bytes (sent with the task), or None."""
+        ref = self.registry.resolve(job.problem)
+        if ref is None:
+            return None
+        try:
+            return ref, Path(ref.path).read_bytes()
+        except OSError:
+            return None
+
     def _post(self, message: tuple) -> None:
         _, lane, job, result = message
         kind, payload, status = result
@@ -215,8 +234,11 @@ class Service:
 
         ref = self.registry.resolve(problem)
         if ref is None:
-            raise BadRequest(404, f"unknown problem {problem!r}: give a registered name such as "
-                                  "'level1/19_ReLU' or an uploaded problem's 'sha256:<hex>'")
+            names = self.registry.names()
+            known = (f"registered: {', '.join(names[:5])}{', ...' if len(names) > 5 else ''} "
+                     f"({len(names)}, GET /v1/problems lists them)" if names else "no problem is registered by name")
+            raise BadRequest(404, f"unknown problem {problem!r}: give a registered name or an uploaded "
+                                  f"problem's 'sha256:<hex>'; {known}")
         try:
             config = make_config({**overrides, "device": self.device})
         except (TypeError, ValueError) as exc:

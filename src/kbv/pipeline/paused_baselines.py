@@ -1,0 +1,57 @@
+"""The baselines' blocks of the timing rounds, timed with the candidate's tree stopped, and what
+that tree still ran meanwhile (the rule: :func:`kbv.checks.timing_rules.ran_while_paused`).
+
+A thread of the candidate's inside a long system call (``MADV_POPULATE_READ`` over gigabytes)
+runs on through SIGSTOP and ``cgroup.freeze`` and slows the baselines it is compared with. The
+reference worker reads the tree's CPU time (:meth:`kbv.processes.candidate.CandidateProcess.tree_cpu`)
+before and after every block; a block it ran in is timed again, up to
+:data:`kbv.checks.timing_rules.PAUSED_TRIES` tries, so the baselines credited are quiet ones.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kbv.checks.timing_rules import PAUSED_CPU_SLACK_MS, PAUSED_TRIES, ran_while_paused
+from kbv.model.records import Finding
+from kbv.processes.candidate import CandidateProcess, cpu_spent_ms
+
+
+@dataclass
+class PausedCpu:
+    """What the stopped tree spent over a verification's baseline blocks (ms)."""
+
+    blocks: list[list[float]] = field(default_factory=list)  #: per block it ran in, its CPU ms per try
+    cpu_ms: float = 0.0  #: its CPU over every try of every block
+    wall_ms: float = 0.0  #: those tries' wall
+
+    def evidence(self) -> dict:
+        return {"candidate_cpu": self.cpu_ms, "wall": self.wall_ms, "blocks_that_ran": self.blocks}
+
+    def finding(self) -> Finding | None:
+        return ran_while_paused(self.blocks, total_ms=(self.cpu_ms, self.wall_ms))
+
+
+def time_paused(worker: CandidateProcess, paused: PausedCpu, block: Callable[[], Any]) -> Any:
+    """``block()`` (one baseline's timed calls) with ``worker``'s tree stopped, again while the tree
+    spent over :data:`PAUSED_CPU_SLACK_MS` of CPU in it (up to :data:`PAUSED_TRIES` tries); the
+    figures go to ``paused``. Returns the last try's result."""
+    ran: list[float] = []
+    for _ in range(PAUSED_TRIES):
+        with worker.paused():  # nothing of the candidate's runs beside the baselines
+            before, t0 = worker.tree_cpu(), time.perf_counter()
+            result = block()
+            spent, wall = cpu_spent_ms(before, worker.tree_cpu()), (time.perf_counter() - t0) * 1e3
+        paused.cpu_ms += spent
+        paused.wall_ms += wall
+        if spent <= PAUSED_CPU_SLACK_MS:
+            break
+        ran.append(spent)
+    if ran:
+        paused.blocks.append(ran)
+    return result
+
+
+__all__ = ["PausedCpu", "time_paused"]
