@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two honest verifications alone with their bound-pass evidence printed (a 32 MiB-input Triton matmul and
 # torch's TF32 matmul), then the cuda suite beside a kbv run (bench/gpu_suite_beside.sh) in what is left of
-# LIMIT seconds (default 560). Command: `bash bench/gpu_bound_check.sh` (carry [".whl"]).
+# LIMIT seconds (default 560); with --alone-only the two verifications only. Command: `bash bench/gpu_bound_check.sh`
+# (carry [".whl"]).
 export PYTHONPATH=$PWD/src KBV_CACHE_DIR=/tmp/kbvcache PYTHONUNBUFFERED=1
 O=${OUT:-/tmp/out}; mkdir -p "$O"; LIMIT=${LIMIT:-560}; t0=$(date +%s)
 show() {  # problem candidate name
@@ -16,4 +17,5 @@ PY
 }
 show tests/data/honest/problems/level1/41_Matmul_large.py tests/data/honest/candidates/gpu_matmul_triton.py matmul_triton
 show src/kbv/data/problems/level1/4_Square_matmul.py src/kbv/data/candidates/matmul_tf32.py matmul_tf32
+[ "$1" = --alone-only ] && exit 0
 LIMIT=$(( LIMIT - $(date +%s) + t0 )) bash bench/gpu_suite_beside.sh

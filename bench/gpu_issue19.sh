@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Issues 19 and 22 on the H200 in three foreground device calls made back to back on one warm machine
+# (carry [".whl"]; each call's logs go straight to $OUT; LIMIT seconds each, default 560):
+#   bash bench/gpu_issue19.sh alone   # the 40-kernel batch alone (rerun_coverage first), the output copy's paths
+#                                     # (bench/copy_paths.py), the bound's precision, two honest verifications
+#   bash bench/gpu_issue19.sh beside  # the same batch again beside the cuda suite's four groups (BATCH=second)
+#   bash bench/gpu_issue19.sh rest    # the serve GPU lane under eight clients, then the red-team group alone
+# Then, here: `PYTHONPATH=src python3 bench/rerun_coverage.py compare DIR` on the two stores that came back.
+[ -d .whl ] && [ ! -d /tmp/site/fastapi ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+  --upgrade --target /tmp/site .whl/*.whl
+export PYTHONPATH=$PWD/src:/tmp/site KBV_CACHE_DIR=/tmp/kbvcache PYTHONUNBUFFERED=1
+O=${OUT:-/tmp/out}; mkdir -p "$O"; LIMIT=${LIMIT:-560}; t0=$(date +%s)
+left() { echo $(( LIMIT - $(date +%s) + t0 )); }
+case "$1" in
+  alone)
+    nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+    git log --oneline -1 > "$O/head.txt" 2>&1
+    timeout $(( $(left) - 200 )) python3 bench/rerun_coverage.py first /tmp/w --deadline-s $(( $(left) - 215 )) \
+      > "$O/batch_first.log" 2>&1
+    cp /tmp/w/first.db "$O/" 2>/dev/null
+    timeout 60 python3 bench/copy_paths.py --mib 1024 --json "$O/copy_paths.json" > "$O/copy_paths.log" 2>&1
+    timeout $(( $(left) - 70 )) python3 bench/bound_precision.py --device cuda --json "$O/bound_precision.json" \
+      > "$O/bound_precision.log" 2>&1
+    timeout $(( $(left) - 5 )) bash bench/gpu_bound_check.sh --alone-only > "$O/alone_evals.log" 2>&1 ;;
+  beside)
+    BATCH=second LIMIT=$(( LIMIT - 10 )) bash bench/gpu_suite_beside.sh ;;
+  rest)
+    py="python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
+    timeout $(( $(left) / 3 )) $py "tests/test_serve.py::test_gpu_lane_stays_busy_under_eight_clients" > "$O/serve_gpu.log" 2>&1
+    timeout $(( $(left) - 5 )) $py tests/test_redteam.py tests/test_redteam_bound.py > "$O/redteam_alone.log" 2>&1 ;;
+  *) echo "usage: $0 alone|beside|rest" >&2; exit 2 ;;
+esac
+echo "$1: wall $(( $(date +%s) - t0 )) s" >> "$O/summary.txt"
+for f in "$O"/*.log; do echo "== $f: $(grep -E "passed|failed|error" "$f" | tail -1 | cut -c1-200)"; done
