@@ -156,14 +156,17 @@ class BoundStage(Context):
         # outputs, whose first allocation would be charged to the few calls a pass over large inputs
         # has; on cuda its wall, timed as the pass's (the worker stopped, then resumed inside the
         # clock), is the request's fixed cost (kbv.checks.bound_rules.cuda_request_allow)
+        # and held as the pass's is (the tree stopped before its wall is read): a stop of the worker's
+        # tree costs milliseconds on cuda (its driver threads), and in a pass of one call over a large
+        # input that stop alone was a floor of 4-6 ms for a 0.13-1 ms ReLU (H200, 2026-12-04)
         with worker.paused():
             t1 = time.perf_counter()
-        primed = self._call(worker, protocol.Time(0, 1, flush, 0, refresh=False, slots=True, defer_checks=True,
-                                                  bound_inputs=True), "time", cfg.timing_timeout_s)
-        one_call_ms = (time.perf_counter() - t1) * 1e3
-        if not isinstance(primed, protocol.Times):
-            raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
-        del primed
+        with self._held(worker, protocol.Time(0, 1, flush, 0, refresh=False, slots=True, defer_checks=True,
+                                              bound_inputs=True), "time", cfg.timing_timeout_s, hold=True) as primed:
+            one_call_ms = (time.perf_counter() - t1) * 1e3
+            if not isinstance(primed, protocol.Times):
+                raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
+            del primed
         # the harness check runs now, in reply to a ping, so the measured request holds the calls alone
         if not isinstance(self._call(worker, protocol.Ping(), "time", cfg.call_timeout_s), protocol.Pong):
             raise Stop(Outcome.BAD_REPLY, f"{self.name}: ping: malformed reply")
