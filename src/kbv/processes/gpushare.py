@@ -6,7 +6,10 @@ accuses (kbv.pipeline.sync). The reference worker asks NVML (``nvidia-ml-py``, o
 device's compute processes and leaves out itself and its descendants (the candidate worker, what it
 started, the next job's worker started early). Inside a container NVML may report host PIDs that
 match no PID here; then kbv's own processes are counted instead (those holding a ``/dev/nvidia*``
-file open) and only the excess is taken as other work.
+file open) and only the excess is taken as other work. Where NVML is missing or refuses (the lent
+H200's container, 2026-12-04: ``nvml: False`` beside the cuda suite), the other processes of this
+PID namespace that hold a ``/dev/nvidia*`` file open are counted instead (``source: proc``): they
+miss work from other containers, which only NVML sees.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ class GpuShare:
     other_bytes: int = 0
     processes: int = 0  #: every compute process NVML listed on the device.
     utilization_pct: int | None = None  #: the device's utilisation over NVML's last sample period.
+    source: str = "nvml"  #: ``nvml``, or ``proc``: ``others`` counted from /proc (NVML unavailable).
 
     def evidence(self) -> dict:
         return {"nvml": self.available, "other_processes": self.others, "other_bytes": self.other_bytes,
-                "processes": self.processes, "utilization_pct": self.utilization_pct}
+                "processes": self.processes, "utilization_pct": self.utilization_pct, "source": self.source}
 
 
 def _descendants(pid: int) -> set[int]:
@@ -52,13 +56,28 @@ def _uses_gpu(pid: int) -> bool:
         return False
 
 
+def _proc_pids() -> list[int]:
+    try:
+        return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return []
+
+
+def proc_share() -> GpuShare:
+    """``GpuShare(available=False, source="proc")`` counting the processes of this PID namespace,
+    not this process or its descendants, that hold a ``/dev/nvidia*`` file open (any GPU: /proc
+    does not say which)."""
+    ours = _descendants(os.getpid())
+    return GpuShare(False, sum(1 for p in _proc_pids() if p not in ours and _uses_gpu(p)), source="proc")
+
+
 def read(device_index: int = 0) -> GpuShare:
-    """The compute processes on GPU ``device_index`` that are not this process or its descendants.
-    ``GpuShare(available=False)`` where NVML is missing or refuses (never raises)."""
+    """The compute processes on GPU ``device_index`` that are not this process or its descendants;
+    :func:`proc_share` where NVML is missing or refuses (never raises)."""
     try:
         import pynvml
     except ImportError:
-        return GpuShare(False)
+        return proc_share()
     try:
         pynvml.nvmlInit()
         try:
@@ -71,7 +90,7 @@ def read(device_index: int = 0) -> GpuShare:
         finally:
             pynvml.nvmlShutdown()
     except Exception:  # noqa: BLE001 - NVML missing, no permission, no device
-        return GpuShare(False)
+        return proc_share()
     ours = _descendants(os.getpid())
     matched = [p for p in procs if int(p.pid) in ours]
     if matched:
