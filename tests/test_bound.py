@@ -294,3 +294,27 @@ def test_the_cpu_wall_floor_counts_only_where_a_pass_lacks_the_cgroups_cpu_figur
     without = dataclasses.replace(with_group, cgroup_cpu=False)
     assert not rule.wall_floor_counts([with_group, with_group])
     assert rule.wall_floor_counts([with_group, without]) and rule.wall_floor_counts([without])
+
+
+def test_on_cuda_the_main_threads_wait_for_a_cpu_comes_off_the_wall():
+    p = _pass(host_wait_ms=51.0)  # (102 - 51 - 2) / 51 - 0.5
+    assert rule.floor_ms(p, {"eager-fp32": 1.0}) == pytest.approx((49 / 51 - 0.5) * (1 - rule.BOUND_MARGIN))
+    assert rule.floor_ms(_pass(host_wait_ms=100.0), {"eager-fp32": 1.0}) == 0.0
+
+
+def test_only_a_wait_the_candidates_own_threads_cannot_explain_comes_off():
+    assert rule.outside_wait_ms(12.0, 0.5) == 11.5  # the rest of the machine kept it waiting
+    # a candidate that starves its own launching thread with its other threads gets nothing off
+    assert rule.outside_wait_ms(12.0, 40.0) == 0.0
+    assert rule.outside_wait_ms(float("nan"), 0.0) == 0.0
+    assert rule.outside_wait_ms(3.0, -1.0) == 3.0
+
+
+def test_run_delay_reads_the_main_threads_schedstat():
+    import os
+
+    from kbv.processes import procfs
+
+    d = procfs.run_delay_ms(os.getpid())
+    assert d is None or d >= 0.0  # None where the kernel keeps no schedstat
+    assert procfs.run_delay_ms(None) is None

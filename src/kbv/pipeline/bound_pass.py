@@ -101,7 +101,7 @@ class BoundStage(Context):
         self.state.evidence["trusted_bound"] = {
             "claimed_median_ms": claimed, "credited_median_ms": d.credited_ms, "floor_ms": floors,
             "wall_floor_ms": walls, "gpu_shared": shared, "loop_per_call_ms": loop_ms, "floor_noise_ms": noise,
-            "calls": n, "wall_ms": [p.wall_ms for p in passes], "request_allow_ms": [p.request_allow_ms for p in passes], "null_per_call_ms": [p.null_ms for p in passes],
+            "calls": n, "wall_ms": [p.wall_ms for p in passes], "request_allow_ms": [p.request_allow_ms for p in passes], "host_wait_ms": [p.host_wait_ms for p in passes], "null_per_call_ms": [p.null_ms for p in passes],
             "busiest_thread_ms": [p.busiest_thread_ms for p in passes],
             "all_threads_ms": [p.all_threads_ms for p in passes], "null_cpu_per_call_ms": [p.null_cpu_ms for p in passes],
             "null_all_cpu_per_call_ms": [p.null_all_cpu_ms for p in passes],
@@ -179,12 +179,14 @@ class BoundStage(Context):
             del kept
             if self.rp.device.type == "cuda":
                 torch.cuda.synchronize(self.rp.device)
-            threads0, all0 = worker.tree_cpu() if cpu else ({}, {})
+            threads0, all0 = worker.tree_cpu()
+            wait0 = procfs.run_delay_ms(worker.proc.pid)
             t0 = time.perf_counter()
         with self._held(worker, req, "time", cfg.timing_timeout_s, hold=True) as reply:
             wall = (time.perf_counter() - t0) * 1e3
             # the worker's tree is stopped: its CPU time over the request is what it is now
-            threads1, all1 = worker.tree_cpu() if cpu else ({}, {})
+            threads1, all1 = worker.tree_cpu()
+            wait1 = procfs.run_delay_ms(worker.proc.pid)
             if (not isinstance(reply, protocol.Times) or len(reply.times_ms) != calls
                     or type(reply.outputs) is not tuple or len(reply.outputs) != calls):
                 raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
@@ -217,8 +219,15 @@ class BoundStage(Context):
         # the one call is not taken off (its claimed time is the candidate's figure): the allowance errs
         # toward the candidate by at most that call
         allow = rule.REQUEST_ALLOW_MS if cpu else rule.cuda_request_allow(one_call_ms, 0.0)
+        host_wait = 0.0
+        if not cpu and wait0 is not None and wait1 is not None:
+            main = (worker.proc.pid, worker.proc.pid)
+            others = sum(ms - threads0.get(t, 0.0) for t, ms in threads1.items() if t != main)
+            others += sum(ms - all0.get(p, 0.0) for p, ms in all1.items()
+                          if p not in ("worker", "cgroup", worker.proc.pid) and ms is not None)
+            host_wait = rule.outside_wait_ms(wait1 - wait0, others)
         return rule.BoundPass(wall_ms=wall, calls=calls + warmup, null_ms=null, baseline_floor_ms=floors,
-                              request_allow_ms=allow, **cpu_figures)
+                              request_allow_ms=allow, host_wait_ms=host_wait, **cpu_figures)
 
     def _trusted_loops(self, worker: CandidateProcess, bound_sets: list, flush: int | None, calls: int,
                        warmup: int, rewrite) -> tuple[float, tuple, dict]:

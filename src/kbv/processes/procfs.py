@@ -64,6 +64,18 @@ def thread_cpu_ms(pid: int | None) -> dict[int, float]:
     return out
 
 
+def run_delay_ms(pid: int | None, tid: int | None = None) -> float | None:
+    """Time thread ``tid`` (default: the main thread) of process ``pid`` has waited runnable for a
+    CPU, in ms: the second field of /proc/<pid>/task/<tid>/schedstat. None when /proc does not say."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/task/{tid or pid}/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e6
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def affinity_cores(pid: int | None) -> int:
     """CPUs process ``pid`` may run on (its affinity mask), at least 1."""
     try:
