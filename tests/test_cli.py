@@ -85,13 +85,16 @@ def test_problem_that_fails_at_import_is_one_line_and_exit_2(tmp_path):
 
 
 @pytest.mark.e2e
-def test_cuda_requested_without_cuda_is_a_usage_error():
+def test_cuda_requested_without_cuda_is_a_usage_error(tmp_path):
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
     r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cuda")
     assert r.returncode == 2 and "CUDA is not available" in r.stderr
+    # kbv run --gpus names the option the user gave, not one it implies
+    r = kbv("run", PROBLEM.parent.parent, DATA / "candidates", "--gpus", "all", "--store", tmp_path / "s.db")
+    assert r.returncode == 2 and "--gpus all: CUDA is not available" in r.stderr and "--device cuda" not in r.stderr, r.stderr
 
 
 def test_json_path_that_is_a_directory_is_refused_before_running(tmp_path):

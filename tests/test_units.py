@@ -139,6 +139,9 @@ def test_demo_table_marks_noisy_speedups():
     text = console.export_text()
     assert "2.00x ~" in text and "1.50x ~" in text
     assert "3.00x ~" not in text and "3.00x" in text
+    assert "randomised distributions" in demo_table([(CASES[0], quiet)], "cpu").caption  # the kbv policy's
+    compat = demo_table([(CASES[0], quiet)], "cpu", "kbv-compat").caption
+    assert "verified = kbv-compat" in compat and "randomised" not in compat  # kbv-compat runs none
 
 
 def test_fingerprint_indices_stay_in_range_for_large_outputs():

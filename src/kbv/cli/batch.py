@@ -112,7 +112,7 @@ def run_cmd(
     selection = _selection(level, problem_ids, runs)
     if gpus is not None and device is Device.cpu:
         fail("--gpus needs --device cuda (or auto)")
-    dev = resolve_device(Device.cuda if gpus is not None else device)
+    dev = resolve_device(Device.cuda, f"--gpus {gpus}") if gpus is not None else resolve_device(device)
     config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value)
     if lanes > 1 and dev != "cpu":
         fail("--lanes is for --device cpu; use --gpus on cuda")

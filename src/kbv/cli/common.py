@@ -120,13 +120,14 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def resolve_device(device: Device) -> str:
+def resolve_device(device: Device, option: str = "--device cuda") -> str:
+    """The device a command runs on; ``option``: how the user asked for cuda (named in the error)."""
     import torch
 
     if device is Device.auto:
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device is Device.cuda and not torch.cuda.is_available():
-        fail("--device cuda: CUDA is not available on this machine (torch "
+        fail(f"{option}: CUDA is not available on this machine (torch "
              f"{torch.__version__}); use --device cpu")
     return device.value
 

@@ -74,7 +74,7 @@ def serve_cmd(
     if gpus is not None:
         if device is Device.cpu:
             fail("--gpus runs cuda lanes; it cannot go with --device cpu")
-        resolve_device(Device.cuda)
+        resolve_device(Device.cuda, f"--gpus {gpus}")
         try:
             specs, dev = gpu_lanes(parse_gpus(gpus)), "cuda"
         except ValueError as exc:

@@ -12,6 +12,13 @@ POLICIES: tuple[str, ...] = ("kbv", "kbv-compat")
 DEFAULT_DISTRIBUTIONS: tuple[str, ...] = (
     "fresh", "normal", "sign-flip", "heavy-tail", "wide-range", "outliers", "near-zero", "offset",
     "few-positions", "break-triangular", "break-banded", "break-symmetric", "break-sorted", "break-sparse")
+#: KernelBench-Verified's hidden distributions (``kbv.reference.distributions.HIDDEN_DISTRIBUTIONS``
+#: holds their scales).
+HIDDEN_NAMES: tuple[str, ...] = ("D1", "D2", "D3", "D4")
+_INT_FIELDS = ("nominal_seeds", "warmup", "trials", "timing_rounds", "init_seed", "max_timing_rounds",
+               "timing_input_bytes")
+_REAL_FIELDS = ("atol", "rtol", "compile_timeout_s", "call_timeout_s", "timing_timeout_s", "time_budget_ms",
+                "timing_budget_s", "kbv_k", "kbv_floor_eps", "kbv_tf32_floor")
 #: tolerances of the allclose sweep kept with every input set (atol = rtol = t), as keys.
 SWEEP_KEYS: tuple[str, ...] = ("1e-02", "1e-03", "1e-04")
 
@@ -64,7 +71,10 @@ class EvalConfig:
             least, four at most: a small cap puts a small problem on a big one's path (two sets).
 
     Raises:
-        ValueError: a value out of range (device, precision, policy, counts, budgets).
+        TypeError: a count that is not an int, a tolerance, timeout or budget that is not a real
+            number, names that are not a tuple of strings (the message names the field).
+        ValueError: a value out of range (device, precision, policy, an unknown hidden
+            distribution, negative or non-finite tolerances, counts, budgets, timeouts).
     """
 
     device: str = "cpu"
@@ -114,7 +124,32 @@ class EvalConfig:
     #: (``kbv.pipeline.timing_rounds.Timing._timing_sets``).
     timing_input_bytes: int = 0
 
+    def _check_types(self) -> None:
+        for name in _INT_FIELDS:
+            v = getattr(self, name)
+            if type(v) is not int:
+                raise TypeError(f"EvalConfig.{name} must be an int, not {type(v).__name__} {v!r}")
+        for name in _REAL_FIELDS:
+            v = getattr(self, name)
+            if type(v) not in (int, float):
+                raise TypeError(f"EvalConfig.{name} must be a number, not {type(v).__name__} {v!r}")
+        for name in ("hidden", "baselines", "distributions"):
+            v = getattr(self, name)
+            if type(v) is not tuple or not all(type(x) is str for x in v):
+                raise TypeError(f"EvalConfig.{name} must be a tuple of names, not {v!r}")
+
     def __post_init__(self) -> None:
+        self._check_types()
+        unknown = [h for h in self.hidden if h not in HIDDEN_NAMES]
+        if unknown:
+            raise ValueError(f"unknown hidden distribution(s) {unknown}; known: {list(HIDDEN_NAMES)}")
+        if not all(math.isfinite(v) and v >= 0 for v in (self.atol, self.rtol)):
+            raise ValueError(f"atol and rtol must be finite and >= 0, not {self.atol!r}, {self.rtol!r}")
+        if self.warmup < 0:
+            raise ValueError(f"warmup must be >= 0, not {self.warmup!r}")
+        if not all(math.isfinite(v) and v > 0 for v in (self.compile_timeout_s, self.call_timeout_s,
+                                                        self.timing_timeout_s)):
+            raise ValueError("compile_timeout_s, call_timeout_s and timing_timeout_s must be finite and > 0")
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, not {self.policy!r}")
         if not (self.kbv_k >= 1 and math.isfinite(self.kbv_k)) or not (0 <= self.kbv_floor_eps < math.inf) \
