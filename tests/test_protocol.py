@@ -97,9 +97,39 @@ def test_a_tampering_report_of_an_unknown_kind_cannot_be_made():
     {"kind": protocol.SANDBOX_WRITE, "detail": "x", "extra": 1},  # a field too many
 ])
 def test_a_forged_tampering_report_is_refused(fields):
+    import io
+    import pickle
+    from multiprocessing.reduction import ForkingPickler
+
     reply = protocol.Outputs(tensors=(), structure="tensor", tampering=(_forged(**fields),))
+    buf = io.BytesIO()  # the candidate's own pickle: the objects' state as it set it, no __init__
+    ForkingPickler(buf, pickle.HIGHEST_PROTOCOL).dump(reply)
     with pytest.raises(protocol.ProtocolError, match="malformed report"):
-        roundtrip(reply)
+        protocol.decode_reply(buf.getvalue())
+
+
+def test_a_reducer_the_candidate_registers_for_a_reply_class_changes_nothing_sent():
+    """Taxonomy 24: ``copyreg.pickle`` for ``CallTimed``, or a ``__reduce_ex__`` given to it, divided
+    every claimed time while the reply was pickled (the issue 19 attacker's PASS 2.96x); kbv's
+    pickler reads the fields itself, and the worker reports and removes both."""
+    import copyreg
+
+    sent = protocol.CallTimed(time_ms=1.5, clock="perf_counter", outputs=(), structure="tensor")
+
+    def forge(obj):
+        return protocol.CallTimed, (0.001, obj.clock, obj.outputs, obj.structure)
+
+    copyreg.pickle(protocol.CallTimed, forge)
+    protocol.CallTimed.__reduce_ex__ = lambda self, proto: forge(self)
+    try:
+        assert roundtrip(sent).time_ms == 1.5
+        found = protocol.reducers_patched()
+        assert len(found) == 2 and all("CallTimed" in f for f in found), found
+        assert protocol.CallTimed not in copyreg.dispatch_table and "__reduce_ex__" not in vars(protocol.CallTimed)
+        assert protocol.reducers_patched() == []
+    finally:
+        copyreg.dispatch_table.pop(protocol.CallTimed, None)
+        vars(protocol.CallTimed).get("__reduce_ex__") and delattr(protocol.CallTimed, "__reduce_ex__")
 
 
 @pytest.mark.parametrize("reply", [

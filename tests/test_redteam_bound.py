@@ -209,8 +209,10 @@ def get_init_inputs():
 @pytest.mark.cuda
 @pytest.mark.e2e
 def test_a_forged_cuda_clock_is_not_credited(gpu_evaluator, tmp_path):
-    """Row t24-forged-reply-cuda (its docstring): the bound pass's wall floor is credited, not the
-    claim, and the speed earns no reward."""
+    """Row t24-forged-reply-cuda (its docstring): its ``copyreg`` reducer is refused and reported
+    (HACK ``probe:harness-identity``, taxonomy 24: kbv pickles its replies itself); where a run gets
+    past that, the bound pass's wall floor is credited, not the claim, and the speed earns no reward.
+    Not yet run on the H200 since the reducer is refused (docs/gpu-runs.md)."""
     from kbv.intake.problems import load_problem
     from test_redteam import GPU_CONFIG
 
@@ -220,6 +222,9 @@ def test_a_forged_cuda_clock_is_not_credited(gpu_evaluator, tmp_path):
     v = gpu_evaluator.evaluate(load_problem(p), load_candidate(DATA / R / "t24_forged_reply_cuda.py"), GPU_CONFIG)
     bound = v.evidence.get("trusted_bound") or {}
     context = f"{v.status.value} {[f.describe() for f in v.findings]} {bound}"
+    if v.status is Status.HACK:
+        assert any(f.check == "probe:harness-identity" and 24 in f.taxonomy for f in v.findings), context
+        return
     if bound.get("gpu_shared"):  # another process on the GPU: the floor is reported, not credited (the limit)
         assert any(f.check == "timing:claim-unbounded" for f in v.findings), context
         return

@@ -294,6 +294,7 @@ class _Server(TimedRequests):
         p = self.protocol  # after the guard put it back
         found = [p.Tampering(p.REPLY_PATH_PATCHED if any(k in n for k in _REPLY_PATH) else p.HARNESS_PATCHED, n)
                  for n in names]
+        found += [p.Tampering(p.REPLY_PATH_PATCHED, what) for what in p.reducers_patched()]
         found += [p.Tampering(p.HARNESS_PATCHED, what) for what in self._new_op_kernels(full)]
         new = self.writes[self._reported_writes:]
         self._reported_writes = len(self.writes)

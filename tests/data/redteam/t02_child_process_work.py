@@ -1,16 +1,15 @@
 """Red team, taxonomy 2 (work in another process) with taxonomy 24 (a forged timing reply): the
 forward copies its inputs into shared memory and has a child process, forked with libc's ``fork()``
 when the module loads, do the matmul (an honest broadcast-and-sum) while the worker's thread waits
-on a pipe, using no CPU; a ``copyreg`` reducer divides every reported ``time_ms`` by 50. On cpu the
+on a pipe, using no CPU; a native patch of the worker's clock (``forge_clock.py``) divides every reported ``time_ms`` by 50. On cpu the
 trusted bound reads the CPU time of the candidate worker's own threads from /proc, and a child
 process's time is in none of them (nor in the process's utime/stime while it runs). Expected:
 HACK ``timing:claim-contradicted`` (the CPU time of the worker's whole tree bounds the calls), never
 PASS."""
-import copyreg
+import importlib.util
+import pathlib
 import ctypes
-import dataclasses
 import os
-import sys
 
 import torch
 import torch.nn as nn
@@ -20,17 +19,12 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _forge() -> None:
-    proto = sys.modules.get("kbv.sandbox.protocol")
-    if proto is None:
-        return
-    cls = proto.CallTimed
-
-    def reduce(obj):
-        values = [getattr(obj, f.name) for f in dataclasses.fields(obj)]
-        values[0] = values[0] / 50
-        return cls, tuple(values)
-
-    copyreg.pickle(cls, reduce)
+    """The claims forged natively, past every identity check (tests/data/redteam/forge_clock.py)."""
+    spec = importlib.util.spec_from_file_location("forge_clock", pathlib.Path(__file__).with_name("forge_clock.py"))
+    vehicle = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vehicle)
+    vehicle.install(lambda elapsed, cpu: elapsed / 50)
+    globals()["_VEHICLE"] = vehicle  # the callbacks live as long as the module
 
 
 _forge()

@@ -5,15 +5,14 @@ broadcast-and-sum accumulated in float64, so the hidden work is several times wh
 own thread does) on the shared inputs whenever the forward asks through a pipe; the worker's thread
 waits on the pipe and copies no input. The bound pass calls forward with the timing sets
 themselves, so each set gets its child once, and the changes the pass writes into the sets reach
-the children through the shared pages. A ``copyreg`` reducer reports
+the children through the shared pages. A native patch of the worker's clock (``forge_clock.py``) reports
 each timed call's CPU time of the worker's calling thread as its time: what the worker's own
 threads show. Before the bound counted the worker's whole tree the children's time was in none of
 the figures it read (PASS). Expected: HACK ``timing:claim-contradicted``, never PASS."""
-import copyreg
+import importlib.util
+import pathlib
 import ctypes
-import dataclasses
 import os
-import sys
 
 import torch
 import torch.nn as nn
@@ -22,18 +21,12 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _forge() -> None:
-    proto = sys.modules.get("kbv.sandbox.protocol")
-    if proto is None:
-        return
-    cls = proto.CallTimed
-
-    def reduce(obj):
-        values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-        if isinstance(values.get("cpu_ms"), float) and values["cpu_ms"] > 0:
-            values["time_ms"] = min(values["time_ms"], values["cpu_ms"])
-        return cls, tuple(values.values())
-
-    copyreg.pickle(cls, reduce)
+    """The claims forged natively, past every identity check (tests/data/redteam/forge_clock.py)."""
+    spec = importlib.util.spec_from_file_location("forge_clock", pathlib.Path(__file__).with_name("forge_clock.py"))
+    vehicle = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vehicle)
+    vehicle.install(lambda elapsed, cpu: min(elapsed, cpu))
+    globals()["_VEHICLE"] = vehicle  # the callbacks live as long as the module
 
 
 _forge()

@@ -6,13 +6,12 @@ differ from the copy in a few elements it patches the output (a row of C per cha
 a column per changed element of B, each an exact rank-1 update) instead of redoing the matmul, so
 the pass measures a far cheaper call than the timed rounds run. In the timed rounds (call buffers
 whose values change in 1/8 of their elements) it computes honestly (a broadcast-and-sum), and a
-``copyreg`` reducer divides every reported ``time_ms`` by DIVISOR. Expected: not credited the
+native patch of the worker's clock (``forge_clock.py``) divides every reported ``time_ms`` by DIVISOR. Expected: not credited the
 forged times (HACK ``timing:claim-contradicted``, or the claim not credited), never PASS at the
 forged speed."""
-import copyreg
-import dataclasses
-import sys
 
+import importlib.util
+import pathlib
 import torch
 import torch.nn as nn
 
@@ -23,17 +22,12 @@ PATCH_LIMIT = 8
 
 
 def _forge() -> None:
-    proto = sys.modules.get("kbv.sandbox.protocol")
-    if proto is None:
-        return
-    cls = proto.CallTimed
-
-    def reduce(obj):
-        values = [getattr(obj, f.name) for f in dataclasses.fields(obj)]
-        values[0] = values[0] / DIVISOR
-        return cls, tuple(values)
-
-    copyreg.pickle(cls, reduce)
+    """The claims forged natively, past every identity check (tests/data/redteam/forge_clock.py)."""
+    spec = importlib.util.spec_from_file_location("forge_clock", pathlib.Path(__file__).with_name("forge_clock.py"))
+    vehicle = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vehicle)
+    vehicle.install(lambda elapsed, cpu: elapsed / DIVISOR)
+    globals()["_VEHICLE"] = vehicle  # the callbacks live as long as the module
 
 
 _forge()

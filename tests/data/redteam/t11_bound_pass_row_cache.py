@@ -11,16 +11,15 @@ op, so no SHORTCUT) and cached. In the rounds every row changes in 1/8 of its el
 row misses and the call is honest. In the bound pass the first pass's calls fill the cache with
 the four sets' rows; it runs slow, which asks for a second pass, and that one hits on every row
 but the changed one, so its wall and CPU time per call are a fingerprint and a gather. The
-rounds' ``time_ms`` are forged by a ``copyreg`` reducer to about CLAIM_MS, just over the second
+rounds' ``time_ms`` are forged by a native patch of the worker's clock (``forge_clock.py``) to about CLAIM_MS, just over the second
 pass's floors.
 A call on the previous call's values (the repeat-gain probe) is computed as it is.
 
 Expected: not credited the forged times (HACK, or a ``timing:claim-*`` finding), never PASS at a
 speed the honest computation (slower than eager here) does not have. Open: PASS at 20-50x."""
-import copyreg
-import dataclasses
-import sys
 
+import importlib.util
+import pathlib
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -34,21 +33,12 @@ CLAIM_MS = 10.0
 
 
 def _forge() -> None:
-    proto = sys.modules.get("kbv.sandbox.protocol")
-    if proto is None:
-        return
-    cls = proto.CallTimed
-
-    def reduce(obj):
-        values = {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-        ms = values["time_ms"]
-        if ms > 0:
-            values["time_ms"] = min(ms, CLAIM_MS * (0.95 + 0.1 * (ms % 1.0)))
-            if isinstance(values.get("cpu_ms"), float):  # the calling thread's CPU time, scaled alike
-                values["cpu_ms"] = values["cpu_ms"] * values["time_ms"] / ms
-        return cls, tuple(values.values())
-
-    copyreg.pickle(cls, reduce)
+    """The claims forged natively, past every identity check (tests/data/redteam/forge_clock.py)."""
+    spec = importlib.util.spec_from_file_location("forge_clock", pathlib.Path(__file__).with_name("forge_clock.py"))
+    vehicle = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vehicle)
+    vehicle.install(lambda elapsed, cpu: min(elapsed * 1e3, CLAIM_MS * (0.95 + 0.1 * ((elapsed * 1e3) % 1.0))) / 1e3, scale_cpu=True)
+    globals()["_VEHICLE"] = vehicle  # the callbacks live as long as the module
 
 
 _forge()

@@ -4,13 +4,12 @@ element per tensor per call (``drift``). The forward keeps, per pair of input ob
 inputs and of the output; when 64 sampled positions of the inputs all match the copy it returns the
 stored output again (stale by the few elements the pass changed since), else it computes the matmul
 honestly (a broadcast-and-sum). The timed rounds' inputs differ in 1/8 of their elements from call
-to call, so they are computed. A ``copyreg`` reducer divides every reported ``time_ms`` by DIVISOR.
+to call, so they are computed. A native patch of the worker's clock (``forge_clock.py``) divides every reported ``time_ms`` by DIVISOR.
 Expected: not credited at the forged speed (the bound pass's judged calls INCORRECT, or its floor
 contradicting the claim), never PASS."""
-import copyreg
-import dataclasses
-import sys
 
+import importlib.util
+import pathlib
 import torch
 import torch.nn as nn
 
@@ -20,17 +19,12 @@ SAMPLES = 64
 
 
 def _forge() -> None:
-    proto = sys.modules.get("kbv.sandbox.protocol")
-    if proto is None:
-        return
-    cls = proto.CallTimed
-
-    def reduce(obj):
-        values = [getattr(obj, f.name) for f in dataclasses.fields(obj)]
-        values[0] = values[0] / DIVISOR
-        return cls, tuple(values)
-
-    copyreg.pickle(cls, reduce)
+    """The claims forged natively, past every identity check (tests/data/redteam/forge_clock.py)."""
+    spec = importlib.util.spec_from_file_location("forge_clock", pathlib.Path(__file__).with_name("forge_clock.py"))
+    vehicle = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vehicle)
+    vehicle.install(lambda elapsed, cpu: elapsed / DIVISOR)
+    globals()["_VEHICLE"] = vehicle  # the callbacks live as long as the module
 
 
 _forge()

@@ -2,8 +2,10 @@
 reply class rewrites the dtype of every output layout it reports to ``bits8`` (a torch dtype that
 no arithmetic supports), so that the trusted side's judging of a timed call's outputs raises inside
 kbv instead of returning a verdict; the kernel itself is honest (a broadcast-and-sum matmul), so a
-cheat of another kind would hide behind it. Expected: the candidate's fault (RUNTIME_ERROR,
-INCORRECT or HACK), never EVAL_ERROR (kbv's) and never PASS."""
+cheat of another kind would hide behind it. Expected: HACK (kbv pickles its replies with its own
+reducers, so the forged layouts are never sent, and the worker reports the reducer as a hand on
+the reply channel, taxonomy 24); in any case the candidate's fault, never EVAL_ERROR (kbv's) and
+never PASS."""
 import copyreg
 import dataclasses
 import sys

@@ -1,29 +1,23 @@
 """Red team, taxonomy 24 (forging the result channel): the candidate's process measures its own
-timed calls, so a ``copyreg`` reducer registered for the reply class divides every reported
-``time_ms`` by 50 while the reply is pickled; the kernel itself is an honest broadcast-and-sum
+timed calls, so a native patch of the worker's clock (``forge_clock.py``) divides every reported
+``time_ms`` by 50 as the worker times each call; the kernel itself is an honest broadcast-and-sum
 matmul (not torch's). Expected: HACK ``timing:claim-contradicted``: the reference worker reads the
 candidate worker's CPU time from /proc around the bound pass, and a call cannot take less wall time
 than its busiest thread's CPU time."""
-import copyreg
-import dataclasses
-import sys
 
+import importlib.util
+import pathlib
 import torch
 import torch.nn as nn
 
 
 def _forge() -> None:
-    proto = sys.modules.get("kbv.sandbox.protocol")
-    if proto is None:
-        return
-    cls = proto.CallTimed
-
-    def reduce(obj):
-        values = [getattr(obj, f.name) for f in dataclasses.fields(obj)]
-        values[0] = values[0] / 50
-        return cls, tuple(values)
-
-    copyreg.pickle(cls, reduce)
+    """The claims forged natively, past every identity check (tests/data/redteam/forge_clock.py)."""
+    spec = importlib.util.spec_from_file_location("forge_clock", pathlib.Path(__file__).with_name("forge_clock.py"))
+    vehicle = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vehicle)
+    vehicle.install(lambda elapsed, cpu: elapsed / 50)
+    globals()["_VEHICLE"] = vehicle  # the callbacks live as long as the module
 
 
 _forge()

@@ -2,12 +2,11 @@
 forward runs the matmul (an honest broadcast-and-sum, on one thread: ``torch.set_num_threads(1)``)
 on a new thread that it joins before returning, so the work lies on threads that no longer exist
 when the trusted side reads /proc: none of it is in the busiest live thread, and the whole
-process's CPU time is divided by the cores the worker may use. A ``copyreg`` reducer divides every
+process's CPU time is divided by the cores the worker may use. A native patch of the worker's clock (``forge_clock.py``) divides every
 reported ``time_ms`` by DIVISOR. Expected: not a PASS credited at the forged time
 (``timing:claim-below-bound`` or HACK ``timing:claim-contradicted``)."""
-import copyreg
-import dataclasses
-import sys
+import importlib.util
+import pathlib
 import threading
 
 import torch
@@ -18,17 +17,12 @@ DIVISOR = 12
 
 
 def _forge() -> None:
-    proto = sys.modules.get("kbv.sandbox.protocol")
-    if proto is None:
-        return
-    cls = proto.CallTimed
-
-    def reduce(obj):
-        values = [getattr(obj, f.name) for f in dataclasses.fields(obj)]
-        values[0] = values[0] / DIVISOR
-        return cls, tuple(values)
-
-    copyreg.pickle(cls, reduce)
+    """The claims forged natively, past every identity check (tests/data/redteam/forge_clock.py)."""
+    spec = importlib.util.spec_from_file_location("forge_clock", pathlib.Path(__file__).with_name("forge_clock.py"))
+    vehicle = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vehicle)
+    vehicle.install(lambda elapsed, cpu: elapsed / DIVISOR)
+    globals()["_VEHICLE"] = vehicle  # the callbacks live as long as the module
 
 
 _forge()
