@@ -308,6 +308,10 @@ def test_only_a_wait_the_candidates_own_threads_cannot_explain_comes_off():
     assert rule.outside_wait_ms(12.0, 40.0) == 0.0
     assert rule.outside_wait_ms(float("nan"), 0.0) == 0.0
     assert rule.outside_wait_ms(3.0, -1.0) == 3.0
+    # a wait the trusted side's own timing thread did not see (a candidate's helper that pins itself
+    # to the launching thread's CPU and exits, red-team helper 2026-12-04) is not the host's
+    assert rule.outside_wait_ms(60.0, 0.0, trusted_wait_ms=0.1) == pytest.approx(0.2)
+    assert rule.outside_wait_ms(12.0, 0.5, trusted_wait_ms=50.0) == 11.5
 
 
 def test_run_delay_reads_the_main_threads_schedstat():

@@ -154,19 +154,28 @@ class BoundPass:
     host_wait_ms: float = 0.0
 
 
-def outside_wait_ms(main_wait_ms: float, own_other_cpu_ms: float) -> float:
+#: how much more of its time the worker's launching thread may be taken to have waited for a CPU
+#: than the trusted side's own timing thread waited in the same pass's null loops (kbv choice: the
+#: two threads share the host's load, not its exact timing).
+HOST_WAIT_FACTOR = 2.0
+
+
+def outside_wait_ms(main_wait_ms: float, own_other_cpu_ms: float, trusted_wait_ms: float = math.inf) -> float:
     """The part of the worker's main thread's run-queue wait over a request (``schedstat``'s second
     field, ms) that the rest of the machine caused: the wait less all the CPU time the worker's
-    other threads and processes used meanwhile (they may have kept it waiting: a candidate that
-    starves its own launching thread gets nothing off), at least 0.
+    other threads and processes used meanwhile (ended ones included: they may have kept it waiting,
+    and a candidate that starves its own launching thread gets nothing off), and at most
+    :data:`HOST_WAIT_FACTOR` times ``trusted_wait_ms``, what the same host load cost the trusted
+    side's own timing thread over as long (its null loops' share of waiting, times the request's
+    wall): a wait the trusted side did not see is not the host's. At least 0.
 
     Why (H200, 2026-12-04, a 40-kernel batch alone): while kbv's own build pool compiled CUDA
     candidates on every core, passes of four 0.035 ms Triton calls took 15-19 ms of wall, 3 ms a
     call of host time, and two honest kernels were credited 1.4-1.6 ms (0.025x); the events the
     claim comes from hide host time (the launch cover), so a wall floor must leave it out too."""
-    if not (math.isfinite(main_wait_ms) and math.isfinite(own_other_cpu_ms)):
+    if not (math.isfinite(main_wait_ms) and math.isfinite(own_other_cpu_ms)) or math.isnan(trusted_wait_ms):
         return 0.0
-    return max(0.0, main_wait_ms - max(0.0, own_other_cpu_ms))
+    return max(0.0, min(main_wait_ms - max(0.0, own_other_cpu_ms), HOST_WAIT_FACTOR * max(0.0, trusted_wait_ms)))
 
 
 def bound_calls(claimed_ms: float, slots: int, device: str) -> int:

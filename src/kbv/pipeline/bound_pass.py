@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 import time
 
 import numpy as np
@@ -198,6 +199,7 @@ class BoundStage(Context):
                 raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: {exc}") from None
             fp.drop_view(self._slots)
             del reply
+        self._null_wait_share = 0.0
         null, null_cpu, floors = self._trusted_loops(worker, bound_sets, flush, calls, warmup,
                                                      lambda: self._write_pass_inputs(sets, bound_sets, plan))
         recheck = Recheck()
@@ -222,10 +224,16 @@ class BoundStage(Context):
         host_wait = 0.0
         if not cpu and wait0 is not None and wait1 is not None:
             main = (worker.proc.pid, worker.proc.pid)
-            others = sum(ms - threads0.get(t, 0.0) for t, ms in threads1.items() if t != main)
-            others += sum(ms - all0.get(p, 0.0) for p, ms in all1.items()
-                          if p not in ("worker", "cgroup", worker.proc.pid) and ms is not None)
-            host_wait = rule.outside_wait_ms(wait1 - wait0, others)
+            main_cpu = threads1.get(main, 0.0) - threads0.get(main, 0.0)
+            live = sum(ms - threads0.get(t, 0.0) for t, ms in threads1.items())
+            # each process's figure holds its ended threads and waited-for children; the cgroup's,
+            # every process that ran in the jail
+            procs = sum(ms - all0.get(p, 0.0) for p, ms in all1.items()
+                        if p not in ("worker", "cgroup") and ms is not None and all0.get(p) is not None)
+            group = (all1["cgroup"] - all0["cgroup"]) if all1.get("cgroup") is not None \
+                and all0.get("cgroup") is not None else 0.0
+            host_wait = rule.outside_wait_ms(wait1 - wait0, max(live, procs, group) - main_cpu,
+                                             self._null_wait_share * wall)
         return rule.BoundPass(wall_ms=wall, calls=calls + warmup, null_ms=null, baseline_floor_ms=floors,
                               request_allow_ms=allow, host_wait_ms=host_wait, **cpu_figures)
 
@@ -264,7 +272,14 @@ class BoundStage(Context):
             with torch.no_grad():
                 made = rp.model(*inp.clone_args(bound_sets[0]))
             made = tuple(made) if isinstance(made, (tuple, list)) else (made,)
+            tid = threading.get_native_id()
+            wait0, t0 = procfs.run_delay_ms(os.getpid(), tid), time.perf_counter()
             null, null_busiest, null_all = min(loop(lambda *args: made) for _ in range(repeats.get("null", 1)))
+            wait1, span = procfs.run_delay_ms(os.getpid(), tid), (time.perf_counter() - t0) * 1e3
+            #: the share of its time this process's timing thread waited for a CPU in the null loops:
+            #: the host's load as the trusted side sees it (kbv.checks.bound_rules.outside_wait_ms)
+            self._null_wait_share = (wait1 - wait0) / span if wait0 is not None and wait1 is not None \
+                and span > 0 else 0.0
             for b in self.config.baselines:
                 bl.apply_flags(bl.flags_for(b))
                 runs = []

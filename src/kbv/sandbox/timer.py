@@ -29,6 +29,13 @@ _event_elapsed = torch.cuda.Event.elapsed_time
 _cuda_sync = torch.cuda.synchronize
 _cuda_sleep = torch.cuda._sleep
 _gc_disable, _gc_enable, _gc_isenabled, _gc_collect, _gc_freeze = gc.disable, gc.enable, gc.isenabled, gc.collect, gc.freeze
+_gc_count = gc.get_count
+
+#: tracked objects allocated (less those freed) since the last collection at which a timed call
+#: collects its young garbage inside its own clock: CPython's default threshold of the youngest
+#: generation (``gc.get_threshold()[0]``), so a call is charged about the collections it would have
+#: triggered itself.
+GC_YOUNG_THRESHOLD = 700
 
 #: GPU cycles of the spin queued ahead of a call timed after a synchronize (~1 ms at the H200's
 #: ~2 GHz): the flush, the start event and the call's own launches are queued behind it, so the
@@ -63,9 +70,10 @@ def gc_paused():
     call measured 23-40 ms when collections fell inside it. The claim is a median of single calls
     (a collection moves few of them) while the bound pass sums a whole loop's CPU time (every
     collection counts), so collections alone put an honest Triton kernel's floor at 1.5-1.8x its
-    claim (CI, ``31_VarMean``). The candidate may turn collection back on inside its own calls:
-    that only adds to its own times. :func:`collect` runs the deferred collections where nothing
-    is timed."""
+    claim (CI, ``31_VarMean``). What a call's own allocations owe is collected inside its clock
+    (:func:`_owed`: a candidate cannot move work into finalizers of its garbage past the clock),
+    and the bound pass collects once more at its end, inside the trusted window. The candidate may
+    turn collection back on inside its own calls: that only adds to its own times."""
     was = _gc_isenabled()
     _gc_disable()
     try:
@@ -73,6 +81,14 @@ def gc_paused():
     finally:
         if was:
             _gc_enable()
+
+
+def _owed() -> None:
+    """Inside a timed call's clock, after the call: collect the young generation when the call left
+    :data:`GC_YOUNG_THRESHOLD` objects or more (its cyclic garbage, and the finalizers of that
+    garbage, are the call's cost; a torch kernel leaves a few)."""
+    if _gc_count()[0] >= GC_YOUNG_THRESHOLD:
+        _gc_collect(0)
 
 
 def collect(freeze: bool = False) -> None:
@@ -226,11 +242,13 @@ def one_call(fn: Callable[..., object], args: Sequence[object], *, device: torch
                 flush.zero_()
             _event_record(start)
             out = fn(*args)
+            _owed()
             _event_record(end)
             _cuda_sync(device)
             return float(_event_elapsed(start, end)), out, "cuda-event"
         t0 = _perf_counter()
         out = fn(*args)
+        _owed()
         touch_pages(out)
         return (_perf_counter() - t0) * 1e3, out, "perf_counter"
 
@@ -333,6 +351,7 @@ def time_calls(
                     _cuda_sync(device)
                 t0 = _perf_counter()
                 out = fn(*args)
+                _owed()
                 if cuda:
                     _cuda_sync(device)
                 else:
@@ -355,6 +374,7 @@ def time_calls(
                     flush.zero_()
                 _event_record(starts[i])
                 out = fn(*args)
+                _owed()
                 _event_record(ends[i])
                 keep_output(i, out)
                 if copy_out is not None:
@@ -369,6 +389,7 @@ def time_calls(
             args = args_for(warmup + i)
             t0 = _perf_counter()
             out = fn(*args)
+            _owed()
             touch_pages(out)
             times.append((_perf_counter() - t0) * 1e3)
             keep_output(i, out)
