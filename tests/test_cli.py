@@ -221,3 +221,23 @@ def test_a_bad_option_value_is_one_line_and_exit_2(args, says):
 def test_no_arguments_still_print_the_whole_help():
     r = kbv(timeout=120)
     assert r.returncode == 0 and "Usage: " in r.stdout and "eval" in r.stdout and r.stderr == ""
+
+
+def test_a_flag_the_evaluation_raised_is_not_repeated_from_the_cached_vet_report(monkeypatch, capsys):
+    """A newcomer's report: ``kbv eval`` on a stochastic problem printed its warning twice, once
+    marked ``(kbv vet)``; a flag of another kind from the cached report is still added."""
+    from types import SimpleNamespace
+
+    from kbv.cli import verify
+    from kbv.reference import vetting
+
+    cached = SimpleNamespace(reasons=("stochastic: differs under two RNG states (vet's words)",
+                                      "constant-output: the same output on every set"))
+    monkeypatch.setattr(vetting, "cached_report", lambda pref, precision: cached)
+    verdict = SimpleNamespace(problem_flags=("stochastic: two runs differ by 0.3",),
+                              config=SimpleNamespace(precision="fp32"))
+    lines = []
+    monkeypatch.setattr(verify.err_console, "print", lambda text, **kw: lines.append(text))
+    verify._warn_if_flagged(SimpleNamespace(path="p.py"), verdict)
+    body = [ln.strip() for ln in lines[1:]]
+    assert body == ["stochastic: two runs differ by 0.3", "constant-output: the same output on every set (kbv vet)"]

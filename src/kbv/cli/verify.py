@@ -71,7 +71,9 @@ def _warn_if_flagged(pref, verdict) -> None:
     lines = list(verdict.problem_flags)
     cached = cached_report(pref, verdict.config.precision)
     if cached is not None:
-        lines += [f"{r} (kbv vet)" for r in cached.reasons if r not in lines]
+        # a flag this evaluation raised itself is said once, in its own words
+        own = {line.split(":", 1)[0].strip() for line in lines}
+        lines += [f"{r} (kbv vet)" for r in cached.reasons if r.split(":", 1)[0].strip() not in own]
     if lines:
         err_console.print(f"kbv: warning: {pref.path} is flagged by vetting and is left out of aggregate "
                           "metrics by default:", highlight=False, soft_wrap=True, markup=False)
