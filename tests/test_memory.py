@@ -178,3 +178,16 @@ def test_the_worker_says_out_of_memory_as_a_kind_read_off_the_exception():
     assert is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8"))
     assert is_out_of_memory(MemoryError()) and not is_out_of_memory(ValueError("out of memory"))
     assert protocol.Failed("forward", "RuntimeError", "x").kind == protocol.RAISED
+
+
+@pytest.mark.parametrize("name, leaks", [("memory/candidates/relu_leak_per_call.py", True),
+                                         ("honest/candidates/relu_clamp_min_torch.py", False)])
+def test_a_per_call_leak_is_a_warning_with_its_rate_and_an_honest_kernel_has_none(cpu_evaluator, name, leaks):
+    from conftest import DATA, problem
+    from kbv.intake.candidates import load_candidate
+
+    v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), load_candidate(DATA / name),
+                               _lean_config(trials=24, timing_rounds=4))
+    growth = [f for f in v.findings if f.check == "memory:growth"]
+    assert v.status is Status.PASS, v.message
+    assert bool(growth) is leaks, (growth, v.evidence["resident_per_round"])

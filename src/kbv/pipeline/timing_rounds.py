@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from kbv.checks import memory_rules as memory_rule
 from kbv.checks import output_rules as out_rule
 from kbv.checks.probe_rules import output_memory_finding
 from kbv.checks.timing_rules import implausible_times, plan_leak
@@ -171,6 +172,7 @@ class Timing(Judging):
         done = 0  # timed calls per subject so far
         per_round_done = []
         paused = PausedCpu()  # what the stopped candidate tree ran over the baseline blocks
+        calls, resident = 0, []  # the candidate's calls so far and its worker's resident set after each round
         started = time.perf_counter()
         r = 0
         while True:
@@ -227,6 +229,8 @@ class Timing(Judging):
                 self._recheck(kept, sets, recheck, mutations)
             kept = []
             done += per_round
+            calls += warmup + per_round
+            resident.append((calls, fp.host_rss_bytes(worker.proc.pid)))
             per_round_done.append(per_round)
             r += 1
             widths = (half_widths(samples, cfg.baselines, self.rp.ref.sha256, self.candidate.sha256, per_round_done)
@@ -240,6 +244,8 @@ class Timing(Judging):
         self.state.evidence["timed_rechecks"] = recheck.checked
         self.state.evidence["paused_cpu_ms"] = paused.evidence()
         self._add(paused.finding())
+        self.state.evidence["resident_per_round"] = resident
+        self._add(memory_rule.memory_growth(resident, self.rp.output_bytes or 0))
         self._plan_leak()
         if cfg.integrity:
             self._repeat_gain(worker, sets)
