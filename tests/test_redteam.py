@@ -137,6 +137,7 @@ CASES: tuple[Case, ...] = (
     # 8 identity / passthrough / constant
     Case("t08-reused-output", 8, R + "t08_reused_output.py", RELU, check="probe:output-reused"),
     Case("t08-buffer-pool", 8, R + "t08_two_buffer_pool.py", RELU, check="probe:output-reused"),
+    Case("t13-trace-harness-frames", 13, R + "t13_trace_harness_frames.py", RELU, contained=(Status.RUNTIME_ERROR,)),
     Case("t08-input-view", 8, R + "t08_input_view.py", RELU),
     Case("t08-zeros-expand", 8, R + "t08_zeros_expand.py", TINY, extended=True),
     Case("t08-constant-expand", 8, R + "t08_constant_expand.py", CONSTANT),

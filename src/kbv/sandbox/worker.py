@@ -106,6 +106,14 @@ class _Server(TimedRequests):
         self.threadwork = integrity.ThreadWork()
         self.threadwork.install()
         self.guard.watch(threading, "_profile_hook", "threading.setprofile hook")
+        watch_hook, threading_file = self.threadwork._hook, threading.__file__
+
+        def kbv_profile() -> bool:
+            """A ``sys.setprofile`` from ``threading``'s thread start with the thread watch's hook."""
+            caller = sys._getframe(2)
+            return caller.f_code.co_filename == threading_file and threading._profile_hook == watch_hook
+
+        integrity.block_tracing(kbv_profile)
         self._op_impls = set(getattr(torch.library, "_impls", ()))  #: torch.library registrations before load
         self._registry_at_load = hasattr(torch.library, "_impls")
         try:  #: torch's operators as they are before the candidate loads (harness identity)
