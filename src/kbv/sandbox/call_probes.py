@@ -323,15 +323,20 @@ def watch_writes(allowed: Sequence[str], log: list) -> None:
     sys.addaudithook(hook)
 
 
-def block_tracing(allowed_profile: Any) -> None:
+def block_tracing(watch: ThreadWork) -> None:
     """Install an audit hook (it cannot be removed) that refuses ``sys.settrace`` and
     ``sys.setprofile`` (and what calls them: ``threading.settrace`` in a new thread, C extensions
     through ``PyEval_SetTrace``/``PyEval_SetProfile``) from now on: a trace function runs before every
     line of the harness's frames and can rewrite their locals (a red-team helper's tracer, found by
     walking the stack, set ``timed_call``'s ``reused`` to ``""`` and moved ``one_call``'s ``t0``:
     PASS 4.6x and a forged claim, no ctypes; 2026-12-04). The call raises ``RuntimeError`` in the
-    candidate. ``allowed_profile()`` says whether a ``sys.setprofile`` is kbv's own (the thread
-    watch's hook, installed by ``threading`` in each new thread: :class:`ThreadWork`)."""
+    candidate. A ``sys.setprofile`` made by ``threading``'s thread start while its hook is ``watch``'s
+    (:meth:`ThreadWork.install`) is kbv's own and goes through."""
+    threading_file = threading.__file__
+
+    def allowed_profile() -> bool:
+        return sys._getframe(2).f_code.co_filename == threading_file and threading._profile_hook == watch._hook
+
     def hook(event: str, args: tuple) -> None:
         if event == "sys.settrace" or (event == "sys.setprofile" and not allowed_profile()):
             raise RuntimeError(f"kbv: {event}() is refused in the candidate worker (a trace or profile hook "

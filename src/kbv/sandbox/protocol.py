@@ -14,7 +14,6 @@ verdict.
 
 from __future__ import annotations
 
-import copyreg
 import dataclasses
 import io
 import pickle
@@ -22,6 +21,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
+
+from kbv.sandbox import pickling
 
 #: Largest reply accepted from a candidate (bytes of pickle; tensor data travel out of band).
 MAX_REPLY_BYTES = 256 << 20
@@ -307,59 +308,20 @@ REPLY_TYPES = (Loaded, Outputs, Times, MemoryFigures, Failed, Pong, OpCounts, Ca
 PAYLOAD_TYPES = (Tampering,)
 
 
-import torch.multiprocessing  # noqa: E402,F401 - registers torch's reducers before the snapshot below
-
-#: the reducers a message is pickled with, as they were when this module was imported (the candidate
-#: worker imports it before any candidate code): ``copyreg.pickle`` calls made later, for a reply
-#: class or for ``torch.Tensor``, change nothing that is sent (taxonomy 24).
-_REDUCERS = {**copyreg.dispatch_table, **ForkingPickler._extra_reducers}
-#: every message class and its field names: a message is pickled as ``(class, field values)`` read
-#: with ``object.__getattribute__``, whatever ``__reduce__``, ``__reduce_ex__`` or
-#: ``__getstate__`` its class is given later.
+#: every message class and its field names (:class:`kbv.sandbox.pickling.MessagePickler`).
 _FIELDS = {c: tuple(f.name for f in dataclasses.fields(c)) for c in list(globals().values())
            if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == __name__}
-_get = object.__getattribute__
-
-
-class MessagePickler(ForkingPickler):
-    """torch's tensor reducers from :data:`_REDUCERS`, messages by :data:`_FIELDS`."""
-
-    def __init__(self, file: Any, protocol: int | None = None):
-        pickle.Pickler.__init__(self, file, protocol)
-        self.dispatch_table = dict(_REDUCERS)
-
-    def reducer_override(self, obj: Any) -> Any:
-        fields = _FIELDS.get(type(obj))
-        if fields is None:
-            return NotImplemented
-        return type(obj), tuple(_get(obj, name) for name in fields)
 
 
 def reducers_patched() -> list[str]:
-    """Reducers registered since import for kbv's message classes (``copyreg.dispatch_table``,
-    ``ForkingPickler``'s table) and reduce methods given to those classes, each removed here. No
-    honest kernel does either: it is a hand on the reply channel (the worker reports it)."""
-    found = []
-    for table, label in ((copyreg.dispatch_table, "copyreg.dispatch_table"),
-                         (ForkingPickler._extra_reducers, "ForkingPickler._extra_reducers")):
-        for cls in [c for c in list(table) if c in _FIELDS]:
-            table.pop(cls, None)
-            found.append(f"{label}[{cls.__name__}] (a reducer for kbv's message class)")
-    for cls in _FIELDS:
-        for name in ("__reduce__", "__reduce_ex__", "__getstate__", "__getnewargs__", "__getnewargs_ex__"):
-            if name in vars(cls):
-                try:
-                    delattr(cls, name)
-                except (AttributeError, TypeError):
-                    pass
-                found.append(f"{cls.__name__}.{name} (a reducer for kbv's message class)")
-    return found
+    """:func:`kbv.sandbox.pickling.reducers_patched` for this module's message classes."""
+    return pickling.reducers_patched(_FIELDS)
 
 
 def encode(msg: Any) -> bytes:
-    """Pickle ``msg`` with :class:`MessagePickler` (tensors shared, not copied)."""
+    """Pickle ``msg`` with :class:`kbv.sandbox.pickling.MessagePickler` (tensors shared, not copied)."""
     buf = io.BytesIO()
-    MessagePickler(buf, pickle.HIGHEST_PROTOCOL).dump(msg)
+    pickling.MessagePickler(buf, pickle.HIGHEST_PROTOCOL, _FIELDS).dump(msg)
     return buf.getvalue()
 
 

@@ -53,7 +53,7 @@ class _Server(TimedRequests):
         from kbv.sandbox import profiling
         from kbv.sandbox import protocol
         from kbv.sandbox import timer as timing  # noqa: F401
-        from kbv.sandbox import guard, rawcopy, timed
+        from kbv.sandbox import guard, pickling, rawcopy, timed
         import multiprocessing.connection as mpc
         import multiprocessing.reduction as mpr
 
@@ -88,7 +88,7 @@ class _Server(TimedRequests):
         # every harness callable, the clocks and the reply path, as they are before the candidate
         # loads: checked (and put back) before every reply, taxonomy 4/24/25
         self.guard = integrity.HarnessGuard(
-            [baselines, integrity, guard, kernel_timeline, memory, pointers, profiling, protocol, timing,
+            [baselines, integrity, guard, kernel_timeline, memory, pointers, pickling, profiling, protocol, timing,
              rawcopy, timed, sys.modules[__name__]],
             [(time, "perf_counter", "time.perf_counter"), (time, "monotonic", "time.monotonic"),
              (torch.cuda, "synchronize", "torch.cuda.synchronize"), (torch.cuda, "Event", "torch.cuda.Event"),
@@ -106,14 +106,7 @@ class _Server(TimedRequests):
         self.threadwork = integrity.ThreadWork()
         self.threadwork.install()
         self.guard.watch(threading, "_profile_hook", "threading.setprofile hook")
-        watch_hook, threading_file = self.threadwork._hook, threading.__file__
-
-        def kbv_profile() -> bool:
-            """A ``sys.setprofile`` from ``threading``'s thread start with the thread watch's hook."""
-            caller = sys._getframe(2)
-            return caller.f_code.co_filename == threading_file and threading._profile_hook == watch_hook
-
-        integrity.block_tracing(kbv_profile)
+        integrity.block_tracing(self.threadwork)
         self._op_impls = set(getattr(torch.library, "_impls", ()))  #: torch.library registrations before load
         self._registry_at_load = hasattr(torch.library, "_impls")
         try:  #: torch's operators as they are before the candidate loads (harness identity)
