@@ -39,3 +39,44 @@ def test_a_refusing_nvml_falls_back_to_proc(monkeypatch):
     monkeypatch.setattr(gpushare, "_uses_gpu", lambda pid: True)
     share = gpushare.read(0)
     assert share.others == 1 and share.source == "proc"
+
+
+def test_the_orchestrators_other_processes_are_kbvs_own():
+    """A batch's build pool and other lanes are children of the orchestrator, not of the reference
+    worker: they are kbv's own, not other work (a batch alone on the H200 read 9-17 of them as a
+    shared GPU). This test process plays the orchestrator; a child plays the reference worker."""
+    import subprocess
+
+    sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    probe = ("from kbv.processes import gpushare; "
+             "print(' '.join(map(str, sorted(gpushare._descendants(gpushare.kbv_root())))))")
+    try:
+        def ours(env):
+            out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
+                                 check=True, timeout=60).stdout.split()
+            return {int(x) for x in out}
+
+        env = {k: v for k, v in os.environ.items() if k != gpushare.ORCHESTRATOR_ENV}
+        assert sibling.pid not in ours(env)  # without the orchestrator named: only its own tree
+        assert sibling.pid in ours({**env, gpushare.ORCHESTRATOR_ENV: str(os.getpid())})
+    finally:
+        sibling.kill()
+        sibling.wait()
+
+
+def test_an_orchestrator_pid_that_is_not_an_ancestor_is_ignored(monkeypatch):
+    monkeypatch.setenv(gpushare.ORCHESTRATOR_ENV, "1" if os.getpid() != 1 else "2")
+    monkeypatch.setattr(gpushare, "_parent", lambda pid: None)  # no ancestor chain
+    assert gpushare.kbv_root() == os.getpid()
+    monkeypatch.setenv(gpushare.ORCHESTRATOR_ENV, "not-a-pid")
+    assert gpushare.kbv_root() == os.getpid()
+
+
+def test_a_real_ancestor_is_found_through_proc():
+    """The parent chain read from /proc/PID/stat reaches this process's parent."""
+    env = {**os.environ, gpushare.ORCHESTRATOR_ENV: str(os.getpid())}
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", "from kbv.processes import gpushare; print(gpushare.kbv_root())"],
+                         env=env, capture_output=True, text=True, check=True).stdout.strip()
+    assert out == str(os.getpid())

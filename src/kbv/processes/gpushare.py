@@ -6,7 +6,11 @@ accuses (kbv.pipeline.sync). The reference worker asks NVML (``nvidia-ml-py``, o
 device's compute processes and leaves out itself and its descendants (the candidate worker, what it
 started, the next job's worker started early). Inside a container NVML may report host PIDs that
 match no PID here; then kbv's own processes are counted instead (those holding a ``/dev/nvidia*``
-file open) and only the excess is taken as other work. Where NVML is missing or refuses (the lent
+file open) and only the excess is taken as other work. kbv's own processes are the tree of the
+orchestrator that started the reference worker (:data:`ORCHESTRATOR_ENV`): its build pool, its
+other lanes and the next jobs' workers are stopped or elsewhere while a job times, and a batch alone
+on the H200 read 9-17 of them as "other processes" of a shared GPU (2026-12-04), which left every
+cuda floor of the batch uncredited. Where NVML is missing or refuses (the lent
 H200's container, 2026-12-04: ``nvml: False`` beside the cuda suite), the other processes of this
 PID namespace that hold a ``/dev/nvidia*`` file open are counted instead (``source: proc``): they
 miss work from other containers, which only NVML sees.
@@ -32,6 +36,36 @@ class GpuShare:
     def evidence(self) -> dict:
         return {"nvml": self.available, "other_processes": self.others, "other_bytes": self.other_bytes,
                 "processes": self.processes, "utilization_pct": self.utilization_pct, "source": self.source}
+
+
+#: set by :class:`kbv.processes.reference.ReferenceProcess` to the orchestrator's PID in the reference
+#: worker's environment (trusted: the candidate never writes that process's environment).
+ORCHESTRATOR_ENV = "KBV_ORCHESTRATOR_PID"
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def kbv_root() -> int:
+    """The PID whose tree is kbv's own: the orchestrator named by :data:`ORCHESTRATOR_ENV` when it
+    is an ancestor of this process, else this process."""
+    me = os.getpid()
+    try:
+        root = int(os.environ.get(ORCHESTRATOR_ENV, ""))
+    except ValueError:
+        return me
+    p, seen = me, set()
+    while p and p not in seen:
+        if p == root:
+            return root
+        seen.add(p)
+        p = _parent(p)
+    return me
 
 
 def _descendants(pid: int) -> set[int]:
@@ -65,14 +99,14 @@ def _proc_pids() -> list[int]:
 
 def proc_share() -> GpuShare:
     """``GpuShare(available=False, source="proc")`` counting the processes of this PID namespace,
-    not this process or its descendants, that hold a ``/dev/nvidia*`` file open (any GPU: /proc
+    not kbv's own (:func:`kbv_root`'s tree), that hold a ``/dev/nvidia*`` file open (any GPU: /proc
     does not say which)."""
-    ours = _descendants(os.getpid())
+    ours = _descendants(kbv_root())
     return GpuShare(False, sum(1 for p in _proc_pids() if p not in ours and _uses_gpu(p)), source="proc")
 
 
 def read(device_index: int = 0) -> GpuShare:
-    """The compute processes on GPU ``device_index`` that are not this process or its descendants;
+    """The compute processes on GPU ``device_index`` that are not kbv's own (:func:`kbv_root`'s tree);
     :func:`proc_share` where NVML is missing or refuses (never raises)."""
     try:
         import pynvml
@@ -91,7 +125,7 @@ def read(device_index: int = 0) -> GpuShare:
             pynvml.nvmlShutdown()
     except Exception:  # noqa: BLE001 - NVML missing, no permission, no device
         return proc_share()
-    ours = _descendants(os.getpid())
+    ours = _descendants(kbv_root())
     matched = [p for p in procs if int(p.pid) in ours]
     if matched:
         others = [p for p in procs if int(p.pid) not in ours]

@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 from kbv import __version__
 from kbv.model.records import CandidateRef, Environment
 from kbv.processes.handles import POLL_S, environ_set, spawn_context, kill_group, plain_main, wait_readable
-from kbv.processes import custody
+from kbv.processes import custody, gpushare
 from kbv.processes.jail import kill_cgroups
 from kbv.processes.procfs import undumpable
 from kbv.processes.reference_jobs import Job, NextCandidate, VerifyJob, encode_job
@@ -222,7 +222,8 @@ class ReferenceProcess:
         self.proc = ctx.Process(target=custody.entry, args=(main, self.custody, child, device), daemon=False,
                                 name=f"kbv-reference-{device}")
         # as in the candidate worker: OpenMP waits passive, no expandable segments (shared_worker_env)
-        with environ_set({**os.environ, **shared_worker_env()}), plain_main(), _sigint_ignored():  # plain_main: a script without a __main__ guard
+        env = {**os.environ, **shared_worker_env(), gpushare.ORCHESTRATOR_ENV: str(os.getpid())}
+        with environ_set(env), plain_main(), _sigint_ignored():  # plain_main: a script without a __main__ guard
             self.proc.start()
         child.close()
 
