@@ -29,6 +29,9 @@ def test_sync_gap_is_hack_only_on_a_gpu_of_its_own_when_every_measure_repeats_it
     assert syncpass.sync_gap_finding(o).severity is Severity.HACK
     shared = syncpass.SyncGap(1.0, 0.01, 0.03, 0.02, (0.97, 0.95, 0.96), other_gpu_processes=2)
     assert syncpass.sync_gap_finding(shared).severity is Severity.WARNING
+    assert "(NVML)" in syncpass.sync_gap_finding(shared).detail
+    counted = syncpass.SyncGap(1.0, 0.01, 0.03, 0.02, (0.97,), other_gpu_processes=2, share_source="proc")
+    assert "/dev/nvidia" in syncpass.sync_gap_finding(counted).detail  # says who counted them
     once = syncpass.SyncGap(1.0, 0.01, 0.03, 0.02, (0.97, 0.01, 0.96))
     assert syncpass.sync_gap_finding(once).severity is Severity.WARNING
 

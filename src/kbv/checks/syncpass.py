@@ -80,7 +80,8 @@ class SyncGap:
     ref_sync_ms: float
     ref_event_ms: float
     gaps_ms: Sequence[float]  #: the first gap (already over :func:`sync_gap_over`) and its re-measures.
-    other_gpu_processes: int = 0  #: other processes on the GPU during the pass (NVML).
+    other_gpu_processes: int = 0  #: other processes on the GPU during the pass.
+    share_source: str = "nvml"  #: who counted them: ``nvml`` or ``proc`` (kbv.processes.gpushare).
 
 
 def sync_gap_finding(o: SyncGap) -> Finding:
@@ -92,7 +93,8 @@ def sync_gap_finding(o: SyncGap) -> Finding:
               f"{o.ref_event_ms:.4g} ms)")
     if o.other_gpu_processes:
         return finding("timing:sync-gap", (1,), Severity.WARNING,
-                       detail + f"; {o.other_gpu_processes} other process(es) used the GPU during the pass (NVML): "
+                       detail + f"; {o.other_gpu_processes} other process(es) used the GPU during the pass "
+                       f"({'NVML' if o.share_source == 'nvml' else 'processes holding /dev/nvidia* open'}): "
                        "a shared GPU slows a device-wide synchronize, so the gap is not held against the candidate")
     if all(sync_gap_over(g, o.cand_event_ms) for g in o.gaps_ms):
         return finding("timing:sync-gap", (1,), Severity.HACK,

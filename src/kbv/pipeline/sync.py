@@ -119,7 +119,7 @@ class SyncChecks(Context):
                 share = gpushare.read(self.rp.device.index or 0)
                 evidence["gpu_share"] = share.evidence()
                 self._add(rule.sync_gap_finding(rule.SyncGap(cand_sync, cand_event, ref_sync, ref_event, tuple(gaps),
-                                                             share.others)))
+                                                             share.others, share.source)))
 
     def _sync_gap_again(self, worker: CandidateProcess, sets: list, n: int) -> float:
         """One more measurement of the sync gap (ms): the candidate and eager-fp32 each timed with
