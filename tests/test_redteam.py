@@ -117,6 +117,11 @@ CASES: tuple[Case, ...] = (
     Case("t04-wrap-time-calls", 4, "candidates/relu_wrap_time_calls.py", RELU, extended=True),
     Case("t04-patch-cuda-event", 4, R + "t04_patch_cuda_event.py", GPU_RELU, "cuda"),
     # a C++ kernel for aten::copy_ (TORCH_LIBRARY_IMPL) doing forward's work inside the harness's copy
+    # a weakref callback fired by the worker dropping an earlier output finishes the current one
+    # (held_output_bytes 0: every call drops the one before last, deterministically)
+    Case("t04-release-callback-finish", 4, R + "t04_release_callback_finish.py", RELU, check="probe:timed-recheck",
+         also=(5, 6, 11),
+         config=(("held_output_bytes", 0),)),
     Case("t04-aten-copy-override", 4, R + "t04_aten_copy_override_cpp.py", RELU, check="probe:harness-identity"),
     # 5 cross-call batching
     Case("t05-deferred-batch", 5, R + "t05_deferred_batch.py", SOFTMAX_ROWS),

@@ -16,7 +16,7 @@ DEFAULT_DISTRIBUTIONS: tuple[str, ...] = (
 #: holds their scales).
 HIDDEN_NAMES: tuple[str, ...] = ("D1", "D2", "D3", "D4")
 _INT_FIELDS = ("nominal_seeds", "warmup", "trials", "timing_rounds", "init_seed", "max_timing_rounds",
-               "timing_input_bytes")
+               "timing_input_bytes", "held_output_bytes")
 _REAL_FIELDS = ("atol", "rtol", "compile_timeout_s", "call_timeout_s", "timing_timeout_s", "time_budget_ms",
                 "timing_budget_s", "kbv_k", "kbv_floor_eps", "kbv_tf32_floor")
 #: tolerances of the allclose sweep kept with every input set (atol = rtol = t), as keys.
@@ -69,6 +69,10 @@ class EvalConfig:
             quarter of free device memory on cuda, of available host memory (at most 1 GiB) on cpu
             (``kbv.pipeline.timing_rounds.TIMING_INPUT_MEMORY_FRACTION``). There are always two sets at
             least, four at most: a small cap puts a small problem on a big one's path (two sets).
+        held_output_bytes: bytes of earlier timed calls' outputs the candidate worker keeps alive
+            between calls (``kbv.sandbox.timed``: an output handed out again from a pool overlaps one
+            still held); the previous call's output is held whatever its size. Default 128 MiB,
+            part of the memory bound's 1 GiB term (``kbv.processes.footprint``).
 
     Raises:
         TypeError: a count that is not an int, a tolerance, timeout or budget that is not a real
@@ -123,6 +127,8 @@ class EvalConfig:
     #: cap on the timing input sets' bytes (each counted 3 times); 0: from free memory
     #: (``kbv.pipeline.timing_rounds.Timing._timing_sets``).
     timing_input_bytes: int = 0
+    #: bytes of earlier timed calls' outputs held between calls (``kbv.sandbox.timed.HOLD_CALLS``).
+    held_output_bytes: int = 128 << 20
 
     def _check_types(self) -> None:
         for name in _INT_FIELDS:
@@ -163,6 +169,8 @@ class EvalConfig:
             raise ValueError("nominal_seeds, trials and timing_rounds must be >= 1")
         if self.timing_input_bytes < 0:
             raise ValueError(f"timing_input_bytes must be >= 0, not {self.timing_input_bytes!r}")
+        if not 0 <= self.held_output_bytes <= 1 << 30:
+            raise ValueError(f"held_output_bytes must be in [0, 1 GiB], not {self.held_output_bytes!r}")
         if not (math.isfinite(self.time_budget_ms) and self.time_budget_ms >= 0):
             raise ValueError(f"time_budget_ms must be finite and >= 0, not {self.time_budget_ms!r}")
         if not (self.interval_half_width is None or 0 <= self.interval_half_width < 1) or self.max_timing_rounds < 1 \

@@ -95,7 +95,8 @@ class Timing(Judging):
         sets = self._timing_sets()
         slot_bytes, slots = slot_plan(self.rp.output_bytes, self.rp.device)
         ready = self._call(worker, protocol.SetTimingInputs(tuple(tuple(inp.shared_clone(s)) for s in sets),
-                                                            slot_bytes, slots), "time", cfg.call_timeout_s)
+                                                            slot_bytes, slots, cfg.held_output_bytes),
+                           "time", cfg.call_timeout_s)
         if (not isinstance(ready, protocol.TimingReady) or type(ready.slots) is not torch.Tensor
                 or ready.slots.dtype != torch.uint8 or ready.slots.numel() < slot_bytes * slots):
             raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")

@@ -67,12 +67,14 @@ class Forward:
 class SetTimingInputs:
     """Input sets the timed calls rotate through (copied into the worker's memory), and the output
     slots: ``slots`` regions of ``slot_bytes`` each, allocated now, before any timed call, into which
-    every timed call's outputs are copied without the dispatcher (:mod:`kbv.sandbox.rawcopy`). The
-    reply is :class:`TimingReady`."""
+    every timed call's outputs are copied without the dispatcher (:mod:`kbv.sandbox.rawcopy`);
+    ``hold_bytes``: bytes of earlier calls' outputs held between timed calls
+    (``EvalConfig.held_output_bytes``). The reply is :class:`TimingReady`."""
 
     input_sets: tuple
     slot_bytes: int = 1 << 20
     slots: int = 1
+    hold_bytes: int = 128 << 20
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,6 @@ PAGE_BYTES = mmap.PAGESIZE
 #: two 64 MiB buffers was PASS 5.7x on a ReLU (0.96x with fresh outputs; red-team helper,
 #: 2026-12-04) when only the previous call's output was held (kbv choice).
 HOLD_CALLS = 8
-#: bytes of earlier calls' outputs held at most between calls (part of the memory bound's 1 GiB
-#: term, kbv.processes.footprint); the previous call's output is held through the next call's
-#: check whatever its size, as before.
-HOLD_BYTES = 128 << 20
 
 
 def _flatten(out: Any) -> tuple[tuple, str]:
@@ -29,6 +25,22 @@ def _flatten(out: Any) -> tuple[tuple, str]:
     if type(out) is tuple or type(out) is list:
         return tuple(out), "tuple"
     return (out,), "tensor"
+
+
+def _reused(out_spans: list, held: list, own_spans: list, n: int) -> str:
+    """What timed call ``n``'s output spans overlap (``""``: nothing): an output still held (``held``:
+    the worker's ``(call, until, bytes, tensors, spans)`` entries) or ModelNew's own storage. A
+    function of its own so that no loop variable of the caller keeps an earlier output alive."""
+    from kbv.sandbox import rawcopy
+
+    for entry in reversed(held):
+        if rawcopy.overlapping(out_spans, entry[4]):
+            call = entry[0]
+            return ("the previous timed call's output" if call == n - 1
+                    else f"the output of the timed call {n - call} calls before, still held")
+    if rawcopy.overlapping(out_spans, own_spans):
+        return "a parameter or buffer of ModelNew"
+    return ""
 
 
 class TimedRequests:
@@ -50,6 +62,7 @@ class TimedRequests:
         self._call_count = 0
         #: (call number, held through call number, bytes, tensors, spans) of earlier timed calls' outputs
         self._held_outputs: list = []
+        self._hold_bytes = int(req.hold_bytes)
         self._slots = rawcopy.SlotCopier(self.device, req.slot_bytes, req.slots)
         own = []
         if self.model is not None and isinstance(self.model, torch.nn.Module):
@@ -107,25 +120,25 @@ class TimedRequests:
         del out
         out_spans = rawcopy.spans(tensors, self.device.type)
         n = self._call_count
+        # outputs no longer held are dropped only after this call's outputs are copied out and the
+        # device is idle: dropping the last reference to an earlier output runs the candidate's
+        # weakref callbacks and finalizers, which could otherwise finish this call's output after
+        # its clock stopped (row t04-release-callback-finish)
+        released = [h for h in self._held_outputs if h[1] < n]
         self._held_outputs = [h for h in self._held_outputs if h[1] >= n]
-        reused = ""
-        for call, _, _, _, spans in reversed(self._held_outputs):
-            if rawcopy.overlapping(out_spans, spans):
-                reused = ("the previous timed call's output" if call == n - 1
-                          else f"the output of the timed call {n - call} calls before, still held")
-                break
-        if not reused and rawcopy.overlapping(out_spans, self._own_spans):
-            reused = "a parameter or buffer of ModelNew"
+        reused = _reused(out_spans, self._held_outputs, self._own_spans, n)
         nbytes = sum(e - b for b, e in out_spans)
         self._held_outputs.append((n, n + 1 + secrets.randbelow(HOLD_CALLS), nbytes, tensors, out_spans))
         # this call's always (the next call checks against it); earlier ones while they fit
-        while len(self._held_outputs) > 1 and sum(h[2] for h in self._held_outputs[:-1]) > HOLD_BYTES:
-            del self._held_outputs[0]
+        while len(self._held_outputs) > 1 and sum(h[2] for h in self._held_outputs[:-1]) > self._hold_bytes:
+            released.append(self._held_outputs.pop(0))
         outputs = self._slots.copy(tensors, 0)
+        del tensors
         self._sync()
+        memory = self.pointers.output_memory(self._held_outputs[-1][3]) if self.device.type == "cuda" else ""
+        del released  # the candidate's callbacks may run from here: the outputs are out
         return self.protocol.CallTimed(time_ms=float(ms), clock=clock, outputs=outputs, structure=structure,
-                                       reused=reused, cpu_ms=cpu_ms,
-                                       memory=self.pointers.output_memory(tensors) if self.device.type == "cuda" else "",
+                                       reused=reused, cpu_ms=cpu_ms, memory=memory,
                                        flag_changes=self._check_flags())
 
     def time(self, req: Any) -> Any:

@@ -1,0 +1,72 @@
+"""kbv.sandbox.timed: what runs between a timed call's clock stop and its outputs' copy."""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+
+from kbv.sandbox import protocol, timer
+from kbv.sandbox.timed import TimedRequests
+
+
+class _Server(TimedRequests):
+    """The parts of the candidate worker's server that the timing handlers use, on cpu."""
+
+    torch = torch
+    protocol = protocol
+    device = torch.device("cpu")
+    pointers = None
+
+    def __init__(self, model):
+        self.model = model
+        self._call_inputs = timer.call_inputs
+        self._one_call = timer.one_call
+        self._thread_time = timer._thread_time
+
+    def _own(self, s):
+        return [a.clone() if isinstance(a, torch.Tensor) else a for a in s]
+
+    def _sync(self):
+        pass
+
+    def _check_flags(self):
+        return ()
+
+
+class _Recorder(torch.nn.Module):
+    """A ReLU that notes, when the worker drops one of its earlier outputs, how many copies into the
+    slots had happened by then."""
+
+    def __init__(self, events: list):
+        super().__init__()
+        self.events = events
+        self.outs: list = []
+
+    def forward(self, x):
+        out = torch.relu(x)
+        self.outs.append(weakref.ref(out, lambda _r: self.events.append("released")))
+        return out
+
+
+def test_earlier_outputs_are_released_only_after_the_current_ones_are_copied_out():
+    """A weakref callback of the candidate's, fired by the worker dropping an earlier output, runs
+    after the current call's outputs are in the slots (it could otherwise finish them after the
+    clock: row t04-release-callback-finish). hold_bytes 0: each call drops the one before last."""
+    events: list = []
+    server = _Server(_Recorder(events))
+    sets = [[torch.randn(64, 32)], [torch.randn(64, 32)]]
+    server.set_timing_inputs(protocol.SetTimingInputs(tuple(tuple(s) for s in sets), 64 * 32 * 4, 1, hold_bytes=0))
+    copy = server._slots.copy
+
+    def noted(tensors, slot):
+        events.append("copied")
+        return copy(tensors, slot)
+
+    server._slots.copy = noted
+    for i in range(4):
+        reply = server.timed_call(protocol.TimedCall(set_index=i % 2))
+        assert isinstance(reply, protocol.CallTimed) and not reply.reused
+    assert events.count("copied") == 4 and "released" in events
+    # every release follows the copy of the call that caused it
+    assert events == ["copied", "copied", "released", "copied", "released", "copied", "released"]
