@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Issues 19 and 22 on the H200 in three foreground device calls made back to back on one warm machine
+# The trusted side on the H200 (goal: the cuda suite 0 failed beside a run, >= 90 % of rerun speedups inside
+# the first run's intervals, the bound's precision, the serve lane busy), in three foreground device calls made back to back on one warm machine
 # (carry [".whl"]; each call's logs go straight to $OUT; LIMIT seconds each, default 560):
-#   bash bench/gpu_issue19.sh alone   # the 40-kernel batch alone (rerun_coverage first), the output copy's paths
+#   bash bench/gpu_trusted_side.sh alone   # the 40-kernel batch alone (rerun_coverage first), the output copy's paths
 #                                     # (bench/copy_paths.py), the bound's precision, two honest verifications
-#   bash bench/gpu_issue19.sh beside  # the same batch again beside the cuda suite's four groups (BATCH=second)
-#   bash bench/gpu_issue19.sh rest    # the serve GPU lane under eight clients, then the red-team group alone
+#   bash bench/gpu_trusted_side.sh beside  # the same batch again beside the cuda suite's four groups (BATCH=second)
+#   bash bench/gpu_trusted_side.sh rest    # the serve GPU lane under eight clients, then the red-team group alone
 # Then, here: `PYTHONPATH=src python3 bench/rerun_coverage.py compare DIR` on the two stores that came back.
 [ -d .whl ] && [ ! -d /tmp/site/fastapi ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
   --upgrade --target /tmp/site .whl/*.whl
