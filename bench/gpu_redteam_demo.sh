@@ -12,7 +12,7 @@ export PYTHONPATH=src PYTHONUNBUFFERED=1 KBV_CACHE_DIR=${KBV_CACHE_DIR:-/tmp/kbv
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
 } 2>&1 | tee "$OUT/env.txt"
-timeout ${PYTEST_S:-330} python3 -m pytest -q -m cuda -rA tests/test_redteam.py tests/test_honest.py tests/test_gpu.py \
+timeout ${PYTEST_S:-330} python3 -m pytest -q -m cuda -rA tests/e2e/test_redteam.py tests/e2e/test_honest.py tests/e2e/test_gpu.py \
   2>&1 | tail -150 > "$OUT/pytest-cuda.log"; tail -5 "$OUT/pytest-cuda.log"
 timeout ${DEMO_S:-150} python3 -m kbv demo --device cuda --json-dir /tmp/kbv-demo-json 2>&1 | tee "$OUT/demo.log" | tail -25
 tar czf "$OUT/demo-verdicts.tgz" -C /tmp kbv-demo-json 2>/dev/null

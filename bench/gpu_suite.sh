@@ -10,9 +10,9 @@ case "$1" in
     rm -rf /tmp/snap && mkdir -p /tmp/snap && cp -r src tests bench pyproject.toml /tmp/snap/ && cd /tmp/snap
     for g in redteam honest rest; do
       case $g in
-        redteam) sel="tests/test_redteam.py" ;;
-        honest) sel="tests/test_honest.py" ;;
-        rest) sel="tests/ --ignore=tests/test_redteam.py --ignore=tests/test_honest.py" ;;
+        redteam) sel="tests/e2e/test_redteam.py" ;;
+        honest) sel="tests/e2e/test_honest.py" ;;
+        rest) sel="tests/ --ignore=tests/e2e/test_redteam.py --ignore=tests/e2e/test_honest.py" ;;
       esac
       setsid nohup python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider $sel > /tmp/g/$g.log 2>&1 < /dev/null &
     done ;;

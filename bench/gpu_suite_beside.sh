@@ -11,12 +11,12 @@ nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
 py="python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
 BATCH=${BATCH:-first}
 python3 bench/rerun_coverage.py "$BATCH" /tmp/w --deadline-s $((LIMIT - 30)) > "$O/batch.log" 2>&1 & b=$!
-$py tests/test_redteam.py tests/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
-$py tests/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
-$py tests/test_gpu.py tests/test_gpu_policy.py > "$O/gpu.log" 2>&1 & p3=$!
-$py tests/ --ignore=tests/test_redteam.py --ignore=tests/test_redteam_bound.py --ignore=tests/test_honest.py \
-  --ignore=tests/test_gpu.py --ignore=tests/test_gpu_policy.py --deselect \
-  tests/test_serve.py::test_gpu_lane_stays_busy_under_eight_clients > "$O/rest.log" 2>&1 & p4=$!
+$py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
+$py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
+$py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py > "$O/gpu.log" 2>&1 & p3=$!
+$py tests/ --ignore=tests/e2e/test_redteam.py --ignore=tests/e2e/test_redteam_bound.py --ignore=tests/e2e/test_honest.py \
+  --ignore=tests/e2e/test_gpu.py --ignore=tests/e2e/test_gpu_policy.py --deselect \
+  tests/serve/test_serve.py::test_gpu_lane_stays_busy_under_eight_clients > "$O/rest.log" 2>&1 & p4=$!
 while [ $(( $(date +%s) - t0 )) -lt "$LIMIT" ] && { kill -0 $b || kill -0 $p1 || kill -0 $p2 || kill -0 $p3 || kill -0 $p4; } 2>/dev/null; do
   sleep 5
 done

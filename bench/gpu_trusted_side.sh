@@ -29,8 +29,8 @@ case "$1" in
     BATCH=second LIMIT=$(( $(left) - 10 )) bash bench/gpu_suite_beside.sh ;;
   rest)
     py="python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
-    timeout $(( $(left) / 3 )) $py "tests/test_serve.py::test_gpu_lane_stays_busy_under_eight_clients" > "$O/serve_gpu.log" 2>&1
-    timeout $(( $(left) - 5 )) $py tests/test_redteam.py tests/test_redteam_bound.py > "$O/redteam_alone.log" 2>&1 ;;
+    timeout $(( $(left) / 3 )) $py "tests/serve/test_serve.py::test_gpu_lane_stays_busy_under_eight_clients" > "$O/serve_gpu.log" 2>&1
+    timeout $(( $(left) - 5 )) $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam_alone.log" 2>&1 ;;
   *) echo "usage: $0 alone|beside|rest" >&2; exit 2 ;;
 esac
 echo "$1: wall $(( $(date +%s) - t0 )) s" >> "$O/summary.txt"

@@ -6,7 +6,7 @@ wrapper), and no kbv process exceeds 9 GiB of resident memory (the 4·B + 1 GiB 
 :mod:`kbv.processes.footprint`, B = 2 GiB of inputs and outputs per call).
 
 The verification runs in an :class:`kbv.batch.evaluator.Evaluator` in this process (the orchestrator)
-with ``kbv eval``'s default config on cpu (every check on; ``--lean``: tests/test_memory.py's). While it runs, a thread samples the
+with ``kbv eval``'s default config on cpu (every check on; ``--lean``: tests/e2e/test_memory.py's). While it runs, a thread samples the
 resident set (``VmRSS`` of /proc, every ``--interval`` s) of this process and of each of its
 descendants: the reference worker (this process's child), its sentinel (a fork of it, the same
 command line) and each candidate worker (the reference worker's other children). Sampling can miss
@@ -127,7 +127,7 @@ def main() -> int:
     ap.add_argument("--interval", type=float, default=0.1, help="seconds between RSS samples")
     ap.add_argument("--out", help="JSON file (default docs/data/memory-<problem stem>-cpu.json)")
     ap.add_argument("--lean", action="store_true",
-                    help="tests/test_memory.py's config (1 nominal seed, D1 and D4, one randomised set, 4 timed "
+                    help="tests/e2e/test_memory.py's config (1 nominal seed, D1 and D4, one randomised set, 4 timed "
                          "calls) instead of kbv eval's default")
     args = ap.parse_args()
 

@@ -4,12 +4,23 @@ the ``e2e`` marking of the fast tier (``python -m pytest -m "not e2e"``)."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
+#: the red-team candidates: cheats of every taxonomy entry (docs/hack-taxonomy.md), a folder of their own.
+EXPLOITS = ROOT / "exploits"
+# the suite's helper modules (verdict_factory, llm_server) for tests in the package folders
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def data_file(rel: str) -> Path:
+    """A test input by its short name: ``redteam/<file>`` under :data:`EXPLOITS`, anything else
+    under :data:`DATA`."""
+    return EXPLOITS / rel.removeprefix("redteam/") if rel.startswith("redteam/") else DATA / rel
 
 # One content-hash build cache for every test (compiled candidates are built once per machine).
 os.environ.setdefault("KBV_CACHE_DIR", str(ROOT / ".kbv-cache"))

@@ -22,7 +22,7 @@ LAYERS = (*__import__("kbv").LAYERS, "top")
 TOP_PACKAGES = ("cli", "serve")
 #: modules whose layer is not their package's (none).
 LAYER_OF_MODULE: dict[str, str] = {}
-#: what the candidate worker may have loaded next to candidate code (tests/test_sandbox_imports.py
+#: what the candidate worker may have loaded next to candidate code (tests/sandbox/test_sandbox_imports.py
 #: checks it on a spawned worker): the package itself, the sandbox and the data model.
 SANDBOX_SIDE = ("kbv", "kbv.sandbox", "kbv.model")
 

@@ -18,6 +18,9 @@ from kbv.model.config import EvalConfig
     ({"atol": "1e-3"}, TypeError, "EvalConfig.atol must be a number"),
     ({"hidden": ["D1"]}, TypeError, "EvalConfig.hidden must be a tuple"),
     ({"call_timeout_s": 0}, ValueError, "call_timeout_s"),
+    ({"trials": 0}, ValueError, "^trials must be >= 1, not 0$"),
+    ({"timing_rounds": 0}, ValueError, "^timing_rounds must be >= 1"),
+    ({"held_output_bytes": -1}, ValueError, "held_output_bytes"),
 ])
 def test_a_bad_value_is_refused_at_construction(kw, error, words):
     with pytest.raises(error, match=words):

@@ -63,7 +63,7 @@ CUDA_REQUEST_ALLOW_MAX_MS = 10.0
 #: share of the floor given up for the spread of one pass against the rounds' medians (kbv choice:
 #: honest kernels' raw CPU floors, before the margin, reached 1.43x their claims on a 2-core machine
 #: with four other verifications on it (onehot_matmul_gather_torch, claim 15.7 ms, floors 49.9 and
-#: 22.4 ms raw; tests/test_honest.py); a margin of 0.25 then cost that kernel its speed reward).
+#: 22.4 ms raw; tests/e2e/test_honest.py); a margin of 0.25 then cost that kernel its speed reward).
 BOUND_MARGIN = 0.4
 #: a claimed median this many times under the floor, and CONTRADICTION_SLACK_MS under it, is a
 #: contradiction (kbv choice: the same factor as the sync pass's wall check, kbv.pipeline.sync; the
@@ -252,7 +252,7 @@ def wall_floor_ms(p: BoundPass, baseline_median_ms: Mapping[str, float]) -> floa
     also holds the waits of a busy machine: it is credited only when two passes confirm it, never
     taken as proof. No :data:`BOUND_MARGIN`: the pass's calls run back to back, warmer than the
     rounds' one call per request (an honest broadcast-and-sum matmul's rounds measured 1.2-1.8x the
-    pass's wall per call on a loaded 2-core machine, tests/test_redteam_bound.py), which is an
+    pass's wall per call on a loaded 2-core machine, tests/e2e/test_redteam_bound.py), which is an
     honest claim's headroom over this floor; with the margin a clock forged by 3.5 went unflagged."""
     if p.calls < 1:
         return 0.0
@@ -329,7 +329,7 @@ def floor_cap(claimed_ms: float, floors: list[float], loop_ms: float = 0.0, nois
     (the brief: a time the verdict credits is measured or bounded by the trusted side). A second
     pass must repeat it (one pass may pay what the next does not, page faults on the pass's fresh
     input sets). Measured on a 2-core machine, 37 honest cpu kernels of 0.07-20 ms
-    (tests/test_honest.py), idle and beside four other verifications: the floor reached at most
+    (tests/e2e/test_honest.py), idle and beside four other verifications: the floor reached at most
     0.76 x the claim (raw, before the margin, 1.27 x: the worker's one call per request runs
     colder than the pass's calls back to back), so no honest kernel there was capped. Not proof
     of a lie (:func:`contradicts` is): a WARNING."""

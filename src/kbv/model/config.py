@@ -165,8 +165,9 @@ class EvalConfig:
             raise ValueError(f"device must be cpu or cuda, not {self.device!r}")
         if self.precision not in ("fp32", "bf16", "fp16"):
             raise ValueError(f"precision must be fp32, bf16 or fp16, not {self.precision!r}")
-        if self.nominal_seeds < 1 or self.trials < 1 or self.timing_rounds < 1:
-            raise ValueError("nominal_seeds, trials and timing_rounds must be >= 1")
+        for name in ("nominal_seeds", "trials", "timing_rounds"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, not {getattr(self, name)!r}")
         if self.timing_input_bytes < 0:
             raise ValueError(f"timing_input_bytes must be >= 0, not {self.timing_input_bytes!r}")
         if not 0 <= self.held_output_bytes <= 1 << 30:

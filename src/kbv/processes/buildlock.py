@@ -96,6 +96,17 @@ def holder(build_dir: Path) -> str:
         return ""
 
 
+def describe_holder(line: str) -> str:
+    """A lock line (:func:`holder`) as a reader wants it: ``pid 9333 on host, since 14:02:11``;
+    the line as it is when it does not parse."""
+    fields = dict(part.split("=", 1) for part in line.split()[1:] if "=" in part)
+    try:
+        since = time.strftime("%H:%M:%S", time.localtime(float(fields["at"])))
+        return f"pid {int(fields['pid'])} on {fields.get('host', '?')}, since {since}"
+    except (KeyError, ValueError, OverflowError, OSError):
+        return line or "holder unknown"
+
+
 def _reset(build_dir: Path, interrupted: bool) -> None:
     """First hold of this process: delete torch's stale ``lock`` files; after an interrupted build,
     all of ``torch_extensions`` (the compiler's and linker's outputs; Triton and the other caches
@@ -206,8 +217,9 @@ def _acquire(build_dir: Path, timeout_s: float, what: str, say: Callable[[str], 
                                    f"kept building it for {timeout_s:g} s")
         if not told:
             told = True
-            say(f"kbv: {what + ': ' if what else ''}waiting for another kbv process building the same "
-                f"file ({holder(build_dir) or 'holder unknown'}) in {build_dir}")
+            # the holder may be this run's own build pool building a file of the same content
+            say(f"kbv: {what + ': ' if what else ''}waiting for another build of the same source "
+                f"({describe_holder(holder(build_dir))}) in {build_dir}")
         time.sleep(POLL_S)
 
 

@@ -1,5 +1,5 @@
 """Taxonomy 6 (phase detection by call counting) for a big output: an honest ReLU for the first
-six calls (the correctness calls of tests/test_timing_memory.py's config: one nominal set, the four
+six calls (the correctness calls of tests/pipeline/test_timing_memory.py's config: one nominal set, the four
 cache probes, D1), twice the ReLU afterwards, in the timed calls. Caught only by the timed
 re-checks, which judge each kept call as it returns where the outputs are big."""
 import torch

@@ -1,5 +1,5 @@
 """ReLU on a 256 MiB torch.rand input (4096 x 16384 fp32): big enough that kbv's own copies of
-it dominate the reference worker's memory (tests/test_memory.py asserts the 4·B + 1 GiB bound)."""
+it dominate the reference worker's memory (tests/e2e/test_memory.py asserts the 4·B + 1 GiB bound)."""
 import torch
 import torch.nn as nn
 

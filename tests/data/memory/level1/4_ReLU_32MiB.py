@@ -1,5 +1,5 @@
 """ReLU on a 32 MiB torch.rand input (2048 x 4096 fp32): two kept timed outputs (64 MiB) are over the
-cpu re-check budget, so each kept call is judged as it returns (tests/test_timing_memory.py)."""
+cpu re-check budget, so each kept call is judged as it returns (tests/pipeline/test_timing_memory.py)."""
 import torch
 import torch.nn as nn
 
