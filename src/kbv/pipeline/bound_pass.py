@@ -129,7 +129,7 @@ class BoundStage(Context):
         for j in range(calls):
             k = (first + j) % n
             src = (k + 1 + secrets.randbelow(n - 1)) % n if n > 1 else None
-            plan.append((k, src, secrets.randbits(62), timed_mutation(sets[k], sets[(k + 1) % n], g, skip)))
+            plan.append((k, src, secrets.randbits(62), timed_mutation(sets[k], sets[(k + 1) % n], g, skip, self._kinds())))
         return plan
 
     def _write_pass_inputs(self, sets: list, bound_sets: list, plan: list, keep: tuple = ()) -> dict:

@@ -152,5 +152,11 @@ class Context:
 
     def _structured(self) -> tuple:
         """Input positions whose declared domain (:data:`STRUCTURED_DOMAINS`) changes of single
-        elements would break: left alone by the timed-input changes and the perturbed probe."""
+        elements would break: left out of the input mix; the per-call changes and the perturbed probe
+        keep their structure (:func:`kbv.reference.mutation.structured_change`)."""
         return tuple(sorted(i for i, d in self.rp.domains.items() if isinstance(i, int) and d.kind in STRUCTURED_DOMAINS))
+
+    def _kinds(self) -> dict:
+        """The declared domain of each structured input position (:meth:`_structured`): what
+        :func:`kbv.reference.mutation.structured_change` keeps."""
+        return {i: d.kind for i, d in self.rp.domains.items() if isinstance(i, int) and d.kind in STRUCTURED_DOMAINS}

@@ -133,7 +133,7 @@ class Correctness(Judging):
             other = inp.draw(get_inputs, seed, dev)
             mixed = inp.InputSet(f"probe-perturbed-{j}", InputKind.NOMINAL,
                                  f"values of {last.name} with one element per input replaced, in the previous call's "
-                                 "buffers", seed, perturbed(last.args, other, seed, self._structured()))
+                                 "buffers", seed, perturbed(last.args, other, seed, self._structured(), self._kinds()))
             last.release()
             del other
             r = self._check_set(worker, mixed, buffers="reuse", probe=True)

@@ -18,6 +18,7 @@ from kbv.processes import elf
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference.build import first_line
+from kbv.reference.mutation import timed_mutation
 from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import protocol
 
@@ -57,7 +58,9 @@ class ProfileCheck(Context):
             return
         skip = self._structured()
         mix = (1, secrets.randbits(62), skip) if len(sets) > 1 else ()
-        reply = self._call(worker, protocol.CountOps(0, mix), "profile", self.config.call_timeout_s)
+        mutate = timed_mutation(sets[0], sets[1 % len(sets)], torch.Generator().manual_seed(secrets.randbits(62)),
+                                skip, self._kinds()) if len(sets) > 1 else ()
+        reply = self._call(worker, protocol.CountOps(0, mix, mutate), "profile", self.config.call_timeout_s)
         if not isinstance(reply, protocol.OpCounts) or not op_counts_ok(reply):
             raise Stop(Outcome.BAD_REPLY, f"{self.name}: profile: malformed reply")
         bl.apply_flags(self.fp32_flags)

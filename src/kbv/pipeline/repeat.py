@@ -59,16 +59,16 @@ class RepeatGain(Context):
         def fresh_call() -> tuple:
             idx = secrets.randbelow(n)
             mx = ((idx + 1 + secrets.randbelow(n - 1)) % n, secrets.randbits(62), skip) if n > 1 else ()
-            return idx, mx, timed_mutation(sets[idx], sets[(idx + 1) % n], g, skip)
+            return idx, mx, timed_mutation(sets[idx], sets[(idx + 1) % n], g, skip, self._kinds())
 
         for repeat in arms:
             idx, mx, mt = fresh_call()
-            more = timed_mutation(sets[idx], sets[(idx + 1) % n], g, skip)
+            more = timed_mutation(sets[idx], sets[(idx + 1) % n], g, skip, self._kinds())
             if repeat:
                 follow = (idx, mx, mt + more)
             else:
                 idx2, mx2, mt2 = fresh_call()
-                follow = (idx2, mx2, mt2 + timed_mutation(sets[idx2], sets[(idx2 + 1) % n], g, skip))
+                follow = (idx2, mx2, mt2 + timed_mutation(sets[idx2], sets[(idx2 + 1) % n], g, skip, self._kinds()))
             for k, (i, m, changes) in enumerate(((idx, mx, mt), follow)):
                 with self._held(worker, protocol.TimedCall(i, flush, m, changes), "time",
                                 self.config.call_timeout_s, hold=False) as reply:

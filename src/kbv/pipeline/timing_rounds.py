@@ -207,7 +207,7 @@ class Timing(Judging):
             base = {i: first if i == plain else (first + warmup + i) % len(sets) for i in range(per_round)}
             # the changed element's value comes from the next timing set (another draw, so inside
             # the problem's domain): no spare draw of the problem's size is held
-            mutate = tuple((i, timed_mutation(sets[base[i]], sets[(base[i] + 1) % len(sets)], g, skip))
+            mutate = tuple((i, timed_mutation(sets[base[i]], sets[(base[i] + 1) % len(sets)], g, skip, self._kinds()))
                            for i in range(per_round)) if cfg.integrity else ()
             mixes = dict(mix)
             mutations = {done + i: (mixes.get(i), m) for i, m in mutate}
@@ -294,7 +294,7 @@ class Timing(Judging):
             calls.append((i, idx, mx, mt, cfg.integrity and i in keep))  # judged: decided here, never sent
             if i == again:
                 more = timed_mutation(sets[idx], sets[(idx + 1) % n], torch.Generator().manual_seed(
-                    secrets.randbits(62)), skip)
+                    secrets.randbits(62)), skip, self._kinds())
                 calls.append((-1, idx, mx, mt + more, False))
         for i, idx, mx, mt, judged in calls:
             entry = None

@@ -8,7 +8,7 @@ import torch
 from kbv.reference.passes import chunk_elements, host_threads
 
 #: declared domains (kbv.reference.domains) that a change of single elements would break: inputs declared so
-#: are left alone by the per-call changes of timed inputs.
+#: get changes that keep the domain (:func:`structured_change`) and are left out of the input mix.
 STRUCTURED_DOMAINS = ("fixed", "probability", "symmetric", "spd")
 
 
@@ -30,20 +30,62 @@ def content_digest(t: torch.Tensor) -> tuple:
     return tuple(t.shape), str(t.dtype), a, b
 
 
-def timed_mutation(args: list, spare: list, g: torch.Generator, skip: tuple = ()) -> tuple:
+def _index(flat: int, shape: tuple) -> tuple:
+    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape)) if shape else ()
+
+
+def structured_change(a: torch.Tensor, b: torch.Tensor, kind: str, g: torch.Generator) -> list[tuple]:
+    """A change of a few elements of ``a`` that keeps its declared domain ``kind`` (one of
+    :data:`STRUCTURED_DOMAINS`), values from ``b`` (another draw of the same domain) where it
+    takes any: ``[(index tuple, value), ...]``, empty where none keeps it.
+
+    * ``symmetric`` (square last two dims): one off-diagonal pair (i, j) and (j, i) set to ``b``'s
+      value there.
+    * ``spd``: one diagonal entry raised by ``|b|``'s there (A + d e_i e_i^T with d >= 0 stays
+      symmetric positive definite).
+    * ``probability`` (rows over the last dim): two entries of one row swapped (the row's sum and
+      signs stay).
+    * ``fixed``: none.
+    """
+    shape = tuple(a.shape)
+    if kind in ("symmetric", "spd") and a.dim() >= 2 and shape[-1] == shape[-2] and shape[-1] >= 2:
+        n = shape[-1]
+        batch = _index(int(torch.randint(max(1, a[..., 0, 0].numel()), (1,), generator=g)), shape[:-2])
+        i, j = (int(v) for v in torch.randperm(n, generator=g)[:2])
+        if kind == "symmetric":
+            v = b[(*batch, i, j)].to(a.dtype).item()
+            return [((*batch, i, j), v), ((*batch, j, i), v)]
+        d = abs(b[(*batch, i, i)].to(a.dtype).item())
+        return [((*batch, i, i), (a[(*batch, i, i)] + d).item())]
+    if kind == "probability" and a.dim() >= 1 and shape[-1] >= 2:
+        row = _index(int(torch.randint(max(1, a[..., 0].numel()), (1,), generator=g)), shape[:-1])
+        i, j = (int(v) for v in torch.randperm(shape[-1], generator=g)[:2])
+        return [((*row, i), a[(*row, j)].item()), ((*row, j), a[(*row, i)].item())]
+    return []
+
+
+def timed_mutation(args: list, spare: list, g: torch.Generator, skip: tuple = (),
+                   kinds: dict | None = None) -> tuple:
     """The change one timed call's inputs get: for each tensor of ``args`` (a timing set) one
     element at a random position (from ``g``) takes the value ``spare`` (another ``get_inputs()``
-    draw, so inside the problem's domain) has there. Returns ``((arg index, index tuple, value),
-    ...)``; :func:`apply_mutation` applies it. Every timed call gets its own, so no two timed calls
-    see the same values: a cache keyed by the whole input never hits, and one keyed by a sample of
-    it returns a stale answer that the timed re-check sees (taxonomy 11; red-team row t11-sniff-sample-cache)."""
+    draw, so inside the problem's domain) has there; an input in ``skip`` (declared
+    :data:`STRUCTURED_DOMAINS`, its kind in ``kinds``) gets :func:`structured_change` instead.
+    Returns ``((arg index, index tuple, value), ...)``; :func:`apply_mutation` applies it. Every
+    timed call gets its own, so no two timed calls see the same values: a cache keyed by the whole
+    input never hits, and one keyed by a sample of it returns a stale answer that the timed re-check
+    sees (taxonomy 11; red-team rows t11-sniff-sample-cache, t11-exact-memo-symmetric)."""
     out = []
+    kinds = kinds or {}
     for ai, (a, b) in enumerate(zip(args, spare)):
-        if ai not in skip and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) \
-                and tuple(a.shape) == tuple(b.shape) and a.numel():
-            flat = int(torch.randint(a.numel(), (1,), generator=g))
-            where = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), a.shape)) if a.dim() else ()
-            out.append((ai, where, b[where].to(a.dtype).item()))
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
+                and tuple(a.shape) == tuple(b.shape) and a.numel()):
+            continue
+        if ai in skip:
+            out += [(ai, where, value) for where, value in structured_change(a, b, kinds.get(ai, "fixed"), g)]
+            continue
+        flat = int(torch.randint(a.numel(), (1,), generator=g))
+        where = _index(flat, tuple(a.shape))
+        out.append((ai, where, b[where].to(a.dtype).item()))
     return tuple(out)
 
 
@@ -57,18 +99,9 @@ def apply_mutation(args: list, mutation: tuple) -> list:
     return out
 
 
-def perturbed(args: list, other: list, seed: int, skip: tuple = ()) -> list:
+def perturbed(args: list, other: list, seed: int, skip: tuple = (), kinds: dict | None = None) -> list:
     """``args`` with one element of each tensor (at a random position) taken from the same-shaped
     tensor of ``other`` (another draw of ``get_inputs()``); inputs at positions in ``skip``
-    (declared :data:`STRUCTURED_DOMAINS`) are left as they are."""
-    g = torch.Generator().manual_seed(seed)
-    out = []
-    for ai, (a, b) in enumerate(zip(args, other)):
-        if ai not in skip and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
-                and a.numel():
-            a = a.clone()  # same layout as get_inputs() made it
-            k = int(torch.randint(a.numel(), (1,), generator=g))
-            where = tuple(int(i) for i in torch.unravel_index(torch.tensor(k), a.shape))
-            a[where] = b[where].to(a.dtype)
-        out.append(a)
-    return out
+    (declared :data:`STRUCTURED_DOMAINS`) get :func:`structured_change` of their kind in ``kinds``."""
+    return apply_mutation(list(args), timed_mutation(list(args), list(other), torch.Generator().manual_seed(seed),
+                                                     skip, kinds))

@@ -129,6 +129,9 @@ class CountOps:
     #: (source set index, seed): the set's values mixed as a timed call's are (kbv.sandbox.timer.mix_values),
     #: so a cache filled during the timed calls does not answer the counted call.
     mix: tuple = ()
+    #: ``(arg index, index tuple, value)`` changes after the mix, as a timed call's
+    #: (kbv.reference.mutation.timed_mutation): structured inputs, left out of the mix, change too.
+    mutate: tuple = ()
 
 
 @dataclass(frozen=True)

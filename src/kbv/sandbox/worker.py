@@ -348,6 +348,10 @@ class _Server(TimedRequests):
         if req.mix:
             args = self.timing.mix_values(args, self.timing_sets[int(req.mix[0]) % len(self.timing_sets)], req.mix[1],
                                           tuple(req.mix[2]) if len(req.mix) > 2 else ())
+        if req.mutate:
+            args = [a.clone() if isinstance(a, self.torch.Tensor) else a for a in args]
+            for ai, where, value in req.mutate:
+                args[ai][tuple(where)] = value
         ops = profiling.compute_ops(self.model, args)
         # the same call again under the profiler, which records every thread and the dispatcher
         # itself (ops run on the candidate's threads or with the Python key excluded)

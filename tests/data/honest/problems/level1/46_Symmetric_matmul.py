@@ -1,6 +1,6 @@
 """C = A @ B for symmetric A and B (KernelBench-style, level 1). The inputs' symmetry is declared
 (KBV_METADATA), so kbv's distributions draw symmetric matrices and the per-call changes of timed
-inputs leave them alone: a kernel may rely on A == A^T."""
+inputs keep them symmetric: a kernel may rely on A == A^T."""
 import torch
 import torch.nn as nn
 
