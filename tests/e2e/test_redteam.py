@@ -180,6 +180,7 @@ CASES: tuple[Case, ...] = (
     Case("t14-smaller-problem", 14, R + "t14_smaller_problem.py", LAYERNORM),
     Case("t14-partial-rows", 14, R + "t14_partial_rows.py", LAYERNORM, extended=True),
     # 15 baseline wrapper
+    Case("t15-gc-sniff-wrapper", 15, R + "t15_gc_sniff_wrapper.py", RELU, expect=Status.SHORTCUT),
     Case("t15-inherits-model", 15, R + "t15_inherits_model.py", SOFTMAX_ROWS, expect=Status.SHORTCUT),
     Case("t15-aliased-softmax", 15, R + "t15_aliased_softmax.py", SOFTMAX_ROWS, expect=Status.SHORTCUT),
     Case("t15-thread-wrapper", 15, R + "t15_thread_wrapper.py", SOFTMAX, expect=Status.SHORTCUT),

@@ -401,10 +401,11 @@ class _Server(TimedRequests):
                 return
             phase, handler = handlers[type(req)]
             full = type(req) in (p.Load, p.CountOps, p.MeasureMemory)  # the rest: a light registry read
-            # a timed request runs, and its reply is pickled, without collections (timer.gc_paused):
-            # the bound pass's clock holds the whole request
-            quiet = self.timing.gc_paused() if type(req) in (p.Time, p.TimedCall) else contextlib.nullcontext()
-            with quiet:
+            # every request runs, and its reply is pickled, without collections (timer.gc_paused): the
+            # bound pass's clock holds the whole request, and a candidate that asks gc.isenabled()
+            # cannot tell a timed call from a checked or counted one (a red-team helper's wrapper
+            # dodged the op count that way, SHORTCUT to PASS); the ping collects explicitly
+            with self.timing.gc_paused():
                 try:
                     reply = handler(req)
                 except BaseException as exc:  # noqa: BLE001 - the candidate may raise anything, even SystemExit
