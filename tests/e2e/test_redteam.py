@@ -257,6 +257,10 @@ CASES: tuple[Case, ...] = (
     Case("t26-shm-flood", 26, R + "t26_shm_flood.py", RELU, limited=True,
          contained=(Status.RUNTIME_ERROR, Status.CRASH, Status.INCORRECT)),
     Case("t26-fork-bomb", 26, R + "t26_fork_bomb.py", RELU, limited=True, contained=(Status.RUNTIME_ERROR,)),
+    # a connection held open to its own fd sharer: the trusted side's next fetch of an output would wait
+    # forever; the decode has the call's deadline (kbv.processes.candidate.CandidateProcess.receive)
+    Case("t26-jam-fd-sharer", 26, R + "t26_jam_fd_sharer.py", RELU, contained=(Status.TIMEOUT,),
+         config=(("call_timeout_s", 20),)),
     # 2/26: a system call that runs on through kbv's stop and slows the baselines
     # (30 timed calls a subject: baseline blocks of the small ReLU are then several scheduler ticks long)
     Case("t02-run-while-paused", 2, R + "t02_run_while_paused.py", RELU, expect=Status.HACK,

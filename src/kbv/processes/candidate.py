@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from kbv.processes.handles import (WorkerDied, WorkerTimeout, environ_set, kill_group, plain_main,
+from kbv.processes.handles import (WorkerDied, WorkerTimeout, deadline, environ_set, kill_group, plain_main,
     spawn_context, tell_sentinel, wait_readable)
 from kbv.processes.jail import ProcessJail
 from kbv.processes.logs import CappedLog
@@ -174,7 +174,19 @@ class CandidateProcess:
             if self.proc.is_alive():
                 kill_group(self.proc)
             raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note()) from None
-        reply = protocol.decode_reply(data)  # shared cpu memory arrives through the worker's fd sharer
+        # shared cpu memory arrives through the worker's fd sharer, a listener in the candidate's
+        # process: the decode has the call's deadline (a connection the candidate holds open to its
+        # own sharer made the fetch wait forever, row t26-jam-fd-sharer)
+        with deadline(timeout, lambda: kill_group(self.proc)) as expired:
+            try:
+                reply = protocol.decode_reply(data)
+            except Exception:
+                if not expired.is_set():
+                    raise
+                reply = None
+        if expired.is_set():
+            self.proc.join(timeout=5)
+            raise WorkerTimeout(f"{phase} (fetching the reply's shared memory)", timeout, self.log_tail())
         if hold and self.proc.is_alive() and self.proc.pid:
             self._held = self._pause()
         return reply

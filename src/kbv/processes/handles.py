@@ -135,6 +135,29 @@ def wait_readable(conn: Connection, proc: Any, timeout: float) -> bool:
             return conn.poll(0)
 
 
+@contextmanager
+def deadline(seconds: float, expire: Any) -> Iterator[threading.Event]:
+    """Call ``expire()`` from a timer thread if the block is still running after ``seconds``; the
+    yielded event is set once it has. For a step that can block on the worker without a pipe to
+    poll (a reply's decode fetches shared memory from the worker's fd sharer): ``expire`` kills the
+    worker, which ends the wait with an error the caller turns into :class:`WorkerTimeout`. A timer
+    thread, not a signal: it works in any thread (the service and the batch run evaluations off the
+    main thread)."""
+    fired = threading.Event()
+
+    def fire() -> None:
+        fired.set()
+        expire()
+
+    timer = threading.Timer(max(0.0, seconds), fire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield fired
+    finally:
+        timer.cancel()
+
+
 # Sentinel: what a reference worker started dies with it ---------------------------------------
 
 _SENTINEL_FD: int | None = None  #: write end of this process's sentinel pipe (:func:`start_sentinel`).
