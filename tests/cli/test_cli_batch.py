@@ -363,3 +363,29 @@ def test_hidden_test_files_reach_the_evaluator(tmp_path):
     with pytest.raises(RuntimeError, match="stop here"):
         batch._verdict(pj, Recorder(), config, store=None, hidden_tests=plan.hidden_tests)
     assert seen[1] == str(DATA / "hidden_tests" / "level1" / "1_hidden.py")
+
+
+def test_cli_run_hidden_tests_folder_that_gives_no_file_fails_naming_it(tree, tmp_path):
+    """``--hidden-tests DIR`` that yields no hidden-test file for the selected problems exits 2 with
+    one line naming DIR, instead of running the batch without them."""
+    problems, runs = tree
+    db = tmp_path / "s.db"
+    base = ["run", str(problems), str(runs), "--store", str(db), "--device", "cpu", "--problem-ids", "3"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    other = write(tmp_path / "ht" / "level2" / "9_hidden.py", "def get_hidden_inputs():\n    return []\n").parents[1]
+    for folder, says in ((tmp_path / "nowhere", "names no folder"), (empty, "holds no level<L>/<pid>_hidden.py"),
+                         (other, "none for a selected problem")):
+        r = runner.invoke(app, base + ["--hidden-tests", str(folder)])
+        flat = " ".join(r.output.split())
+        assert r.exit_code == 2 and says in flat and str(folder) in "".join(r.output.split()), r.output
+    assert not db.exists() or "0 verdict" not in r.output
+
+
+def test_hidden_tests_folder_under_any_name_is_read(tree, tmp_path):
+    """A folder holding ``level<L>/<pid>_hidden.py`` directly counts whatever its name."""
+    problems, runs = tree
+    named = write(tmp_path / "secret_sets" / "level1" / "3_hidden.py",
+                  "def get_hidden_inputs():\n    return []\n").parents[1]
+    plan = plan_batch(problems, [runs], CONFIG, hidden_tests_root=named)
+    assert plan.hidden_tests == {(1, 3): (named / "level1" / "3_hidden.py").resolve()}

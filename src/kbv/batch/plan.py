@@ -16,7 +16,7 @@ from typing import Sequence
 from kbv.batch.jobs import Job, config_hash, problem_key
 from kbv.batch.store import Store
 from kbv.intake.candidates import CandidateError, load_candidate
-from kbv.intake.layout import (CandidateFile, Layout, discover_candidates, discover_hidden_tests,
+from kbv.intake.layout import (CandidateFile, Layout, LayoutError, discover_candidates, discover_hidden_tests,
     find_hidden_tests_root, vet_problems)
 from kbv.intake.problems import ProblemError, identify
 from kbv.batch.evaluator import rejected_candidate
@@ -168,13 +168,39 @@ def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str],
             fault = str(exc)
         pj = PlannedJob(Job.from_refs(problem, cand, chash), problem, cand, fault)
         (rejected if fault else accepted).append(pj)
-    hidden_root = find_hidden_tests_root(*(c for c in (hidden_tests_root, problems_root,
-                                                        Path(problems_root).parent) if c is not None))
-    hidden = discover_hidden_tests(hidden_root) if hidden_root else {}
-    hidden = {k: v for k, v in hidden.items() if k in by_id}
+    if hidden_tests_root is not None:
+        hidden = _named_hidden_tests(Path(hidden_tests_root), by_id)
+    else:
+        hidden_root = find_hidden_tests_root(problems_root, Path(problems_root).parent)
+        hidden = discover_hidden_tests(hidden_root) if hidden_root else {}
+        hidden = {k: v for k, v in hidden.items() if k in by_id}
     return BatchPlan(config=config, problems=problems, jobs=tuple(rejected + accepted),
                      broken_files=tuple(broken), orphans=tuple(orphans), ignored=cscan.ignored,
                      hidden_tests=hidden, broken_candidates=tuple(broken_of))
+
+
+def _named_hidden_tests(root: Path, by_id: dict) -> dict[tuple[int, int], Path]:
+    """The hidden-test files of a folder the user named (``--hidden-tests``): ``root`` is a
+    ``hidden_tests`` folder, holds one, or holds its ``level<L>/<pid>_hidden.py`` files under any
+    name. Only the selected problems' files are kept.
+
+    Raises:
+        kbv.intake.layout.LayoutError: ``root`` is not a folder, holds no ``<pid>_hidden.py`` file,
+            or none for a selected problem (a batch would otherwise run without the tests it was
+            given).
+    """
+    if not root.is_dir():
+        raise LayoutError(f"{root}: --hidden-tests names no folder")
+    found = discover_hidden_tests(root)
+    if not found:
+        raise LayoutError(f"{root}: --hidden-tests holds no level<L>/<pid>_hidden.py file "
+                          "(KernelBench-Verified's hidden_tests/level1/1_hidden.py layout)")
+    kept = {k: v for k, v in found.items() if k in by_id}
+    if not kept:
+        shown = ", ".join(f"level{lv}/{pid}" for lv, pid in sorted(found)[:3])
+        raise LayoutError(f"{root}: --hidden-tests has {len(found)} hidden-test file(s) ({shown}"
+                          f"{', ...' if len(found) > 3 else ''}) but none for a selected problem")
+    return kept
 
 
 # Running ------------------------------------------------------------------------------------------

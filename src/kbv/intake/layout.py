@@ -281,10 +281,11 @@ def find_hidden_tests_root(*candidates: Path | str) -> Path | None:
 
 
 def discover_hidden_tests(root: Path | str) -> dict[tuple[int, int], Path]:
-    """``{(level, problem_id): path}`` of every ``hidden_tests/level<L>/<pid>_hidden.py`` under ``root``
-    (``root`` is the ``hidden_tests`` folder or a folder containing it)."""
-    base = find_hidden_tests_root(root)
-    if base is None:
+    """``{(level, problem_id): path}`` of every ``level<L>/<pid>_hidden.py`` of ``root``'s
+    ``hidden_tests`` folder (``root`` itself or its ``hidden_tests`` subfolder), or of ``root``
+    itself under another name."""
+    base = find_hidden_tests_root(root) or Path(root)
+    if not base.is_dir():
         return {}
     out: dict[tuple[int, int], Path] = {}
     for level_dir in sorted(base.iterdir()):
