@@ -54,3 +54,17 @@ def test_the_perturbed_probe_keeps_a_declared_symmetry():
     a, b = _sym(5, g), _sym(5, g)
     out = perturbed([a], [b], 7, (0,), {0: "symmetric"})
     assert not torch.equal(out[0], a) and torch.equal(out[0], out[0].T) and torch.equal(a, a.T)
+
+
+def test_index_is_torch_unravel_index_in_plain_integers():
+    """``_index`` agrees with ``torch.unravel_index`` at the ends, inside and for size-1 dims."""
+    from kbv.reference.mutation import _index
+
+    for shape in ((7,), (3, 5), (2, 1, 4, 3), (1,), (4, 1)):
+        n = 1
+        for s in shape:
+            n *= s
+        for flat in sorted({0, 1 % n, n // 2, n - 1}):
+            want = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape))
+            assert _index(flat, shape) == want, (flat, shape)
+    assert _index(0, ()) == ()

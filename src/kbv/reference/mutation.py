@@ -31,7 +31,14 @@ def content_digest(t: torch.Tensor) -> tuple:
 
 
 def _index(flat: int, shape: tuple) -> tuple:
-    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape)) if shape else ()
+    """The index tuple of row-major position ``flat`` in ``shape`` (``torch.unravel_index``'s
+    result, in plain integers: its first call imports torch's symbolic-shapes module, about 1 s of
+    every reference worker's first mutation on cpu)."""
+    out = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        out.append(i)
+    return tuple(reversed(out))
 
 
 def structured_change(a: torch.Tensor, b: torch.Tensor, kind: str, g: torch.Generator) -> list[tuple]:
