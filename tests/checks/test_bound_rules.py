@@ -322,3 +322,12 @@ def test_run_delay_reads_the_main_threads_schedstat():
     d = procfs.run_delay_ms(os.getpid())
     assert d is None or d >= 0.0  # None where the kernel keeps no schedstat
     assert procfs.run_delay_ms(None) is None
+
+
+def test_max_bound_calls_is_one_input_set_per_call_within_the_cap():
+    from kbv.checks.bound_rules import BOUND_INPUT_BYTES, max_bound_calls
+
+    assert max_bound_calls(1 << 20, "cpu") == BOUND_INPUT_BYTES["cpu"] >> 20 == 64
+    assert max_bound_calls(1 << 20, "cuda") == 256
+    assert max_bound_calls(BOUND_INPUT_BYTES["cpu"] * 4, "cpu") == 1  # a large input: one set
+    assert max_bound_calls(0, "cpu") == BOUND_INPUT_BYTES["cpu"]  # no tensor input: never zero division

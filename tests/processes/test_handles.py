@@ -31,3 +31,18 @@ def test_deadline_not_reached_calls_nothing():
     assert not expired.is_set()
     threading.Event().wait(0.01)
     assert called == []
+
+
+def test_deadlines_share_one_thread_and_each_fires_alone():
+    """Many deadlines, nested and in turn, start no thread each; only the one that expires fires."""
+    fired = []
+    with deadline(5, lambda: fired.append("outer")):
+        for k in range(50):
+            with deadline(5, lambda k=k: fired.append(k)):
+                pass
+        before = threading.active_count()
+        gate = threading.Event()
+        with deadline(0.05, lambda: (fired.append("inner"), gate.set())) as expired:
+            assert gate.wait(10) and expired.is_set()
+        assert threading.active_count() == before
+    assert fired == ["inner"]

@@ -126,6 +126,22 @@ BOUND_BUDGET_MS = {"cpu": 100.0, "cuda": 60.0}
 #: the fewest timed calls of a bound pass.
 MIN_BOUND_CALLS = 3
 
+#: bytes of the bound pass's own input sets at most, per device (kbv choice): fewer calls where one
+#: call's inputs are large, never fewer than one set. One set of a large input keeps a verification
+#: within kbv's memory bound (4·B + 1 GiB, kbv.processes.footprint; on cpu four sets of a 256 MiB
+#: ReLU's input took the reference worker 0.7 GB over it, two 5 MB over). On cuda a quarter of the
+#: bound's 1 GiB: with 64 MiB a 32 MiB matmul had passes of two calls, whose wall was mostly the
+#: request's fixed cost (docs/gpu-runs.md, 2026-12-03).
+BOUND_INPUT_BYTES = {"cpu": 64 << 20, "cuda": 256 << 20}
+
+
+def max_bound_calls(in_bytes: int, device: str) -> int:
+    """The most calls a bound pass can have: one input set of ``in_bytes`` (one call's inputs) per
+    call within :data:`BOUND_INPUT_BYTES`, at least one. The candidate worker's output slots are
+    sized to it (a slot per call: more would never be written)."""
+    cap = BOUND_INPUT_BYTES.get(device, BOUND_INPUT_BYTES["cpu"])
+    return max(1, cap // max(1, int(in_bytes)))
+
 
 @dataclass(frozen=True)
 class BoundPass:

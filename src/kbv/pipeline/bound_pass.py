@@ -53,13 +53,6 @@ BOUND_CALL_BASE = 100_000
 #: moved whole rows, red-team row t11-bound-pass-row-cache), and a cache that patches its last
 #: answer where the inputs changed redoes at least half the work.
 BOUND_MIX_FRACTION = 0.5
-#: bytes of the bound pass's own input sets at most, per device (kbv choice): fewer calls where one
-#: call's inputs are large, never fewer than one set. One set of a large input keeps a verification
-#: within kbv's memory bound (4·B + 1 GiB, kbv.processes.footprint; on cpu four sets of a 256 MiB
-#: ReLU's input took the reference worker 0.7 GB over it, two 5 MB over). On cuda a quarter of the
-#: bound's 1 GiB: with 64 MiB a 32 MiB matmul had passes of two calls, whose wall was mostly the
-#: request's fixed cost (docs/gpu-runs.md, 2026-12-03).
-BOUND_INPUT_BYTES = {"cpu": 64 << 20, "cuda": 256 << 20}
 
 
 class BoundStage(Context):
@@ -74,8 +67,7 @@ class BoundStage(Context):
         base = {b: self.state.timing[b].median_ms for b in self.config.baselines if b in self.state.timing}
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
         n = rule.bound_calls(claimed, self._slot_count, self.rp.device.type)
-        cap = BOUND_INPUT_BYTES.get(self.rp.device.type, BOUND_INPUT_BYTES["cpu"])
-        n = max(1, min(n, cap // max(1, in_bytes)))  # n sets: at least one
+        n = min(n, rule.max_bound_calls(in_bytes, self.rp.device.type))  # n sets: at least one
         # the pass's own input sets, one per call, shared with the worker once (the primed call before
         # each pass is its warmup, on the previous values)
         bound_sets = [inp.shared_clone(sets[i % len(sets)]) for i in range(n)]

@@ -135,27 +135,66 @@ def wait_readable(conn: Connection, proc: Any, timeout: float) -> bool:
             return conn.poll(0)
 
 
+class _Watchdog:
+    """One daemon thread per process that calls each armed expiry once its time has come: a
+    deadline costs a lock and a notify, not a thread of its own (the candidate's timed calls are
+    one request each, and the reference worker times while it waits on them)."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._armed: dict[int, tuple[float, Any, threading.Event]] = {}
+        self._next = 0
+        self._thread: threading.Thread | None = None
+
+    def arm(self, seconds: float, expire: Any) -> tuple[int, threading.Event]:
+        fired = threading.Event()
+        with self._cv:
+            self._next += 1
+            self._armed[self._next] = (time.monotonic() + max(0.0, seconds), expire, fired)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="kbv-deadlines", daemon=True)
+                self._thread.start()
+            self._cv.notify()
+            return self._next, fired
+
+    def disarm(self, token: int) -> None:
+        with self._cv:
+            self._armed.pop(token, None)
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                now = time.monotonic()
+                due = [k for k, (t, _, _) in self._armed.items() if t <= now]
+                fire = [self._armed.pop(k) for k in due]
+                if not fire:
+                    soonest = min((t for t, _, _ in self._armed.values()), default=None)
+                    self._cv.wait(None if soonest is None else soonest - now)
+                    continue
+            for _, expire, fired in fire:
+                fired.set()
+                try:
+                    expire()
+                except Exception:  # noqa: BLE001 - an expiry that fails (the worker already gone)
+                    pass
+
+
+_WATCHDOG = _Watchdog()
+
+
 @contextmanager
 def deadline(seconds: float, expire: Any) -> Iterator[threading.Event]:
-    """Call ``expire()`` from a timer thread if the block is still running after ``seconds``; the
-    yielded event is set once it has. For a step that can block on the worker without a pipe to
-    poll (a reply's decode fetches shared memory from the worker's fd sharer): ``expire`` kills the
-    worker, which ends the wait with an error the caller turns into :class:`WorkerTimeout`. A timer
-    thread, not a signal: it works in any thread (the service and the batch run evaluations off the
-    main thread)."""
-    fired = threading.Event()
-
-    def fire() -> None:
-        fired.set()
-        expire()
-
-    timer = threading.Timer(max(0.0, seconds), fire)
-    timer.daemon = True
-    timer.start()
+    """Call ``expire()`` (from this process's watchdog thread) if the block is still running after
+    ``seconds``; the yielded event is set once it has. For a step that can block on the worker
+    without a pipe to poll (a reply's decode fetches shared memory from the worker's fd sharer):
+    ``expire`` kills the worker, which ends the wait with an error the caller turns into
+    :class:`WorkerTimeout`. A thread, not a signal: it works in any thread (the service and the
+    batch run evaluations off the main thread)."""
+    token, fired = _WATCHDOG.arm(seconds, expire)
     try:
         yield fired
     finally:
-        timer.cancel()
+        _WATCHDOG.disarm(token)
 
 
 # Sentinel: what a reference worker started dies with it ---------------------------------------
