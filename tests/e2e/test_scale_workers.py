@@ -55,6 +55,8 @@ def test_early_workers_give_the_same_verdicts_and_are_used(tmp_path):
     assert [out[True][s].evidence["worker_started_early"] for s in range(3)] == [False, True, True]
     assert not any(v.evidence["worker_started_early"] for v in out[False].values())
     assert all(len(v.evidence["kbv_source"]) == 64 for v in out[True].values())
+    # every worker, early or not, forked from the lane's zygote (kbv.processes.zygote)
+    assert {v.evidence["worker_start"] for d in out.values() for v in d.values()} == {"zygote"}
 
 
 def test_a_worker_opened_beside_another_outlives_the_first_ones_close(tmp_path):

@@ -151,6 +151,9 @@ class _Server:
         from kbv.pipeline import run as verify
         from kbv.pipeline.prestart import quiet
 
+        from kbv.processes.candidate import start_zygote
+
+        start_zygote(job.config.device)  # its imports run beside the reference's build
         rp = self.reference(job.problem, job.config)
         worker = self.early.take(job.candidate, job.config.device)
 

@@ -62,6 +62,7 @@ class Verification(Load, Correctness, Vetting, Timing, BoundStage, RepeatGain, S
                     self._signals_at_spawn = caught_signals(worker.proc.pid) & FAULT_SIGNALS
                     self.state.evidence["signals_at_spawn"] = sorted(int(x) for x in self._signals_at_spawn)
                 self.state.evidence["worker_started_early"] = self.worker is not None
+                self.state.evidence["worker_start"] = worker.started_by  # zygote or spawn
                 self._load(worker)
                 if self.on_loaded is not None:
                     self.on_loaded()

@@ -14,7 +14,7 @@ from kbv.processes.handles import (WorkerDied, WorkerTimeout, deadline, environ_
     spawn_context, tell_sentinel, wait_readable)
 from kbv.processes.jail import ProcessJail
 from kbv.processes.logs import CappedLog
-from kbv.processes import custody, scratch
+from kbv.processes import custody, scratch, zygote
 from kbv.sandbox import protocol
 from kbv.sandbox.confinement import InheritedFd, WorkerSetup, worker_environment
 from kbv.sandbox.limits import max_tasks, shm_quota_bytes, tmp_quota_bytes
@@ -26,6 +26,13 @@ from kbv.sandbox.worker import candidate_main
 _OPEN: set = set()
 
 
+def start_zygote(device: str) -> "zygote.Zygote | None":
+    """This process's candidate-worker zygote for ``device`` (:mod:`kbv.processes.zygote`), started
+    now if there is none: it preloads while the caller goes on (call it from the main thread, the
+    zygote dies with the thread that started it). The open workers' jails spare a new one."""
+    return zygote.zygote_for(device, on_start=lambda pid: [w.jail.spare(pid) for w in list(_OPEN)])
+
+
 class CandidateProcess:
     """A fresh spawned candidate worker. Use as a context manager; on exit it is killed with every
     process it started, even ones that left its session (:class:`kbv.processes.jail.ProcessJail`: this
@@ -34,6 +41,9 @@ class CandidateProcess:
     loads, the next job's worker started early): none of their jails kills another's worker."""
 
     def __init__(self, *, device: str, build_dir: Path):
+        # the zygote exists before this worker's jail, which leaves this process's children of now
+        # alone; one started now is spared by the other open workers' jails too
+        z = start_zygote(device)
         # the log here, the worker's cwd in a tmpfs of bounded size below it (kbv.processes.scratch)
         self.workdir = Path(tempfile.mkdtemp(prefix=f"{scratch.WORKDIR_PREFIX}{os.getpid()}-"))
         self.scratch = self.workdir / scratch.SCRATCH_NAME
@@ -56,12 +66,23 @@ class CandidateProcess:
                                  parent_notes=(*self.jail.notes, scratch_note))
         ctx = spawn_context()
         self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=candidate_main, args=(child, self.setup, InheritedFd(self.log.write_fd)),
-                                daemon=False, name="kbv-candidate")
+        #: how the worker started: forked from this process's zygote (torch and the harness already
+        #: imported, kbv.processes.zygote) or spawned fresh where there is none
+        self.started_by = "spawn"
         try:
-            # /proc/<worker>/environ holds no secrets; the worker never runs the parent's script
-            with environ_set(worker_environment(self.setup)), plain_main():
-                self.proc.start()
+            self.proc: Any = None
+            if z is not None:
+                try:
+                    self.proc = z.fork(self.setup, child.fileno(), self.log.write_fd)
+                    self.started_by = "zygote"
+                except RuntimeError:
+                    zygote.give_up(z)
+            if self.proc is None:
+                self.proc = ctx.Process(target=candidate_main, args=(child, self.setup, InheritedFd(self.log.write_fd)),
+                                        daemon=False, name="kbv-candidate")
+                # /proc/<worker>/environ holds no secrets; the worker never runs the parent's script
+                with environ_set(worker_environment(self.setup)), plain_main():
+                    self.proc.start()
         except BaseException:
             self.jail.kill()
             self.log.close()
