@@ -144,3 +144,13 @@ def test_the_preload_starts_no_thread_and_cuda_and_a_thread_forbid_forking():
     finally:
         gate.set()
         t.join()
+
+
+def test_where_the_zygote_is_used(monkeypatch):
+    """cpu by default, cuda only when asked (not yet run on a GPU), neither with KBV_ZYGOTE=0."""
+    monkeypatch.delenv("KBV_ZYGOTE", raising=False)
+    assert zygote.enabled("cpu") and not zygote.enabled("cuda")
+    monkeypatch.setenv("KBV_ZYGOTE", "1")
+    assert zygote.enabled("cpu") and zygote.enabled("cuda")
+    monkeypatch.setenv("KBV_ZYGOTE", "0")
+    assert not zygote.enabled("cpu") and not zygote.enabled("cuda")

@@ -4,8 +4,8 @@ of the workers it forks (:class:`AdoptedWorker`).
 One zygote per process that starts candidate workers and per device and environment, started on
 first use; a candidate worker is then a fork of its preloaded state instead of a fresh interpreter
 that imports torch and the harness. A zygote that cannot start or that fails a request is given
-up for this process (``KBV_ZYGOTE=0`` turns it off too) and workers are spawned as before: the
-zygote only saves time, it never decides anything.
+up for this process and workers are spawned as before (:func:`enabled` says where it is used):
+the zygote only saves time, it never decides anything.
 
 The worker it forks is re-parented to this process (a child subreaper) before it runs anything of
 its own, so :class:`AdoptedWorker` can wait for it, read its exit status and kill it without a pid
@@ -35,10 +35,14 @@ START_TIMEOUT_S = 300.0
 FORK_TIMEOUT_S = 30.0
 
 
-def enabled() -> bool:
-    """Whether candidate workers are forked from a zygote here: Linux (``/proc``, subreapers), and
-    ``KBV_ZYGOTE`` not ``0``."""
-    return sys.platform == "linux" and os.environ.get("KBV_ZYGOTE", "1") != "0" and hasattr(socket, "send_fds")
+def enabled(device: str = "cpu") -> bool:
+    """Whether ``device``'s candidate workers are forked from a zygote here: on Linux (subreapers,
+    ``/proc``), for cpu workers unless ``KBV_ZYGOTE=0``, for cuda workers only with ``KBV_ZYGOTE=1``
+    (not yet run on a GPU: docs/scale.md, "Workers forked from a zygote")."""
+    if sys.platform != "linux" or not hasattr(socket, "send_fds"):
+        return False
+    setting = os.environ.get("KBV_ZYGOTE", "")
+    return setting == "1" or (setting != "0" and device == "cpu")
 
 
 class AdoptedWorker:
@@ -182,7 +186,7 @@ def zygote_for(device: str, on_start: Any = None) -> Zygote | None:
     """This process's zygote for ``device`` and the current environment (started now if needed,
     ``on_start(pid)`` told of a new one), or None where there is none (not :func:`enabled`, or it
     failed here before)."""
-    if not enabled():
+    if not enabled(device):
         return None
     # the environment a worker would inherit, less its own folders: a lane that changes it (its
     # CUDA_VISIBLE_DEVICES) gets a zygote of its own
