@@ -10,6 +10,7 @@ from rich import box
 from rich.table import Table
 
 from kbv.model.records import Status, Verdict, VettingReport
+from kbv.model.measurements import ratio_text
 
 STATUS_STYLE = {
     Status.PASS: "bold green",
@@ -167,9 +168,9 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
             if label == "candidate":
                 sp_text = ""
             elif label in v.speedup:
-                sp_text = f"{v.speedup[label]:.2f}x"
+                sp_text = f"{ratio_text(v.speedup[label])}x"
             elif label in v.unverified_speedup:
-                sp_text = f"[dim]{v.unverified_speedup[label]:.2f}x (not credited: {v.status.value})[/]"
+                sp_text = f"[dim]{ratio_text(v.unverified_speedup[label])}x (not credited: {v.status.value})[/]"
             else:
                 sp_text = "-"
             t.add_row(label, f"{m.median_ms:.4f}{noisy}", f"{m.iqr_ms:.4f}", f"{m.min_ms:.4f}", str(m.trials), sp_text)

@@ -20,6 +20,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from kbv.model.records import EvalConfig, Status, Verdict, to_json
+from kbv.model.measurements import ratio_text
 
 
 #: timed calls per subject in the demo (the verdicts do not depend on it; CPU speedups are noisy anyway).
@@ -72,7 +73,7 @@ def _geomean(xs: list[float]) -> float | None:
 
 
 def _fmt(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2f}x"
+    return "-" if x is None else f"{ratio_text(x)}x"
 
 
 #: what "verified" ran, per correctness policy (the demo table's caption).

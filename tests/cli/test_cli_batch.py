@@ -131,7 +131,7 @@ def test_cli_run_static_rejections_rerun_and_config_mismatch(tree, tmp_path):
     assert r.exit_code == 2 and "another configuration" in r.output and "trials 6 -> 7" in r.output
     r = runner.invoke(app, ["run", str(problems), str(runs), "--store", str(db), "--device", "cpu",
                             "--runs", "nobody"])
-    assert r.exit_code == 2 and "nothing to run" in r.output
+    assert r.exit_code == 2 and "--runs nobody: no such run" in r.output and "runs found: m" in r.output, r.output
     r = runner.invoke(app, ["run", str(problems), str(tmp_path / "nowhere"), "--store", str(db), "--device", "cpu"])
     assert r.exit_code == 2 and "not a folder of candidates" in r.output
     r = runner.invoke(app, ["run", str(problems), str(runs), "--store", str(db), "--problem-ids", "x"])

@@ -107,7 +107,30 @@ def test_json_path_that_cannot_be_written_is_refused_before_running(tmp_path):
     blocker.write_text("")
     r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cpu", "--json", blocker / "v.json")
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
-    assert "--json" in r.stderr and "cannot be written" in r.stderr
+    assert "--json" in r.stderr and f"{blocker} is a file, not a folder" in r.stderr
+
+
+def test_json_path_in_a_new_folder_says_it_makes_the_folder(tmp_path, monkeypatch):
+    """A folder that does not exist is made, and said so on stderr (a typo in its name shows)."""
+    from kbv.cli import common
+
+    said = []
+    monkeypatch.setattr(common.err_console, "print", lambda text, **kw: said.append(text))
+    target = tmp_path / "new" / "deeper" / "v.json"
+    common.writable_output(target, "--json")
+    assert said == [f"kbv: note: --json makes the folder {target.parent}"] and target.parent.is_dir()
+    common.writable_output(target, "--json")  # the folder exists now: nothing said
+    assert len(said) == 1
+
+
+def test_a_closed_stdout_ends_kbv_quietly_with_141():
+    """Output piped into head: rich's console would end kbv with 1; kbv's says 141 (128 + SIGPIPE)."""
+    code = "from kbv.cli.common import console\nfor _ in range(20000):\n    console.print('x' * 100)\n"
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.readline()
+    p.stdout.close()
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 141 and b"Traceback" not in err, err
 
 
 def test_a_store_that_is_no_database_is_one_line_and_exit_2(tmp_path):

@@ -38,3 +38,10 @@ def test_the_api_takes_lists_and_refuses_an_unknown_hidden_set_before_running():
     assert make_config({"hidden": ["D1", "D4"], "device": "cpu"}).hidden == ("D1", "D4")
     with pytest.raises(ValueError, match="unknown hidden"):
         make_config({"hidden": ["D9"], "device": "cpu"})
+
+
+def test_ratio_text_keeps_two_significant_digits_below_a_tenth():
+    from kbv.model.measurements import ratio_text
+
+    assert [ratio_text(x) for x in (1.4321, 0.88, 0.1, 0.094, 0.0043, 0.0)] == ["1.43", "0.88", "0.10", "0.094",
+                                                                                "0.0043", "0.00"]

@@ -65,6 +65,7 @@ from kbv.batch.plan import (_SHA_CHARS, BROKEN_PREFIX, BatchPlan, BrokenProblemF
 from kbv.batch.store import Store
 from kbv.intake.problems import ProblemError
 from kbv.model.records import EvalConfig, Status, Verdict
+from kbv.model.measurements import ratio_text
 
 
 @dataclass
@@ -242,7 +243,7 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
             note = " (kbv's failure, not the candidate's: left out of the metrics; a rerun retries it)"
         ci = verdict.evidence.get("speedup_interval_95") or {}
         if ci:
-            note += " [" + ", ".join(f"{lb} {verdict.speedup[lb]:.2f}x (95% {lo:.2f}-{hi:.2f})"
+            note += " [" + ", ".join(f"{lb} {ratio_text(verdict.speedup[lb])}x (95% {ratio_text(lo)}-{ratio_text(hi)})"
                                      for lb, (lo, hi) in ci.items() if lb in verdict.speedup) + "]"
         throttled = (verdict.evidence.get("gpu_throttle") or {}).get("throttled")
         if throttled:

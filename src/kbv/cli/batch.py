@@ -152,6 +152,14 @@ def run_cmd(
         console.print(f"{len(plan.hidden_tests)} hidden test file(s) found: their input sets are checked "
                       "as HT1, HT2, ... beside D1-D4", highlight=False)
     if not plan.jobs:
+        if selection.runs is not None:
+            from kbv.intake.layout import discover_candidates
+
+            found = sorted({f.run for f in discover_candidates(candidates, Layout(layout.value)).files})
+            missing = sorted(selection.runs - set(found))
+            if missing:
+                fail(f"--runs {','.join(missing)}: no such run in {', '.join(map(str, candidates))} "
+                     f"(runs found: {', '.join(found) or 'none'})")
         fail("nothing to run: no candidate matches a selected problem")
     ray_ex = None
     if executor is ExecutorOpt.ray:

@@ -58,6 +58,10 @@ class Group(TyperGroup):
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            sys.stdout.flush()  # here, where a closed pipe is caught, not at the interpreter's exit
+        except BrokenPipeError:  # stdout closed early (a pipe into head): quiet, as other tools are
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(141)  # 128 + SIGPIPE
         except _click.NoArgsIsHelpError as exc:
             help_text = exc.ctx.get_help()  # typer's rich help prints itself and returns ""
             if help_text:
@@ -97,7 +101,18 @@ def usage_message(exc) -> str:
     return " ".join(exc.format_message().replace("Value error, ", "").split()).rstrip(".")
 
 
-console = Console() if Console().is_terminal else Console(width=140)
+class _Console(Console):
+    """rich's console, ending with exit 141 (128 + SIGPIPE) where a closed stdout would end it
+    with 1: a pipe into ``head`` is not a failure of kbv's (README: exit codes)."""
+
+    def on_broken_pipe(self) -> None:
+        import sys
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(141)
+
+
+console = _Console() if Console().is_terminal else _Console(width=140)
 
 
 err_console = Console(stderr=True)
@@ -174,6 +189,14 @@ def writable_output(path, option: str) -> None:
     if path.is_dir():
         fail(f"{option} {path}: is a directory; give a file path")
     existed = path.exists()
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        fail(f"{option} {path}: {ancestor} is a file, not a folder")
+    if ancestor != path.parent:  # a typo in a folder name should not pass unseen
+        err_console.print(f"kbv: note: {option} makes the folder {path.parent}", highlight=False, soft_wrap=True,
+                          markup=False)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a"):

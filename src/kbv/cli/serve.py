@@ -45,7 +45,8 @@ def serve_cmd(
 
         from kbv.serve.app import create_app
     except ImportError as exc:
-        fail(f"kbv serve needs its extra: pip install 'kbv[serve]' ({exc.name} is missing)")
+        fail(f"kbv serve needs its extra ({exc.name} is missing): pip install -e '.[serve]' in kbv's clone, "
+             "or pip install 'kbv[serve]'")
     from kbv.batch.executors.lanes import cpu_lanes, gpu_lanes, parse_gpus
     from kbv.intake.problems import ProblemError
     from kbv.serve.queue import JobQueue

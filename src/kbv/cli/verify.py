@@ -154,6 +154,8 @@ def vet_cmd(
         console.print(f"vetting reports written to {json_out}")
     if broken:
         raise typer.Exit(2)  # each broken file was named above, with its fault
+    if flagged:
+        raise typer.Exit(1)  # a script can stop on a flagged problem (README: exit codes)
 
 
 def demo_cmd(

@@ -106,3 +106,9 @@ class MemoryMeasurement:
     forward_peak_bytes: int
     model_bytes: int
     input_bytes: int
+
+
+def ratio_text(x: float) -> str:
+    """A speedup or ratio as text: two decimals, or two significant digits below 0.095 (a 0.0043×
+    Triton kernel under the interpreter read ``0.00x``): ``1.43``, ``0.88``, ``0.0043``."""
+    return f"{x:.2f}" if abs(x) >= 0.095 or x == 0 else f"{x:.2g}"
