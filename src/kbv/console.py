@@ -175,6 +175,9 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
                 sp_text = "-"
             t.add_row(label, f"{m.median_ms:.4f}{noisy}", f"{m.iqr_ms:.4f}", f"{m.min_ms:.4f}", str(m.trials), sp_text)
         c.print(t)
+        if v.evidence.get("tf32_inert") and "eager-tf32" in v.timing:
+            c.print("  eager-tf32 is eager-fp32's times: the reference runs no matmul or convolution, which TF32 "
+                    "alone changes", highlight=False, soft_wrap=True)
     if v.memory:
         t = Table(title="Peak memory of one forward call", title_justify="left")
         for col in ("subject", "peak", "forward extra", "model", "inputs"):

@@ -42,6 +42,16 @@ def test_honest_torch_candidate_passes_with_speedups(cpu_evaluator, fast_config)
     assert len(v.sets(InputKind.NOMINAL)) == 3 and len(v.sets(InputKind.HIDDEN)) == 4
     seeds = [r.seed for r in v.sets(InputKind.NOMINAL)]
     assert len(set(seeds)) == 3  # a fresh seed per nominal set
+    # a ReLU runs no op TF32 changes: eager-tf32 is eager-fp32's times, timed once (kbv.checks.tf32_rules)
+    assert v.evidence["tf32_inert"] is True
+    assert v.timing["eager-tf32"].times_ms == v.timing["eager-fp32"].times_ms
+
+
+def test_a_reference_with_a_matmul_times_eager_tf32_on_its_own(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(problem("level1/2_Small_Linear.py"), candidate("linear_honest.py"), fast_config)
+    assert v.status in (Status.PASS, Status.SHORTCUT), v.message
+    assert v.evidence["tf32_inert"] is False
+    assert v.timing["eager-tf32"].times_ms != v.timing["eager-fp32"].times_ms
 
 
 def test_integer_inputs_keep_their_dtype(cpu_evaluator, fast_config):

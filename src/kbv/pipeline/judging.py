@@ -11,6 +11,7 @@ from kbv.checks import output_rules as out_rule
 from kbv.reference.policy import (INPUT_ROUNDING, POLICIES, SWEEP_TOLERANCES, VACUOUS_BASELINE_ERROR,
                                   kbv_check, output_errors, sweep_key)
 from kbv.checks.probe_rules import over_budget, settle_probes
+from kbv.checks.tf32_rules import tf32_inert
 from kbv.intake.problems import ProblemError
 from kbv.model.records import InputKind, InputSetResult
 from kbv.pipeline.context import Context
@@ -25,6 +26,20 @@ from kbv.sandbox import numeric_flags as bl
 
 class Judging(Context):
     """Reference side and judgement of one input set."""
+
+    def _tf32_inert(self, args: list) -> bool:
+        """Whether the reference runs no op the TF32 switches reach (:func:`kbv.checks.tf32_rules.tf32_inert`),
+        from its two op counts on ``args`` (trusted side, eager-fp32 flags), once per problem in
+        this reference worker; the evidence ``tf32_inert`` says what was decided."""
+        if self.rp.tf32_inert is None:
+            from kbv.sandbox import profiling
+
+            bl.apply_flags(self.fp32_flags)
+            counts = {"dispatch": profiling.compute_ops(self.rp.model, inp.clone_args(args)),
+                      "profiler": profiling.recorded_ops(self.rp.model, inp.clone_args(args))}
+            self.rp.tf32_inert = tf32_inert({k: (dict(c.ops), c.error) for k, c in counts.items()})
+        self.state.evidence["tf32_inert"] = self.rp.tf32_inert
+        return self.rp.tf32_inert
 
     def _dropped(self, s: inp.InputSet, reason: str) -> InputSetResult:
         return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=None, dropped=True, drop_reason=reason)
@@ -67,10 +82,13 @@ class Judging(Context):
         if oracle is not None:
             errors["eager-fp32"] = output_errors(ref, oracle)
         if self.rp.device.type == "cuda" and oracle is not None:
-            tf32 = run_reference(self.rp, inp.clone_args(args), self.tf32_flags)
-            bl.apply_flags(self.fp32_flags)
-            errors["eager-tf32"] = output_errors(tf32, oracle)
-            del tf32
+            if self._tf32_inert(args):  # the same bits under both (kbv.checks.tf32_rules)
+                errors["eager-tf32"] = errors["eager-fp32"]
+            else:
+                tf32 = run_reference(self.rp, inp.clone_args(args), self.tf32_flags)
+                bl.apply_flags(self.fp32_flags)
+                errors["eager-tf32"] = output_errors(tf32, oracle)
+                del tf32
         if oracle is not None and rounding is not None:
             errors[INPUT_ROUNDING] = list(rounding)
         elif oracle is not None:  # the problem's own sensitivity to fp32 rounding (kbv.reference.policy.INPUT_ROUNDING)

@@ -168,6 +168,9 @@ class Timing(Judging):
         rule = StopRule.from_config(cfg)
         subjects = ["candidate", *cfg.baselines]
         samples: dict[str, list] = {s: [] for s in subjects}
+        # eager-tf32 is eager-fp32 where the reference runs no op the TF32 switches reach: timed once
+        mirrored = ({"eager-tf32": "eager-fp32"} if {"eager-tf32", "eager-fp32"} <= set(cfg.baselines)
+                    and self._tf32_inert(sets[0]) else {})
         clock = "cuda-event" if self.rp.device.type == "cuda" else "perf_counter"
         model = self.rp.model
         recheck = Recheck()
@@ -221,6 +224,8 @@ class Timing(Judging):
                 def at_once(entry, mutations=mutations):
                     self._recheck([entry], sets, recheck, mutations)
             for subject in order:
+                if subject in mirrored:
+                    continue
                 if subject == "candidate":
                     times, kept, clock = self._time_candidate(worker, sets, first, warmup, per_round, flush,
                                                               dict(mix), dict(mutate), set(keep), done, skip,
@@ -231,6 +236,8 @@ class Timing(Judging):
                         model, sets, device=self.rp.device, warmup=warmup, trials=per_round, flush_bytes=flush,
                         first_set=first, refresh=True, sync_each=True))
                 samples[subject].extend(times)
+            for subject, twin in mirrored.items():  # the same calls, the same times (kbv.checks.tf32_rules)
+                samples[subject] = list(samples[twin])
             if cfg.integrity:  # judged and dropped round by round: at most one round's outputs held
                 self._recheck(kept, sets, recheck, mutations)
             kept = []

@@ -48,6 +48,8 @@ class ReferenceProblem:
     mutates_inputs: bool = False  #: the reference changes its inputs in place.
     mutation_checked: bool = False
     output_bytes: int = 0  #: bytes of one call's outputs (set on every run; sizes the timed re-checks).
+    #: no op of the reference's reached by the TF32 switches (kbv.checks.tf32_rules); None until counted.
+    tf32_inert: bool | None = None
 
     def get_inputs(self) -> list:
         return list(self.module.get_inputs())
