@@ -154,3 +154,45 @@ def test_where_the_zygote_is_used(monkeypatch):
     assert zygote.enabled("cpu") and zygote.enabled("cuda")
     monkeypatch.setenv("KBV_ZYGOTE", "0")
     assert not zygote.enabled("cpu") and not zygote.enabled("cuda")
+
+
+def test_the_worker_knows_its_intermediate_parent_even_after_it_exited(monkeypatch):
+    """The worker waits until its intermediate parent has exited; it must know that parent's pid
+    from before the fork. Read after the fork, it was already the subreaper's when the
+    intermediate child exited first, and the worker waited 60 s for a change that had happened:
+    CRASH "worker died during load", 4 times in a full suite."""
+    import select
+    import socket
+    import struct
+
+    from kbv.sandbox import forkserver
+
+    real_fork = os.fork
+
+    def child_runs_late() -> int:
+        pid = real_fork()
+        if pid == 0:
+            time.sleep(0.3)  # the intermediate child writes the pid and exits meanwhile
+        return pid
+
+    r, w = os.pipe()
+
+    def fake_worker(setup, conn_fd, log_fd, middle):
+        os.write(w, struct.pack("qq", middle, os.getppid()))
+        os._exit(0)
+
+    monkeypatch.setattr(forkserver, "_worker", fake_worker)
+    monkeypatch.setattr(forkserver.os, "fork", child_runs_late)
+    ours, theirs = socket.socketpair()
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        pid = forkserver._fork_worker(theirs, None, devnull, devnull)
+        assert pid > 0
+        assert select.select([r], [], [], 30)[0], "the worker wrote nothing"
+        middle, parent_now = struct.unpack("qq", os.read(r, 16))
+    finally:
+        for fd in (r, w, devnull):
+            os.close(fd)
+        ours.close()
+        theirs.close()
+    assert middle != parent_now and middle != os.getpid()

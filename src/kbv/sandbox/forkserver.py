@@ -35,8 +35,9 @@ PRELOAD = ("torch", "torch.multiprocessing", "kbv.sandbox.worker", "kbv.sandbox.
 PRELOAD_CUDA = ("torch._inductor.config",)
 #: bytes of one request (a pickled WorkerSetup) at most.
 MAX_REQUEST = 1 << 16
-#: seconds a forked worker waits to be re-parented before it gives up (exit 1).
-REPARENT_TIMEOUT_S = 5.0
+#: seconds a forked worker waits to be re-parented before it gives up (exit 1, said on stderr): the
+#: intermediate child only forks and exits, but on a loaded host it may wait for a core.
+REPARENT_TIMEOUT_S = 60.0
 
 READY = b"ready"
 
@@ -109,10 +110,11 @@ def _fork_worker(sock: socket.socket, setup: Any, conn_fd: int, log_fd: int) -> 
         try:
             sock.close()
             os.close(r)
+            me = os.getpid()  # before the fork: once this process has exited the worker's parent is another
             worker = os.fork()
             if worker == 0:
                 os.close(w)
-                _worker(setup, conn_fd, log_fd, os.getppid())
+                _worker(setup, conn_fd, log_fd, me)
             os.write(w, struct.pack("q", worker))
         finally:
             os._exit(0)
@@ -133,13 +135,20 @@ def _worker(setup: Any, conn_fd: int, log_fd: int, middle: int) -> None:
         deadline = time.monotonic() + REPARENT_TIMEOUT_S
         while os.getppid() == middle and time.monotonic() < deadline:
             time.sleep(0.0002)
-        if os.getppid() != middle:
+        if os.getppid() == middle:
+            print(f"kbv zygote: worker {os.getpid()} not re-parented within {REPARENT_TIMEOUT_S:g} s", file=sys.stderr)
+        else:
             from multiprocessing.connection import Connection
 
             from kbv.sandbox.worker import candidate_main
 
             candidate_main(Connection(conn_fd), setup, log_fd)  # exits the process itself
             code = 0
+    except BaseException:  # noqa: BLE001 - said in the worker's log (or the zygote's stderr), as a spawned worker would
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.flush()
     finally:
         os._exit(code)
 
