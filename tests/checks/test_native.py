@@ -120,3 +120,15 @@ def test_the_reader_lists_the_imports_of_every_native_object_it_finds(tmp_path):
     broken.write_bytes(so.read_bytes()[:64])  # a host ELF header and nothing else
     with pytest.raises(ElfError, match="broken.so"):
         symbols(broken, nm)
+
+
+def test_a_symbol_longer_than_any_pytorch_kernels_is_not_matched():
+    """A red-team object's 500,000-character symbol made the kernel pattern backtrack for a minute
+    in the reference worker: symbols over MAX_SYMBOL_CHARS are skipped (none of libtorch's is)."""
+    from kbv.checks.native import MAX_SYMBOL_CHARS, aten_kernel_imports
+
+    ops = ["aten::mm"]
+    real = "at::cpu::mm(at::Tensor const&, at::Tensor const&)"
+    assert aten_kernel_imports([real], ops) == {"aten.mm": [real]}
+    padded = real.replace("at::Tensor const&, ", "at::Tensor const&, " + " " * MAX_SYMBOL_CHARS, 1)
+    assert aten_kernel_imports([padded, "&at::a::b<" * 50000 + "z"], ops) == {}

@@ -79,3 +79,19 @@ def test_reference_worker_gets_no_expandable_segments(monkeypatch):
     finally:
         proc.close(abort=True)
     assert os.environ["PYTORCH_CUDA_ALLOC_CONF"].startswith("expandable_segments")  # the parent's own is kept
+
+
+def test_elf_files_lists_a_hard_linked_object_once(tmp_path):
+    """An object hard-linked under many names is read once (the read has a budget per candidate)."""
+    import os
+    import shutil
+    import sys
+
+    from kbv.processes import elf
+
+    exe = os.path.realpath(sys.executable)
+    first = tmp_path / "a.so"
+    shutil.copyfile(exe, first)
+    for k in range(5):
+        os.link(first, tmp_path / f"link{k}.so")
+    assert elf.elf_files([tmp_path]) == [first]

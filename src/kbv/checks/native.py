@@ -53,6 +53,11 @@ _SUFFIXES = ("_outf", "_out", "_symint", "_cpu", "_cuda", "_mps", "_kernel", "_s
 #: a dispatch stub is an object, no ``(`` (``at::native::gelu_stub``).
 _KERNEL = re.compile(r"(?:^|[\s*&])at::(?P<ns>\w+)::(?P<path>(?:\w+::)*)(?P<name>~?\w+)(?:<[^()]*>)?(?:\(|$)")
 _REDISPATCH = re.compile(r"(?:^|[\s*&])at::_ops::(?P<op>\w+)::redispatch\(")
+#: longest symbol matched against them: libtorch_cpu's longest exported ``at::`` symbol has 3,171
+#: characters (torch 2.13); a longer one is none of PyTorch's kernels. :data:`_KERNEL` backtracks
+#: in the square of a symbol's length (a red-team object's 500,000-character symbol held the
+#: reference worker for a minute; 8,192 characters take about 20 ms).
+MAX_SYMBOL_CHARS = 8192
 
 
 def _op_of(name: str, ops: frozenset[str]) -> str | None:
@@ -81,7 +86,8 @@ def aten_kernel_imports(symbols: Iterable[str], op_names: Iterable[str]) -> dict
             objects (``"at::cpu::mm(at::Tensor const&, at::Tensor const&)"``); other lines are
             ignored.
         op_names: torch's operator names (``torch._C._dispatch_get_all_op_names()``: ``"aten::mm"``,
-            ``"aten::relu"``, ...); only the ``aten::`` ones are used.
+            ``"aten::relu"``, ...); only the ``aten::`` ones are used. Symbols over
+            :data:`MAX_SYMBOL_CHARS` are skipped.
 
     Returns:
         ``{"aten.mm": ["at::cpu::mm(...)", ...]}``: every op in :data:`KERNEL_NAMESPACES`' reach
@@ -97,6 +103,8 @@ def aten_kernel_imports(symbols: Iterable[str], op_names: Iterable[str]) -> dict
         if not isinstance(sym, str):
             continue
         sym = sym.strip()
+        if len(sym) > MAX_SYMBOL_CHARS or "at::" not in sym:
+            continue
         op = None
         m = _REDISPATCH.search(sym)
         if m:

@@ -4,6 +4,7 @@ compute ops, or its own kernels doing too little of the device time."""
 from __future__ import annotations
 
 import secrets
+import time
 
 import torch
 
@@ -133,9 +134,13 @@ class ProfileCheck(Context):
         if nm is None:
             evidence["aten_kernels_error"] = "binutils' nm is not on PATH: the extensions' imports were not read"
             return False
+        t0 = time.monotonic()
         objects = elf.elf_files([worker.setup.build_dir, str(worker.workdir)])
         symbols, defined, unreadable = [], [], []
         for obj in objects[:elf.MAX_OBJECTS]:
+            if time.monotonic() - t0 > elf.SCAN_BUDGET_S or len(symbols) + len(defined) > elf.MAX_SYMBOLS:
+                unreadable.append(f"the objects' symbols: over {elf.SCAN_BUDGET_S:g} s or {elf.MAX_SYMBOLS} symbols")
+                break
             try:
                 imports, own = elf.symbols(obj, nm)
             except elf.ElfError as exc:
@@ -151,6 +156,7 @@ class ProfileCheck(Context):
             self._add(prof_rule.unreadable_objects(why))
             return True
         imported = aten_kernel_imports(symbols, torch._C._dispatch_get_all_op_names())
+        evidence["native_scan_s"] = round(time.monotonic() - t0, 3)
         if not imported:
             return False
         evidence["aten_kernels"] = {op: syms[:3] for op, syms in imported.items()}

@@ -26,6 +26,13 @@ ELF_MAGIC = b"\x7fELF"
 MAX_OBJECTS = 256
 #: seconds one ``nm`` may take (a 50 MB CUDA extension reads in well under a second).
 NM_TIMEOUT_S = 30
+#: seconds reading and matching all of a candidate's objects may take, and symbols they may hold
+#: (kbv choices: an honest build's objects read in about a second and import hundreds of
+#: symbols). Past either the imports are unknown: not credited, not accused
+#: (:func:`kbv.checks.profile_rules.unreadable_objects`), so a candidate cannot hold the trusted
+#: side up with the objects it leaves.
+SCAN_BUDGET_S = 60.0
+MAX_SYMBOLS = 1_000_000
 
 
 class ElfError(Exception):
@@ -54,15 +61,17 @@ def host_machine() -> bytes:
 def elf_files(roots: Iterable[str | os.PathLike]) -> list[Path]:
     """Every regular ELF file for the host's architecture (:func:`host_machine`) under ``roots``
     (missing roots skipped; links neither followed nor listed; GPU code such as CUDA cubins, ELF
-    files of another machine, left out), sorted by path; all of them, however many (the caller
-    caps what it reads)."""
+    files of another machine, left out; a file hard-linked under several names listed once),
+    sorted by path; all of them, however many (the caller caps what it reads)."""
     machine = host_machine()
     found: set[Path] = set()
+    inodes: set[tuple[int, int]] = set()
     for root in roots:
         if not os.path.isdir(root):
             continue
-        for dirpath, _, files in os.walk(root):
-            for name in files:
+        for dirpath, dirnames, files in os.walk(root):
+            dirnames.sort()  # in name order: of a file's hard links, the first by name is listed
+            for name in sorted(files):
                 path = Path(dirpath) / name
                 try:
                     if path.is_symlink() or not path.is_file():
@@ -71,8 +80,12 @@ def elf_files(roots: Iterable[str | os.PathLike]) -> list[Path]:
                         header = f.read(20)
                     if header[:4] != ELF_MAGIC or _machine(header) != machine:
                         continue
+                    st = path.stat()
                 except OSError:
                     continue
+                if (st.st_dev, st.st_ino) in inodes:
+                    continue
+                inodes.add((st.st_dev, st.st_ino))
                 found.add(path)
     return sorted(found)
 
