@@ -91,6 +91,7 @@ def make_config(config: ConfigLike = None) -> EvalConfig:
         kw.setdefault("rtol", tol)
         if kw.get("policy") == "kbv-compat":
             kw.setdefault("distributions", ())
+            kw.setdefault("secret_shapes", 0)
         for name in ("hidden", "baselines", "distributions"):
             if isinstance(kw.get(name), (list, str)):
                 kw[name] = (kw[name],) if isinstance(kw[name], str) else tuple(kw[name])

@@ -166,6 +166,7 @@ def demo_config(device: str, *, trials: int = DEMO_TRIALS, precision: str = "fp3
               policy=policy)
     if policy == "kbv-compat":
         kw["distributions"] = ()
+        kw["secret_shapes"] = 0
     return EvalConfig(**kw)
 
 

@@ -42,6 +42,10 @@ def test_honest_torch_candidate_passes_with_speedups(cpu_evaluator, fast_config)
     assert len(v.sets(InputKind.NOMINAL)) == 3 and len(v.sets(InputKind.HIDDEN)) == 4
     seeds = [r.seed for r in v.sets(InputKind.NOMINAL)]
     assert len(set(seeds)) == 3  # a fresh seed per nominal set
+    # judged at a secret shape too (kbv.pipeline.secret_shapes): both size constants halved and made odd
+    (shape,) = v.sets(InputKind.SHAPE)
+    assert shape.passed and shape.transform == "sizes batch_size=33, dim=257", shape
+    assert v.evidence["secret_shape"]["constants"] == {"batch_size": 64, "dim": 512}
     # a ReLU runs no op TF32 changes: eager-tf32 is eager-fp32's times, timed once (kbv.checks.tf32_rules)
     assert v.evidence["tf32_inert"] is True
     assert v.timing["eager-tf32"].times_ms == v.timing["eager-fp32"].times_ms
@@ -168,3 +172,21 @@ def test_time_budget_cuts_later_rounds_for_every_subject(cpu_evaluator, fast_con
     assert v.evidence["timed_calls_per_round"] == [6, 3]
     assert {m.trials for m in v.timing.values()} == {9}
     assert max(v.evidence["timed_rechecks"]) == 8
+
+
+def test_a_reference_that_refuses_other_shapes_gets_no_secret_shape(cpu_evaluator, fast_config, tmp_path):
+    """The secret shape counts only where the reference runs on it: a reference that asserts its
+    sizes gets none, and the verdict is the same as without (issue 23)."""
+    from kbv.intake.problems import load_problem
+
+    src = problem("level1/1_Small_ReLU.py").path
+    text = open(src).read().replace("        return torch.relu(x)",
+                                    "        assert x.shape == (64, 512)\n        return torch.relu(x)")
+    (tmp_path / "level1").mkdir()
+    path = tmp_path / "level1" / "1_Fixed_ReLU.py"
+    path.write_text(text)
+    v = cpu_evaluator.evaluate(load_problem(path), candidate("relu_torch.py"), fast_config)
+    assert v.status is Status.PASS, v.message
+    assert v.sets(InputKind.SHAPE) == ()
+    refused = v.evidence["secret_shape"]["refused"]
+    assert [r["sizes"] for r in refused] == [{"batch_size": 33, "dim": 257}, {"dim": 257}, {"batch_size": 33}]

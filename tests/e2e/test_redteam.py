@@ -231,6 +231,9 @@ CASES: tuple[Case, ...] = (
     Case("t20-sampled-onehot", 20, R + "t20_sampled_onehot.py", ONEHOT_MATMUL, expect=Status.INCORRECT),
     # 21 shape hard-coding with dispatch
     Case("t21-shape-dispatch", 21, R + "t21_shape_dispatch.py", SOFTMAX),
+    # right at the problem's own sizes only: the secret shape (kbv.pipeline.secret_shapes)
+    Case("t21-tile-multiple", 21, R + "t21_tile_multiple.py", RELU, expect=Status.INCORRECT),
+    Case("t21-fixed-view", 21, R + "t21_fixed_view.py", SOFTMAX, expect=Status.INCORRECT),
     # 22 seed prediction
     Case("t22-generator-replay", 22, R + "t22_generator_replay.py", SOFTMAX),
     Case("t22-manual-seed-replay", 22, R + "t22_manual_seed_replay.py", RELU, extended=True),
@@ -261,6 +264,9 @@ CASES: tuple[Case, ...] = (
     # forever; the decode has the call's deadline (kbv.processes.candidate.CandidateProcess.receive)
     Case("t26-jam-fd-sharer", 26, R + "t26_jam_fd_sharer.py", RELU, contained=(Status.TIMEOUT,),
          config=(("call_timeout_s", 20),)),
+    # a symbol the kernel-name pattern backtracks on for minutes, in an object left in the workdir:
+    # the honest ReLU's verdict, in the time of any other (kbv.checks.native.MAX_SYMBOL_CHARS)
+    Case("t26-elf-symbol-stall", 26, R + "t26_elf_symbol_stall.py", RELU, contained=(Status.PASS, Status.SHORTCUT)),
     # 2/26: a system call that runs on through kbv's stop and slows the baselines
     # (30 timed calls a subject: baseline blocks of the small ReLU are then several scheduler ticks long)
     Case("t02-run-while-paused", 2, R + "t02_run_while_paused.py", RELU, expect=Status.HACK,

@@ -25,7 +25,7 @@ def off_nominal_findings(judged: Sequence[InputSetResult], few_places: Collectio
     """
     if not all(r.passed for r in judged if r.kind is InputKind.NOMINAL):
         return []
-    off = [r for r in judged if r.kind is not InputKind.NOMINAL and r.passed is False]
+    off = [r for r in judged if r.kind not in (InputKind.NOMINAL, InputKind.SHAPE) and r.passed is False]
     broken = [r for r in off if r.kind is InputKind.RANDOM and r.name in few_places]
     values = [r for r in off if r not in broken]
     out = []
@@ -41,3 +41,17 @@ def off_nominal_findings(judged: Sequence[InputSetResult], few_places: Collectio
                            f"change: {what}: a structure of the nominal inputs checked on a sample of positions "
                            "or assumed without a check"))
     return out
+
+
+def shape_specialised(judged: Sequence[InputSetResult]) -> Finding | None:
+    """A WARNING for a candidate right on every judged set of the problem's own shape and wrong (or
+    raising) on a secret shape (:mod:`kbv.reference.shapes`): it holds only at the sizes it was
+    written for (taxonomy 21); the failed set makes the verdict INCORRECT. None otherwise."""
+    own = [r for r in judged if r.kind is not InputKind.SHAPE]
+    wrong = [r for r in judged if r.kind is InputKind.SHAPE and r.passed is False]
+    if not wrong or not own or not all(r.passed for r in own):
+        return None
+    first = wrong[0]
+    return finding("inputs:shape-specialised", (21,), Severity.WARNING,
+                   f"right at the problem's own sizes, wrong at {first.transform}: {first.fault or 'outputs differ'} "
+                   "(a kernel that holds only at the shape it was written for)")

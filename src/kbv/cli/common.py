@@ -171,6 +171,7 @@ def make_config(device: str, precision: str, seeds: int, trials: int, warmup: in
               atol=tol, rtol=tol, policy=policy)
     if policy == "kbv-compat":
         kw["distributions"] = ()
+        kw["secret_shapes"] = 0
     if timeout is not None:
         kw.update(call_timeout_s=timeout, timing_timeout_s=max(timeout, 60.0))
     try:

@@ -36,6 +36,7 @@ class InputKind(str, enum.Enum):
     NOMINAL = "nominal"  #: ``get_inputs()`` under a fresh seed.
     HIDDEN = "hidden"  #: a KernelBench-Verified hidden distribution (D1..D4: scaled ``get_inputs()``).
     RANDOM = "random"  #: one of kbv's secret randomised distributions (``kbv.reference.inputs.DISTRIBUTIONS``).
+    SHAPE = "shape"  #: ``get_inputs()`` at a secret shape: the problem's size constants changed (``kbv.reference.shapes``).
 
 
 @dataclass(frozen=True)

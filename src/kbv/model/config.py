@@ -16,7 +16,7 @@ DEFAULT_DISTRIBUTIONS: tuple[str, ...] = (
 #: holds their scales).
 HIDDEN_NAMES: tuple[str, ...] = ("D1", "D2", "D3", "D4")
 _INT_FIELDS = ("nominal_seeds", "warmup", "trials", "timing_rounds", "init_seed", "max_timing_rounds",
-               "timing_input_bytes", "held_output_bytes")
+               "timing_input_bytes", "held_output_bytes", "secret_shapes")
 _REAL_FIELDS = ("atol", "rtol", "compile_timeout_s", "call_timeout_s", "timing_timeout_s", "time_budget_ms",
                 "timing_budget_s", "kbv_k", "kbv_floor_eps", "kbv_tf32_floor")
 #: tolerances of the allclose sweep kept with every input set (atol = rtol = t), as keys.
@@ -129,6 +129,9 @@ class EvalConfig:
     timing_input_bytes: int = 0
     #: bytes of earlier timed calls' outputs held between calls (``kbv.sandbox.timed.HOLD_CALLS``).
     held_output_bytes: int = 128 << 20
+    #: input sets judged at a secret shape (the problem's size constants changed, ``kbv.reference.shapes``);
+    #: 0: none (``kbv-compat``, KernelBench-Verified's protocol, runs none by default).
+    secret_shapes: int = 1
 
     def _check_types(self) -> None:
         for name in _INT_FIELDS:
@@ -168,6 +171,8 @@ class EvalConfig:
         for name in ("nominal_seeds", "trials", "timing_rounds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, not {getattr(self, name)!r}")
+        if not 0 <= self.secret_shapes <= 8:
+            raise ValueError(f"secret_shapes must be in 0..8, not {self.secret_shapes!r}")
         if self.timing_input_bytes < 0:
             raise ValueError(f"timing_input_bytes must be >= 0, not {self.timing_input_bytes!r}")
         if not 0 <= self.held_output_bytes <= 1 << 30:

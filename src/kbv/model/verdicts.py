@@ -120,7 +120,7 @@ class Verdict:
         judged = [r for r in self.input_sets if not r.dropped]
         out: dict[str, bool | None] = {}
         for policy in POLICIES:
-            sets = judged if policy == "kbv" else [r for r in judged if r.kind is not InputKind.RANDOM]
+            sets = judged if policy == "kbv" else [r for r in judged if r.kind not in (InputKind.RANDOM, InputKind.SHAPE)]
             if not self.status.ran or not sets or any(policy not in r.policy_passed for r in sets):
                 out[policy] = None
             else:
@@ -130,7 +130,7 @@ class Verdict:
     @property
     def tolerance_sweep(self) -> dict[str, bool | None]:
         """Sweep key → every judged nominal and D1–D4 set passes allclose at that tolerance."""
-        sets = [r for r in self.input_sets if not r.dropped and r.kind is not InputKind.RANDOM]
+        sets = [r for r in self.input_sets if not r.dropped and r.kind not in (InputKind.RANDOM, InputKind.SHAPE)]
         out: dict[str, bool | None] = {}
         for key in SWEEP_KEYS:
             if not self.status.ran or not sets or any(key not in r.tolerance_sweep for r in sets):

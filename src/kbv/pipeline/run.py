@@ -2,7 +2,7 @@
 
 build candidate (in a fresh candidate worker) → same-weights check → nominal correctness
 (``nominal_seeds`` fresh secret seeds) → hidden distributions D1–D4 → kbv's randomised
-distributions → inline problem vetting → timing of the candidate and the baselines on identical
+distributions → a secret shape (``kbv.pipeline.secret_shapes``) → inline problem vetting → timing of the candidate and the baselines on identical
 inputs, interleaved in rounds → peak memory → verdict.
 
 On every input set the reference runs under the eager-fp32 flags (and, on cuda, the eager-tf32
@@ -22,7 +22,7 @@ import torch
 from kbv.intake.candidates import build_dir
 from kbv.model.records import CandidateRef, Environment, EvalConfig, InputKind, Verdict
 from kbv.pipeline.outcome import Outcome, Stop
-from kbv.pipeline.correctness import Correctness
+from kbv.pipeline.secret_shapes import SecretShapes
 from kbv.pipeline.load import Load
 from kbv.pipeline.memory_stage import MemoryStage
 from kbv.pipeline.profile_stage import ProfileCheck
@@ -40,7 +40,7 @@ from kbv.reference.build import ReferenceProblem, first_line
 from kbv.sandbox import numeric_flags as bl
 
 
-class Verification(Load, Correctness, Vetting, Timing, BoundStage, RepeatGain, SyncChecks, Roofline, ProfileCheck,
+class Verification(Load, SecretShapes, Vetting, Timing, BoundStage, RepeatGain, SyncChecks, Roofline, ProfileCheck,
                    MemoryStage, VerdictStage):
     """One (problem, candidate, config) verification. Call :meth:`run` once."""
 
@@ -67,6 +67,8 @@ class Verification(Load, Correctness, Vetting, Timing, BoundStage, RepeatGain, S
                 if self.on_loaded is not None:
                     self.on_loaded()
                 self._correctness(worker)
+                if all(r.passed for r in state.input_sets if not r.dropped):  # else wrong already
+                    self._secret_shapes(worker)
                 self._vet()
                 judged = [r for r in state.input_sets if not r.dropped]
                 failed = [r for r in judged if not r.passed]

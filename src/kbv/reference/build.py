@@ -50,6 +50,8 @@ class ReferenceProblem:
     output_bytes: int = 0  #: bytes of one call's outputs (set on every run; sizes the timed re-checks).
     #: no op of the reference's reached by the TF32 switches (kbv.checks.tf32_rules); None until counted.
     tf32_inert: bool | None = None
+    #: the secret shape's search (kbv.pipeline.secret_shapes): (sizes accepted or {}, evidence); None until run.
+    shape_search: tuple | None = None
 
     def get_inputs(self) -> list:
         return list(self.module.get_inputs())
@@ -68,19 +70,27 @@ def flatten_outputs(out: Any) -> list:
     raise TypeError(f"returns {type(out).__name__}, not a tensor or a tuple of tensors")
 
 
-def import_problem(ref: ProblemRef) -> types.ModuleType:
-    """Import a problem file as a fresh module.
+def import_problem(ref: ProblemRef, source: str | None = None) -> types.ModuleType:
+    """Import a problem file as a fresh module; ``source``: the file's text with other sizes
+    (:func:`kbv.intake.sizes.with_sizes`), run in a module of its own name.
 
     Raises:
         ProblemError: the import raised, or a required name is not callable.
     """
+    import hashlib
+
     name = f"kbv_problem_{ref.sha256[:16]}"
+    if source is not None:
+        name += f"_{hashlib.sha256(source.encode()).hexdigest()[:12]}"
     spec = importlib.util.spec_from_file_location(name, ref.path)
     if spec is None or spec.loader is None:
         raise ProblemError(ref.path, "cannot be imported as a module")
     module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        if source is None:
+            spec.loader.exec_module(module)
+        else:
+            exec(compile(source, ref.path, "exec"), module.__dict__)  # noqa: S102 - the benchmark's own file, resized
     except BaseException as exc:  # noqa: BLE001 - any failure of a problem file is its fault
         raise ProblemError(ref.path, f"import failed: {type(exc).__name__}: {first_line(exc)}") from None
     for n in ("Model", "get_inputs", "get_init_inputs"):
@@ -90,13 +100,14 @@ def import_problem(ref: ProblemRef) -> types.ModuleType:
     return module
 
 
-def build_reference(ref: ProblemRef, config: EvalConfig) -> ReferenceProblem:
-    """Import the problem and construct ``Model(*get_init_inputs())`` under ``torch.manual_seed(init_seed)``.
+def build_reference(ref: ProblemRef, config: EvalConfig, source: str | None = None) -> ReferenceProblem:
+    """Import the problem and construct ``Model(*get_init_inputs())`` under ``torch.manual_seed(init_seed)``;
+    ``source``: the problem's text with other sizes (:func:`import_problem`).
 
     Raises:
         ProblemError: any step fails, or ``get_inputs()`` returns something unusable.
     """
-    module = import_problem(ref)
+    module = import_problem(ref, source)
     device = torch.device("cuda", torch.cuda.current_device()) if config.device == "cuda" else torch.device("cpu")
     try:
         init_args = list(module.get_init_inputs())
