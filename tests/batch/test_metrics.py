@@ -301,3 +301,24 @@ def test_speedup_interval_brackets_the_ratio_of_medians_and_widens_with_noise():
     m = compute_metrics([quiet, noisy]).run("model-a").overall
     assert m.noisy_problems == 1 and [o.best_noisy for o in m.outcomes] == [False, True]
     assert m.outcomes[1].best_speedup_interval == (nlo, nhi)
+
+
+def test_a_sample_wrong_at_a_secret_shape_is_counted_beside_the_hidden_sets():
+    """kbv report's per-run count of shape-specialised samples: the nominal-passing samples wrong at
+    a secret shape (issue 23), a column of the hidden-failure table."""
+    import dataclasses
+
+    from kbv.batch.metrics import SHAPE_COLUMN, _hidden_failures
+    from kbv.model.records import InputKind, InputSetResult
+
+    def shape(passed: bool) -> InputSetResult:
+        return InputSetResult("shape-1", InputKind.SHAPE, "sizes dim=257", 7, passed=passed,
+                              policy_passed={"kbv": passed, "kbv-compat": passed})
+
+    ok = make_verdict("PASS", speedup=2.0)
+    ok = dataclasses.replace(ok, input_sets=(*ok.input_sets, shape(True)))
+    wrong = make_verdict("INCORRECT", hidden_fail=("D4",), problem_id=2)
+    wrong = dataclasses.replace(wrong, input_sets=(*wrong.input_sets, shape(False)))
+    none = make_verdict("PASS", speedup=2.0, problem_id=3)  # a problem without a secret shape
+    passed, failures = _hidden_failures([ok, wrong, none])
+    assert passed == 3 and failures[SHAPE_COLUMN] == 1 and failures["D4"] == 1
