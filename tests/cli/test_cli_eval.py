@@ -264,3 +264,13 @@ def test_a_flag_the_evaluation_raised_is_not_repeated_from_the_cached_vet_report
     verify._warn_if_flagged(SimpleNamespace(path="p.py"), verdict)
     body = [ln.strip() for ln in lines[1:]]
     assert body == ["stochastic: two runs differ by 0.3", "constant-output: the same output on every set (kbv vet)"]
+
+
+def test_secret_shapes_option_resolves_with_the_policy():
+    """--secret-shapes N sets EvalConfig.secret_shapes; without it kbv runs one and kbv-compat none."""
+    from kbv.cli.common import make_config
+
+    assert make_config("cpu", "fp32", 1, 3, 1, None).secret_shapes == 1
+    assert make_config("cpu", "fp32", 1, 3, 1, None, "kbv-compat").secret_shapes == 0
+    assert make_config("cpu", "fp32", 1, 3, 1, None, "kbv", 0).secret_shapes == 0
+    assert make_config("cpu", "fp32", 1, 3, 1, None, "kbv-compat", 2).secret_shapes == 2

@@ -161,9 +161,10 @@ SEEDS_HELP = "Nominal input sets per evaluation (each under a fresh secret seed)
 
 
 def make_config(device: str, precision: str, seeds: int, trials: int, warmup: int, timeout: float | None,
-                policy: str = "kbv"):
+                policy: str = "kbv", secret_shapes: int | None = None):
     """The resolved config. ``kbv-compat`` is the KernelBench-Verified protocol: nominal + D1–D4
-    judged by allclose, without kbv's randomised distributions."""
+    judged by allclose, without kbv's randomised distributions or a secret shape (unless
+    ``secret_shapes`` is given)."""
     from kbv.model.records import EvalConfig
 
     tol = EvalConfig.default_tolerance(precision)
@@ -172,12 +173,18 @@ def make_config(device: str, precision: str, seeds: int, trials: int, warmup: in
     if policy == "kbv-compat":
         kw["distributions"] = ()
         kw["secret_shapes"] = 0
+    if secret_shapes is not None:
+        kw["secret_shapes"] = secret_shapes
     if timeout is not None:
         kw.update(call_timeout_s=timeout, timing_timeout_s=max(timeout, 60.0))
     try:
         return EvalConfig(**kw)
     except ValueError as exc:
         fail(str(exc))
+
+
+SHAPES_HELP = ("Input sets judged at a secret shape: the problem's size constants halved and made odd "
+               "(default 1; 0 under kbv-compat; 0: none).")
 
 
 def writable_output(path, option: str) -> None:

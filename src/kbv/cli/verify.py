@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from kbv.cli.common import (POLICY_HELP, SEEDS_HELP, Device, Policy, Precision, console, err_console, fail,
+from kbv.cli.common import (SHAPES_HELP, POLICY_HELP, SEEDS_HELP, Device, Policy, Precision, console, err_console, fail,
                             make_config, resolve_device, writable_output)
 from kbv.demo import DEMO_TRIALS
 
@@ -23,6 +23,7 @@ def eval_cmd(
     warmup: int = typer.Option(5, min=0, metavar="N", help="Untimed calls before each timing round."),
     timeout: Optional[float] = typer.Option(None, min=1.0, metavar="S", help="Seconds allowed per forward call (default 120)."),
     policy: Policy = typer.Option(Policy.kbv, help=POLICY_HELP),
+    secret_shapes: Optional[int] = typer.Option(None, "--secret-shapes", min=0, max=8, metavar="N", help=SHAPES_HELP),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the whole build log and traceback of a "
                                  "COMPILE_ERROR or RUNTIME_ERROR (default: the compiler's first errors, or the "
                                  "exception and its last frames)."),
@@ -47,7 +48,7 @@ def eval_cmd(
     if json_out is not None:
         writable_output(json_out, "--json")
     dev = resolve_device(device)
-    config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value)
+    config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value, secret_shapes)
     with console.status(f"verifying {candidate.name} against {problem.name} on {dev}..."):
         try:
             with Evaluator(dev) as ev:
