@@ -51,8 +51,29 @@ class Load(Context):
     # phases -------------------------------------------------------------------------------
     def _load(self, worker: CandidateProcess) -> None:
         t0 = time.perf_counter()
+        reply = self._send_load(worker, self.rp.init_args)
+        self.cand_model_bytes = reply.model_bytes
+        self.state.evidence["load_seconds"] = reply.load_seconds
+        self.state.evidence["sandbox"] = [str(n) for n in reply.sandbox]
+        ref_state = dict(self.rp.model.named_parameters()) | dict(self.rp.model.named_buffers())
+        for name, t in reply.state.items():
+            r = ref_state.get(name)
+            if type(t) is not torch.Tensor or r is None or tuple(r.shape) != tuple(t.shape):
+                continue
+            if r.dtype != t.dtype or not torch.equal(r.detach(), t.to(r.device)):
+                self.state.weight_mismatches.append(name)
+        del reply
+        self.state.phase_seconds["load"] = time.perf_counter() - t0
+        self._phase_peak("load")
+
+    def _send_load(self, worker: CandidateProcess, init_args: list) -> protocol.Loaded:
+        """``worker`` imports the candidate and builds ``ModelNew(*init_args)``; its reply.
+
+        Raises:
+            Stop: the load raised (BUILD_RAISED), the worker failed, or the build lock timed out.
+        """
         module_name = f"kbv_candidate_{self.candidate.sha256[:16]}"
-        request = protocol.Load(self.candidate.path, module_name, tuple(self.rp.init_args), self.config.init_seed,
+        request = protocol.Load(self.candidate.path, module_name, tuple(init_args), self.config.init_seed,
                                 self.config.device, self.config.precision, self.fp32_flags)
         # the build dir is this process's alone while the load builds (stale torch locks removed)
         try:
@@ -67,16 +88,4 @@ class Load(Context):
                                           "candidate's") from None
         if not isinstance(reply, protocol.Loaded):
             raise Stop(Outcome.BAD_REPLY, f"{self.name}: load: unexpected reply {type(reply).__name__}")
-        self.cand_model_bytes = reply.model_bytes
-        self.state.evidence["load_seconds"] = reply.load_seconds
-        self.state.evidence["sandbox"] = [str(n) for n in reply.sandbox]
-        ref_state = dict(self.rp.model.named_parameters()) | dict(self.rp.model.named_buffers())
-        for name, t in reply.state.items():
-            r = ref_state.get(name)
-            if type(t) is not torch.Tensor or r is None or tuple(r.shape) != tuple(t.shape):
-                continue
-            if r.dtype != t.dtype or not torch.equal(r.detach(), t.to(r.device)):
-                self.state.weight_mismatches.append(name)
-        del reply
-        self.state.phase_seconds["load"] = time.perf_counter() - t0
-        self._phase_peak("load")
+        return reply

@@ -1,8 +1,8 @@
 """The pipeline of one verification, run inside the (trusted) reference worker.
 
-build candidate (in a fresh candidate worker) → same-weights check → nominal correctness
-(``nominal_seeds`` fresh secret seeds) → hidden distributions D1–D4 → kbv's randomised
-distributions → a secret shape (``kbv.pipeline.secret_shapes``) → inline problem vetting → timing of the candidate and the baselines on identical
+a secret shape, in a worker of its own (``kbv.pipeline.secret_shapes``) → build candidate (in a
+fresh candidate worker) → same-weights check → nominal correctness (``nominal_seeds`` fresh
+secret seeds) → hidden distributions D1–D4 → kbv's randomised distributions → inline problem vetting → timing of the candidate and the baselines on identical
 inputs, interleaved in rounds → peak memory → verdict.
 
 On every input set the reference runs under the eager-fp32 flags (and, on cuda, the eager-tf32
@@ -23,7 +23,6 @@ from kbv.intake.candidates import build_dir
 from kbv.model.records import CandidateRef, Environment, EvalConfig, InputKind, Verdict
 from kbv.pipeline.outcome import Outcome, Stop
 from kbv.pipeline.secret_shapes import SecretShapes
-from kbv.pipeline.load import Load
 from kbv.pipeline.memory_stage import MemoryStage
 from kbv.pipeline.profile_stage import ProfileCheck
 from kbv.pipeline.repeat import RepeatGain
@@ -40,7 +39,7 @@ from kbv.reference.build import ReferenceProblem, first_line
 from kbv.sandbox import numeric_flags as bl
 
 
-class Verification(Load, SecretShapes, Vetting, Timing, BoundStage, RepeatGain, SyncChecks, Roofline, ProfileCheck,
+class Verification(SecretShapes, Vetting, Timing, BoundStage, RepeatGain, SyncChecks, Roofline, ProfileCheck,
                    MemoryStage, VerdictStage):
     """One (problem, candidate, config) verification. Call :meth:`run` once."""
 
@@ -63,12 +62,13 @@ class Verification(Load, SecretShapes, Vetting, Timing, BoundStage, RepeatGain, 
                     self.state.evidence["signals_at_spawn"] = sorted(int(x) for x in self._signals_at_spawn)
                 self.state.evidence["worker_started_early"] = self.worker is not None
                 self.state.evidence["worker_start"] = worker.started_by  # zygote or spawn
+                self._secret_shapes()  # in a worker of its own, before this one loads the candidate
                 self._load(worker)
+                self._shape_built_nominally()
                 if self.on_loaded is not None:
                     self.on_loaded()
                 self._correctness(worker)
-                if all(r.passed for r in state.input_sets if not r.dropped):  # else wrong already
-                    self._secret_shapes(worker)
+                self._shape_finding()
                 self._vet()
                 judged = [r for r in state.input_sets if not r.dropped]
                 failed = [r for r in judged if not r.passed]
@@ -86,6 +86,7 @@ class Verification(Load, SecretShapes, Vetting, Timing, BoundStage, RepeatGain, 
             except Stop as stop:
                 outcome, message = stop.outcome, stop.message
                 state.evidence.update(stop.evidence)
+                self._shape_finding()  # what the secret shape found stays on the record
             except Exception as exc:  # the reference worker's own allocation failed: kbv's limit
                 if not fp.is_memory_error(exc):
                     raise

@@ -1,14 +1,16 @@
-"""The secret-shape stage (issue 23): after the correctness sets, the candidate is judged on
-``EvalConfig.secret_shapes`` input sets at a shape the problem does not name, derived from its
-size constants and vetted on the reference (:mod:`kbv.reference.shapes`). A kernel right at the
-problem's own sizes and wrong, or raising, at the secret one is INCORRECT with the finding
+"""The secret-shape stage (issue 23): before the candidate's own worker loads it, the candidate is
+judged on ``EvalConfig.secret_shapes`` input sets at a shape the problem does not name, derived
+from its size constants and vetted on the reference (:mod:`kbv.reference.shapes`). A kernel right
+at the problem's own sizes and wrong, or raising, at the secret one is INCORRECT with the finding
 ``inputs:shape-specialised`` (taxonomy 21); one whose sizes cannot change gets no such set.
 
-The shape is drawn per job from the problem's own constants, so it is the same for every sample
-of a problem: what stays secret is that it is checked, and the values (fresh secret seeds). Its
-sets are judged exactly as the others (reference, float64 oracle, per-call probes), with the
-shape's own reference model and oracle; the candidate's ``ModelNew`` is built again for the shape
-(``protocol.Build``, same seed) and again for the problem's own sizes afterwards.
+The shape is judged in a worker of its own, where ``ModelNew`` is built once, with the shape's
+init inputs, and called only at the shape: as a user's process at those sizes would. A candidate
+that counted its constructions in one worker (Load, then a second build for the shape) took a
+general path in the second only: PASS for a kernel wrong off its nominal shape (red-team helper,
+2026-12-05, row ``t21-build-count``). Its sets are judged exactly as the others (the shape's own
+reference model and float64 oracle, the per-call probes). The shape follows from the problem, so
+it is the same for every sample of a problem; the values are drawn under fresh secret seeds.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import time
 from pathlib import Path
 
 from kbv.checks.input_rules import shape_specialised
+from kbv.intake.candidates import build_dir
 from kbv.intake.problems import ProblemError
 from kbv.intake.sizes import size_constants, with_sizes
 from kbv.model.records import InputKind, InputSetResult
 from kbv.pipeline.correctness import Correctness
+from kbv.pipeline.load import Load
 from kbv.pipeline.outcome import Outcome, Stop
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
@@ -29,7 +33,6 @@ from kbv.reference import oracle as orc
 from kbv.reference.build import ReferenceProblem, build_reference, first_line, run_reference
 from kbv.reference.comparison import reference_is_finite
 from kbv.reference.shapes import derived_shapes
-from kbv.sandbox import protocol
 
 
 #: reference weights above which no secret-shape model is built beside the nominal one (kbv choice:
@@ -37,7 +40,7 @@ from kbv.sandbox import protocol
 MAX_MODEL_BYTES = 256 << 20
 
 
-class SecretShapes(Correctness):
+class SecretShapes(Load, Correctness):
     """The candidate at a secret shape."""
 
     def _shape_reference(self) -> tuple[ReferenceProblem | None, dict, dict]:
@@ -105,15 +108,11 @@ class SecretShapes(Correctness):
             self.oracle.release()
             self.rp, self.oracle = saved
 
-    def _build(self, worker: CandidateProcess, init_args: list) -> None:
-        reply = self._call(worker, protocol.Build(tuple(init_args), self.config.init_seed), "load",
-                           self.config.compile_timeout_s)
-        if not isinstance(reply, protocol.Loaded):
-            raise Stop(Outcome.BAD_REPLY, f"{self.name}: build: unexpected reply {type(reply).__name__}")
-
-    def _secret_shapes(self, worker: CandidateProcess) -> None:
-        """Judge ``secret_shapes`` sets at the first accepted derived shape (module doc)."""
+    def _secret_shapes(self) -> None:
+        """Judge ``secret_shapes`` sets at the first accepted derived shape (module doc), in a
+        worker of their own, before the candidate's own worker loads it."""
         n = self.config.secret_shapes
+        self._shape_load_error: str | None = None
         if n < 1:
             return
         t0 = time.perf_counter()
@@ -123,11 +122,20 @@ class SecretShapes(Correctness):
             self.state.phase_seconds["secret-shape"] = time.perf_counter() - t0
             return
         where = "sizes " + ", ".join(f"{k}={v}" for k, v in sizes.items())
+        self._shape_where = where
         results: list[InputSetResult] = []
         try:
-            with self._at_shape(vrp):
+            with CandidateProcess(device=self.config.device, build_dir=build_dir(self.candidate, self.config.device)) \
+                    as worker, self._at_shape(vrp):
                 try:
-                    self._build(worker, vrp.init_args)
+                    self._send_load(worker, vrp.init_args)  # ModelNew built once, at the shape, as a user would
+                except Stop as stop:
+                    if stop.outcome is not Outcome.BUILD_RAISED:
+                        raise
+                    # the shape's or the candidate's own failure: told apart by the nominal load (run.py)
+                    self._shape_load_error = first_line(stop.message)
+                    return
+                try:
                     for j in range(n):
                         seed = inp.secret_seed()
                         s = inp.InputSet(f"shape-{j + 1}", InputKind.SHAPE, where, seed,
@@ -136,15 +144,26 @@ class SecretShapes(Correctness):
                         if results[-1].passed is False:
                             break
                 except Stop as stop:
-                    if stop.outcome not in (Outcome.BUILD_RAISED, Outcome.CALL_RAISED):
+                    if stop.outcome is not Outcome.CALL_RAISED:
                         raise
                     # raising at another shape is being wrong there, as a wrong output is
                     results.append(InputSetResult(f"shape-{len(results) + 1}", InputKind.SHAPE, where, 0,
                                                   passed=False, fault=first_line(stop.message)))
-            self._build(worker, self.rp.init_args)
         finally:
-            self.state.input_sets += results
+            self._shape_results = results  # listed after the problem's own sets (_shape_finding)
             self.state.phase_seconds["secret-shape"] = time.perf_counter() - t0
+
+    def _shape_built_nominally(self) -> None:
+        """After the candidate's own load succeeded: a ``ModelNew`` that could not be built at the
+        secret shape is wrong there (the same file built at the problem's sizes)."""
+        if getattr(self, "_shape_load_error", None):
+            self._shape_results = [InputSetResult("shape-1", InputKind.SHAPE, self._shape_where, 0,
+                                                  passed=False, fault=self._shape_load_error)]
+
+    def _shape_finding(self) -> None:
+        """The shape's sets listed after the problem's own (once), and the finding they make."""
+        results, self._shape_results = getattr(self, "_shape_results", []), []
+        self.state.input_sets += results
         self._add(shape_specialised([r for r in self.state.input_sets if not r.dropped]))
 
 

@@ -14,6 +14,7 @@ race, as :class:`multiprocessing.Process` does for a spawned worker.
 
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import shutil
@@ -129,6 +130,7 @@ class Zygote:
         if answer != READY:
             raise RuntimeError(f"the zygote refused to fork: {answer.decode(errors='replace') or 'it exited'}")
         self._ready = True
+        shutil.rmtree(self.home, ignore_errors=True)  # its imports are done: nothing reads it again
 
     def fork(self, setup: WorkerSetup, conn_fd: int, log_fd: int) -> AdoptedWorker:
         """A new candidate worker for ``setup``, given its request pipe's end and its log's write
@@ -177,7 +179,7 @@ def _parent_of(pid: int) -> int | None:
         return None
 
 
-_ZYGOTES: dict[tuple, Zygote] = {}
+_ZYGOTES: dict[tuple, Zygote] = {}  #: closed at exit (atexit below): each zygote and its folder
 _FAILED: set[tuple] = set()
 _LOCK = threading.Lock()
 
@@ -228,5 +230,7 @@ def close_all() -> None:
             z.close()
         _ZYGOTES.clear()
 
+
+atexit.register(close_all)
 
 __all__ = ["AdoptedWorker", "Zygote", "zygote_for", "give_up", "close_all", "enabled"]

@@ -48,16 +48,6 @@ class Load:
 
 
 @dataclass(frozen=True)
-class Build:
-    """Construct ``ModelNew(*init_args)`` again, seeded, from the module :class:`Load` imported, in
-    place of the current model (a secret shape's model, then the nominal one again); answered
-    with :class:`Loaded`."""
-
-    init_args: tuple
-    init_seed: int
-
-
-@dataclass(frozen=True)
 class Forward:
     """Run one forward call on ``inputs`` (the worker copies them into its own memory first).
 

@@ -176,17 +176,7 @@ class _Server(TimedRequests):
         cls = getattr(module, "ModelNew", None)
         if cls is None:
             raise AttributeError("candidate module defines no ModelNew")
-        self._model_class, self._precision = cls, req.precision
         return self._construct(cls, req.init_args, req.init_seed, req.precision, t0)
-
-    def build(self, req: Any) -> Any:
-        """A new ``ModelNew`` from the loaded module (:class:`kbv.sandbox.protocol.Build`)."""
-        cls = getattr(self, "_model_class", None)
-        if cls is None:
-            raise RuntimeError("no candidate loaded")
-        self.model = None  # the previous model's memory first
-        self.last_args = None
-        return self._construct(cls, req.init_args, req.init_seed, self._precision, time.perf_counter())
 
     def _construct(self, cls: Any, init_args: tuple, init_seed: int, precision: str, t0: float) -> Any:
         torch = self.torch
@@ -397,7 +387,6 @@ class _Server(TimedRequests):
         tampering = _Server._tampering  # the class's own, whatever the instance holds later
         handlers = {
             p.Load: ("load", self.load),
-            p.Build: ("load", self.build),
             p.Forward: ("forward", self.forward),
             p.SetTimingInputs: ("time", self.set_timing_inputs),
             p.SetBoundInputs: ("time", self.set_bound_inputs),
@@ -415,7 +404,7 @@ class _Server(TimedRequests):
             if isinstance(req, p.Shutdown):
                 return
             phase, handler = handlers[type(req)]
-            full = type(req) in (p.Load, p.Build, p.CountOps, p.MeasureMemory)  # the rest: a light registry read
+            full = type(req) in (p.Load, p.CountOps, p.MeasureMemory)  # the rest: a light registry read
             # every request runs, and its reply is pickled, without collections (timer.gc_paused): the
             # bound pass's clock holds the whole request, and a candidate that asks gc.isenabled()
             # cannot tell a timed call from a checked or counted one (a red-team helper's wrapper
