@@ -235,6 +235,8 @@ CASES: tuple[Case, ...] = (
     Case("t21-tile-multiple", 21, R + "t21_tile_multiple.py", RELU, expect=Status.INCORRECT),
     Case("t21-fixed-view", 21, R + "t21_fixed_view.py", SOFTMAX, expect=Status.INCORRECT),
     Case("t21-build-count", 21, R + "t21_build_count.py", RELU, expect=Status.INCORRECT),
+    Case("t21-call-count", 21, R + "t21_call_count.py", RELU, expect=Status.INCORRECT),
+    Case("t21-marker-order", 21, R + "t21_marker_order.py", RELU, expect=Status.INCORRECT),
     # 22 seed prediction
     Case("t22-generator-replay", 22, R + "t22_generator_replay.py", SOFTMAX),
     Case("t22-manual-seed-replay", 22, R + "t22_manual_seed_replay.py", RELU, extended=True),

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
-from kbv.reference.shapes import MIN_SIZE, derived_shapes, odd_half
+import random
+
+from kbv.reference.shapes import MIN_SIZE, secret_size, secret_sizes, size_patterns
 
 
-def test_odd_half_is_odd_smaller_and_no_multiple_of_a_tile():
+def test_secret_sizes_are_odd_at_most_half_plus_one_and_spread_over_the_range():
+    rng = random.Random(7)
     for size in (16, 17, 300, 512, 4095, 4096, 16384, 393216):
-        v = odd_half(size)
-        assert v % 2 == 1 and v < size and v % 8 and v % 32 and v % 128, (size, v)
-    assert (odd_half(16384), odd_half(300), odd_half(4096)) == (8193, 151, 2049)
+        drawn = {secret_size(size, rng) for _ in range(400)}
+        assert all(v % 2 == 1 and size // 4 < v <= size // 2 + 1 and v % 8 for v in drawn), (size, drawn)
+        assert len(drawn) > min(20, (size // 4) // 2 - 1), (size, len(drawn))  # not one predictable value
+    assert {secret_size(512, rng) for _ in range(2000)} == set(range(129, 258, 2))
 
 
 def test_all_sizes_first_then_each_alone_largest_first_and_small_constants_stay():
-    shapes = list(derived_shapes({"batch_size": 16, "dim": 16384, "kernel_size": 3}))
-    assert shapes == [{"batch_size": 9, "dim": 8193}, {"dim": 8193}, {"batch_size": 9}]
-    assert list(derived_shapes({"dim": MIN_SIZE - 1, "axis": 1})) == []
-    assert list(derived_shapes({"dim": 300})) == [{"dim": 151}]
+    consts = {"batch_size": 16, "dim": 16384, "kernel_size": 3}
+    assert size_patterns(consts) == [("batch_size", "dim"), ("dim",), ("batch_size",)]
+    assert size_patterns({"dim": MIN_SIZE - 1, "axis": 1}) == []
+    assert size_patterns({"dim": 300}) == [("dim",)]
+    sizes = secret_sizes(consts, ("dim",), random.Random(1))
+    assert list(sizes) == ["dim"] and 4096 < sizes["dim"] <= 8193

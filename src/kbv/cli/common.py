@@ -183,7 +183,7 @@ def make_config(device: str, precision: str, seeds: int, trials: int, warmup: in
         fail(str(exc))
 
 
-SHAPES_HELP = ("Input sets judged at a secret shape: the problem's size constants halved and made odd "
+SHAPES_HELP = ("Input sets judged at a secret shape: the problem's size constants changed to secret odd sizes "
                "(default 1; 0 under kbv-compat; 0: none).")
 
 

@@ -1,8 +1,9 @@
 """The pipeline of one verification, run inside the (trusted) reference worker.
 
-a secret shape, in a worker of its own (``kbv.pipeline.secret_shapes``) → build candidate (in a
-fresh candidate worker) → same-weights check → nominal correctness (``nominal_seeds`` fresh
-secret seeds) → hidden distributions D1–D4 → kbv's randomised distributions → inline problem vetting → timing of the candidate and the baselines on identical
+build candidate (in a fresh candidate worker) → same-weights check → nominal correctness
+(``nominal_seeds`` fresh secret seeds) → hidden distributions D1–D4 → kbv's randomised
+distributions, with a secret shape judged in a worker of its own before the build or after these
+(a secret coin, ``kbv.pipeline.secret_shapes``) → inline problem vetting → timing of the candidate and the baselines on identical
 inputs, interleaved in rounds → peak memory → verdict.
 
 On every input set the reference runs under the eager-fp32 flags (and, on cuda, the eager-tf32
@@ -62,20 +63,27 @@ class Verification(SecretShapes, Vetting, Timing, BoundStage, RepeatGain, SyncCh
                     self.state.evidence["signals_at_spawn"] = sorted(int(x) for x in self._signals_at_spawn)
                 self.state.evidence["worker_started_early"] = self.worker is not None
                 self.state.evidence["worker_start"] = worker.started_by  # zygote or spawn
-                self._secret_shapes()  # in a worker of its own, before this one loads the candidate
+                shape_first = self._shape_first()  # a secret coin: before this worker's load, or after its sets
+                if shape_first:
+                    self._secret_shapes()  # in a worker of its own
                 self._load(worker)
-                self._shape_built_nominally()
+                if shape_first:
+                    self._shape_built_nominally()
                 if self.on_loaded is not None:
                     self.on_loaded()
                 self._correctness(worker)
+                if not shape_first and all(r.passed for r in state.input_sets if not r.dropped):
+                    self._secret_shapes()  # (wrong already: not needed)
                 self._shape_finding()
                 self._vet()
                 judged = [r for r in state.input_sets if not r.dropped]
-                failed = [r for r in judged if not r.passed]
                 nominal_ok = all(r.passed for r in judged if r.kind is InputKind.NOMINAL) and any(
                     r.kind is InputKind.NOMINAL for r in judged)
                 if nominal_ok:
                     self._timing(worker)
+                    self._late_shape(worker)
+                judged = [r for r in state.input_sets if not r.dropped]
+                failed = [r for r in judged if not r.passed]
                 if failed:
                     first = failed[0]
                     outcome = Outcome.WRONG

@@ -16,8 +16,11 @@ it is the same for every sample of a problem; the values are drawn under fresh s
 from __future__ import annotations
 
 import contextlib
+import secrets
 import time
 from pathlib import Path
+
+import torch
 
 from kbv.checks.input_rules import shape_specialised
 from kbv.intake.candidates import build_dir
@@ -27,41 +30,36 @@ from kbv.model.records import InputKind, InputSetResult
 from kbv.pipeline.correctness import Correctness
 from kbv.pipeline.load import Load
 from kbv.pipeline.outcome import Outcome, Stop
+from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference import oracle as orc
 from kbv.reference.build import ReferenceProblem, build_reference, first_line, run_reference
 from kbv.reference.comparison import reference_is_finite
-from kbv.reference.shapes import derived_shapes
+from kbv.sandbox import protocol
+from kbv.reference.shapes import secret_sizes, size_patterns
 
 
 #: reference weights above which no secret-shape model is built beside the nominal one (kbv choice:
 #: both are held while the shape is judged, within kbv's memory bound of 4·B + 1 GiB).
 MAX_MODEL_BYTES = 256 << 20
+#: untimed calls on one draw before the judged ones, at most (drawn per verification, kbv choice): a
+#: kernel right for its first calls only turns wrong among them (a red-team helper's was a plain
+#: ReLU for 40 calls, then dropped the tail of any width not a multiple of 128).
+WARM_CALLS_MAX = 128
+#: judged sets at the shape beyond ``EvalConfig.secret_shapes``, at most (drawn per verification).
+EXTRA_SETS_MAX = 2
+#: secret draws of a pattern's sizes tried before the next pattern (the reference may refuse some).
+DRAWS_PER_PATTERN = 3
 
 
 class SecretShapes(Load, Correctness):
     """The candidate at a secret shape."""
 
-    def _shape_reference(self) -> tuple[ReferenceProblem | None, dict, dict]:
-        """The first derived shape the reference accepts: (its reference problem or None, the sizes
-        changed, the evidence of the search). The search runs once per problem in this reference
-        worker; later jobs build the accepted shape's reference again (it is not kept: a second
-        model held between jobs would count against the memory bound)."""
-        if self.rp.shape_search is not None:
-            sizes, note = self.rp.shape_search
-            if not sizes:
-                return None, {}, note
-            try:
-                source = Path(self.rp.ref.path).read_text(encoding="utf-8")
-                return build_reference(self.rp.ref, self.config, with_sizes(source, sizes)), sizes, note
-            except (OSError, SyntaxError, KeyError, ProblemError) as exc:
-                return None, {}, {**note, "error": first_line(exc)}
-        vrp, sizes, note = self._search_shape()
-        self.rp.shape_search = (sizes, note)
-        return vrp, sizes, note
-
-    def _search_shape(self) -> tuple[ReferenceProblem | None, dict, dict]:
+    def _shape_reference(self, rng: secrets.SystemRandom) -> tuple[ReferenceProblem | None, dict, dict]:
+        """A secret shape the reference accepts: (its reference problem or None, the sizes, the
+        evidence of the search). Which constants can change is found once per problem in this
+        reference worker; the sizes are drawn for every verification."""
         note: dict = {}
         params = sum(t.numel() * t.element_size() for t in (*self.rp.model.parameters(), *self.rp.model.buffers()))
         if params > MAX_MODEL_BYTES:
@@ -74,26 +72,33 @@ class SecretShapes(Load, Correctness):
             note["error"] = f"size constants not read: {first_line(exc)}"
             return None, {}, note
         note["constants"] = constants
+        known = self.rp.shape_search  # (the pattern that worked, or () when none did) once searched
+        patterns = [known] if known else ([] if known == () else size_patterns(constants))
         refused = []
         nominal_bytes = self._input_bytes or 0
-        for sizes in derived_shapes(constants):
-            try:
-                vrp = build_reference(self.rp.ref, self.config, with_sizes(source, sizes))
-                meta = inp.draw(vrp.module.get_inputs, 0, "meta")
-                in_bytes = sum(a.numel() * a.element_size() for a in meta if hasattr(a, "numel"))
-                if nominal_bytes and in_bytes > nominal_bytes:
-                    refused.append({"sizes": sizes, "why": "larger inputs than the problem's own"})
-                    continue
-                args = inp.to_device(inp.draw(vrp.module.get_inputs, inp.secret_seed(), vrp.device), vrp.device,
-                                     self.config.precision)
-                if not reference_is_finite(run_reference(vrp, args, self.fp32_flags)):
-                    refused.append({"sizes": sizes, "why": "reference output has NaN/Inf"})
-                    continue
-            except (ProblemError, Exception) as exc:  # noqa: BLE001 - the reference refuses the shape
-                refused.append({"sizes": sizes, "why": first_line(exc)})
-                continue
-            note.update(sizes=sizes, refused=refused)
-            return vrp, sizes, note
+        for names in patterns:
+            for _ in range(DRAWS_PER_PATTERN):
+                sizes = secret_sizes(constants, names, rng)
+                why = None
+                try:
+                    vrp = build_reference(self.rp.ref, self.config, with_sizes(source, sizes))
+                    meta = inp.draw(vrp.module.get_inputs, 0, "meta")
+                    in_bytes = sum(a.numel() * a.element_size() for a in meta if hasattr(a, "numel"))
+                    if nominal_bytes and in_bytes > nominal_bytes:
+                        why = "larger inputs than the problem's own"
+                    else:
+                        args = inp.to_device(inp.draw(vrp.module.get_inputs, inp.secret_seed(), vrp.device),
+                                             vrp.device, self.config.precision)
+                        if not reference_is_finite(run_reference(vrp, args, self.fp32_flags)):
+                            why = "reference output has NaN/Inf"
+                except (ProblemError, Exception) as exc:  # noqa: BLE001 - the reference refuses the shape
+                    why = first_line(exc)
+                if why is None:
+                    self.rp.shape_search = names
+                    note.update(changed=list(names), refused=refused)
+                    return vrp, sizes, note
+                refused.append({"changed": list(names), "why": why})
+        self.rp.shape_search = ()
         note["refused"] = refused
         return None, {}, note
 
@@ -108,21 +113,33 @@ class SecretShapes(Load, Correctness):
             self.oracle.release()
             self.rp, self.oracle = saved
 
+    def _shape_first(self) -> bool:
+        """Whether the shape is judged before the candidate's own worker loads it, else after its
+        correctness sets: a secret coin per verification, so neither its place nor what an earlier
+        worker left in the build directory tells the shape's worker apart (a red-team helper's
+        kernel took a general path only in the first worker of a run, by a marker file)."""
+        self._shape_before = self.config.secret_shapes > 0 and secrets.randbelow(2) == 0
+        return self._shape_before
+
     def _secret_shapes(self) -> None:
-        """Judge ``secret_shapes`` sets at the first accepted derived shape (module doc), in a
-        worker of their own, before the candidate's own worker loads it."""
+        """Judge the candidate at a secret shape (module doc), in a worker of its own: ``ModelNew``
+        built once at the shape, a secret number of untimed calls, then ``secret_shapes`` to
+        ``secret_shapes + EXTRA_SETS_MAX`` sets on fresh draws, each judged as every set is."""
         n = self.config.secret_shapes
         self._shape_load_error: str | None = None
         if n < 1:
             return
         t0 = time.perf_counter()
-        vrp, sizes, note = self._shape_reference()
+        rng = secrets.SystemRandom()
+        vrp, sizes, note = self._shape_reference(rng)
         self.state.evidence["secret_shape"] = note
         if vrp is None:
             self.state.phase_seconds["secret-shape"] = time.perf_counter() - t0
             return
         where = "sizes " + ", ".join(f"{k}={v}" for k, v in sizes.items())
-        self._shape_where = where
+        self._shape_where, self._shape_vrp = where, vrp
+        warm, sets = rng.randrange(WARM_CALLS_MAX + 1), n + rng.randrange(EXTRA_SETS_MAX + 1)
+        note.update(warm_calls=warm, judged_sets=sets, before_load=self._shape_before)
         results: list[InputSetResult] = []
         try:
             with CandidateProcess(device=self.config.device, build_dir=build_dir(self.candidate, self.config.device)) \
@@ -132,11 +149,12 @@ class SecretShapes(Load, Correctness):
                 except Stop as stop:
                     if stop.outcome is not Outcome.BUILD_RAISED:
                         raise
-                    # the shape's or the candidate's own failure: told apart by the nominal load (run.py)
+                    # the shape's or the candidate's own failure: told apart by the nominal load
                     self._shape_load_error = first_line(stop.message)
                     return
                 try:
-                    for j in range(n):
+                    self._warm_at_shape(worker, vrp, warm)
+                    for j in range(sets):
                         seed = inp.secret_seed()
                         s = inp.InputSet(f"shape-{j + 1}", InputKind.SHAPE, where, seed,
                                          maker=lambda seed=seed: (inp.draw(vrp.module.get_inputs, seed, vrp.device), None))
@@ -152,13 +170,57 @@ class SecretShapes(Load, Correctness):
         finally:
             self._shape_results = results  # listed after the problem's own sets (_shape_finding)
             self.state.phase_seconds["secret-shape"] = time.perf_counter() - t0
+        if self._shape_load_error and not self._shape_before:  # the candidate's own load succeeded before
+            self._shape_built_nominally()
+
+    def _warm_at_shape(self, worker: CandidateProcess, vrp: ReferenceProblem, calls: int) -> None:
+        """``calls`` untimed, unjudged forward calls on one draw at the shape (their outputs dropped)."""
+        if calls < 1:
+            return
+        args = inp.to_device(inp.draw(vrp.module.get_inputs, inp.secret_seed(), vrp.device), vrp.device,
+                             self.config.precision)
+        shared = tuple(inp.shared_clone(args))
+        for k in range(calls):
+            reply = self._call(worker, protocol.Forward(shared, buffers="fresh" if k == 0 else "reuse", probes=False),
+                               "forward", self.config.call_timeout_s)
+            if not isinstance(reply, protocol.Outputs):
+                raise Stop(Outcome.BAD_REPLY, f"{self.name}: forward: unexpected reply {type(reply).__name__}")
+            for t in reply.tensors:
+                if type(t) is torch.Tensor:
+                    fp.drop_view(t)
+            del reply
 
     def _shape_built_nominally(self) -> None:
-        """After the candidate's own load succeeded: a ``ModelNew`` that could not be built at the
+        """Once the candidate's own load succeeded: a ``ModelNew`` that could not be built at the
         secret shape is wrong there (the same file built at the problem's sizes)."""
         if getattr(self, "_shape_load_error", None):
             self._shape_results = [InputSetResult("shape-1", InputKind.SHAPE, self._shape_where, 0,
                                                   passed=False, fault=self._shape_load_error)]
+
+    def _late_shape(self, worker: CandidateProcess) -> None:
+        """One more set at this verification's secret shape, in the candidate's own worker after its
+        timed calls, where its ``ModelNew`` takes the shape's inputs as it is (the shape changes no
+        init input): a kernel right for its first calls only, or only in a worker where the shape
+        came first, is wrong here after hundreds of calls at the nominal shape."""
+        vrp = getattr(self, "_shape_vrp", None)
+        self._shape_vrp = None
+        if vrp is None or list(vrp.init_args) != list(self.rp.init_args) or any(
+                r.passed is False for r in self.state.input_sets):  # wrong already: not needed
+            return
+        seed = inp.secret_seed()
+        s = inp.InputSet("shape-late", InputKind.SHAPE, f"{self._shape_where}, after the timed calls", seed,
+                         maker=lambda: (inp.draw(vrp.module.get_inputs, seed, vrp.device), None))
+        with self._at_shape(vrp):
+            try:
+                r = self._check_set(worker, s)
+            except Stop as stop:
+                if stop.outcome is not Outcome.CALL_RAISED:
+                    raise
+                r = InputSetResult("shape-late", InputKind.SHAPE, s.transform, seed, passed=False,
+                                   fault=first_line(stop.message))
+        self.state.input_sets.append(r)
+        if r.passed is False:
+            self._add(shape_specialised([x for x in self.state.input_sets if not x.dropped]))
 
     def _shape_finding(self) -> None:
         """The shape's sets listed after the problem's own (once), and the finding they make."""

@@ -50,7 +50,7 @@ class ReferenceProblem:
     output_bytes: int = 0  #: bytes of one call's outputs (set on every run; sizes the timed re-checks).
     #: no op of the reference's reached by the TF32 switches (kbv.checks.tf32_rules); None until counted.
     tf32_inert: bool | None = None
-    #: the secret shape's search (kbv.pipeline.secret_shapes): (sizes accepted or {}, evidence); None until run.
+    #: the size constants a secret shape changes (kbv.pipeline.secret_shapes), () when none can; None until searched.
     shape_search: tuple | None = None
 
     def get_inputs(self) -> list:
