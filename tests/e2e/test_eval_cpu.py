@@ -46,10 +46,12 @@ def test_honest_torch_candidate_passes_with_speedups(cpu_evaluator, fast_config)
     shapes = v.sets(InputKind.SHAPE)
     note = v.evidence["secret_shape"]
     assert note["constants"] == {"batch_size": 64, "dim": 512} and note["changed"] == ["batch_size", "dim"]
-    assert len(shapes) == note["judged_sets"] and 1 <= len(shapes) <= 3 and all(r.passed for r in shapes)
+    # 1-2 sets in the shape's worker, and one after the timed calls in the candidate's own (shape-late)
+    assert len(shapes) == note["judged_sets"] + 1 and 1 <= note["judged_sets"] <= 2 and all(r.passed for r in shapes)
+    assert shapes[-1].name == "shape-late"
     b, d = (int(part.split("=")[1]) for part in shapes[0].transform.removeprefix("sizes ").split(", "))
     assert 16 < b <= 33 and 128 < d <= 257 and b % 2 and d % 2, shapes[0].transform  # secret, odd, at most half
-    assert 0 <= note["warm_calls"] <= 128 and isinstance(note["before_load"], bool)
+    assert isinstance(note["before_load"], bool)
     # a ReLU runs no op TF32 changes: eager-tf32 is eager-fp32's times, timed once (kbv.checks.tf32_rules)
     assert v.evidence["tf32_inert"] is True
     assert v.timing["eager-tf32"].times_ms == v.timing["eager-fp32"].times_ms

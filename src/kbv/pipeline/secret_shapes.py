@@ -20,8 +20,6 @@ import secrets
 import time
 from pathlib import Path
 
-import torch
-
 from kbv.checks.input_rules import shape_specialised
 from kbv.intake.candidates import build_dir
 from kbv.intake.problems import ProblemError
@@ -30,25 +28,19 @@ from kbv.model.records import InputKind, InputSetResult
 from kbv.pipeline.correctness import Correctness
 from kbv.pipeline.load import Load
 from kbv.pipeline.outcome import Outcome, Stop
-from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference import oracle as orc
 from kbv.reference.build import ReferenceProblem, build_reference, first_line, run_reference
 from kbv.reference.comparison import reference_is_finite
-from kbv.sandbox import protocol
 from kbv.reference.shapes import secret_sizes, size_patterns
 
 
 #: reference weights above which no secret-shape model is built beside the nominal one (kbv choice:
 #: both are held while the shape is judged, within kbv's memory bound of 4·B + 1 GiB).
 MAX_MODEL_BYTES = 256 << 20
-#: untimed calls on one draw before the judged ones, at most (drawn per verification, kbv choice): a
-#: kernel right for its first calls only turns wrong among them (a red-team helper's was a plain
-#: ReLU for 40 calls, then dropped the tail of any width not a multiple of 128).
-WARM_CALLS_MAX = 128
 #: judged sets at the shape beyond ``EvalConfig.secret_shapes``, at most (drawn per verification).
-EXTRA_SETS_MAX = 2
+EXTRA_SETS_MAX = 1
 #: secret draws of a pattern's sizes tried before the next pattern (the reference may refuse some).
 DRAWS_PER_PATTERN = 3
 
@@ -123,8 +115,8 @@ class SecretShapes(Load, Correctness):
 
     def _secret_shapes(self) -> None:
         """Judge the candidate at a secret shape (module doc), in a worker of its own: ``ModelNew``
-        built once at the shape, a secret number of untimed calls, then ``secret_shapes`` to
-        ``secret_shapes + EXTRA_SETS_MAX`` sets on fresh draws, each judged as every set is."""
+        built once at the shape, then ``secret_shapes`` to ``secret_shapes + EXTRA_SETS_MAX`` sets
+        on fresh draws, each judged as every set is."""
         n = self.config.secret_shapes
         self._shape_load_error: str | None = None
         if n < 1:
@@ -138,8 +130,8 @@ class SecretShapes(Load, Correctness):
             return
         where = "sizes " + ", ".join(f"{k}={v}" for k, v in sizes.items())
         self._shape_where, self._shape_vrp = where, vrp
-        warm, sets = rng.randrange(WARM_CALLS_MAX + 1), n + rng.randrange(EXTRA_SETS_MAX + 1)
-        note.update(warm_calls=warm, judged_sets=sets, before_load=self._shape_before)
+        sets = n + rng.randrange(EXTRA_SETS_MAX + 1)
+        note.update(judged_sets=sets, before_load=self._shape_before)
         results: list[InputSetResult] = []
         try:
             with CandidateProcess(device=self.config.device, build_dir=build_dir(self.candidate, self.config.device)) \
@@ -153,7 +145,6 @@ class SecretShapes(Load, Correctness):
                     self._shape_load_error = first_line(stop.message)
                     return
                 try:
-                    self._warm_at_shape(worker, vrp, warm)
                     for j in range(sets):
                         seed = inp.secret_seed()
                         s = inp.InputSet(f"shape-{j + 1}", InputKind.SHAPE, where, seed,
@@ -172,23 +163,6 @@ class SecretShapes(Load, Correctness):
             self.state.phase_seconds["secret-shape"] = time.perf_counter() - t0
         if self._shape_load_error and not self._shape_before:  # the candidate's own load succeeded before
             self._shape_built_nominally()
-
-    def _warm_at_shape(self, worker: CandidateProcess, vrp: ReferenceProblem, calls: int) -> None:
-        """``calls`` untimed, unjudged forward calls on one draw at the shape (their outputs dropped)."""
-        if calls < 1:
-            return
-        args = inp.to_device(inp.draw(vrp.module.get_inputs, inp.secret_seed(), vrp.device), vrp.device,
-                             self.config.precision)
-        shared = tuple(inp.shared_clone(args))
-        for k in range(calls):
-            reply = self._call(worker, protocol.Forward(shared, buffers="fresh" if k == 0 else "reuse", probes=False),
-                               "forward", self.config.call_timeout_s)
-            if not isinstance(reply, protocol.Outputs):
-                raise Stop(Outcome.BAD_REPLY, f"{self.name}: forward: unexpected reply {type(reply).__name__}")
-            for t in reply.tensors:
-                if type(t) is torch.Tensor:
-                    fp.drop_view(t)
-            del reply
 
     def _shape_built_nominally(self) -> None:
         """Once the candidate's own load succeeded: a ``ModelNew`` that could not be built at the
