@@ -258,7 +258,9 @@ def test_a_second_kbv_building_the_same_file_says_it_waits_and_both_finish(tmp_p
     assert first.returncode == 0 and "PASS" in out, out + err
     assert second.returncode == 0 and "PASS" in second.stdout, second.stdout + second.stderr
     waits = [ln for ln in second.stderr.splitlines() if "waiting for another build of the same source" in ln]
-    assert len(waits) == 1 and "relu_cpp.py" in waits[0] and "(pid " in waits[0], second.stderr
+    # one line a load that waits: the candidate's own worker, and the secret shape's when it loads
+    # while the first kbv's build or load holds the directory (kbv.pipeline.secret_shapes)
+    assert 1 <= len(waits) <= 2 and all("relu_cpp.py" in w and "(pid " in w for w in waits), second.stderr
     libs = sorted((tmp_path / "cache" / "build").glob("*/torch_extensions/**/*.so"))
     assert libs, "no extension built"
     mtimes = [os.stat(p).st_mtime_ns for p in libs]

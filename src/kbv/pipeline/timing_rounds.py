@@ -90,7 +90,9 @@ class Timing(Judging):
                                          self.config.precision) for _ in range(count - 1)]
         return sets
 
-    def _timing(self, worker: CandidateProcess) -> None:
+    def _timing(self, worker: CandidateProcess, after_timed: Callable[[], None] | None = None) -> None:
+        """The timing stage; ``after_timed`` runs once the timed calls are over, before the op
+        count (whose dispatch mode a torch.compile'd forward cannot run under, and does not forget)."""
         t0 = time.perf_counter()
         cfg = self.config
         sets = self._timing_sets()
@@ -131,6 +133,8 @@ class Timing(Judging):
             if cfg.integrity:
                 self._sync_pass(worker, sets)
                 self._phase_peak("sync-pass")
+        if after_timed is not None:
+            after_timed()
         if cfg.integrity:
             self._roofline(worker, sets)
             self._reference_ops(worker, sets)
