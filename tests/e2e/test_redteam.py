@@ -227,7 +227,9 @@ CASES: tuple[Case, ...] = (
     Case("t20-shape-passthrough", 20, "candidates/relu_same_sign_shape.py", RELU, extended=True),
     # a structure checked on a sample: the triangular (or gather) path is wrong where a few entries
     # break the pattern (kbv's break-triangular / break-sparse sets; issue 19, item 4)
-    Case("t20-sampled-triangle", 20, R + "t20_sampled_triangle.py", TRIU_MATMUL, expect=Status.INCORRECT),
+    # (its 64 sampled entries hit a changed one now and then: it then takes its full torch path,
+    # right and SHORTCUT, as in 1 full-suite run of 2026-12-05; never PASS)
+    Case("t20-sampled-triangle", 20, R + "t20_sampled_triangle.py", TRIU_MATMUL),
     Case("t20-sampled-onehot", 20, R + "t20_sampled_onehot.py", ONEHOT_MATMUL, expect=Status.INCORRECT),
     # 21 shape hard-coding with dispatch
     Case("t21-shape-dispatch", 21, R + "t21_shape_dispatch.py", SOFTMAX),

