@@ -176,20 +176,16 @@ class _Server(TimedRequests):
         cls = getattr(module, "ModelNew", None)
         if cls is None:
             raise AttributeError("candidate module defines no ModelNew")
-        return self._construct(cls, req.init_args, req.init_seed, req.precision, t0)
-
-    def _construct(self, cls: Any, init_args: tuple, init_seed: int, precision: str, t0: float) -> Any:
-        torch = self.torch
         cuda = self.device.type == "cuda"
         if cuda:
             torch.cuda.set_device(self.device)
             self._sync()
             before = torch.cuda.memory_allocated(self.device)
-        torch.manual_seed(init_seed)
-        model = cls(*init_args)
-        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+        torch.manual_seed(req.init_seed)
+        model = cls(*req.init_args)
+        dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[req.precision]
         model = model.to(self.device)
-        if precision != "fp32":
+        if req.precision != "fp32":
             model = model.to(dtype)
         self._sync()
         model_bytes = torch.cuda.memory_allocated(self.device) - before if cuda else None
