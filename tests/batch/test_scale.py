@@ -213,6 +213,25 @@ def test_a_lane_names_its_next_job_to_the_job_before(tmp_path):
     assert [nxt for _, nxt in seen] == ran[1:] + [None]
 
 
+def test_a_lane_names_its_next_job_however_slow_the_dispatcher(tmp_path, monkeypatch):
+    """The dispatcher slow to hand over the next job (a loaded machine: each claim takes 0.4 s):
+    the lane's peek waits for the dispatcher's answer, so each job is still told the next one."""
+    plan = _plan(tmp_path, 4)
+    seen: list = []
+    claim = Store.claim
+    monkeypatch.setattr(Store, "claim", lambda self, job: time.sleep(0.4) or claim(self, job))
+
+    def lanes(work, post):
+        return [ThreadLane(LaneSpec("main", "cpu"), work, post, prestart=True,
+                           evaluator_factory=lambda sp: PeekingFake(sp, seen))]
+
+    with Store(tmp_path / "s.db") as st:
+        out = run_batch(plan, st, lane_factory=lanes)
+    assert out.finished == 4
+    ran = [path for path, _ in seen]
+    assert [nxt for _, nxt in seen] == ran[1:] + [None]
+
+
 class OtherSource(SlowFake):
     """A stand-in whose verdicts name another kbv source (a Ray node with another tree)."""
 

@@ -355,6 +355,9 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
                         if pj is None:
                             break
                         lane.submit(pj)
+                for lane in runners:  # a lane's peek names the job just handed to it (ThreadLane)
+                    if hasattr(lane, "offered"):
+                        lane.offered()
                 busy = sum(lane.busy for lane in runners)
                 if not (busy or building or ready or todo or todo_build or not events.empty()):
                     break

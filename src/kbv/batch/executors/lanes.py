@@ -137,7 +137,10 @@ class ThreadLane:
     With ``prestart`` the lane holds one job beside the one in flight (``capacity`` 2) and, asked
     once the current candidate is loaded, names that next job's candidate, whose worker the
     reference worker starts early (:mod:`kbv.pipeline.prestart`); ``work(evaluator, job, peek)``
-    gets ``peek``, the function that answers.
+    gets ``peek``, the function that answers. The answer is the dispatcher's: ``peek`` waits until
+    the dispatcher has seen every job this lane finished before the one in flight and has handed
+    the lane what it had after them (:meth:`offered`), so how fast the dispatcher runs (a loaded
+    machine) does not decide whether the next job is named.
     """
 
     def __init__(self, spec: LaneSpec, work, post, *, evaluator_factory=None, prestart: bool = False):
@@ -152,12 +155,27 @@ class ThreadLane:
         self.evaluator: LaneEvaluator | None = None
         self._queue: queue.Queue = queue.Queue()
         self._aborted = False  #: close(abort=True): no job starts any more (the one held behind included)
+        self._turn = threading.Condition()
+        self._submitted = 0  #: jobs handed to the lane (dispatcher's thread).
+        self._started = 0  #: jobs the lane's thread started.
+        #: jobs the dispatcher had seen finish when it last handed the lane what it had (``offered``);
+        #: -1 before its first round
+        self._answered = -1
         self._thread = threading.Thread(target=self._serve, name=f"kbv-lane-{spec.name}", daemon=True)
         self._thread.start()
 
     def submit(self, pj) -> None:
         self.busy += 1
+        self._submitted += 1
         self._queue.put(pj)
+
+    def offered(self) -> None:
+        """Called by the dispatcher after each round in which it handed the lanes the jobs it had:
+        the jobs this lane finished that the dispatcher has seen (handed minus ``busy``) are
+        answered, and a ``peek`` waiting for them may read the queue."""
+        with self._turn:
+            self._answered = self._submitted - self.busy
+            self._turn.notify_all()
 
     def _serve(self) -> None:
         import dataclasses
@@ -173,6 +191,7 @@ class ThreadLane:
             while (pj := self._queue.get()) is not None and not self._aborted:
                 if watch is not None:
                     watch.start()
+                self._started += 1
                 t0 = time.monotonic()
                 res = self._work(self.evaluator, pj, self._peek if self.capacity > 1 else None)
                 self.busy_s += time.monotonic() - t0
@@ -183,24 +202,26 @@ class ThreadLane:
         finally:
             self.evaluator.close()
 
-    def _peek(self, wait_s: float = 0.25):
-        """The candidate of the job queued behind the one in flight, or None; waits up to
-        ``wait_s`` for it (asked as a job starts, the dispatcher may still be handing it over)."""
-        import time
-
-        deadline = time.monotonic() + wait_s
-        while True:
-            with self._queue.mutex:
-                nxt = self._queue.queue[0] if self._queue.queue else None
-            if nxt is not None or time.monotonic() >= deadline:
-                return None if nxt is None else nxt.candidate
-            time.sleep(0.005)
+    def _peek(self, wait_s: float = 10.0):
+        """The candidate of the job queued behind the one in flight, or None (the dispatcher had
+        none for this lane). Waits, up to ``wait_s``, until the dispatcher has answered the jobs
+        the lane finished before this one (:meth:`offered`): asked as a job starts, the dispatcher
+        may still be storing the verdict before it and handing over the next job; past ``wait_s``
+        the answer is what the queue holds then (only the early start is lost)."""
+        with self._turn:
+            self._turn.wait_for(lambda: self._answered >= self._started - 1, timeout=wait_s)
+        with self._queue.mutex:
+            nxt = self._queue.queue[0] if self._queue.queue else None
+        return None if nxt is None else nxt.candidate
 
     def close(self, abort: bool = False) -> None:
         """End the lane after its job in flight (``abort``: kill its reference worker now, so the
         job in flight ends as a failure the dispatcher no longer waits for, and the job held behind
         it is dropped: it would start a fresh reference worker and run to its end)."""
         self._aborted = self._aborted or abort
+        with self._turn:  # the dispatcher hands nothing more: a waiting peek reads the queue now
+            self._answered = float("inf")
+            self._turn.notify_all()
         ref = getattr(self.evaluator, "_ref", None)
         if abort and ref is not None:
             try:
