@@ -49,7 +49,10 @@ CASES: tuple[tuple, ...] = (
           also=(5, 6, 11)), None),
     # a forged clock within the third of the CPU floor the bound once allowed (PASS at its claim in 2 of 2
     # full-suite runs on 2026-12-05 beside the other xdist worker, claim and floor both ~0.7 ms; caught
-    # alone, 4 of 4: cause not found yet, the next session's first cpu item)
+    # alone, 4 of 4). Beside load the rounds' wall, and so the forged claim, grows up to ~8x over the
+    # pass's CPU floor (the two intra-op threads wait on each other when one is descheduled) while the
+    # floor does not: the first pass's floor falls under the claim and no second pass runs (4 of 5
+    # runs PASS beside two busy loops on 2 cores): the bound's precision under load, not its rule
     (Case("t24-forged-under-third", 24, R + "t24_forged_under_third.py", MATMUL_K, also=(4, 25)), PARTLY, 12.0),
     # a patching cache that a bound pass changing one element per call would let win
     # (won 1 of 2 full-suite runs on 2026-12-04 with its clock forged natively: the pass's floor equal to
