@@ -80,3 +80,39 @@ def test_a_real_ancestor_is_found_through_proc():
     out = subprocess.run([sys.executable, "-c", "from kbv.processes import gpushare; print(gpushare.kbv_root())"],
                          env=env, capture_output=True, text=True, check=True).stdout.strip()
     assert out == str(os.getpid())
+
+
+def test_children_started_from_a_thread_are_kbvs_own():
+    """/proc lists a child under the thread that forked it: the batch's lanes start their workers
+    from threads of the orchestrator, and a tree read through the main thread alone left them out
+    (a batch alone on the H100 read 10-19 "other processes", 2026-12-05). Both the sibling and the
+    probe are started here from a thread that stays alive."""
+    import subprocess
+    import threading
+
+    started: dict = {}
+    done = threading.Event()
+
+    def lane():
+        started["sibling"] = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        started["probe"] = subprocess.run(
+            [sys.executable, "-c", "from kbv.processes import gpushare; "
+             "print(' '.join(map(str, sorted(gpushare._descendants(gpushare.kbv_root())))))"],
+            env={**os.environ, gpushare.ORCHESTRATOR_ENV: str(os.getpid())}, capture_output=True, text=True,
+            timeout=60).stdout
+        done.wait(60)
+
+    t = threading.Thread(target=lane)
+    t.start()
+    try:
+        for _ in range(600):
+            if "probe" in started:
+                break
+            threading.Event().wait(0.1)
+        assert started["sibling"].pid in {int(x) for x in started["probe"].split()}
+        assert started["sibling"].pid in gpushare._descendants(os.getpid())
+    finally:
+        done.set()
+        t.join()
+        started["sibling"].kill()
+        started["sibling"].wait()

@@ -527,9 +527,11 @@ def test_eight_concurrent_clients_lose_and_duplicate_nothing(tmp_path):
 @pytest.mark.slow
 def test_gpu_lane_stays_busy_under_eight_clients(tmp_path):
     """``kbv serve --gpus 0`` fed by 8 clients: ``$KBV_SERVE_GPU_JOBS`` (default 104) distinct ReLU
-    verifications (13 per client, each its own trials count); every one PASSes and the lane is busy
-    >= 90 % of the span from the first start to the last finish (issue 22's bar). Prints the figures
-    for docs/gpu-runs.md."""
+    verifications (13 per client, each its own trials count) of a plain-PyTorch ReLU; every one gets
+    the same verified status (PASS, or SHORTCUT where the device profile finds library kernels
+    only: on the H100 of 2026-12-05 all 104 were SHORTCUT) and the lane is busy >= 90 % of the span
+    from the first start to the last finish (issue 22's bar). Prints the figures for
+    docs/gpu-runs.md."""
     from concurrent.futures import ThreadPoolExecutor
 
     per = max(1, int(os.environ.get("KBV_SERVE_GPU_JOBS", "104")) // 8)
@@ -552,7 +554,8 @@ def test_gpu_lane_stays_busy_under_eight_clients(tmp_path):
     lat = sorted(f - sub for _, f, sub in rows)
     print(f"kbv serve --gpus 0: {len(rows)} jobs, lane busy {busy:.3f}, latency p50 {lat[len(lat) // 2]:.2f} s "
           f"p99 {lat[min(len(lat) - 1, int(0.99 * len(lat)))]:.2f} s, mean job {sum(f - s for s, f, _ in rows) / len(rows):.2f} s")
-    assert statuses == ["PASS"] * (8 * per) and len(rows) == 8 * per
+    assert len(statuses) == len(rows) == 8 * per, (len(statuses), len(rows))
+    assert len(set(statuses)) == 1 and statuses[0] in ("PASS", "SHORTCUT"), sorted(set(statuses))
     assert busy >= 0.9
 
 

@@ -10,7 +10,8 @@ file open) and only the excess is taken as other work. kbv's own processes are t
 orchestrator that started the reference worker (:data:`ORCHESTRATOR_ENV`): its build pool, its
 other lanes and the next jobs' workers are stopped or elsewhere while a job times, and a batch alone
 on the H200 read 9-17 of them as "other processes" of a shared GPU (2026-12-04), which left every
-cuda floor of the batch uncredited. Where NVML is missing or refuses (the lent
+cuda floor of the batch uncredited (the tree is read through every thread's children: the lanes
+start their workers from threads). Where NVML is missing or refuses (the lent
 H200's container, 2026-12-04: ``nvml: False`` beside the cuda suite), the other processes of this
 PID namespace that hold a ``/dev/nvidia*`` file open are counted instead (``source: proc``): they
 miss work from other containers, which only NVML sees.
@@ -68,15 +69,28 @@ def kbv_root() -> int:
     return me
 
 
+def _children(pid: int) -> set[int]:
+    """The children of every thread of ``pid``: /proc lists a child under the thread that forked it
+    (the batch's lanes and build pool start their workers from threads of the orchestrator, which
+    the main thread's list leaves out)."""
+    kids: set[int] = set()
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids.update(int(x) for x in f.read().split())
+        except (OSError, ValueError):
+            continue
+    return kids
+
+
 def _descendants(pid: int) -> set[int]:
     out, todo = {pid}, [pid]
     while todo:
-        p = todo.pop()
-        try:
-            with open(f"/proc/{p}/task/{p}/children") as f:
-                kids = {int(x) for x in f.read().split()}
-        except OSError:
-            continue
+        kids = _children(todo.pop())
         todo.extend(kids - out)
         out |= kids
     return out
