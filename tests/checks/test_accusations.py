@@ -1,7 +1,7 @@
 """A finding that accuses must hold (issue 9, item 3): the decision rules on recorded observations.
 
-Each test runs one of the pipeline's own decision methods on a stand-in for the verification
-(only the attributes the method reads), so the rule is checked without a worker:
+Each test runs one of the pipeline's own decision methods on a stand-in for the verification's
+context (only the attributes the method reads), so the rule is checked without a worker:
 
 * ``_settle_probes``: a caching or timed-recheck probe failure is HACK only when every correctness
   set passed and the probe's error is at least ``PROBE_HACK_MARGIN`` x its budget; a kernel that
@@ -27,7 +27,8 @@ from kbv.model.records import InputKind, InputSetResult, Measurement, Severity
 
 from kbv.checks.probe_rules import PROBE_HACK_MARGIN
 from kbv.pipeline import roofline
-from kbv.pipeline.run import Verification
+from kbv.pipeline.judging import Judging
+from kbv.pipeline.roofline import Roofline
 
 
 def _set(name: str, passed: bool | None, kind: InputKind = InputKind.NOMINAL, dropped: bool = False) -> InputSetResult:
@@ -42,7 +43,7 @@ def _failed_probe(oracle_error: float, error_budget: float, max_abs_error: float
 
 
 class _Stand(SimpleNamespace):
-    """The attributes of a Verification that the decision methods read, and its ``_add``."""
+    """The attributes of a verification's context that the decision methods read, and its ``_add``."""
 
     def __init__(self, **kw):
         kw.setdefault("state", SimpleNamespace(input_sets=[], findings=[], evidence={}, timing={}))
@@ -60,8 +61,8 @@ def _settle(sets: list, probes: list) -> list:
     stand = _Stand()
     stand.state.input_sets = sets
     stand._pending_probes = [(check, tax, "wrong when new values arrive",
-                              Verification._over_budget(stand, r)) for check, tax, r in probes]
-    Verification._settle_probes(stand)
+                              Judging(stand)._over_budget(r)) for check, tax, r in probes]
+    Judging(stand)._settle_probes()
     assert stand._pending_probes == []
     return stand.state.findings
 
@@ -111,12 +112,12 @@ def test_dropped_sets_are_not_failures():
 
 def test_over_budget_under_each_policy():
     stand = _Stand()
-    assert Verification._over_budget(stand, _failed_probe(3e-5, 1e-5)) == pytest.approx(3.0)
-    assert Verification._over_budget(stand, _failed_probe(3e-5, 1e-5, max_abs_error=None)) == math.inf
+    assert Judging(stand)._over_budget(_failed_probe(3e-5, 1e-5)) == pytest.approx(3.0)
+    assert Judging(stand)._over_budget(_failed_probe(3e-5, 1e-5, max_abs_error=None)) == math.inf
     compat = _Stand(config=SimpleNamespace(policy="kbv-compat", atol=1e-3, timing_timeout_s=60.0))
     r = InputSetResult(name="probe-new-address", kind=InputKind.NOMINAL, transform="moved", seed=3, passed=False,
                        max_abs_error=2e-2, allclose_tolerance=2e-2)
-    assert Verification._over_budget(compat, r) == pytest.approx(20.0)
+    assert Judging(compat)._over_budget(r) == pytest.approx(20.0)
 
 
 # --- roofline -----------------------------------------------------------------------------------
@@ -141,7 +142,7 @@ def _roofline(monkeypatch, inputs: list, output_bytes: int, cand_ms: float, ref_
     stand = _Stand(rp=SimpleNamespace(device=torch.device("cuda"), output_bytes=output_bytes), _call=call)
     stand.state.timing = {"candidate": Measurement("candidate", "cuda", (cand_ms,) * 6, 1),
                           "eager-fp32": Measurement("eager-fp32", "cuda", (ref_ms,) * 6, 1)}
-    Verification._roofline(stand, None, [inputs])
+    Roofline(stand)._roofline(None, [inputs])
     stand.asked = asked
     return stand
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from conftest import problem
 from kbv.model.records import CandidateRef, Environment, EvalConfig, InputKind
+from kbv.pipeline.context import Context
 from kbv.pipeline.judging import Judging, largest_errors
 from kbv.reference import inputs as inp
 from kbv.reference.build import build_reference
@@ -21,10 +22,10 @@ def test_largest_errors_keeps_the_larger_figure_per_output():
 def test_probe_sets_reuse_the_nominal_sets_input_rounding_term():
     cfg = EvalConfig(device="cpu")
     rp = build_reference(problem("level1/5_Small_Softmax.py"), cfg)
-    j = Judging(rp, CandidateRef("/c/x.py", "b" * 64, "torch"), cfg, Environment("0", "3", "2", "cpu"))
+    j = Judging(Context(rp, CandidateRef("/c/x.py", "b" * 64, "torch"), cfg, Environment("0", "3", "2", "cpu")))
     forwards = []
-    real = j.oracle.input_rounding_errors
-    j.oracle.input_rounding_errors = lambda *a, **k: forwards.append(1) or real(*a, **k)
+    real = j.ctx.oracle.input_rounding_errors
+    j.ctx.oracle.input_rounding_errors = lambda *a, **k: forwards.append(1) or real(*a, **k)
     sides = []
     for seed in (1, 2):  # nominal sets measure the term and collect the largest
         s = inp.InputSet(f"nominal-{seed}", InputKind.NOMINAL, "get_inputs()", seed,
@@ -32,10 +33,10 @@ def test_probe_sets_reuse_the_nominal_sets_input_rounding_term():
         sides.append(j._reference_side(s, s.args))
     assert len(forwards) == 2
     measured = [side[3][INPUT_ROUNDING] for side in sides]
-    assert j._nominal_rounding == largest_errors(measured[0], measured[1])
+    assert j.ctx._nominal_rounding == largest_errors(measured[0], measured[1])
     probe = inp.InputSet("probe-same-address", InputKind.NOMINAL, "new values", 3,
                          inp.draw(rp.module.get_inputs, 3, rp.device))
-    ref, oracle, _, errors = j._reference_side(probe, probe.args, j._nominal_rounding)
+    ref, oracle, _, errors = j._reference_side(probe, probe.args, j.ctx._nominal_rounding)
     assert len(forwards) == 2  # no second float64 forward for the probe
-    assert errors[INPUT_ROUNDING] == j._nominal_rounding and "eager-fp32" in errors
+    assert errors[INPUT_ROUNDING] == j.ctx._nominal_rounding and "eager-fp32" in errors
     assert ref[0].shape == oracle[0].shape

@@ -30,6 +30,7 @@ import torch
 
 from kbv.checks import bound_rules as rule
 from kbv.pipeline.context import Context
+from kbv.pipeline.judging import Judging
 from kbv.pipeline.outcome import Outcome, Stop
 from kbv.pipeline.schedule import Recheck
 from kbv.processes import footprint as fp
@@ -55,8 +56,11 @@ BOUND_CALL_BASE = 100_000
 BOUND_MIX_FRACTION = 0.5
 
 
-class BoundStage(Context):
+class BoundStage:
     """The bound pass and the credit it allows."""
+
+    def __init__(self, ctx: Context, judge: Judging) -> None:
+        self.ctx, self.judge = ctx, judge
 
     def _bound(self, worker: CandidateProcess, sets: list, flush: int | None, samples: dict) -> None:
         """Run the bound pass (twice when the first contradicts the claim) and apply
@@ -64,19 +68,19 @@ class BoundStage(Context):
         the credited figure, and the evidence ``trusted_bound`` says what was measured."""
         t0 = time.perf_counter()
         claimed = float(np.median(samples["candidate"]))  # as Measurement.median_ms is
-        base = {b: self.state.timing[b].median_ms for b in self.config.baselines if b in self.state.timing}
+        base = {b: self.ctx.state.timing[b].median_ms for b in self.ctx.config.baselines if b in self.ctx.state.timing}
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
-        n = rule.bound_calls(claimed, self._slot_count, self.rp.device.type)
-        n = min(n, rule.max_bound_calls(in_bytes, self.rp.device.type))  # n sets: at least one
+        n = rule.bound_calls(claimed, self.ctx._slot_count, self.ctx.rp.device.type)
+        n = min(n, rule.max_bound_calls(in_bytes, self.ctx.rp.device.type))  # n sets: at least one
         # the pass's own input sets, one per call, shared with the worker once (the primed call before
         # each pass is its warmup, on the previous values)
         bound_sets = [inp.shared_clone(sets[i % len(sets)]) for i in range(n)]
-        if not isinstance(self._call(worker, protocol.SetBoundInputs(tuple(tuple(b) for b in bound_sets)), "time",
-                                     self.config.call_timeout_s), protocol.Pong):
-            raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
+        if not isinstance(self.ctx._call(worker, protocol.SetBoundInputs(tuple(tuple(b) for b in bound_sets)), "time",
+                                     self.ctx.config.call_timeout_s), protocol.Pong):
+            raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: malformed reply")
         floors, walls, passes = [], [], []
-        device = self.rp.device.type
-        call_bytes = (self.rp.output_bytes or 0) + in_bytes
+        device = self.ctx.rp.device.type
+        call_bytes = (self.ctx.rp.output_bytes or 0) + in_bytes
         for attempt in range(rule.MAX_PASSES.get(device, 2)):
             p = self._bound_pass(worker, sets, bound_sets, flush, n, attempt)
             passes.append(p)
@@ -89,12 +93,13 @@ class BoundStage(Context):
             if not rule.needs_another_pass(claimed, floors, walls, device, loop_ms, noise, call_bytes):
                 break
         del bound_sets
-        shared = device == "cuda" and gpushare.read(self.rp.device.index or 0).others > 0
+        shared = device == "cuda" and gpushare.read(self.ctx.rp.device.index or 0).others > 0
         d = rule.decide(claimed, floors, device, walls, call_bytes, loop_ms, noise, gpu_shared=shared)
-        self.state.evidence["trusted_bound"] = {
+        self.ctx.state.evidence["trusted_bound"] = {
             "claimed_median_ms": claimed, "credited_median_ms": d.credited_ms, "floor_ms": floors,
             "wall_floor_ms": walls, "gpu_shared": shared, "loop_per_call_ms": loop_ms, "floor_noise_ms": noise,
-            "calls": n, "wall_ms": [p.wall_ms for p in passes], "request_allow_ms": [p.request_allow_ms for p in passes], "host_wait_ms": [p.host_wait_ms for p in passes], "null_per_call_ms": [p.null_ms for p in passes],
+            "calls": n, "wall_ms": [p.wall_ms for p in passes], "request_allow_ms": [p.request_allow_ms for p in passes],
+            "host_wait_ms": [p.host_wait_ms for p in passes], "null_per_call_ms": [p.null_ms for p in passes],
             "busiest_thread_ms": [p.busiest_thread_ms for p in passes],
             "all_threads_ms": [p.all_threads_ms for p in passes], "null_cpu_per_call_ms": [p.null_cpu_ms for p in passes],
             "null_all_cpu_per_call_ms": [p.null_all_cpu_ms for p in passes],
@@ -102,11 +107,11 @@ class BoundStage(Context):
             "baseline_floor_ms": [dict(p.baseline_floor_ms) for p in passes],
             "disturbance": [rule.disturbance(p, base, cpu=p.busiest_thread_ms is not None) for p in passes]}
         if d.finding is not None:
-            self.state.findings.append(d.finding)
+            self.ctx.state.findings.append(d.finding)
         if d.credited_ms > claimed > 0:
             k = d.credited_ms / claimed
             samples["candidate"] = [t * k for t in samples["candidate"]]
-        self.state.phase_seconds["bound-pass"] = time.perf_counter() - t0  # what the check costs
+        self.ctx.state.phase_seconds["bound-pass"] = time.perf_counter() - t0  # what the check costs
 
     def _pass_plan(self, sets: list, calls: int) -> list:
         """Each call's values of one pass, drawn here: ``(timing set, source set or None, seed,
@@ -114,21 +119,21 @@ class BoundStage(Context):
         element per tensor changed (:func:`kbv.reference.mutation.timed_mutation`); inputs of
         declared structured domains are left as the timing set has them."""
         n = len(sets)
-        skip = self._structured()
+        skip = self.ctx._structured()
         g = torch.Generator().manual_seed(secrets.randbits(62))
         first = secrets.randbelow(n)
         plan = []
         for j in range(calls):
             k = (first + j) % n
             src = (k + 1 + secrets.randbelow(n - 1)) % n if n > 1 else None
-            plan.append((k, src, secrets.randbits(62), timed_mutation(sets[k], sets[(k + 1) % n], g, skip, self._kinds())))
+            plan.append((k, src, secrets.randbits(62), timed_mutation(sets[k], sets[(k + 1) % n], g, skip, self.ctx._kinds())))
         return plan
 
     def _write_pass_inputs(self, sets: list, bound_sets: list, plan: list, keep: tuple = ()) -> dict:
         """Write ``plan``'s values (:meth:`_pass_plan`) into ``bound_sets`` (the worker stopped: the
         candidate's calls see them when it runs again, and the trusted loops get them again, whatever
         the candidate wrote into the shared sets). Returns clones of the values of the calls in ``keep``."""
-        skip = self._structured()
+        skip = self.ctx._structured()
         kept = {}
         for j, (target, (k, src, seed, changes)) in enumerate(zip(bound_sets, plan)):
             # in place (kbv.sandbox.timer.call_inputs): no input-sized temporary beside the sets
@@ -140,7 +145,7 @@ class BoundStage(Context):
     def _bound_pass(self, worker: CandidateProcess, sets: list, bound_sets: list, flush: int | None, calls: int,
                     attempt: int) -> rule.BoundPass:
         """One bound pass (module docstring); two judged calls chosen here, never sent."""
-        cfg = self.config
+        cfg = self.ctx.config
         warmup = 0  # the primed call below warms up, on values no measured call gets
         judged = sorted(secrets.SystemRandom().sample(range(calls), min(BOUND_JUDGED, calls)))
         base_id = BOUND_CALL_BASE + attempt * calls
@@ -154,49 +159,49 @@ class BoundStage(Context):
         # input that stop alone was a floor of 4-6 ms for a 0.13-1 ms ReLU (H200, 2026-12-04)
         with worker.paused():
             t1 = time.perf_counter()
-        with self._held(worker, protocol.Time(0, 1, flush, 0, refresh=False, slots=True, defer_checks=True,
+        with self.ctx._held(worker, protocol.Time(0, 1, flush, 0, refresh=False, slots=True, defer_checks=True,
                                               bound_inputs=True), "time", cfg.timing_timeout_s, hold=True) as primed:
             one_call_ms = (time.perf_counter() - t1) * 1e3
             if not isinstance(primed, protocol.Times):
-                raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
+                raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: malformed reply")
             del primed
         # the harness check runs now, in reply to a ping, so the measured request holds the calls alone
-        if not isinstance(self._call(worker, protocol.Ping(), "time", cfg.call_timeout_s), protocol.Pong):
-            raise Stop(Outcome.BAD_REPLY, f"{self.name}: ping: malformed reply")
+        if not isinstance(self.ctx._call(worker, protocol.Ping(), "time", cfg.call_timeout_s), protocol.Pong):
+            raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: ping: malformed reply")
         entries = []
-        cpu = self.rp.device.type == "cpu"
+        cpu = self.ctx.rp.device.type == "cpu"
         plan = self._pass_plan(sets, len(bound_sets))
         with worker.paused():  # the values written and the clock started before the worker runs again
             kept = self._write_pass_inputs(sets, bound_sets, plan, tuple(warmup + i for i in judged))
             judged_inputs = [kept[warmup + i] for i in judged]
             del kept
-            if self.rp.device.type == "cuda":
-                torch.cuda.synchronize(self.rp.device)
+            if self.ctx.rp.device.type == "cuda":
+                torch.cuda.synchronize(self.ctx.rp.device)
             threads0, all0 = worker.tree_cpu()
             wait0 = procfs.run_delay_ms(worker.proc.pid)
             t0 = time.perf_counter()
-        with self._held(worker, req, "time", cfg.timing_timeout_s, hold=True) as reply:
+        with self.ctx._held(worker, req, "time", cfg.timing_timeout_s, hold=True) as reply:
             wall = (time.perf_counter() - t0) * 1e3
             # the worker's tree is stopped: its CPU time over the request is what it is now
             threads1, all1 = worker.tree_cpu()
             wait1 = procfs.run_delay_ms(worker.proc.pid)
             if (not isinstance(reply, protocol.Times) or len(reply.times_ms) != calls
                     or type(reply.outputs) is not tuple or len(reply.outputs) != calls):
-                raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
+                raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: malformed reply")
             try:  # the worker is stopped: the slots as the calls left them
                 for j, i in enumerate(judged):
-                    outs = [v.clone() for v in rawcopy.view(self._slots, reply.outputs[i])]
+                    outs = [v.clone() for v in rawcopy.view(self.ctx._slots, reply.outputs[i])]
                     entries.append((base_id + i, j, outs))
             except ValueError as exc:
-                raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: {exc}") from None
-            fp.drop_view(self._slots)
+                raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: {exc}") from None
+            fp.drop_view(self.ctx._slots)
             del reply
         self._null_wait_share = 0.0
         null, null_cpu, floors = self._trusted_loops(worker, bound_sets, flush, calls, warmup,
                                                      lambda: self._write_pass_inputs(sets, bound_sets, plan))
         recheck = Recheck()
-        self._recheck(entries, judged_inputs, recheck)
-        self.state.evidence.setdefault("bound_rechecks", []).extend(recheck.checked)
+        self.judge._recheck(entries, judged_inputs, recheck)
+        self.ctx.state.evidence.setdefault("bound_rechecks", []).extend(recheck.checked)
         del judged_inputs
         cpu_figures = {}
         if cpu and threads1 and all1.get("worker") is not None and all0.get("worker") is not None:
@@ -237,9 +242,9 @@ class BoundStage(Context):
         outputs made once) and with each baseline. Returns (the null's wall ms per call, (the null's busiest thread and all threads,
         CPU ms per call, {baseline: (busiest thread, all threads) CPU ms per call}), {baseline: wall
         per call minus the null's, ms})."""
-        rp = self.rp
-        bl.apply_flags(self.fp32_flags)
-        copier = rawcopy.SlotCopier(rp.device, self._slot_bytes, calls)
+        rp = self.ctx.rp
+        bl.apply_flags(self.ctx.fp32_flags)
+        copier = rawcopy.SlotCopier(rp.device, self.ctx._slot_bytes, calls)
 
         def loop(fn) -> tuple[float, float, float]:
             """(wall, busiest thread's CPU, all threads' CPU) per call of this process, ms."""
@@ -272,7 +277,7 @@ class BoundStage(Context):
             #: the host's load as the trusted side sees it (kbv.checks.bound_rules.outside_wait_ms)
             self._null_wait_share = (wait1 - wait0) / span if wait0 is not None and wait1 is not None \
                 and span > 0 else 0.0
-            for b in self.config.baselines:
+            for b in self.ctx.config.baselines:
                 bl.apply_flags(bl.flags_for(b))
                 runs = []
                 for _ in range(repeats.get("baseline", 1)):
@@ -281,6 +286,6 @@ class BoundStage(Context):
                     runs.append(loop(rp.model))
                 w, busiest, all_ = min(runs)
                 floors[b], cpu[b] = w - null, (busiest, all_)
-        bl.apply_flags(self.fp32_flags)
+        bl.apply_flags(self.ctx.fp32_flags)
         del copier, made
         return null, (null_busiest, null_all, cpu), floors

@@ -4,6 +4,7 @@ worker that every stage shares (replies checked, worker failures turned into the
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager
@@ -12,14 +13,16 @@ from kbv.model.records import CandidateRef, Environment, EvalConfig, Finding
 from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
 from kbv.processes.handles import WorkerDied, WorkerTimeout
+from kbv.checks import output_rules as out_rule
 from kbv.checks import worker_calls as calls_rule
+from kbv.checks.probe_rules import output_memory_finding
 from kbv.pipeline.outcome import Outcome, Stop  # noqa: F401  (Stop: every stage raises it from here)
 from kbv.processes.procfs import caught_signals
 from kbv.reference import oracle as orc
 from kbv.reference.build import ReferenceProblem, first_line
 from kbv.reference.mutation import STRUCTURED_DOMAINS
 from kbv.sandbox import numeric_flags as bl
-from kbv.sandbox import protocol
+from kbv.sandbox import protocol, rawcopy
 
 
 @dataclass
@@ -72,7 +75,7 @@ class Context:
         self._fault_reported = False
         self._reused_reported = False
         self._memory_reported = False  #: probe:output-memory found on a timed call already.
-        #: costs in ms (kbv.pipeline.timing_rounds.Timing._call_cost) of the timed calls on fresh values and
+        #: costs in ms (:meth:`_call_cost`) of the timed calls on fresh values and
         #: of the repeated calls (kbv.pipeline.repeat).
         self._repeat_costs: dict = {"fresh": [], "repeat": []}
         #: the largest input-rounding errors the nominal sets measured (kbv.pipeline.judging), per output.
@@ -160,3 +163,32 @@ class Context:
         """The declared domain of each structured input position (:meth:`_structured`): what
         :func:`kbv.reference.mutation.structured_change` keeps."""
         return {i: d.kind for i, d in self.rp.domains.items() if isinstance(i, int) and d.kind in STRUCTURED_DOMAINS}
+
+    # timed replies ----------------------------------------------------------------------
+    def _timed_reply(self, reply: object) -> None:
+        """The checks every reply to a :class:`kbv.sandbox.protocol.TimedCall` gets: its form, an
+        output that is not the caller's (taxonomy 8) or not over device memory (taxonomy 3, both
+        reported once), and the outputs' layouts in the slot buffer (``self._views``)."""
+        if not isinstance(reply, protocol.CallTimed) or not isinstance(reply.time_ms, (int, float)):
+            raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
+        if reply.reused and not self._reused_reported:
+            self._reused_reported = True
+            self._add(out_rule.reused_output(str(reply.reused)))
+        if reply.memory and not self._memory_reported:
+            self._memory_reported = True
+            self.state.findings.append(output_memory_finding(str(reply.memory), " (a timed call)"))
+        try:
+            self._views = rawcopy.view(self._slots[:self._slot_bytes], reply.outputs)
+        except ValueError as exc:
+            raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: {exc}") from None
+
+    def _call_cost(self, reply: object) -> float:
+        """What a timed call cost, in ms, for comparing one candidate's calls with each other: the
+        event time on cuda; on cpu the lesser of the wall time and the CPU time of the worker's
+        calling thread. Noise only adds to either: a loaded machine stretches the wall time, and
+        the calling thread spins at torch's pool barrier while a pool thread waits to run."""
+        ms = float(reply.time_ms)
+        cpu = reply.cpu_ms
+        if self.rp.device.type == "cpu" and isinstance(cpu, (int, float)) and math.isfinite(cpu) and cpu > 0:
+            return min(ms, float(cpu))
+        return ms

@@ -26,33 +26,37 @@ from kbv.reference.build import hidden_test_sets
 from kbv.reference.distributions import DISTRIBUTIONS
 from kbv.reference.mutation import content_digest, perturbed
 from kbv.sandbox import protocol
+from kbv.pipeline.context import Context
 
 
-class Correctness(Judging):
+class Correctness:
     """Every correctness input set and the caching probes."""
+
+    def __init__(self, ctx: Context, judge: Judging) -> None:
+        self.ctx, self.judge = ctx, judge
 
     def _candidate_outputs(self, worker: CandidateProcess, args: list, *, buffers: str = "fresh",
                            ref: list | None = None, label: str = "") -> list:
         """One forward call of the candidate on a copy of ``args``; runs the per-call probes
         (stale-memory pattern, zero strides, aliasing, input mutation, writes after return,
         threads). Returns the trusted copies of the outputs."""
-        probes = self.config.integrity
-        reply = self._call(worker, protocol.Forward(tuple(inp.shared_clone(args)), buffers=buffers, probes=probes),
-                           "forward", self.config.call_timeout_s)
+        probes = self.ctx.config.integrity
+        reply = self.ctx._call(worker, protocol.Forward(tuple(inp.shared_clone(args)), buffers=buffers, probes=probes),
+                           "forward", self.ctx.config.call_timeout_s)
         if not isinstance(reply, protocol.Outputs):
-            raise Stop(Outcome.BAD_REPLY, f"{self.name}: forward: unexpected reply {type(reply).__name__}")
+            raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: forward: unexpected reply {type(reply).__name__}")
         outs = []
         for k, t in enumerate(reply.tensors):
             if type(t) is not torch.Tensor:
                 if isinstance(t, torch.Tensor):
-                    self._add(out_rule.tensor_subclass_output(k, type(t).__name__))
+                    self.ctx._add(out_rule.tensor_subclass_output(k, type(t).__name__))
                 raise Stop(Outcome.BAD_REPLY,
-                            f"{self.name}: forward returned {type(t).__name__} as output {k}, not a torch.Tensor")
+                            f"{self.ctx.name}: forward returned {type(t).__name__} as output {k}, not a torch.Tensor")
             outs.append(t.clone())  # own copy: the candidate keeps no handle on what is judged
             fp.drop_view(t)  # the worker's shared pages, read once: counted in its resident set, not here too
-        self._last_structure = reply.structure
+        self.ctx._last_structure = reply.structure
         if probes:
-            self._add(out_rule.proxy_outputs([k for k, exact in enumerate(reply.exact) if not exact]))
+            self.ctx._add(out_rule.proxy_outputs([k for k, exact in enumerate(reply.exact) if not exact]))
             self._probe_call(reply, outs, args, ref, label)
         del reply
         return outs
@@ -60,9 +64,9 @@ class Correctness(Judging):
     def _probe_call(self, reply: Any, outs: list, args: list, ref: list | None, label: str) -> None:
         """The per-call probes' findings (:func:`kbv.checks.probe_rules.call_findings`), its passes over the
         outputs on the host's idle cores (:func:`kbv.reference.passes.host_threads`)."""
-        rp = self.rp
+        rp = self.ctx.rp
         with host_threads(rp.device):
-            self.state.findings += call_findings(reply, outs, args, ref, label, zero_strides=rp.zero_strides,
+            self.ctx.state.findings += call_findings(reply, outs, args, ref, label, zero_strides=rp.zero_strides,
                                                  aliases_inputs=rp.aliases_inputs, mutates_inputs=rp.mutates_inputs)
 
     def _check_set(self, worker: CandidateProcess, s: inp.InputSet, *, buffers: str = "fresh",
@@ -70,60 +74,60 @@ class Correctness(Judging):
         """The candidate judged on input set ``s`` (one forward call with the per-call probes).
         ``probe``: a cache probe, whose budget takes its input-rounding term from the nominal sets
         (:meth:`_reference_side`)."""
-        cfg = self.config
+        cfg = self.ctx.config
         if s.drop_reason:
             s.release()
-            return self._dropped(s, s.drop_reason)
-        args = inp.to_device(s.args, self.rp.device, cfg.precision)
+            return self.judge._dropped(s, s.drop_reason)
+        args = inp.to_device(s.args, self.ctx.rp.device, cfg.precision)
         s.release()  # ``args`` is the one copy held (a set with a maker is made again when needed)
-        side = self._reference_side(s, args, self._nominal_rounding if probe else None)
+        side = self.judge._reference_side(s, args, self.ctx._nominal_rounding if probe else None)
         if isinstance(side, InputSetResult):
             return side
         ref, oracle, oracle_note, baselines = side
-        self.state.summaries[s.name] = vetting.summarise(ref, cfg.atol, cfg.rtol)
-        if s.kind is InputKind.NOMINAL and self.state.nominal_args is None:
-            self.state.nominal_args = s
+        self.ctx.state.summaries[s.name] = vetting.summarise(ref, cfg.atol, cfg.rtol)
+        if s.kind is InputKind.NOMINAL and self.ctx.state.nominal_args is None:
+            self.ctx.state.nominal_args = s
         outs = self._candidate_outputs(worker, args, buffers=buffers, ref=ref, label=s.name)
         del args
-        result = self._judge(s, outs, self._last_structure, ref, oracle, oracle_note, baselines)
+        result = self.judge._judge(s, outs, self.ctx._last_structure, ref, oracle, oracle_note, baselines)
         if cfg.integrity:
             self._remember(s.name, outs, ref, result.passed)
         if keep_outputs:  # a digest, not the outputs: one output's bytes less held (repeatability)
-            self._kept_outputs = [content_digest(o) for o in outs]
+            self.ctx._kept_outputs = [content_digest(o) for o in outs]
         return result
 
     def _remember(self, name: str, outs: list, ref: list, passed: bool | None) -> None:
         """Outputs repeated bit for bit across sets whose references differ (taxonomy 8/11)."""
         fp_out, fp_ref = fingerprint(outs), fingerprint(ref)
-        for other, o_out, o_ref, o_passed in self._seen:
+        for other, o_out, o_ref, o_passed in self.ctx._seen:
             if fp_out == o_out and fp_ref != o_ref and not (passed and o_passed):
                 constant = all(o.numel() < 2 or bool((o == o.reshape(-1)[0]).all()) for o in outs)
-                self._add(out_rule.repeated_output(other, name, constant))
+                self.ctx._add(out_rule.repeated_output(other, name, constant))
                 break
-        self._seen.append((name, fp_out, fp_ref, passed))
+        self.ctx._seen.append((name, fp_out, fp_ref, passed))
 
     def _cache_probes(self, worker: CandidateProcess, last: inp.InputSet) -> None:
         """Same addresses with new values, then new addresses with the values of ``last`` (the
         last nominal set): both must be right, and the second bit-identical to ``last`` (taxonomy
         9, 10, 11). Run only when every nominal set passed. Probe sets (:meth:`_check_set`)."""
-        get_inputs = self.rp.module.get_inputs
+        get_inputs = self.ctx.rp.module.get_inputs
         seed = inp.secret_seed()
-        dev = self.rp.device
+        dev = self.ctx.rp.device
         fresh = inp.InputSet("probe-same-address", InputKind.NOMINAL, "new values in the previous call's buffers",
                              seed, maker=lambda: (inp.draw(get_inputs, seed, dev), None))
-        first_outs = self._kept_outputs
+        first_outs = self.ctx._kept_outputs
         r = self._check_set(worker, fresh, buffers="reuse", probe=True)
         if r.passed is False:
-            self._probe_failed("probe:cache-same-address", (11,), r,
+            self.judge._probe_failed("probe:cache-same-address", (11,), r,
                                f"wrong when new values arrive in the previous call's input buffers: {r.fault}")
         again = inp.InputSet("probe-new-address", InputKind.NOMINAL, f"values of {last.name} at new addresses",
                              last.seed, maker=lambda: (last.args, None))
         r = self._check_set(worker, again, buffers="moved", keep_outputs=True, probe=True)
         if r.passed is False:
-            self._probe_failed("probe:cache-new-address", (9, 11), r,
+            self.judge._probe_failed("probe:cache-new-address", (9, 11), r,
                                f"wrong on the values of {last.name} placed at new addresses: {r.fault}")
-        elif first_outs is not None and first_outs != self._kept_outputs:
-            self._add(out_rule.not_repeatable(last.name))
+        elif first_outs is not None and first_outs != self.ctx._kept_outputs:
+            self.ctx._add(out_rule.not_repeatable(last.name))
         # one element per input replaced in place (by a value from another draw, so inside the
         # problem's domain), twice: a cache keyed by a sample or a cheap hash of the inputs misses
         # a single changed element and returns a stale answer (a sample of s positions out of n
@@ -133,44 +137,44 @@ class Correctness(Judging):
             other = inp.draw(get_inputs, seed, dev)
             mixed = inp.InputSet(f"probe-perturbed-{j}", InputKind.NOMINAL,
                                  f"values of {last.name} with one element per input replaced, in the previous call's "
-                                 "buffers", seed, perturbed(last.args, other, seed, self._structured(), self._kinds()))
+                                 "buffers", seed, perturbed(last.args, other, seed, self.ctx._structured(), self.ctx._kinds()))
             last.release()
             del other
             r = self._check_set(worker, mixed, buffers="reuse", probe=True)
             if r.passed is False:
-                self._probe_failed("probe:cache-perturbed", (11,), r,
+                self.judge._probe_failed("probe:cache-perturbed", (11,), r,
                                    f"wrong when one input element changes in place: {r.fault} (a cache keyed by a "
                                    "sample or hash of the inputs)")
                 break
-        self.state.evidence["cache_probes"] = ["probe-same-address", "probe-new-address", "probe-perturbed-1",
+        self.ctx.state.evidence["cache_probes"] = ["probe-same-address", "probe-new-address", "probe-perturbed-1",
                                                "probe-perturbed-2"]
 
     def _correctness(self, worker: CandidateProcess) -> None:
         t0 = time.perf_counter()
-        get_inputs = self.rp.module.get_inputs
-        dev = self.rp.device
+        get_inputs = self.ctx.rp.module.get_inputs
+        dev = self.ctx.rp.device
         # seeds are drawn only now, after the candidate is loaded (taxonomy entry 22); each set is
         # made on the device when it is checked and dropped after (one set held at a time)
-        nominal = inp.nominal_sets(get_inputs, self.config.nominal_seeds, dev)
+        nominal = inp.nominal_sets(get_inputs, self.ctx.config.nominal_seeds, dev)
         sets = []
-        if self.config.hidden:
-            sets += inp.hidden_sets(get_inputs, self.config.hidden, self.rp.domains, dev)
-        if self.config.distributions:
-            sets += inp.randomised_sets(get_inputs, self.config.distributions, self.rp.domains, dev)
-        if self.hidden_tests:
+        if self.ctx.config.hidden:
+            sets += inp.hidden_sets(get_inputs, self.ctx.config.hidden, self.ctx.rp.domains, dev)
+        if self.ctx.config.distributions:
+            sets += inp.randomised_sets(get_inputs, self.ctx.config.distributions, self.ctx.rp.domains, dev)
+        if self.ctx.hidden_tests:
             try:
-                sets += hidden_test_sets(self.hidden_tests)
+                sets += hidden_test_sets(self.ctx.hidden_tests)
             except ProblemError as exc:
-                self.state.evidence["hidden_tests_error"] = str(exc)
+                self.ctx.state.evidence["hidden_tests_error"] = str(exc)
         for k, s in enumerate(nominal):
-            self.state.input_sets.append(self._check_set(worker, s, keep_outputs=k == len(nominal) - 1))
-        if self.config.integrity and nominal and all(r.passed for r in self.state.input_sets):
+            self.ctx.state.input_sets.append(self._check_set(worker, s, keep_outputs=k == len(nominal) - 1))
+        if self.ctx.config.integrity and nominal and all(r.passed for r in self.ctx.state.input_sets):
             self._cache_probes(worker, nominal[-1])
         for s in sets:
-            self.state.input_sets.append(self._check_set(worker, s))
+            self.ctx.state.input_sets.append(self._check_set(worker, s))
         few_places = [n for n, d in DISTRIBUTIONS.items() if d.rewrite is not None]
-        self.state.findings += off_nominal_findings([r for r in self.state.input_sets if not r.dropped], few_places)
-        self._kept_outputs = None
-        self.oracle.release()
-        self.state.phase_seconds["correctness"] = time.perf_counter() - t0
-        self._phase_peak("correctness")
+        self.ctx.state.findings += off_nominal_findings([r for r in self.ctx.state.input_sets if not r.dropped], few_places)
+        self.ctx._kept_outputs = None
+        self.ctx.oracle.release()
+        self.ctx.state.phase_seconds["correctness"] = time.perf_counter() - t0
+        self.ctx._phase_peak("correctness")

@@ -16,41 +16,47 @@ from kbv.intake.problems import ProblemError
 from kbv.model.records import InputKind, InputSetResult
 from kbv.pipeline.context import Context
 from kbv.pipeline.outcome import Outcome, Stop
+from kbv.pipeline.schedule import Recheck
 from kbv.processes import footprint as fp
 from kbv.reference import inputs as inp
 from kbv.reference import oracle as orc
 from kbv.reference.build import first_line, run_reference
+from kbv.reference.mutation import apply_mutation
 from kbv.reference.comparison import Comparison, compare, reference_is_finite
 from kbv.sandbox import numeric_flags as bl
+from kbv.sandbox import timer as timing
 
 
-class Judging(Context):
+class Judging:
     """Reference side and judgement of one input set."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
 
     def _tf32_inert(self, args: list) -> bool:
         """Whether the reference runs no op the TF32 switches reach (:func:`kbv.checks.tf32_rules.tf32_inert`),
         from its two op counts on ``args`` (trusted side, eager-fp32 flags), once per problem in
         this reference worker; the evidence ``tf32_inert`` says what was decided."""
-        if self.rp.tf32_inert is None:
+        if self.ctx.rp.tf32_inert is None:
             from kbv.sandbox import profiling
 
-            bl.apply_flags(self.fp32_flags)
-            counts = {"dispatch": profiling.compute_ops(self.rp.model, inp.clone_args(args)),
-                      "profiler": profiling.recorded_ops(self.rp.model, inp.clone_args(args))}
-            self.rp.tf32_inert = tf32_inert({k: (dict(c.ops), c.error) for k, c in counts.items()})
-        self.state.evidence["tf32_inert"] = self.rp.tf32_inert
-        return self.rp.tf32_inert
+            bl.apply_flags(self.ctx.fp32_flags)
+            counts = {"dispatch": profiling.compute_ops(self.ctx.rp.model, inp.clone_args(args)),
+                      "profiler": profiling.recorded_ops(self.ctx.rp.model, inp.clone_args(args))}
+            self.ctx.rp.tf32_inert = tf32_inert({k: (dict(c.ops), c.error) for k, c in counts.items()})
+        self.ctx.state.evidence["tf32_inert"] = self.ctx.rp.tf32_inert
+        return self.ctx.rp.tf32_inert
 
     def _dropped(self, s: inp.InputSet, reason: str) -> InputSetResult:
         return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=None, dropped=True, drop_reason=reason)
 
     def _oracle(self, args: list, ref: list | None = None) -> tuple[list | None, str | None]:
         try:
-            return self.oracle(args, ref), None
+            return self.ctx.oracle(args, ref), None
         except orc.OracleUnavailable as exc:
             if exc.memory:  # kbv's own limit, not a property of the problem or the candidate
-                raise Stop(Outcome.KBV_FAILED, f"{self.name}: kbv ran out of memory computing the fp64 oracle: {exc}",
-                            memory_footprint=fp.evidence(self.rp.device)) from None
+                raise Stop(Outcome.KBV_FAILED, f"{self.ctx.name}: kbv ran out of memory computing the fp64 oracle: {exc}",
+                            memory_footprint=fp.evidence(self.ctx.rp.device)) from None
             return None, f"fp64 oracle unavailable ({exc}); the kbv policy fell back to allclose"
 
     def _reference_side(self, s: inp.InputSet, args: list, rounding: list | None = None) -> tuple | InputSetResult:
@@ -63,12 +69,12 @@ class Judging(Context):
         draws take the largest the nominal sets measured (:attr:`_nominal_rounding`, the same
         distribution); the nominal sets' own figures are collected here."""
         try:
-            ref = run_reference(self.rp, inp.clone_args(args), self.fp32_flags, original=args)
+            ref = run_reference(self.ctx.rp, inp.clone_args(args), self.ctx.fp32_flags, original=args)
         except BaseException as exc:  # noqa: BLE001 - reference raised on this distribution
             if fp.is_memory_error(exc):  # kbv's limit, not the problem's: EVAL_ERROR (Verification.run)
                 raise
             if s.kind is InputKind.NOMINAL:
-                raise ProblemError(self.rp.ref.path,
+                raise ProblemError(self.ctx.rp.ref.path,
                                    f"reference forward failed on {s.name}: {type(exc).__name__}: {first_line(exc)}") from None
             return self._dropped(s, f"reference raised {type(exc).__name__}: {first_line(exc)}")
         if not reference_is_finite(ref):
@@ -76,41 +82,41 @@ class Judging(Context):
         oracle, oracle_note = self._oracle(args, ref)
         if oracle is not None and not reference_is_finite(oracle):
             return self._dropped(s, "fp64 oracle output has NaN/Inf")
-        if self.oracle.chunked:
-            self.state.evidence["oracle_pieces"] = self.oracle.chunked
+        if self.ctx.oracle.chunked:
+            self.ctx.state.evidence["oracle_pieces"] = self.ctx.oracle.chunked
         errors: dict = {}
         if oracle is not None:
             errors["eager-fp32"] = output_errors(ref, oracle)
-        if self.rp.device.type == "cuda" and oracle is not None:
+        if self.ctx.rp.device.type == "cuda" and oracle is not None:
             if self._tf32_inert(args):  # the same bits under both (kbv.checks.tf32_rules)
                 errors["eager-tf32"] = errors["eager-fp32"]
             else:
-                tf32 = run_reference(self.rp, inp.clone_args(args), self.tf32_flags)
-                bl.apply_flags(self.fp32_flags)
+                tf32 = run_reference(self.ctx.rp, inp.clone_args(args), self.ctx.tf32_flags)
+                bl.apply_flags(self.ctx.fp32_flags)
                 errors["eager-tf32"] = output_errors(tf32, oracle)
                 del tf32
         if oracle is not None and rounding is not None:
             errors[INPUT_ROUNDING] = list(rounding)
         elif oracle is not None:  # the problem's own sensitivity to fp32 rounding (kbv.reference.policy.INPUT_ROUNDING)
-            moved = self.oracle.input_rounding_errors(args, oracle, ref)
+            moved = self.ctx.oracle.input_rounding_errors(args, oracle, ref)
             if moved is not None:
                 errors[INPUT_ROUNDING] = moved
                 if s.kind is InputKind.NOMINAL:
-                    self._nominal_rounding = largest_errors(self._nominal_rounding, moved)
+                    self.ctx._nominal_rounding = largest_errors(self.ctx._nominal_rounding, moved)
         return ref, oracle, oracle_note, errors
 
     def _judge(self, s: inp.InputSet, outs: list, structure: str | None, ref: list, oracle: list | None,
                oracle_note: str | None, baselines: dict) -> InputSetResult:
-        cfg = self.config
+        cfg = self.ctx.config
         c: Comparison = compare(outs, ref, atol=cfg.atol, rtol=cfg.rtol)
-        ref_structure = getattr(self.rp, "structure", None)
+        ref_structure = getattr(self.ctx.rp, "structure", None)
         if ref_structure and structure != ref_structure and c.max_abs_error is not None:
             what = {"tensor": "a tensor", "tuple": "a tuple/list of tensors"}
             c = dataclasses.replace(c, passed=False, max_abs_error=None, fault=(
                 f"forward returns {what.get(structure, structure)}, "
                 f"the reference returns {what[ref_structure]}"))
         shapes = [(tuple(o.shape), tuple(r.shape)) for o, r in zip(outs, ref) if tuple(o.shape) != tuple(r.shape)]
-        self._add(out_rule.shape_mismatch(s.name, shapes))
+        self.ctx._add(out_rule.shape_mismatch(s.name, shapes))
         common = dict(max_abs_error=c.max_abs_error, max_rel_error=c.max_rel_error,
                       mismatched_elements=c.mismatched_elements, total_elements=c.total_elements)
         if c.max_abs_error is None:  # count / shape / dtype mismatch: wrong under every policy
@@ -125,14 +131,14 @@ class Judging(Context):
             kbv_passed, kbv_fault = k.passed, k.fault
             worst_base = max((v for n, v in k.baseline_errors.items() if n != INPUT_ROUNDING), default=0.0)
             if worst_base > VACUOUS_BASELINE_ERROR:
-                self.state.evidence.setdefault("vacuous_budget", {})[s.name] = worst_base
+                self.ctx.state.evidence.setdefault("vacuous_budget", {})[s.name] = worst_base
             figures = dict(oracle_error=k.error, error_budget=k.budget, baseline_errors=k.baseline_errors,
-                           oracle_device=self.oracle.device.type)
+                           oracle_device=self.ctx.oracle.device.type)
             if c.passed and not kbv_passed:
-                self._add(out_rule.within_allclose(s.name, cfg.atol, cfg.rtol, k.error, k.budget))
+                self.ctx._add(out_rule.within_allclose(s.name, cfg.atol, cfg.rtol, k.error, k.budget))
         else:
             kbv_passed, kbv_fault, figures = c.passed, c.fault, {}
-            self.state.evidence.setdefault("oracle_notes", {})[s.name] = oracle_note
+            self.ctx.state.evidence.setdefault("oracle_notes", {})[s.name] = oracle_note
         verdicts = {"kbv": kbv_passed, "kbv-compat": c.passed}
         fault = kbv_fault if cfg.policy == "kbv" else c.fault
         return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=verdicts[cfg.policy], fault=fault,
@@ -142,16 +148,57 @@ class Judging(Context):
     def _probe_failed(self, check: str, taxonomy: tuple, r: InputSetResult, detail: str) -> None:
         """A caching or timed re-check probe judged the candidate wrong: held until every
         correctness set is judged (:meth:`_settle_probes`)."""
-        self._pending_probes.append((check, taxonomy, detail, self._over_budget(r)))
+        self.ctx._pending_probes.append((check, taxonomy, detail, self._over_budget(r)))
 
     def _over_budget(self, r: InputSetResult) -> float:
         """How far over its budget a failed set's error is (:func:`kbv.checks.probe_rules.over_budget`)."""
-        return over_budget(r, self.config.policy, self.config.atol)
+        return over_budget(r, self.ctx.config.policy, self.ctx.config.atol)
 
     def _settle_probes(self) -> None:
         """The held probe failures become findings (:func:`kbv.checks.probe_rules.settle_probes`)."""
-        self.state.findings += settle_probes(self.state.input_sets, self._pending_probes)
-        self._pending_probes = []
+        self.ctx.state.findings += settle_probes(self.ctx.state.input_sets, self.ctx._pending_probes)
+        self.ctx._pending_probes = []
+
+    def _recheck(self, kept: list, sets: list, state: "Recheck", mutations: dict | None = None) -> None:
+        """Judge the outputs of one round's kept timed calls (:func:`recheck_plan`) against the
+        reference of the values they got, the timing set with that call's :func:`timed_mutation`
+        (taxonomy 5, 6, 11): a candidate right when checked and wrong while timed, or answering
+        from a cache. Stops at the first wrong call of the verification."""
+        mutations = mutations or {}
+        while kept:  # each call's outputs dropped once judged: one less held for the next
+            call, k, outs = kept.pop(0)
+            if state.failed:
+                kept.clear()
+                return
+            mix, mutation = mutations.get(call, (None, ()))
+            if mix or mutation:
+                args = timing.mix_values(sets[k], sets[mix[0]], *mix[1:]) if mix else sets[k]
+                args = apply_mutation(args, mutation)
+                share = mix[3] if mix and len(mix) > 3 else timing.MIX_FRACTION
+                how = ("" if not mix else f"the values of set {mix[0]}, " if share >= 1
+                       else f"1/{round(1 / share)} of its elements from set {mix[0]}, ")
+                s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL,
+                                 f"timing set {k}, {how}{len(mutation)} element(s) changed", 0, args)
+                side = self._reference_side(s, args, self.ctx._nominal_rounding)
+                s.release()  # the call's inputs are not needed once its reference side is made
+                del args
+            else:
+                s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL, f"timing set {k}", 0, sets[k])
+                if k not in state.refs:
+                    state.refs[k] = self._reference_side(s, sets[k], self.ctx._nominal_rounding)
+                side = state.refs[k]
+            if isinstance(side, InputSetResult):
+                continue
+            ref, oracle, note, baselines = side
+            # ``outs`` are this process's own copies, taken while the worker was stopped
+            r = self._judge(s, outs, self.ctx.rp.structure, ref, oracle, note, baselines)
+            del outs, ref, oracle, side
+            state.checked.append(call)
+            if r.passed is False:
+                self._probe_failed("probe:timed-recheck", (5, 6, 11), r,
+                                   f"timed call {call} ({s.transform}) is wrong: {r.fault} (phase detection, "
+                                   "cross-call batching, or a cache keyed by part of the input)")
+                state.failed = True
 
 
 def largest_errors(a: list | None, b: list) -> list:

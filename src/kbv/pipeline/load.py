@@ -19,52 +19,55 @@ from kbv.reference.build import first_line
 from kbv.sandbox import protocol
 
 
-class Load(Context):
+class Load:
     """Preflight, scan and load."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
 
     def _preflight(self) -> None:
         """Say before anything runs when the problem cannot fit (:func:`kbv.processes.footprint.check_fits`):
         the inputs' bytes from a draw on the meta device, the outputs' from an earlier run of this
         reference (else the largest input, the size of an elementwise op's output)."""
         try:
-            meta = inp.draw(self.rp.module.get_inputs, 0, "meta")
+            meta = inp.draw(self.ctx.rp.module.get_inputs, 0, "meta")
         except Exception:  # noqa: BLE001 - a get_inputs() that needs real tensors: no estimate
             return
         tensors = [a for a in meta if isinstance(a, torch.Tensor)]
-        scale = inp.PRECISION_DTYPES[self.config.precision].itemsize
+        scale = inp.PRECISION_DTYPES[self.ctx.config.precision].itemsize
         in_bytes = sum(a.numel() * (scale if a.is_floating_point() else a.element_size()) for a in tensors)
-        self._input_bytes = in_bytes
-        out_bytes = self.rp.output_bytes or max((a.numel() * scale for a in tensors), default=0)
+        self.ctx._input_bytes = in_bytes
+        out_bytes = self.ctx.rp.output_bytes or max((a.numel() * scale for a in tensors), default=0)
         try:
-            fp.check_fits(in_bytes, out_bytes, self.rp.device)
+            fp.check_fits(in_bytes, out_bytes, self.ctx.rp.device)
         except fp.DoesNotFit as exc:
-            raise Stop(Outcome.KBV_FAILED, f"{self.name}: the problem does not fit this machine: {exc}") from None
+            raise Stop(Outcome.KBV_FAILED, f"{self.ctx.name}: the problem does not fit this machine: {exc}") from None
 
     def _scan(self) -> None:
         """The static scan of the candidate file (kbv.intake.scan): every finding goes on the verdict."""
         try:
-            text = Path(self.candidate.path).read_text(encoding="utf-8", errors="replace")
-            self.state.findings += [f.record() for f in scan_source(text, self.candidate.path)]
+            text = Path(self.ctx.candidate.path).read_text(encoding="utf-8", errors="replace")
+            self.ctx.state.findings += [f.record() for f in scan_source(text, self.ctx.candidate.path)]
         except (OSError, SyntaxError, ValueError) as exc:
-            self.state.evidence["scan_error"] = first_line(exc)
+            self.ctx.state.evidence["scan_error"] = first_line(exc)
 
     # phases -------------------------------------------------------------------------------
     def _load(self, worker: CandidateProcess) -> None:
         t0 = time.perf_counter()
-        reply = self._send_load(worker, self.rp.init_args)
-        self.cand_model_bytes = reply.model_bytes
-        self.state.evidence["load_seconds"] = reply.load_seconds
-        self.state.evidence["sandbox"] = [str(n) for n in reply.sandbox]
-        ref_state = dict(self.rp.model.named_parameters()) | dict(self.rp.model.named_buffers())
+        reply = self._send_load(worker, self.ctx.rp.init_args)
+        self.ctx.cand_model_bytes = reply.model_bytes
+        self.ctx.state.evidence["load_seconds"] = reply.load_seconds
+        self.ctx.state.evidence["sandbox"] = [str(n) for n in reply.sandbox]
+        ref_state = dict(self.ctx.rp.model.named_parameters()) | dict(self.ctx.rp.model.named_buffers())
         for name, t in reply.state.items():
             r = ref_state.get(name)
             if type(t) is not torch.Tensor or r is None or tuple(r.shape) != tuple(t.shape):
                 continue
             if r.dtype != t.dtype or not torch.equal(r.detach(), t.to(r.device)):
-                self.state.weight_mismatches.append(name)
+                self.ctx.state.weight_mismatches.append(name)
         del reply
-        self.state.phase_seconds["load"] = time.perf_counter() - t0
-        self._phase_peak("load")
+        self.ctx.state.phase_seconds["load"] = time.perf_counter() - t0
+        self.ctx._phase_peak("load")
 
     def _send_load(self, worker: CandidateProcess, init_args: list) -> protocol.Loaded:
         """``worker`` imports the candidate and builds ``ModelNew(*init_args)``; its reply.
@@ -72,20 +75,20 @@ class Load(Context):
         Raises:
             Stop: the load raised (BUILD_RAISED), the worker failed, or the build lock timed out.
         """
-        module_name = f"kbv_candidate_{self.candidate.sha256[:16]}"
-        request = protocol.Load(self.candidate.path, module_name, tuple(init_args), self.config.init_seed,
-                                self.config.device, self.config.precision, self.fp32_flags)
+        module_name = f"kbv_candidate_{self.ctx.candidate.sha256[:16]}"
+        request = protocol.Load(self.ctx.candidate.path, module_name, tuple(init_args), self.ctx.config.init_seed,
+                                self.ctx.config.device, self.ctx.config.precision, self.ctx.fp32_flags)
         # the build dir is this process's alone while the load builds (stale torch locks removed)
         try:
-            with build_lock(Path(worker.setup.build_dir), timeout_s=self.config.compile_timeout_s,
-                            what=Path(self.candidate.path).name) as hold:
+            with build_lock(Path(worker.setup.build_dir), timeout_s=self.ctx.config.compile_timeout_s,
+                            what=Path(self.ctx.candidate.path).name) as hold:
                 try:
-                    reply = self._call(worker, request, "load", self.config.compile_timeout_s)
+                    reply = self.ctx._call(worker, request, "load", self.ctx.config.compile_timeout_s)
                 finally:
                     hold.answered = worker.proc.is_alive()  # it answered: the build ended, done or failed
         except BuildLockTimeout as exc:
-            raise Stop(Outcome.KBV_FAILED, f"{self.name}: load: {exc}; an evaluation failure, not the "
+            raise Stop(Outcome.KBV_FAILED, f"{self.ctx.name}: load: {exc}; an evaluation failure, not the "
                                           "candidate's") from None
         if not isinstance(reply, protocol.Loaded):
-            raise Stop(Outcome.BAD_REPLY, f"{self.name}: load: unexpected reply {type(reply).__name__}")
+            raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: load: unexpected reply {type(reply).__name__}")
         return reply

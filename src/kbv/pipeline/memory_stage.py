@@ -12,17 +12,20 @@ from kbv.sandbox.peak_memory import nbytes
 from kbv.sandbox import protocol
 
 
-class MemoryStage(Context):
+class MemoryStage:
     """Peak forward memory."""
 
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
     def _memory(self, worker: CandidateProcess, args: list) -> None:
-        reply = self._call(worker, protocol.MeasureMemory(0), "memory", self.config.call_timeout_s)
+        reply = self.ctx._call(worker, protocol.MeasureMemory(0), "memory", self.ctx.config.call_timeout_s)
         if not isinstance(reply, protocol.MemoryFigures):
-            raise Stop(Outcome.BAD_REPLY, f"{self.name}: memory: malformed reply")
-        bl.apply_flags(self.fp32_flags)
-        ref_peak = mem.forward_peak_bytes(self.rp.model, args, self.rp.device)
-        ref_m = mem.measurement("reference", forward_peak=ref_peak, model_bytes=self.rp.model_bytes or 0,
+            raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: memory: malformed reply")
+        bl.apply_flags(self.ctx.fp32_flags)
+        ref_peak = mem.forward_peak_bytes(self.ctx.rp.model, args, self.ctx.rp.device)
+        ref_m = mem.measurement("reference", forward_peak=ref_peak, model_bytes=self.ctx.rp.model_bytes or 0,
                                 input_bytes=nbytes(args))
         cand_m = mem.measurement("candidate", forward_peak=int(reply.forward_peak_bytes),
-                                 model_bytes=int(self.cand_model_bytes or 0), input_bytes=int(reply.input_bytes))
-        self.state.memory = {"reference": ref_m, "candidate": cand_m}
+                                 model_bytes=int(self.ctx.cand_model_bytes or 0), input_bytes=int(reply.input_bytes))
+        self.ctx.state.memory = {"reference": ref_m, "candidate": cand_m}

@@ -24,8 +24,11 @@ from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import protocol
 
 
-class ProfileCheck(Context):
+class ProfileCheck:
     """Reference ops and own-kernel share."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
 
     def _profiled_floor(self, reply: protocol.OpCounts) -> None:
         """The device time of a profiled call (the sum of its kernels' durations, from the
@@ -38,18 +41,18 @@ class ProfileCheck(Context):
         calls repeat one input set, where such a replay can hit although the timed calls, on fresh
         values, never let it: a WARNING, as evidence beside the findings that accuse. Only where
         the reference itself respects the bytes floor, and the inputs and outputs exceed the L2."""
-        roof = self.state.evidence.get("roofline")
-        ref = self.state.timing.get("eager-fp32")
+        roof = self.ctx.state.evidence.get("roofline")
+        ref = self.ctx.state.timing.get("eager-fp32")
         if not reply.kernels or reply.error or not roof or ref is None or ref.median_ms < roof["floor_ms"]:
             return
-        l2 = int(torch.cuda.get_device_properties(self.rp.device).L2_cache_size)
+        l2 = int(torch.cuda.get_device_properties(self.ctx.rp.device).L2_cache_size)
         dram = roof["input_bytes"] + roof["output_bytes"] - l2
         if dram <= 0:
             return
         floor_us = dram / roof["copy_bandwidth_bytes_per_s"] * 1e6
         device_us = sum(float(us) for _, us, _ in reply.kernels)
-        self.state.evidence["profile"].update(device_us_per_call=device_us, dram_floor_us=floor_us)
-        self._add(prof_rule.below_floor(device_us, floor_us, l2 >> 20))
+        self.ctx.state.evidence["profile"].update(device_us_per_call=device_us, dram_floor_us=floor_us)
+        self.ctx._add(prof_rule.below_floor(device_us, floor_us, l2 >> 20))
 
     def _reference_ops(self, worker: CandidateProcess, sets: list) -> None:
         """The candidate re-running the reference's own torch compute ops is a wrapper (taxonomy 15/16)."""
@@ -57,23 +60,23 @@ class ProfileCheck(Context):
             from kbv.sandbox import profiling
         except ImportError:
             return
-        skip = self._structured()
+        skip = self.ctx._structured()
         mix = (1, secrets.randbits(62), skip) if len(sets) > 1 else ()
         mutate = timed_mutation(sets[0], sets[1 % len(sets)], torch.Generator().manual_seed(secrets.randbits(62)),
-                                skip, self._kinds()) if len(sets) > 1 else ()
-        reply = self._call(worker, protocol.CountOps(0, mix, mutate), "profile", self.config.call_timeout_s)
+                                skip, self.ctx._kinds()) if len(sets) > 1 else ()
+        reply = self.ctx._call(worker, protocol.CountOps(0, mix, mutate), "profile", self.ctx.config.call_timeout_s)
         if not isinstance(reply, protocol.OpCounts) or not op_counts_ok(reply):
-            raise Stop(Outcome.BAD_REPLY, f"{self.name}: profile: malformed reply")
-        bl.apply_flags(self.fp32_flags)
-        ref_ops = profiling.compute_ops(self.rp.model, inp.clone_args(sets[0]))
-        ref_recorded = profiling.recorded_ops(self.rp.model, inp.clone_args(sets[0]))
+            raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: profile: malformed reply")
+        bl.apply_flags(self.ctx.fp32_flags)
+        ref_ops = profiling.compute_ops(self.ctx.rp.model, inp.clone_args(sets[0]))
+        ref_recorded = profiling.recorded_ops(self.ctx.rp.model, inp.clone_args(sets[0]))
         evidence = {"candidate_ops": dict(reply.ops), "reference_ops": dict(ref_ops.ops),
                     "candidate_ops_recorded": dict(reply.recorded), "reference_ops_recorded": dict(ref_recorded.ops),
                     "own_share": reply.own_share, "error": reply.error or ref_ops.error,
                     "recorded_error": reply.recorded_error or ref_recorded.error}
         if reply.kernels:
             evidence["kernels"] = [list(k) for k in reply.kernels[:20]]
-        self.state.evidence["profile"] = evidence
+        self.ctx.state.evidence["profile"] = evidence
         self._profiled_floor(reply)
         covered = None
         if not (reply.error or ref_ops.error):
@@ -94,20 +97,20 @@ class ProfileCheck(Context):
         refused = refused_counts(reply.error, reply.recorded_error, reply.probe_failed, reply.recorded_probe_failed)
         if covered is None and refused and not (ref_ops.error or ref_recorded.error):
             failed = "; ".join(f"{what}: {first_line(err)}" for what, err in refused)
-            self._add(prof_rule.refused_count(failed))
+            self.ctx._add(prof_rule.refused_count(failed))
             return
         if covered is None and (reply.error or ref_ops.error):
             return
         # a custom kernel in the file that forward did not use instead of torch: a ghost kernel
-        fallback = self.candidate.backend in ("cuda", "triton", "cpp") or any(
-            f.check == "scan:try-fallback" for f in self.state.findings)
+        fallback = self.ctx.candidate.backend in ("cuda", "triton", "cpp") or any(
+            f.check == "scan:try-fallback" for f in self.ctx.state.findings)
         if covered:
-            self._add(prof_rule.reference_ops(covered, fallback))
+            self.ctx._add(prof_rule.reference_ops(covered, fallback))
         elif reply.own_share is not None and reply.kernels:
             kernels = tuple((str(n), float(us), bool(own)) for n, us, own in reply.kernels)
             own_us = sum(us for _, us, own in kernels if own)
             total_us = sum(us for _, us, _ in kernels)
-            self._add(prof_rule.own_share(shortcut_reason(KernelProfile(
+            self.ctx._add(prof_rule.own_share(shortcut_reason(KernelProfile(
                 kernels=kernels, own_us=own_us, total_us=total_us,
                 own_share=own_us / total_us if total_us > 0 else None, repeats=1))))
 
@@ -129,7 +132,7 @@ class ProfileCheck(Context):
         :data:`kbv.processes.elf.MAX_OBJECTS` of them (an honest build leaves a few, all readable),
         leave the imports unknown: SHORTCUT, not credited as the candidate's own kernel and not
         accused, as for a forward that refuses the op counts."""
-        evidence = self.state.evidence.setdefault("profile", {})
+        evidence = self.ctx.state.evidence.setdefault("profile", {})
         nm = elf.reader()
         if nm is None:
             evidence["aten_kernels_error"] = "binutils' nm is not on PATH: the extensions' imports were not read"
@@ -149,11 +152,11 @@ class ProfileCheck(Context):
             symbols += imports
             defined += own
         registered = torch_registrations(defined)
-        self._add(prof_rule.aten_registration(registered))
+        self.ctx._add(prof_rule.aten_registration(registered))
         if unreadable or len(objects) > elf.MAX_OBJECTS:
             why = f"nm cannot read {unreadable[0]}" if unreadable else \
                 f"{len(objects)} native objects, over the {elf.MAX_OBJECTS} read"
-            self._add(prof_rule.unreadable_objects(why))
+            self.ctx._add(prof_rule.unreadable_objects(why))
             return True
         imported = aten_kernel_imports(symbols, torch._C._dispatch_get_all_op_names())
         evidence["native_scan_s"] = round(time.monotonic() - t0, 3)
@@ -162,5 +165,5 @@ class ProfileCheck(Context):
         evidence["aten_kernels"] = {op: syms[:3] for op, syms in imported.items()}
         named = ", ".join(f"{op} ({syms[0].split('(')[0]})" for op, syms in list(imported.items())[:6])
         covered = next((c for c in (native_covered(r, d, imported) for r, d in counts) if c), None)
-        self._add(prof_rule.aten_kernels(named, covered, bool(counts)))
+        self.ctx._add(prof_rule.aten_kernels(named, covered, bool(counts)))
         return bool(covered)

@@ -12,99 +12,122 @@ both correctness policies (``kbv.reference.oracle``); ``passed`` follows the con
 are drawn only after the candidate is loaded. Reference outputs, oracle outputs and seeds never
 leave this process; only inputs go to the candidate, as fresh copies.
 
-Each stage is a class of its own module over the shared :class:`kbv.pipeline.context.Context`;
-:class:`Verification` combines them and :meth:`Verification.run` calls them in order.
+Each stage is a class of its own module holding the shared :class:`kbv.pipeline.context.Context`
+and the stages it calls (no inheritance between them); :class:`Verification` builds them and
+:meth:`Verification.run` calls them in order.
 """
 
 from __future__ import annotations
+
+from typing import Callable, ContextManager
 
 import torch
 
 from kbv.intake.candidates import build_dir
 from kbv.model.records import CandidateRef, Environment, EvalConfig, InputKind, Verdict
-from kbv.pipeline.outcome import Outcome, Stop
-from kbv.pipeline.secret_shapes import SecretShapes
+from kbv.pipeline.bound_pass import BoundStage
+from kbv.pipeline.context import Context
+from kbv.pipeline.correctness import Correctness
+from kbv.pipeline.judging import Judging
+from kbv.pipeline.load import Load
 from kbv.pipeline.memory_stage import MemoryStage
+from kbv.pipeline.outcome import Outcome, Stop
 from kbv.pipeline.profile_stage import ProfileCheck
 from kbv.pipeline.repeat import RepeatGain
 from kbv.pipeline.roofline import Roofline
+from kbv.pipeline.secret_shapes import SecretShapes
 from kbv.pipeline.sync import SyncChecks
 from kbv.pipeline.timing_rounds import Timing
 from kbv.pipeline.verdict import VerdictStage
 from kbv.pipeline.vetting_stage import Vetting
 from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
-from kbv.pipeline.bound_pass import BoundStage
 from kbv.processes.procfs import FAULT_SIGNALS, caught_signals
 from kbv.reference.build import ReferenceProblem, first_line
 from kbv.sandbox import numeric_flags as bl
 
 
-class Verification(SecretShapes, Vetting, Timing, BoundStage, RepeatGain, SyncChecks, Roofline, ProfileCheck,
-                   MemoryStage, VerdictStage):
-    """One (problem, candidate, config) verification. Call :meth:`run` once."""
+class Verification:
+    """One (problem, candidate, config) verification: the stages of :mod:`kbv.pipeline` over one
+    shared :class:`kbv.pipeline.context.Context`, each given the stages it calls. Call :meth:`run`
+    once."""
+
+    def __init__(self, rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, env: Environment,
+                 hidden_tests: str | None = None, *, worker: CandidateProcess | None = None,
+                 quiet: Callable[[], ContextManager] | None = None, on_loaded: Callable[[], None] | None = None):
+        ctx = self.ctx = Context(rp, candidate, config, env, hidden_tests, worker=worker, quiet=quiet,
+                                 on_loaded=on_loaded)
+        judge = Judging(ctx)
+        self.loader = Load(ctx)
+        self.correctness = Correctness(ctx, judge)
+        self.shapes = SecretShapes(ctx, self.loader, self.correctness)
+        self.vetting = Vetting(ctx)
+        self.timing = Timing(ctx, judge, BoundStage(ctx, judge), RepeatGain(ctx), SyncChecks(ctx), Roofline(ctx),
+                             ProfileCheck(ctx), MemoryStage(ctx))
+        self.verdict = VerdictStage(ctx, judge)
 
     # the whole pipeline --------------------------------------------------------------------
     def run(self) -> Verdict:
-        state = self.state
+        ctx = self.ctx
+        state = ctx.state
         outcome, message = Outcome.CORRECT, ""
-        if self.config.integrity:
-            self._scan()
-        bd = build_dir(self.candidate, self.config.device)
+        if ctx.config.integrity:
+            self.loader._scan()
+        bd = build_dir(ctx.candidate, ctx.config.device)
         fp.reset_host_peak()
-        if self.rp.device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(self.rp.device)
+        if ctx.rp.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(ctx.rp.device)
         cand_peak = None
-        with self.worker or CandidateProcess(device=self.config.device, build_dir=bd) as worker:
+        with ctx.worker or CandidateProcess(device=ctx.config.device, build_dir=bd) as worker:
             try:
-                self._preflight()
+                self.loader._preflight()
                 if worker.proc.pid is not None:
-                    self._signals_at_spawn = caught_signals(worker.proc.pid) & FAULT_SIGNALS
-                    self.state.evidence["signals_at_spawn"] = sorted(int(x) for x in self._signals_at_spawn)
-                self.state.evidence["worker_started_early"] = self.worker is not None
-                self.state.evidence["worker_start"] = worker.started_by  # zygote or spawn
-                shape_first = self._shape_first()  # a secret coin: before this worker's load, or after its sets
+                    ctx._signals_at_spawn = caught_signals(worker.proc.pid) & FAULT_SIGNALS
+                    ctx.state.evidence["signals_at_spawn"] = sorted(int(x) for x in ctx._signals_at_spawn)
+                ctx.state.evidence["worker_started_early"] = ctx.worker is not None
+                ctx.state.evidence["worker_start"] = worker.started_by  # zygote or spawn
+                shape_first = self.shapes._shape_first()  # a secret coin: before this worker's load, or after its sets
                 if shape_first:
-                    self._secret_shapes()  # in a worker of its own
-                self._load(worker)
+                    self.shapes._secret_shapes()  # in a worker of its own
+                self.loader._load(worker)
                 if shape_first:
-                    self._shape_built_nominally()
-                if self.on_loaded is not None:
-                    self.on_loaded()
-                self._correctness(worker)
+                    self.shapes._shape_built_nominally()
+                if ctx.on_loaded is not None:
+                    ctx.on_loaded()
+                self.correctness._correctness(worker)
                 if not shape_first and all(r.passed for r in state.input_sets if not r.dropped):
-                    self._secret_shapes()  # (wrong already: not needed)
-                self._shape_finding()
-                self._vet()
+                    self.shapes._secret_shapes()  # (wrong already: not needed)
+                self.shapes._shape_finding()
+                self.vetting._vet()
                 judged = [r for r in state.input_sets if not r.dropped]
                 nominal_ok = all(r.passed for r in judged if r.kind is InputKind.NOMINAL) and any(
                     r.kind is InputKind.NOMINAL for r in judged)
                 if nominal_ok:  # one more set at the secret shape once the timed calls are over
-                    self._timing(worker, after_timed=lambda: self._late_shape(worker))
+                    self.timing._timing(worker, after_timed=lambda: self.shapes._late_shape(worker))
                 judged = [r for r in state.input_sets if not r.dropped]
                 failed = [r for r in judged if not r.passed]
                 if failed:
                     first = failed[0]
                     outcome = Outcome.WRONG
-                    message = f"{self.name}: wrong on {', '.join(r.name for r in failed)}: {first.fault}"
+                    message = f"{ctx.name}: wrong on {', '.join(r.name for r in failed)}: {first.fault}"
                     state.evidence["failed_sets"] = [r.name for r in failed]
                 else:
-                    message = f"{self.name}: correct on {len(judged)} input set(s)"
+                    message = f"{ctx.name}: correct on {len(judged)} input set(s)"
             except Stop as stop:
                 outcome, message = stop.outcome, stop.message
                 state.evidence.update(stop.evidence)
-                self._shape_finding()  # what the secret shape found stays on the record
+                self.shapes._shape_finding()  # what the secret shape found stays on the record
             except Exception as exc:  # the reference worker's own allocation failed: kbv's limit
                 if not fp.is_memory_error(exc):
                     raise
                 outcome = Outcome.KBV_FAILED
-                message = (f"{self.name}: kbv ran out of memory in the reference worker "
+                message = (f"{ctx.name}: kbv ran out of memory in the reference worker "
                            f"({type(exc).__name__}: {first_line(exc)}); not the candidate's fault")
             finally:
-                bl.apply_flags(self.fp32_flags)
+                bl.apply_flags(ctx.fp32_flags)
                 if worker.proc.pid is not None:
                     cand_peak = fp.host_peak_bytes(worker.proc.pid)
-        return self._verdict(outcome, message, cand_peak)
+        return self.verdict._verdict(outcome, message, cand_peak)
 
 
 def verify(rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, env: Environment, *,

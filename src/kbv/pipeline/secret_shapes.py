@@ -34,6 +34,7 @@ from kbv.reference import oracle as orc
 from kbv.reference.build import ReferenceProblem, build_reference, first_line, run_reference
 from kbv.reference.comparison import reference_is_finite
 from kbv.reference.shapes import secret_sizes, size_patterns
+from kbv.pipeline.context import Context
 
 
 #: reference weights above which no secret-shape model is built beside the nominal one (kbv choice:
@@ -45,88 +46,91 @@ EXTRA_SETS_MAX = 1
 DRAWS_PER_PATTERN = 3
 
 
-class SecretShapes(Load, Correctness):
+class SecretShapes:
     """The candidate at a secret shape."""
+
+    def __init__(self, ctx: Context, loader: Load, correctness: Correctness) -> None:
+        self.ctx, self.loader, self.correctness = ctx, loader, correctness
 
     def _shape_reference(self, rng: secrets.SystemRandom) -> tuple[ReferenceProblem | None, dict, dict]:
         """A secret shape the reference accepts: (its reference problem or None, the sizes, the
         evidence of the search). Which constants can change is found once per problem in this
         reference worker; the sizes are drawn for every verification."""
         note: dict = {}
-        params = sum(t.numel() * t.element_size() for t in (*self.rp.model.parameters(), *self.rp.model.buffers()))
+        params = sum(t.numel() * t.element_size() for t in (*self.ctx.rp.model.parameters(), *self.ctx.rp.model.buffers()))
         if params > MAX_MODEL_BYTES:
             note["error"] = f"the reference holds {params >> 20} MiB of weights: a second model is not built"
             return None, {}, note
         try:
-            source = Path(self.rp.ref.path).read_text(encoding="utf-8")
+            source = Path(self.ctx.rp.ref.path).read_text(encoding="utf-8")
             constants = size_constants(source)
         except (OSError, SyntaxError, ValueError) as exc:
             note["error"] = f"size constants not read: {first_line(exc)}"
             return None, {}, note
         note["constants"] = constants
-        known = self.rp.shape_search  # (the pattern that worked, or () when none did) once searched
+        known = self.ctx.rp.shape_search  # (the pattern that worked, or () when none did) once searched
         patterns = [known] if known else ([] if known == () else size_patterns(constants))
         refused = []
-        nominal_bytes = self._input_bytes or 0
+        nominal_bytes = self.ctx._input_bytes or 0
         for names in patterns:
             for _ in range(DRAWS_PER_PATTERN):
                 sizes = secret_sizes(constants, names, rng)
                 why = None
                 try:
-                    vrp = build_reference(self.rp.ref, self.config, with_sizes(source, sizes))
+                    vrp = build_reference(self.ctx.rp.ref, self.ctx.config, with_sizes(source, sizes))
                     meta = inp.draw(vrp.module.get_inputs, 0, "meta")
                     in_bytes = sum(a.numel() * a.element_size() for a in meta if hasattr(a, "numel"))
                     if nominal_bytes and in_bytes > nominal_bytes:
                         why = "larger inputs than the problem's own"
                     else:
                         args = inp.to_device(inp.draw(vrp.module.get_inputs, inp.secret_seed(), vrp.device),
-                                             vrp.device, self.config.precision)
-                        if not reference_is_finite(run_reference(vrp, args, self.fp32_flags)):
+                                             vrp.device, self.ctx.config.precision)
+                        if not reference_is_finite(run_reference(vrp, args, self.ctx.fp32_flags)):
                             why = "reference output has NaN/Inf"
                 except (ProblemError, Exception) as exc:  # noqa: BLE001 - the reference refuses the shape
                     why = first_line(exc)
                 if why is None:
-                    self.rp.shape_search = names
+                    self.ctx.rp.shape_search = names
                     note.update(changed=list(names), refused=refused)
                     return vrp, sizes, note
                 refused.append({"changed": list(names), "why": why})
-        self.rp.shape_search = ()
+        self.ctx.rp.shape_search = ()
         note["refused"] = refused
         return None, {}, note
 
     @contextlib.contextmanager
     def _at_shape(self, vrp: ReferenceProblem):
         """The judging state (reference problem, oracle) of ``vrp`` inside the block."""
-        saved = self.rp, self.oracle
-        self.rp, self.oracle = vrp, orc.Oracle(vrp.model, vrp.device)
+        saved = self.ctx.rp, self.ctx.oracle
+        self.ctx.rp, self.ctx.oracle = vrp, orc.Oracle(vrp.model, vrp.device)
         try:
             yield
         finally:
-            self.oracle.release()
-            self.rp, self.oracle = saved
+            self.ctx.oracle.release()
+            self.ctx.rp, self.ctx.oracle = saved
 
     def _shape_first(self) -> bool:
         """Whether the shape is judged before the candidate's own worker loads it, else after its
         correctness sets: a secret coin per verification, so neither its place nor what an earlier
         worker left in the build directory tells the shape's worker apart (a red-team helper's
         kernel took a general path only in the first worker of a run, by a marker file)."""
-        self._shape_before = self.config.secret_shapes > 0 and secrets.randbelow(2) == 0
+        self._shape_before = self.ctx.config.secret_shapes > 0 and secrets.randbelow(2) == 0
         return self._shape_before
 
     def _secret_shapes(self) -> None:
         """Judge the candidate at a secret shape (module doc), in a worker of its own: ``ModelNew``
         built once at the shape, then ``secret_shapes`` to ``secret_shapes + EXTRA_SETS_MAX`` sets
         on fresh draws, each judged as every set is."""
-        n = self.config.secret_shapes
+        n = self.ctx.config.secret_shapes
         self._shape_load_error: str | None = None
         if n < 1:
             return
         t0 = time.perf_counter()
         rng = secrets.SystemRandom()
         vrp, sizes, note = self._shape_reference(rng)
-        self.state.evidence["secret_shape"] = note
+        self.ctx.state.evidence["secret_shape"] = note
         if vrp is None:
-            self.state.phase_seconds["secret-shape"] = time.perf_counter() - t0
+            self.ctx.state.phase_seconds["secret-shape"] = time.perf_counter() - t0
             return
         where = "sizes " + ", ".join(f"{k}={v}" for k, v in sizes.items())
         self._shape_where, self._shape_vrp = where, vrp
@@ -134,10 +138,10 @@ class SecretShapes(Load, Correctness):
         note.update(judged_sets=sets, before_load=self._shape_before)
         results: list[InputSetResult] = []
         try:
-            with CandidateProcess(device=self.config.device, build_dir=build_dir(self.candidate, self.config.device)) \
+            with CandidateProcess(device=self.ctx.config.device, build_dir=build_dir(self.ctx.candidate, self.ctx.config.device)) \
                     as worker, self._at_shape(vrp):
                 try:
-                    self._send_load(worker, vrp.init_args)  # ModelNew built once, at the shape, as a user would
+                    self.loader._send_load(worker, vrp.init_args)  # ModelNew built once, at the shape, as a user would
                 except Stop as stop:
                     if stop.outcome is not Outcome.BUILD_RAISED:
                         raise
@@ -149,7 +153,7 @@ class SecretShapes(Load, Correctness):
                         seed = inp.secret_seed()
                         s = inp.InputSet(f"shape-{j + 1}", InputKind.SHAPE, where, seed,
                                          maker=lambda seed=seed: (inp.draw(vrp.module.get_inputs, seed, vrp.device), None))
-                        results.append(self._check_set(worker, s))
+                        results.append(self.correctness._check_set(worker, s))
                         if results[-1].passed is False:
                             break
                 except Stop as stop:
@@ -160,7 +164,7 @@ class SecretShapes(Load, Correctness):
                                                   passed=False, fault=first_line(stop.message)))
         finally:
             self._shape_results = results  # listed after the problem's own sets (_shape_finding)
-            self.state.phase_seconds["secret-shape"] = time.perf_counter() - t0
+            self.ctx.state.phase_seconds["secret-shape"] = time.perf_counter() - t0
         if self._shape_load_error and not self._shape_before:  # the candidate's own load succeeded before
             self._shape_built_nominally()
 
@@ -178,29 +182,29 @@ class SecretShapes(Load, Correctness):
         came first, is wrong here after hundreds of calls at the nominal shape."""
         vrp = getattr(self, "_shape_vrp", None)
         self._shape_vrp = None
-        if vrp is None or list(vrp.init_args) != list(self.rp.init_args) or any(
-                r.passed is False for r in self.state.input_sets):  # wrong already: not needed
+        if vrp is None or list(vrp.init_args) != list(self.ctx.rp.init_args) or any(
+                r.passed is False for r in self.ctx.state.input_sets):  # wrong already: not needed
             return
         seed = inp.secret_seed()
         s = inp.InputSet("shape-late", InputKind.SHAPE, f"{self._shape_where}, after the timed calls", seed,
                          maker=lambda: (inp.draw(vrp.module.get_inputs, seed, vrp.device), None))
         with self._at_shape(vrp):
             try:
-                r = self._check_set(worker, s)
+                r = self.correctness._check_set(worker, s)
             except Stop as stop:
                 if stop.outcome is not Outcome.CALL_RAISED:
                     raise
                 r = InputSetResult("shape-late", InputKind.SHAPE, s.transform, seed, passed=False,
                                    fault=first_line(stop.message))
-        self.state.input_sets.append(r)
+        self.ctx.state.input_sets.append(r)
         if r.passed is False:
-            self._add(shape_specialised([x for x in self.state.input_sets if not x.dropped]))
+            self.ctx._add(shape_specialised([x for x in self.ctx.state.input_sets if not x.dropped]))
 
     def _shape_finding(self) -> None:
         """The shape's sets listed after the problem's own (once), and the finding they make."""
         results, self._shape_results = getattr(self, "_shape_results", []), []
-        self.state.input_sets += results
-        self._add(shape_specialised([r for r in self.state.input_sets if not r.dropped]))
+        self.ctx.state.input_sets += results
+        self.ctx._add(shape_specialised([r for r in self.ctx.state.input_sets if not r.dropped]))
 
 
 __all__ = ["SecretShapes"]

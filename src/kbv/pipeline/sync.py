@@ -12,7 +12,7 @@ import numpy as np
 
 from kbv.pipeline.context import Context
 from kbv.pipeline.outcome import Outcome, Stop
-from kbv.pipeline.timing_rounds import trials_within_budget
+from kbv.pipeline.schedule import trials_within_budget
 from kbv.checks import syncpass as rule
 from kbv.checks.timing_rules import sync_gap
 from kbv.processes import gpushare
@@ -37,27 +37,30 @@ SYNC_CONFIRM = 2
 
 
 
-class SyncChecks(Context):
+class SyncChecks:
     """The sync pass and its re-measures."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
 
     def _sync_pass(self, worker: CandidateProcess, sets: list) -> None:
         """A short second pass timed on the host around forward plus a device-wide synchronize,
         for the candidate and eager-fp32 (taxonomy 1), wrapped in a parent-side wall clock
         (taxonomy 4/25)."""
-        cfg = self.config
-        cand_event = self.state.timing["candidate"].median_ms
-        ref_event = self.state.timing["eager-fp32"].median_ms if "eager-fp32" in self.state.timing else None
+        cfg = self.ctx.config
+        cand_event = self.ctx.state.timing["candidate"].median_ms
+        ref_event = self.ctx.state.timing["eager-fp32"].median_ms if "eager-fp32" in self.ctx.state.timing else None
         # sized from cfg.time_budget_ms like the timing rounds (a 1 s candidate: 4-call requests)
         n = trials_within_budget(max(2, min(SYNC_PASS_TRIALS, cfg.trials)), ref_event or 0.0, cfg.time_budget_ms, 2)
         calls = trials_within_budget(SYNC_PASS_TRIALS, cand_event, cfg.time_budget_ms, MIN_WALL_CALLS)
 
         def synced(trials: int) -> tuple[list, float]:
             t0 = time.perf_counter()
-            reply = self._call(worker, protocol.Time(1, trials, None, 0, refresh=False, sync_inside=True), "time",
+            reply = self.ctx._call(worker, protocol.Time(1, trials, None, 0, refresh=False, sync_inside=True), "time",
                                cfg.timing_timeout_s)
             wall = (time.perf_counter() - t0) * 1e3
             if not isinstance(reply, protocol.Times) or len(reply.times_ms) != trials:
-                raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
+                raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: malformed reply")
             return [float(t) for t in reply.times_ms], wall
 
         # two requests of different lengths: the difference of their wall times cancels the
@@ -90,14 +93,14 @@ class SyncChecks(Context):
         if rule.wall_over(parent_per_call, cand_sync):
             parent_per_call = estimate(calls * WALL_CONFIRM)
             cand_sync = float(np.median(times))
-        bl.apply_flags(self.fp32_flags)
+        bl.apply_flags(self.ctx.fp32_flags)
         ref_sync = None  # the reference's own sync overhead: only the cuda sync gap below needs it
-        if self.rp.device.type == "cuda":
+        if self.ctx.rp.device.type == "cuda":
             with worker.paused():
-                ref_times, _ = time_calls(self.rp.model, sets, device=self.rp.device, warmup=1, trials=n,
+                ref_times, _ = time_calls(self.ctx.rp.model, sets, device=self.ctx.rp.device, warmup=1, trials=n,
                                           sync_inside=True)
             ref_sync = float(np.median(ref_times))
-        evidence = self.state.evidence["sync_pass"] = {
+        evidence = self.ctx.state.evidence["sync_pass"] = {
             "trials": n, "wall_request_calls": requests,
             "candidate_sync_ms": cand_sync, "reference_sync_ms": ref_sync,
             "parent_wall_per_call_ms": parent_per_call, "parent_wall_estimates_ms": estimates}
@@ -108,34 +111,34 @@ class SyncChecks(Context):
             cand_sync = float(np.median(times))
             if cpu_per_call:
                 evidence["worker_cpu_ms_per_call"] = min(cpu_per_call)
-            self._add(rule.parent_wall(rule.ParentWall(
-                cand_sync, parent_per_call, again, self.rp.device.type,
+            self.ctx._add(rule.parent_wall(rule.ParentWall(
+                cand_sync, parent_per_call, again, self.ctx.rp.device.type,
                 min(cpu_per_call) if cpu_per_call else None, os.cpu_count() or 1)))
-        if self.rp.device.type == "cuda" and ref_event is not None:
+        if self.ctx.rp.device.type == "cuda" and ref_event is not None:
             gap = sync_gap(cand_sync, cand_event, ref_sync, ref_event)
             if rule.sync_gap_over(gap, cand_event):
                 gaps = [gap] + [self._sync_gap_again(worker, sets, n) for _ in range(SYNC_CONFIRM)]
                 evidence["sync_gap_ms"] = gaps
-                share = gpushare.read(self.rp.device.index or 0)
+                share = gpushare.read(self.ctx.rp.device.index or 0)
                 evidence["gpu_share"] = share.evidence()
-                self._add(rule.sync_gap_finding(rule.SyncGap(cand_sync, cand_event, ref_sync, ref_event, tuple(gaps),
+                self.ctx._add(rule.sync_gap_finding(rule.SyncGap(cand_sync, cand_event, ref_sync, ref_event, tuple(gaps),
                                                              share.others, share.source)))
 
     def _sync_gap_again(self, worker: CandidateProcess, sets: list, n: int) -> float:
         """One more measurement of the sync gap (ms): the candidate and eager-fp32 each timed with
         events and with a device-wide sync inside, back to back in this pass."""
-        cfg = self.config
-        flush = l2_flush_bytes(self.rp.device)
-        reply = self._call(worker, protocol.Time(1, n, flush, 0, refresh=True), "time", cfg.timing_timeout_s)
-        sync = self._call(worker, protocol.Time(1, n, None, 0, refresh=False, sync_inside=True), "time",
+        cfg = self.ctx.config
+        flush = l2_flush_bytes(self.ctx.rp.device)
+        reply = self.ctx._call(worker, protocol.Time(1, n, flush, 0, refresh=True), "time", cfg.timing_timeout_s)
+        sync = self.ctx._call(worker, protocol.Time(1, n, None, 0, refresh=False, sync_inside=True), "time",
                           cfg.timing_timeout_s)
         if not (isinstance(reply, protocol.Times) and isinstance(sync, protocol.Times)) or not reply.times_ms \
                 or not sync.times_ms:
-            raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
+            raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: malformed reply")
         c_event, c_sync = float(np.median(reply.times_ms)), float(np.median(sync.times_ms))
-        bl.apply_flags(self.fp32_flags)
+        bl.apply_flags(self.ctx.fp32_flags)
         with worker.paused():
-            r_event, _ = time_calls(self.rp.model, sets, device=self.rp.device, warmup=1, trials=n,
+            r_event, _ = time_calls(self.ctx.rp.model, sets, device=self.ctx.rp.device, warmup=1, trials=n,
                                     flush_bytes=flush, refresh=True)
-            r_sync, _ = time_calls(self.rp.model, sets, device=self.rp.device, warmup=1, trials=n, sync_inside=True)
+            r_sync, _ = time_calls(self.ctx.rp.model, sets, device=self.ctx.rp.device, warmup=1, trials=n, sync_inside=True)
         return sync_gap(c_sync, c_event, float(np.median(r_sync)), float(np.median(r_event)))

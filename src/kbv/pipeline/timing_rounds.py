@@ -19,9 +19,15 @@ import torch
 from kbv.checks import bound_rules as bound_rule
 from kbv.checks import memory_rules as memory_rule
 from kbv.checks import output_rules as out_rule
-from kbv.checks.probe_rules import output_memory_finding
 from kbv.checks.timing_rules import implausible_times, plan_leak
-from kbv.model.records import InputKind, InputSetResult, Measurement
+from kbv.model.records import Measurement
+from kbv.pipeline.bound_pass import BoundStage
+from kbv.pipeline.context import Context
+from kbv.pipeline.memory_stage import MemoryStage
+from kbv.pipeline.profile_stage import ProfileCheck
+from kbv.pipeline.repeat import RepeatGain
+from kbv.pipeline.roofline import Roofline
+from kbv.pipeline.sync import SyncChecks
 from kbv.pipeline.adaptive import StopRule, decide, half_widths
 from kbv.pipeline.adaptive import evidence as stop_evidence
 from kbv.pipeline.outcome import Outcome, Stop
@@ -35,10 +41,9 @@ from kbv.processes import footprint as fp
 from kbv.processes import gpushare
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
-from kbv.reference.mutation import apply_mutation, timed_mutation
+from kbv.reference.mutation import timed_mutation
 from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import protocol, rawcopy
-from kbv.sandbox import timer as timing
 from kbv.sandbox.peak_memory import nbytes
 from kbv.sandbox.timer import l2_flush_bytes, time_calls
 
@@ -64,8 +69,16 @@ def slot_plan(output_bytes: int, device: torch.device) -> tuple[int, int]:
     return per, int(max(1, min(MAX_SLOTS, budget // per)))
 
 
-class Timing(Judging):
+class Timing:
     """Timed rounds and the timed re-checks."""
+
+    def __init__(self, ctx: Context, judge: Judging, bound: BoundStage, repeat: RepeatGain, sync: SyncChecks,
+                 roofline: Roofline, profile: ProfileCheck, memory: MemoryStage) -> None:
+        """``judge`` judges the re-checked calls; the others run after the rounds, in this order:
+        the repeat-gain check, the bound pass, the sync pass, the roofline, the op count and, on
+        cuda, memory."""
+        self.ctx, self.judge, self.bound, self.repeat = ctx, judge, bound, repeat
+        self.sync, self.roofline, self.profile, self.memory = sync, roofline, profile, memory
 
     def _timing_sets(self) -> list:
         """Up to :data:`MAX_TIMING_SETS` rotating timing sets, drawn on the device, as many as fit
@@ -73,96 +86,96 @@ class Timing(Judging):
         memory (cpu, at most :data:`CPU_TIMING_INPUT_BYTES`), and in ``EvalConfig.timing_input_bytes``
         when set, each counted three times (ours, the staging copy, the candidate's); never fewer
         than two."""
-        get_inputs = self.rp.module.get_inputs
-        dev = self.rp.device
-        first = inp.to_device(inp.draw(get_inputs, inp.secret_seed(), dev), dev, self.config.precision)
+        get_inputs = self.ctx.rp.module.get_inputs
+        dev = self.ctx.rp.device
+        first = inp.to_device(inp.draw(get_inputs, inp.secret_seed(), dev), dev, self.ctx.config.precision)
         size = max(1, nbytes(first))
         if dev.type == "cuda":
             budget = fp.device_free_bytes(dev) * TIMING_INPUT_MEMORY_FRACTION / 3
         else:
             budget = min(CPU_TIMING_INPUT_BYTES, fp.host_available_bytes() * TIMING_INPUT_MEMORY_FRACTION / 3)
-        if self.config.timing_input_bytes:
-            budget = min(budget, self.config.timing_input_bytes / 3)
+        if self.ctx.config.timing_input_bytes:
+            budget = min(budget, self.ctx.config.timing_input_bytes / 3)
         # at least two, whatever the size: every timed call takes a fraction of its values from
         # another set (kbv.sandbox.timer.mix_values), so no call repeats another's inputs
         count = int(max(2, min(MAX_TIMING_SETS, budget // size, max(TIMING_SETS_SMALL_BYTES, 2 * size) // size)))
         sets = [first] + [inp.to_device(inp.draw(get_inputs, inp.secret_seed(), dev), dev,
-                                         self.config.precision) for _ in range(count - 1)]
+                                         self.ctx.config.precision) for _ in range(count - 1)]
         return sets
 
     def _timing(self, worker: CandidateProcess, after_timed: Callable[[], None] | None = None) -> None:
         """The timing stage; ``after_timed`` runs once the timed calls are over, before the op
         count (whose dispatch mode a torch.compile'd forward cannot run under, and does not forget)."""
         t0 = time.perf_counter()
-        cfg = self.config
+        cfg = self.ctx.config
         sets = self._timing_sets()
-        slot_bytes, slots = slot_plan(self.rp.output_bytes, self.rp.device)
+        slot_bytes, slots = slot_plan(self.ctx.rp.output_bytes, self.ctx.rp.device)
         # no more slots than a bound pass can fill: the buffer is shared (on cpu written whole when
         # it is made), and its size was 256 MiB for a 1 MiB ReLU whose passes fill 64 slots
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
-        slots = min(slots, bound_rule.max_bound_calls(in_bytes, self.rp.device.type))
-        ready = self._call(worker, protocol.SetTimingInputs(tuple(tuple(inp.shared_clone(s)) for s in sets),
+        slots = min(slots, bound_rule.max_bound_calls(in_bytes, self.ctx.rp.device.type))
+        ready = self.ctx._call(worker, protocol.SetTimingInputs(tuple(tuple(inp.shared_clone(s)) for s in sets),
                                                             slot_bytes, slots, cfg.held_output_bytes),
                            "time", cfg.call_timeout_s)
         if (not isinstance(ready, protocol.TimingReady) or type(ready.slots) is not torch.Tensor
                 or ready.slots.dtype != torch.uint8 or ready.slots.numel() < slot_bytes * slots):
-            raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
-        self._slots, self._slot_bytes, self._slot_count = ready.slots, slot_bytes, slots
-        flush = l2_flush_bytes(self.rp.device)
-        if self.rp.device.type == "cuda":  # other work on the GPU, recorded beside every figure it may slow
-            self.state.evidence["gpu_share"] = {"start": gpushare.read(self.rp.device.index or 0).evidence()}
+            raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: malformed reply")
+        self.ctx._slots, self.ctx._slot_bytes, self.ctx._slot_count = ready.slots, slot_bytes, slots
+        flush = l2_flush_bytes(self.ctx.rp.device)
+        if self.ctx.rp.device.type == "cuda":  # other work on the GPU, recorded beside every figure it may slow
+            self.ctx.state.evidence["gpu_share"] = {"start": gpushare.read(self.ctx.rp.device.index or 0).evidence()}
         with self._quiet_timing():  # the build pool's builds and the next job's worker stopped
             samples, clock = self._rounds(worker, sets, flush)
             bad = implausible_times(samples["candidate"])
             if bad:
-                self._add(out_rule.implausible_times_finding(bad))
-                raise Stop(Outcome.BAD_REPLY, f"{self.name}: implausible candidate times {bad[:3]} ms")
+                self.ctx._add(out_rule.implausible_times_finding(bad))
+                raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: implausible candidate times {bad[:3]} ms")
             for subject, times in samples.items():
-                self.state.timing[subject] = Measurement(subject, cfg.device, tuple(times), cfg.warmup, flush, clock)
+                self.ctx.state.timing[subject] = Measurement(subject, cfg.device, tuple(times), cfg.warmup, flush, clock)
             if cfg.integrity:  # the trusted side's own clock bounds what the candidate's claims may credit
-                self._bound(worker, sets, flush, samples)
-                self.state.timing["candidate"] = Measurement("candidate", cfg.device, tuple(samples["candidate"]),
+                self.bound._bound(worker, sets, flush, samples)
+                self.ctx.state.timing["candidate"] = Measurement("candidate", cfg.device, tuple(samples["candidate"]),
                                                              cfg.warmup, flush, clock)
-                self._phase_peak("bound-pass")
-            cand = self.state.timing["candidate"].median_ms
+                self.ctx._phase_peak("bound-pass")
+            cand = self.ctx.state.timing["candidate"].median_ms
             for b in cfg.baselines:
-                self.state.speedup[b] = self.state.timing[b].median_ms / cand
-            self.state.evidence["timing_input_sets"] = len(sets)
-            self.state.evidence["baselines"] = bl.baseline_flags(cfg.baselines)
-            self._phase_peak("timing-rounds")
+                self.ctx.state.speedup[b] = self.ctx.state.timing[b].median_ms / cand
+            self.ctx.state.evidence["timing_input_sets"] = len(sets)
+            self.ctx.state.evidence["baselines"] = bl.baseline_flags(cfg.baselines)
+            self.ctx._phase_peak("timing-rounds")
             if cfg.integrity:
-                self._sync_pass(worker, sets)
-                self._phase_peak("sync-pass")
+                self.sync._sync_pass(worker, sets)
+                self.ctx._phase_peak("sync-pass")
         if after_timed is not None:
             after_timed()
         if cfg.integrity:
-            self._roofline(worker, sets)
-            self._reference_ops(worker, sets)
-            self._phase_peak("op-count")
-        if self.rp.device.type == "cuda":
-            self.state.evidence["gpu_share"]["end"] = gpushare.read(self.rp.device.index or 0).evidence()
-            self._memory(worker, sets[0])
+            self.roofline._roofline(worker, sets)
+            self.profile._reference_ops(worker, sets)
+            self.ctx._phase_peak("op-count")
+        if self.ctx.rp.device.type == "cuda":
+            self.ctx.state.evidence["gpu_share"]["end"] = gpushare.read(self.ctx.rp.device.index or 0).evidence()
+            self.memory._memory(worker, sets[0])
         del sets
-        self.state.phase_seconds["timing"] = time.perf_counter() - t0
-        self._phase_peak("timing")
+        self.ctx.state.phase_seconds["timing"] = time.perf_counter() - t0
+        self.ctx._phase_peak("timing")
 
     @contextlib.contextmanager
     def _quiet_timing(self):
         """The context of the timed work (``quiet`` of the job: :func:`kbv.pipeline.prestart.quiet`);
         records whether the build pool had stopped its builds (``builds_during_timing``)."""
-        if self.quiet is None:
+        if self.ctx.quiet is None:
             yield
             return
-        with self.quiet() as flag:
+        with self.ctx.quiet() as flag:
             yield
         ack = getattr(flag, "acknowledged", None)
         if ack is not None:
-            self.state.evidence["builds_during_timing"] = "stopped" if ack else "not acknowledged"
+            self.ctx.state.evidence["builds_during_timing"] = "stopped" if ack else "not acknowledged"
 
     def _rounds(self, worker: CandidateProcess, sets: list, flush: int | None) -> tuple[dict, str]:
         """The interleaved timing rounds, planned and adaptive (:mod:`kbv.pipeline.adaptive`).
         Returns the per-call times of every subject and the clock."""
-        cfg = self.config
+        cfg = self.ctx.config
         # cfg.trials timed calls per subject, split as evenly as possible over the rounds; after the
         # first round a round is cut to fit cfg.time_budget_ms at the slowest subject's median so far
         # (the same count for every subject, so they stay side by side); rounds past the planned ones
@@ -174,13 +187,13 @@ class Timing(Judging):
         samples: dict[str, list] = {s: [] for s in subjects}
         # eager-tf32 is eager-fp32 where the reference runs no op the TF32 switches reach: timed once
         mirrored = ({"eager-tf32": "eager-fp32"} if {"eager-tf32", "eager-fp32"} <= set(cfg.baselines)
-                    and self._tf32_inert(sets[0]) else {})
-        clock = "cuda-event" if self.rp.device.type == "cuda" else "perf_counter"
-        model = self.rp.model
+                    and self.judge._tf32_inert(sets[0]) else {})
+        clock = "cuda-event" if self.ctx.rp.device.type == "cuda" else "perf_counter"
+        model = self.ctx.rp.model
         recheck = Recheck()
         kept: list = []
         g = torch.Generator().manual_seed(secrets.randbits(62))
-        skip = self._structured()
+        skip = self.ctx._structured()
         plain_round = secrets.randbelow(rounds)
         done = 0  # timed calls per subject so far
         per_round_done = []
@@ -200,7 +213,7 @@ class Timing(Judging):
             # a secret number of extra warmup calls, and timed calls whose outputs are re-checked (all, or a
             # secret subset): the candidate cannot tell a checked call from a timed one (taxonomy 5, 6)
             warmup = cfg.warmup + secrets.randbelow(cfg.warmup + 1) if cfg.integrity else cfg.warmup
-            keep = recheck_plan(per_round, self.rp.output_bytes, self.rp.device.type) if cfg.integrity else ()
+            keep = recheck_plan(per_round, self.ctx.rp.output_bytes, self.ctx.rp.device.type) if cfg.integrity else ()
             first = done % len(sets)
             # every timed call of the candidate: with two or more sets, 1/8 of its elements from another
             # set (kbv.sandbox.timer.mix_values), so a whole-input or diff-and-patch cache never gains; then one
@@ -219,14 +232,14 @@ class Timing(Judging):
             base = {i: first if i == plain else (first + warmup + i) % len(sets) for i in range(per_round)}
             # the changed element's value comes from the next timing set (another draw, so inside
             # the problem's domain): no spare draw of the problem's size is held
-            mutate = tuple((i, timed_mutation(sets[base[i]], sets[(base[i] + 1) % len(sets)], g, skip, self._kinds()))
+            mutate = tuple((i, timed_mutation(sets[base[i]], sets[(base[i] + 1) % len(sets)], g, skip, self.ctx._kinds()))
                            for i in range(per_round)) if cfg.integrity else ()
             mixes = dict(mix)
             mutations = {done + i: (mixes.get(i), m) for i, m in mutate}
             at_once = None
-            if cfg.integrity and recheck_at_once(len(keep), self.rp.output_bytes, self.rp.device.type):
+            if cfg.integrity and recheck_at_once(len(keep), self.ctx.rp.output_bytes, self.ctx.rp.device.type):
                 def at_once(entry, mutations=mutations):
-                    self._recheck([entry], sets, recheck, mutations)
+                    self.judge._recheck([entry], sets, recheck, mutations)
             for subject in order:
                 if subject in mirrored:
                     continue
@@ -237,37 +250,37 @@ class Timing(Judging):
                 else:
                     bl.apply_flags(bl.flags_for(subject))
                     times, clock = time_paused(worker, paused, lambda: time_calls(
-                        model, sets, device=self.rp.device, warmup=warmup, trials=per_round, flush_bytes=flush,
+                        model, sets, device=self.ctx.rp.device, warmup=warmup, trials=per_round, flush_bytes=flush,
                         first_set=first, refresh=True, sync_each=True))
                 samples[subject].extend(times)
             for subject, twin in mirrored.items():  # the same calls, the same times (kbv.checks.tf32_rules)
                 samples[subject] = list(samples[twin])
             if cfg.integrity:  # judged and dropped round by round: at most one round's outputs held
-                self._recheck(kept, sets, recheck, mutations)
+                self.judge._recheck(kept, sets, recheck, mutations)
             kept = []
             done += per_round
             calls += warmup + per_round
             resident.append((calls, fp.host_rss_bytes(worker.proc.pid)))
             per_round_done.append(per_round)
             r += 1
-            widths = (half_widths(samples, cfg.baselines, self.rp.ref.sha256, self.candidate.sha256, per_round_done)
+            widths = (half_widths(samples, cfg.baselines, self.ctx.rp.ref.sha256, self.ctx.candidate.sha256, per_round_done)
                       if r >= rounds and rule.target > 0 else {})
             now = time.perf_counter()
             reason = decide(rule, r, now - started, now - round_start, widths)
             if reason is not None:
-                self.state.evidence["timing_stop"] = stop_evidence(reason, rule, r, now - started, widths)
+                self.ctx.state.evidence["timing_stop"] = stop_evidence(reason, rule, r, now - started, widths)
                 break
-        bl.apply_flags(self.fp32_flags)
-        self.state.evidence["timed_rechecks"] = recheck.checked
-        self.state.evidence["paused_cpu_ms"] = paused.evidence()
-        self._add(paused.finding())
-        self.state.evidence["resident_per_round"] = resident
-        self._add(memory_rule.memory_growth(resident, self.rp.output_bytes or 0))
+        bl.apply_flags(self.ctx.fp32_flags)
+        self.ctx.state.evidence["timed_rechecks"] = recheck.checked
+        self.ctx.state.evidence["paused_cpu_ms"] = paused.evidence()
+        self.ctx._add(paused.finding())
+        self.ctx.state.evidence["resident_per_round"] = resident
+        self.ctx._add(memory_rule.memory_growth(resident, self.ctx.rp.output_bytes or 0))
         self._plan_leak()
         if cfg.integrity:
-            self._repeat_gain(worker, sets)
-        self.state.evidence["timed_calls_per_round"] = per_round_done
-        self.oracle.release()
+            self.repeat._repeat_gain(worker, sets)
+        self.ctx.state.evidence["timed_calls_per_round"] = per_round_done
+        self.ctx.oracle.release()
         return samples, clock
 
     def _time_candidate(self, worker: CandidateProcess, sets: list, first: int, warmup: int, per_round: int,
@@ -285,11 +298,11 @@ class Timing(Judging):
         one more element per tensor changed, whose cost is kept apart
         (:meth:`kbv.pipeline.repeat.RepeatGain._repeat_gain`), never a sample.
         Returns (times of the timed calls in ms, kept calls, clock)."""
-        cfg = self.config
+        cfg = self.ctx.config
         n = len(sets)
         times: list = []
         kept: list = []
-        clock = "cuda-event" if self.rp.device.type == "cuda" else "perf_counter"
+        clock = "cuda-event" if self.ctx.rp.device.type == "cuda" else "perf_counter"
         again = secrets.randbelow(per_round) if cfg.integrity and per_round else -1
         calls = []  # (timed index, -1 for the repeat, None for warmup; set index; mix; changes; judged)
         for j in range(warmup + per_round):
@@ -310,23 +323,23 @@ class Timing(Judging):
             calls.append((i, idx, mx, mt, cfg.integrity and i in keep))  # judged: decided here, never sent
             if i == again:
                 more = timed_mutation(sets[idx], sets[(idx + 1) % n], torch.Generator().manual_seed(
-                    secrets.randbits(62)), skip, self._kinds())
+                    secrets.randbits(62)), skip, self.ctx._kinds())
                 calls.append((-1, idx, mx, mt + more, False))
         for i, idx, mx, mt, judged in calls:
             entry = None
-            with self._held(worker, protocol.TimedCall(idx, flush, mx, mt), "time", cfg.call_timeout_s,
+            with self.ctx._held(worker, protocol.TimedCall(idx, flush, mx, mt), "time", cfg.call_timeout_s,
                             hold=judged) as reply:
-                self._timed_reply(reply)
+                self.ctx._timed_reply(reply)
                 if i is not None and i >= 0:
                     times.append(float(reply.time_ms))
                     clock = str(reply.clock)
                     if judged:  # the worker is stopped: the outputs as this call's copy left them
-                        entry = (done + i, idx, [t.clone() for t in self._views])
-                        fp.drop_view(self._slots)
+                        entry = (done + i, idx, [t.clone() for t in self.ctx._views])
+                        fp.drop_view(self.ctx._slots)
                     if not (len(mx) > 3 and mx[3] >= 1):  # the plain call repeats a warmup call's values
-                        self._repeat_costs["fresh"].append(self._call_cost(reply))
+                        self.ctx._repeat_costs["fresh"].append(self.ctx._call_cost(reply))
                 elif i == -1:
-                    self._repeat_costs["repeat"].append(self._call_cost(reply))
+                    self.ctx._repeat_costs["repeat"].append(self.ctx._call_cost(reply))
                 del reply
             if entry is not None:
                 if at_once is not None:
@@ -334,84 +347,15 @@ class Timing(Judging):
                 else:
                     kept.append(entry)
                 del entry
-        self._kept_times.setdefault("kept", []).extend(times[i] for i in sorted(keep) if i < len(times))
-        self._kept_times.setdefault("other", []).extend(t for i, t in enumerate(times) if i not in keep)
+        self.ctx._kept_times.setdefault("kept", []).extend(times[i] for i in sorted(keep) if i < len(times))
+        self.ctx._kept_times.setdefault("other", []).extend(t for i, t in enumerate(times) if i not in keep)
         return times, kept, clock
-
-    def _timed_reply(self, reply: object) -> None:
-        """The checks every reply to a :class:`kbv.sandbox.protocol.TimedCall` gets: its form, an
-        output that is not the caller's (taxonomy 8) or not over device memory (taxonomy 3, both
-        reported once), and the outputs' layouts in the slot buffer (``self._views``)."""
-        if not isinstance(reply, protocol.CallTimed) or not isinstance(reply.time_ms, (int, float)):
-            raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
-        if reply.reused and not self._reused_reported:
-            self._reused_reported = True
-            self._add(out_rule.reused_output(str(reply.reused)))
-        if reply.memory and not self._memory_reported:
-            self._memory_reported = True
-            self.state.findings.append(output_memory_finding(str(reply.memory), " (a timed call)"))
-        try:
-            self._views = rawcopy.view(self._slots[:self._slot_bytes], reply.outputs)
-        except ValueError as exc:
-            raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: {exc}") from None
-
-    def _call_cost(self, reply: object) -> float:
-        """What a timed call cost, in ms, for comparing one candidate's calls with each other: the
-        event time on cuda; on cpu the lesser of the wall time and the CPU time of the worker's
-        calling thread. Noise only adds to either: a loaded machine stretches the wall time, and
-        the calling thread spins at torch's pool barrier while a pool thread waits to run."""
-        ms = float(reply.time_ms)
-        cpu = reply.cpu_ms
-        if self.rp.device.type == "cpu" and isinstance(cpu, (int, float)) and math.isfinite(cpu) and cpu > 0:
-            return min(ms, float(cpu))
-        return ms
 
     def _plan_leak(self) -> None:
         """Judged timed calls systematically slower than the others (:func:`kbv.checks.timing_rules.plan_leak`);
         the medians go to the evidence."""
-        medians, finding = plan_leak(self._kept_times.get("kept", []), self._kept_times.get("other", []))
+        medians, finding = plan_leak(self.ctx._kept_times.get("kept", []), self.ctx._kept_times.get("other", []))
         if medians is not None:
-            self.state.evidence["judged_vs_other_calls_ms"] = medians
+            self.ctx.state.evidence["judged_vs_other_calls_ms"] = medians
         if finding is not None:
-            self.state.findings.append(finding)
-
-    def _recheck(self, kept: list, sets: list, state: "Recheck", mutations: dict | None = None) -> None:
-        """Judge the outputs of one round's kept timed calls (:func:`recheck_plan`) against the
-        reference of the values they got, the timing set with that call's :func:`timed_mutation`
-        (taxonomy 5, 6, 11): a candidate right when checked and wrong while timed, or answering
-        from a cache. Stops at the first wrong call of the verification."""
-        mutations = mutations or {}
-        while kept:  # each call's outputs dropped once judged: one less held for the next
-            call, k, outs = kept.pop(0)
-            if state.failed:
-                kept.clear()
-                return
-            mix, mutation = mutations.get(call, (None, ()))
-            if mix or mutation:
-                args = timing.mix_values(sets[k], sets[mix[0]], *mix[1:]) if mix else sets[k]
-                args = apply_mutation(args, mutation)
-                share = mix[3] if mix and len(mix) > 3 else timing.MIX_FRACTION
-                how = ("" if not mix else f"the values of set {mix[0]}, " if share >= 1
-                       else f"1/{round(1 / share)} of its elements from set {mix[0]}, ")
-                s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL,
-                                 f"timing set {k}, {how}{len(mutation)} element(s) changed", 0, args)
-                side = self._reference_side(s, args, self._nominal_rounding)
-                s.release()  # the call's inputs are not needed once its reference side is made
-                del args
-            else:
-                s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL, f"timing set {k}", 0, sets[k])
-                if k not in state.refs:
-                    state.refs[k] = self._reference_side(s, sets[k], self._nominal_rounding)
-                side = state.refs[k]
-            if isinstance(side, InputSetResult):
-                continue
-            ref, oracle, note, baselines = side
-            # ``outs`` are this process's own copies, taken while the worker was stopped
-            r = self._judge(s, outs, self.rp.structure, ref, oracle, note, baselines)
-            del outs, ref, oracle, side
-            state.checked.append(call)
-            if r.passed is False:
-                self._probe_failed("probe:timed-recheck", (5, 6, 11), r,
-                                   f"timed call {call} ({s.transform}) is wrong: {r.fault} (phase detection, "
-                                   "cross-call batching, or a cache keyed by part of the input)")
-                state.failed = True
+            self.ctx.state.findings.append(finding)

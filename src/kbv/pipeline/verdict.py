@@ -10,6 +10,7 @@ from kbv.pipeline.judging import Judging
 from kbv.pipeline.outcome import Outcome
 from kbv.processes import footprint as fp
 from kbv.sandbox import peak_memory as mem
+from kbv.pipeline.context import Context
 
 #: the status of each way the stages ended, before the findings are folded in (HACK over
 #: everything, SHORTCUT over PASS).
@@ -25,34 +26,37 @@ STATUS_OF = {
 }
 
 
-class VerdictStage(Judging):
+class VerdictStage:
     """Verdict folding: the one place that decides a verification's status."""
+
+    def __init__(self, ctx: Context, judge: Judging) -> None:
+        self.ctx, self.judge = ctx, judge
 
     def _verdict(self, outcome: Outcome, message: str, cand_peak: int | None) -> Verdict:
         """The verdict of the stages run: memory footprint evidence, held probe findings, the
         tampering reports' and flag changes' findings, findings folded into the status (HACK over
         everything, SHORTCUT over PASS), unverified speedups for a timed but not correct candidate."""
-        state = self.state
+        state = self.ctx.state
         status = STATUS_OF[outcome]
         try:
-            footprint = fp.evidence(self.rp.device, candidate_peak=cand_peak)
+            footprint = fp.evidence(self.ctx.rp.device, candidate_peak=cand_peak)
             footprint["reference_host_peak_bytes"] = max(footprint["reference_host_peak_bytes"] or 0,
-                                                         getattr(self, "_peak", 0))
+                                                         getattr(self.ctx, "_peak", 0))
             footprint["phase_peaks"] = state.evidence.pop("phase_host_peaks", {})
-            footprint["bound_bytes"] = fp.bound_bytes(self._input_bytes, max(self.rp.output_bytes, 0))
+            footprint["bound_bytes"] = fp.bound_bytes(self.ctx._input_bytes, max(self.ctx.rp.output_bytes, 0))
             state.evidence["memory_footprint"] = footprint
         except Exception:  # noqa: BLE001 - evidence only
             pass
-        self._settle_probes()
+        self.judge._settle_probes()
         state.findings += tampering_findings(state.tampering) + flag_change_findings(state.flag_changes)
         state.findings = list(ordered(state.findings))
         worst = most_severe(state.findings)
         if worst is Severity.HACK:
             status = Status.HACK
-            message = f"{self.name}: {state.findings[0].describe()}"
+            message = f"{self.ctx.name}: {state.findings[0].describe()}"
         elif worst is Severity.SHORTCUT and status is Status.PASS:
             status = Status.SHORTCUT
-            message = f"{self.name}: correct, but {state.findings[0].describe()}"
+            message = f"{self.ctx.name}: correct, but {state.findings[0].describe()}"
         if status is Status.INCORRECT and state.weight_mismatches:  # the likely cause, in the one line
             message += (f" (parameters differing from Model's after identical seeding: "
                         f"{', '.join(state.weight_mismatches[:4])}{', ...' if len(state.weight_mismatches) > 4 else ''})")
@@ -68,8 +72,8 @@ class VerdictStage(Judging):
         if "reference" in state.memory and "candidate" in state.memory:
             memory_eff = mem.efficiency(state.memory["reference"], state.memory["candidate"])
         return Verdict(
-            status=status, message=message, problem=self.rp.ref, candidate=self.candidate, config=self.config,
-            environment=self.env, input_sets=tuple(state.input_sets), timing=dict(state.timing),
+            status=status, message=message, problem=self.ctx.rp.ref, candidate=self.ctx.candidate, config=self.ctx.config,
+            environment=self.ctx.env, input_sets=tuple(state.input_sets), timing=dict(state.timing),
             speedup=dict(state.speedup), unverified_speedup=unverified, memory=dict(state.memory),
             memory_efficiency=memory_eff,
             weight_mismatches=tuple(state.weight_mismatches), flag_changes=tuple(state.flag_changes),

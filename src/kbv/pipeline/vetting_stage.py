@@ -11,23 +11,26 @@ from kbv.reference import vetting
 from kbv.sandbox import numeric_flags as bl
 
 
-class Vetting(Context):
+class Vetting:
     """Problem vetting inside a verification."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
 
     def _vet(self) -> None:
         """Vetting rules over this evaluation's sets (plus one determinism re-run): taxonomy 23."""
         t0 = time.perf_counter()
-        nominal = [r.name for r in self.state.input_sets if r.kind is InputKind.NOMINAL]
-        first = self.state.nominal_args
-        findings, notes = vetting.inline_findings(self.rp, self.state.summaries, nominal,
-                                                  first.args if first is not None else None, self.config)
+        nominal = [r.name for r in self.ctx.state.input_sets if r.kind is InputKind.NOMINAL]
+        first = self.ctx.state.nominal_args
+        findings, notes = vetting.inline_findings(self.ctx.rp, self.ctx.state.summaries, nominal,
+                                                  first.args if first is not None else None, self.ctx.config)
         if first is not None:
             first.release()
-        bl.apply_flags(self.fp32_flags)
-        self.state.problem_flags = [f.line() for f in findings]
+        bl.apply_flags(self.ctx.fp32_flags)
+        self.ctx.state.problem_flags = [f.line() for f in findings]
         if notes:
-            self.state.evidence["vetting_notes"] = notes
-        self.state.summaries.clear()
-        self.state.nominal_args = None
-        self.state.phase_seconds["vetting"] = time.perf_counter() - t0
-        self._phase_peak("vetting")
+            self.ctx.state.evidence["vetting_notes"] = notes
+        self.ctx.state.summaries.clear()
+        self.ctx.state.nominal_args = None
+        self.ctx.state.phase_seconds["vetting"] = time.perf_counter() - t0
+        self.ctx._phase_peak("vetting")
