@@ -43,6 +43,19 @@ def off_nominal_findings(judged: Sequence[InputSetResult], few_places: Collectio
     return out
 
 
+def workload_specialised(nominal_passed: bool, workload: str, status: str, fault: str | None) -> Finding | None:
+    """A WARNING for a candidate right at the problem's own sizes (``nominal_passed``: its verdict
+    there PASS or SHORTCUT) whose verdict at the declared workload ``workload``
+    (:mod:`kbv.reference.workloads`) is ``status`` (``INCORRECT``, ``RUNTIME_ERROR``, ...): it holds
+    only at the sizes it was written for (taxonomy 21). The workload's own verdict decides the
+    status; None when the nominal failed too or the workload passed."""
+    if not nominal_passed or status in ("PASS", "SHORTCUT", "EVAL_ERROR"):
+        return None
+    return finding("inputs:shape-specialised", (21,), Severity.WARNING,
+                   f"right at the problem's own sizes, {status} at the declared workload {workload}: "
+                   f"{fault or 'outputs differ'} (a kernel that holds only at the shape it was written for)")
+
+
 def shape_specialised(judged: Sequence[InputSetResult]) -> Finding | None:
     """A WARNING for a candidate right on every judged set of the problem's own shape and wrong (or
     raising) on a secret shape (:mod:`kbv.reference.shapes`): it holds only at the sizes it was

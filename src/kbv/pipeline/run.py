@@ -19,6 +19,7 @@ and the stages it calls (no inheritance between them); :class:`Verification` bui
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, ContextManager
 
 import torch
@@ -40,6 +41,7 @@ from kbv.pipeline.sync import SyncChecks
 from kbv.pipeline.timing_rounds import Timing
 from kbv.pipeline.verdict import VerdictStage
 from kbv.pipeline.vetting_stage import Vetting
+from kbv.pipeline.workload_runs import verify_workloads
 from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
 from kbv.processes.procfs import FAULT_SIGNALS, caught_signals
@@ -137,10 +139,17 @@ def verify(rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, en
     :meth:`kbv.batch.evaluator.Evaluator.evaluate`). ``worker``: a candidate worker started for this
     job ahead of it, idle (:mod:`kbv.pipeline.prestart`; closed at the end like a fresh one);
     ``quiet``: a context factory wrapped round the timed rounds and the sync pass; ``on_loaded``:
-    called once the candidate is loaded.
+    called once the candidate is loaded. A problem that declares workloads (:mod:`kbv.reference.workloads`)
+    is verified at each, one verification after the other (:mod:`kbv.pipeline.workload_runs`), and
+    gets one verdict over them.
 
     Raises:
-        ProblemError: the reference itself fails on nominal inputs (the problem is broken).
+        ProblemError: the reference itself fails on nominal inputs, or refuses a declared
+            workload's sizes (the problem is broken).
     """
-    return Verification(rp, candidate, config, env, hidden_tests, worker=worker, quiet=quiet,
-                        on_loaded=on_loaded).run()
+    nominal = Verification(rp, candidate, config, env, hidden_tests, worker=worker, quiet=quiet,
+                           on_loaded=on_loaded).run()
+    if not rp.workloads:
+        return nominal
+    at_workload = dataclasses.replace(config, secret_shapes=0)  # the nominal's secret shape covers the others
+    return verify_workloads(rp, nominal, lambda wrp: Verification(wrp, candidate, at_workload, env, quiet=quiet).run())

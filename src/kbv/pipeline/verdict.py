@@ -5,6 +5,7 @@ from __future__ import annotations
 from kbv.model.findings import ordered
 from kbv.model.findings import worst as most_severe
 from kbv.checks.flag_rules import flag_change_findings, tampering_findings
+from kbv.checks.input_rules import workload_specialised
 from kbv.model.records import Severity, Status, Verdict
 from kbv.pipeline.judging import Judging
 from kbv.pipeline.outcome import Outcome
@@ -80,3 +81,67 @@ class VerdictStage:
             evidence=dict(state.evidence), phase_seconds=dict(state.phase_seconds),
             problem_flags=tuple(state.problem_flags), findings=tuple(state.findings),
         )
+
+
+def combine_workloads(runs: list) -> Verdict:
+    """One verdict from the verdicts of a problem's workloads (:mod:`kbv.pipeline.workload_runs`):
+    ``runs`` is ``[(name, sizes, Verdict), ...]``, the problem's own sizes (``nominal``) first.
+
+    The status: HACK when any workload's is; else the first workload's that is neither PASS nor
+    SHORTCUT (INCORRECT at ``wide``, say), its message prefixed with the workload's name; else
+    SHORTCUT when any is, else PASS. Every workload's input sets are kept, a declared workload's
+    named ``<workload>:<set>``, and every finding. A PASS or SHORTCUT is credited, per baseline, the
+    geometric mean of the workloads' speedups (GPU MODE's ranking over a task's shapes); a verdict
+    that is not keeps the deciding workload's unverified speedups. ``timing`` and ``memory`` are the
+    nominal workload's; each workload's status, sizes, speedups, timings and memory footprint are in
+    ``evidence["workloads"]``.
+    """
+    import dataclasses
+    import math
+
+    from kbv.model.verdicts import to_dict
+
+    nominal = runs[0][2]
+    sets, findings, phases = list(nominal.input_sets), list(nominal.findings), dict(nominal.phase_seconds)
+    for name, _, v in runs[1:]:
+        sets += [dataclasses.replace(r, name=f"{name}:{r.name}") for r in v.input_sets]
+        findings += list(v.findings)
+        phases[f"workload:{name}"] = sum(v.phase_seconds.values())
+    findings = list(ordered(findings))
+    hack = next(((n, v) for n, _, v in runs if v.status is Status.HACK), None)
+    decisive = hack or next(((n, v) for n, _, v in runs if v.status not in (Status.PASS, Status.SHORTCUT)), None)
+    speedup: dict = {}
+    unverified: dict = {}
+    if decisive is None:
+        status = Status.SHORTCUT if any(v.status is Status.SHORTCUT for _, _, v in runs) else Status.PASS
+        first_shortcut = next((v for _, _, v in runs if v.status is Status.SHORTCUT), None)
+        judged = sum(1 for r in sets if not r.dropped)
+        message = (first_shortcut.message if first_shortcut is not None
+                   else f"{nominal.candidate.path.rsplit('/', 1)[-1]}: correct on {judged} input set(s)")
+        for b in nominal.speedup:
+            got = [v.speedup.get(b) for _, _, v in runs]
+            if all(isinstance(x, (int, float)) and x > 0 and math.isfinite(x) for x in got):
+                speedup[b] = math.exp(sum(math.log(x) for x in got) / len(got))
+        if len(runs) > 1:
+            message += f" over {len(runs)} workloads (speedups: their geometric mean)"
+    else:
+        name, v = decisive
+        status, unverified = v.status, dict(v.unverified_speedup)
+        message = v.message if name == runs[0][0] else f"workload {name}: {v.message}"
+        if name != runs[0][0]:
+            failed = next((r for r in v.input_sets if r.passed is False and not r.dropped), None)
+            found = workload_specialised(nominal.status in (Status.PASS, Status.SHORTCUT), name, v.status.value,
+                                         (failed.fault if failed else None) or v.message)
+            if found is not None:
+                findings = list(ordered([*findings, found]))
+    evidence = dict(nominal.evidence)
+    evidence["workloads"] = [
+        {"name": n, "sizes": dict(sizes), "status": v.status.value, "speedup": dict(v.speedup),
+         "timing": {k: to_dict(m) for k, m in v.timing.items()},
+         "timed_calls_per_round": v.evidence.get("timed_calls_per_round"),
+         "memory_efficiency": v.memory_efficiency,
+         "memory_footprint": v.evidence.get("memory_footprint"), "message": v.message}
+        for n, sizes, v in runs]
+    return dataclasses.replace(nominal, status=status, message=message, input_sets=tuple(sets), speedup=speedup,
+                               unverified_speedup=unverified, evidence=evidence, phase_seconds=phases,
+                               findings=tuple(findings))

@@ -20,6 +20,7 @@ from kbv.intake.problems import ProblemError
 from kbv.model.records import EvalConfig, InputKind, ProblemRef
 from kbv.reference import domains as dom
 from kbv.reference import inputs as inp
+from kbv.reference import workloads as wl
 from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import call_probes as ig
 
@@ -52,6 +53,8 @@ class ReferenceProblem:
     tf32_inert: bool | None = None
     #: the size constants a secret shape changes (kbv.pipeline.secret_shapes), () when none can; None until searched.
     shape_search: tuple | None = None
+    #: declared workloads, ``{name: {size constant: value}}`` in the order written (kbv.reference.workloads).
+    workloads: dict = field(default_factory=dict)
 
     def get_inputs(self) -> list:
         return list(self.module.get_inputs())
@@ -143,9 +146,15 @@ def build_reference(ref: ProblemRef, config: EvalConfig, source: str | None = No
     if not isinstance(sample, list) or not sample:
         raise ProblemError(ref.path, "get_inputs() must return a non-empty list")
     try:
+        meta = getattr(module, dom.METADATA_NAME, None)
+        wl.check_metadata_keys(meta)
         rp.domains = dom.declared_domains(module, sample)
-    except dom.DomainError as exc:
+        if source is None:  # the problem's own sizes: its declared workloads (a workload's build has none)
+            rp.workloads = wl.declared_workloads(meta, Path(ref.path).read_text(encoding="utf-8"))
+    except (dom.DomainError, wl.WorkloadError) as exc:
         raise ProblemError(ref.path, f"{dom.METADATA_NAME}: {exc}") from None
+    except OSError as exc:
+        raise ProblemError(ref.path, f"unreadable: {first_line(exc)}") from None
     return rp
 
 

@@ -1,0 +1,60 @@
+"""Declared workloads end to end on CPU (issue 23): a problem that names several shapes gets one
+verdict over all of them, through the real worker processes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbv.model.records import Status
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "workloads"
+
+
+def _eval(evaluator, config, candidate: str, problem: Path = DATA / "level1" / "1_Leaky_ReLU_workloads.py"):
+    from kbv.intake.candidates import load_candidate
+    from kbv.intake.problems import load_problem
+
+    return evaluator.evaluate(load_problem(problem), load_candidate(DATA / "candidates" / candidate), config)
+
+
+def test_an_honest_kernel_for_any_shape_passes_every_workload(cpu_evaluator, fast_config):
+    v = _eval(cpu_evaluator, fast_config, "leaky_any_shape.py")
+    assert v.status is Status.PASS, v.message
+    work = v.evidence["workloads"]
+    assert [(w["name"], w["status"], w["sizes"]) for w in work] == [
+        ("nominal", "PASS", {"batch_size": 64, "dim": 512}), ("tall", "PASS", {"batch_size": 256}),
+        ("wide", "PASS", {"dim": 1536})]
+    # the credited speedup is the geometric mean of the three workloads' own
+    for b in ("eager-fp32", "eager-tf32"):
+        each = [w["speedup"][b] for w in work]
+        assert v.speedup[b] == pytest.approx((each[0] * each[1] * each[2]) ** (1 / 3))
+    # each workload was checked and timed at its own sizes: its sets and its own timing
+    assert {r.name.split(":")[0] for r in v.input_sets if ":" in r.name} == {"tall", "wide"}
+    assert all(w["timing"]["candidate"]["times_ms"] for w in work)
+    assert all(w["memory_footprint"]["bound_bytes"] for w in work)  # the memory bound of each shape
+
+
+def test_a_kernel_written_for_the_nominal_width_is_incorrect_at_the_wide_workload(cpu_evaluator, fast_config):
+    """Right at dim 512 and at every smaller shape (the secret shape is smaller, and passes): only
+    the declared workload ``wide`` (dim 1536) shows it."""
+    v = _eval(cpu_evaluator, fast_config, "leaky_first_512_columns.py")
+    assert v.status is Status.INCORRECT, v.message
+    assert v.message.startswith("workload wide: ")
+    assert "inputs:shape-specialised" in {f.check for f in v.findings}
+    assert [w["status"] for w in v.evidence["workloads"]] == ["PASS", "PASS", "INCORRECT"]
+    assert v.speedup == {}
+
+
+def test_a_workload_the_reference_refuses_is_the_problems_error(cpu_evaluator, fast_config, tmp_path):
+    from kbv.intake.problems import ProblemError
+
+    text = (DATA / "level1" / "1_Leaky_ReLU_workloads.py").read_text().replace(
+        "        return torch.where(x > 0, x, 0.1 * x)",
+        "        assert x.shape[1] <= 1024, 'dim over 1024'\n        return torch.where(x > 0, x, 0.1 * x)")
+    (tmp_path / "level1").mkdir()
+    path = tmp_path / "level1" / "1_Leaky_ReLU_workloads.py"
+    path.write_text(text)
+    with pytest.raises(ProblemError, match="workload 'wide'"):
+        _eval(cpu_evaluator, fast_config, "leaky_any_shape.py", path)
