@@ -83,6 +83,12 @@ class VerdictStage:
         )
 
 
+def credited(v: Verdict) -> bool:
+    """Whether ``v`` credits the candidate's speed (PASS or SHORTCUT): a workload that is not ends a
+    run of workloads (:mod:`kbv.pipeline.workload_runs`)."""
+    return v.status in (Status.PASS, Status.SHORTCUT)
+
+
 def combine_workloads(runs: list) -> Verdict:
     """One verdict from the verdicts of a problem's workloads (:mod:`kbv.pipeline.workload_runs`):
     ``runs`` is ``[(name, sizes, Verdict), ...]``, the problem's own sizes (``nominal``) first.

@@ -18,8 +18,8 @@ from typing import Callable
 
 from kbv.intake.problems import ProblemError
 from kbv.intake.sizes import size_constants, with_sizes
-from kbv.model.records import Status, Verdict
-from kbv.pipeline.verdict import combine_workloads
+from kbv.model.records import Verdict
+from kbv.pipeline.verdict import combine_workloads, credited
 from kbv.reference.build import ReferenceProblem, build_reference
 from kbv.reference.domains import METADATA_NAME
 from kbv.reference.workloads import NOMINAL
@@ -37,7 +37,7 @@ def verify_workloads(rp: ReferenceProblem, nominal: Verdict, run_one: Callable[[
     constants = size_constants(source)
     changed = {k for sizes in rp.workloads.values() for k in sizes}
     runs: list[tuple[str, dict, Verdict]] = [(NOMINAL, {k: v for k, v in constants.items() if k in changed}, nominal)]
-    if nominal.status in (Status.PASS, Status.SHORTCUT):
+    if credited(nominal):
         for name, sizes in rp.workloads.items():
             t0 = time.perf_counter()
             try:
@@ -48,7 +48,7 @@ def verify_workloads(rp: ReferenceProblem, nominal: Verdict, run_one: Callable[[
             del wrp
             v = dataclasses.replace(v, phase_seconds={**v.phase_seconds, "workload": time.perf_counter() - t0})
             runs.append((name, sizes, v))
-            if v.status not in (Status.PASS, Status.SHORTCUT):
+            if not credited(v):
                 break
     return combine_workloads(runs)
 
