@@ -54,3 +54,15 @@ def test_with_sizes_replaces_the_literals_and_what_derives_from_them_follows():
 def test_a_problem_with_literal_sizes_in_get_inputs_has_none():
     src = "import torch\n\ndef get_inputs():\n    return [torch.rand(16, 300)]\n\ndef get_init_inputs():\n    return []\n"
     assert size_constants(src) == {}
+
+
+def test_workload_runs_counts_the_verifications_of_a_job_without_running_the_file():
+    from kbv.intake.sizes import MAX_WORKLOADS, workload_runs
+
+    base = "import torch\nn = 64\ndef get_inputs():\n    return [torch.randn(n)]\n"
+    assert workload_runs(base) == 1
+    assert workload_runs(base + 'KBV_METADATA = {"input_domains": {0: "positive"}}\n') == 1
+    assert workload_runs(base + 'KBV_METADATA = {"workloads": {"a": {"n": 8}, "b": {"n": 9}}}\n') == 3
+    # computed metadata: only the reference worker can count it, so the deadline allows the most
+    assert workload_runs(base + 'KBV_METADATA = dict(workloads={"a": {"n": 8}})\n') == 1 + MAX_WORKLOADS
+    assert workload_runs("def broken(:\n") == 1

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kbv.batch.baseline_cache import BaselineRun, environment_from_dict, measurement_from_dict
 from kbv.intake.problems import ProblemError
+from kbv.intake.sizes import workload_runs
 from kbv.model.records import (CandidateRef, Environment, EvalConfig, ProblemRef, Status, Verdict,
     verdict_from_dict)
 from kbv.model.records import VettingReport, vetting_from_dict
@@ -25,12 +26,20 @@ class EvaluationError(RuntimeError):
     """kbv itself failed on a job (the reference worker died or raised): not a candidate verdict."""
 
 
-def job_timeout_s(config: EvalConfig) -> float:
-    """Upper bound of one job's wall time (s): every worker deadline of the pipeline, plus slack."""
+def job_timeout_s(config: EvalConfig, problem: ProblemRef | None = None) -> float:
+    """Upper bound of one job's wall time (s): every worker deadline of the pipeline, plus slack,
+    once per verification the ``problem``'s job makes (its declared workloads,
+    :func:`kbv.intake.sizes.workload_runs`; one when None or unreadable)."""
     calls = config.nominal_seeds + len(config.hidden) + len(config.distributions) + 4
     rounds = max(config.timing_rounds, config.max_timing_rounds if config.interval_target > 0 else 0)
-    return (config.compile_timeout_s + calls * config.call_timeout_s
-            + rounds * config.timing_timeout_s + 300.0)
+    runs = 1
+    if problem is not None:
+        try:
+            runs = workload_runs(Path(problem.path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            runs = 1
+    return runs * (config.compile_timeout_s + calls * config.call_timeout_s
+                   + rounds * config.timing_timeout_s) + 300.0
 
 
 #: ``CandidateRef.backend`` of a file that failed static vetting (its backend was never detected).
@@ -108,10 +117,10 @@ class Evaluator:
             raise ValueError(f"evaluator is for {self.device}, config asks for {config.device}")
         job = VerifyJob(problem, candidate, config, str(hidden_tests) if hidden_tests else None,
                         next_candidate is not None, str(quiet_dir) if quiet_dir else None)
-        reply = self._worker().evaluate(job, job_timeout_s(config), next_candidate)
+        reply = self._worker().evaluate(job, job_timeout_s(config, problem), next_candidate)
         if reply.error is not None and reply.error.kind == NOT_RUNNING:  # nothing ran: once more, on a fresh one
             self._restart()
-            reply = self._worker().evaluate(job, job_timeout_s(config), next_candidate)
+            reply = self._worker().evaluate(job, job_timeout_s(config, problem), next_candidate)
         if reply.problem_error:
             raise ProblemError(problem.path, reply.problem_error.fault)
         if reply.error or reply.verdict is None:

@@ -13,6 +13,9 @@ import ast
 
 #: functions whose reads make a module-level integer a size constant.
 SIZE_READERS = ("get_inputs", "get_init_inputs")
+#: workloads a problem may declare besides its own sizes (kbv.reference.workloads; kbv choice: each
+#: is a whole verification).
+MAX_WORKLOADS = 8
 
 
 def _int_literal(node: ast.AST) -> int | None:
@@ -110,4 +113,26 @@ def with_sizes(source: str, sizes: dict[str, int]) -> str:
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
-__all__ = ["size_constants", "with_sizes", "SIZE_READERS"]
+def workload_runs(source: str) -> int:
+    """How many verifications a problem's job makes (its own sizes and each workload declared in a
+    literal ``KBV_METADATA = {"workloads": {...}}``, :mod:`kbv.reference.workloads`), read without
+    running the file, for the job's deadline: 1 + :data:`MAX_WORKLOADS` where the metadata is no
+    literal (computed: only the reference worker, which runs the file, can count it); 1 when the
+    source does not parse (the reference worker reports that)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return 1
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "KBV_METADATA"
+                                                 for t in stmt.targets):
+            try:
+                meta = ast.literal_eval(stmt.value)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                return 1 + MAX_WORKLOADS
+            workloads = meta.get("workloads") if isinstance(meta, dict) else None
+            return 1 + min(MAX_WORKLOADS, len(workloads)) if isinstance(workloads, dict) else 1
+    return 1
+
+
+__all__ = ["size_constants", "with_sizes", "workload_runs", "SIZE_READERS", "MAX_WORKLOADS"]

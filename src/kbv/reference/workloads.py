@@ -39,12 +39,10 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-from kbv.intake.sizes import size_constants
+from kbv.intake.sizes import MAX_WORKLOADS, size_constants
 
 #: the keys ``KBV_METADATA`` may have (a misspelt key is an error, not silently ignored).
 METADATA_KEYS = ("input_domains", "workloads")
-#: workloads a problem may declare besides its own sizes (kbv choice: each is a whole verification).
-MAX_WORKLOADS = 8
 #: the largest size a workload may set (kbv choice: 2^31 - 1, an int32 index's reach).
 MAX_SIZE = 2**31 - 1
 NOMINAL = "nominal"

@@ -49,10 +49,11 @@ MAX_RETRIES = 3
 QUEUE_SLACK_S = 3600.0
 
 
-def task_deadline_s(config: EvalConfig) -> float:
+def task_deadline_s(config: EvalConfig, problem=None) -> float:
     """Seconds after submission when the driver gives up on a task: every try's worst-case job
-    time (:func:`kbv.batch.evaluator.job_timeout_s`) plus :data:`QUEUE_SLACK_S`."""
-    return (MAX_RETRIES + 1) * job_timeout_s(config) + QUEUE_SLACK_S
+    time (:func:`kbv.batch.evaluator.job_timeout_s`, ``problem``'s workloads counted) plus
+    :data:`QUEUE_SLACK_S`."""
+    return (MAX_RETRIES + 1) * job_timeout_s(config, problem) + QUEUE_SLACK_S
 
 
 def _local_file(path: str, sha256: str, data: bytes | None) -> str:
@@ -166,7 +167,7 @@ class RayLane:
         self.busy += 1
         ref = self._remote.remote(pj.problem, pj.candidate, self.config, ht, files)
         with self._lock:
-            self._inflight[ref] = (pj, time.monotonic() + task_deadline_s(self.config))
+            self._inflight[ref] = (pj, time.monotonic() + task_deadline_s(self.config, pj.problem))
 
     def _result(self, pj, ref):
         try:
@@ -200,7 +201,7 @@ class RayLane:
                     pj, _ = self._inflight.pop(ref, (None, 0))
                 if pj is None:
                     continue
-                res = (EvaluationError(f"ray task did not finish within {task_deadline_s(self.config):g} s; "
+                res = (EvaluationError(f"ray task did not finish within {task_deadline_s(self.config, pj.problem):g} s; "
                                        "cancelled") if ref in late else self._result(pj, ref))
                 if not self._stop.is_set():
                     self._post(("done", self, pj, res))
