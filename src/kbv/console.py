@@ -159,16 +159,19 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
             c.print(f"kbv policy (k={v.config.kbv_k:g}, floor {v.config.kbv_floor_eps:g} eps): {yn(pv.get('kbv'))}   "
                     f"kbv-compat (allclose atol=rtol={v.config.atol:g}, nominal + D1-D4): {yn(pv.get('kbv-compat'))}   "
                     f"allclose sweep: {sweep}", highlight=False, soft_wrap=True)
+    workloads = [w for w in v.evidence.get("workloads") or () if isinstance(w, dict)]
     if v.timing:
-        t = Table(title=f"Timing ({next(iter(v.timing.values())).clock}, ms)", title_justify="left")
+        at = " at the problem's own sizes" if workloads else ""
+        t = Table(title=f"Timing{at} ({next(iter(v.timing.values())).clock}, ms)", title_justify="left")
         for col in ("subject", "median", "IQR", "min", "trials", "speedup of candidate"):
             t.add_column(col)
+        own = (workloads[0].get("speedup") or {}) if workloads else v.speedup
         for label, m in v.timing.items():
             noisy = " [yellow](noisy)[/]" if m.noisy else ""
             if label == "candidate":
                 sp_text = ""
-            elif label in v.speedup:
-                sp_text = f"{ratio_text(v.speedup[label])}x"
+            elif label in v.speedup and label in own:
+                sp_text = f"{ratio_text(own[label])}x"
             elif label in v.unverified_speedup:
                 sp_text = f"[dim]{ratio_text(v.unverified_speedup[label])}x (not credited: {v.status.value})[/]"
             else:
@@ -178,6 +181,19 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
         if v.evidence.get("tf32_inert") and "eager-tf32" in v.timing:
             c.print("  eager-tf32 is eager-fp32's times: the reference runs no matmul or convolution, which TF32 "
                     "alone changes", highlight=False, soft_wrap=True)
+    if len(workloads) > 1:
+        t = Table(title="Declared workloads (the credited speedup is their geometric mean)", title_justify="left")
+        labels = list(v.speedup or v.unverified_speedup or (workloads[0].get("speedup") or {}))
+        for col in ("workload", "sizes", "status", *(f"vs {b}" for b in labels)):
+            t.add_column(col)
+        for w in workloads:
+            speed = w.get("speedup") or {}
+            t.add_row(str(w.get("name")), ", ".join(f"{k}={x}" for k, x in (w.get("sizes") or {}).items()),
+                      status_text(Status(w["status"])) if w.get("status") in Status._value2member_map_ else str(w.get("status")),
+                      *(f"{ratio_text(speed[b])}x" if isinstance(speed.get(b), (int, float)) else "-" for b in labels))
+        if v.speedup:
+            t.add_row("geometric mean", "", "", *(f"{ratio_text(v.speedup[b])}x" if b in v.speedup else "-" for b in labels))
+        c.print(t)
     if v.memory:
         t = Table(title="Peak memory of one forward call", title_justify="left")
         for col in ("subject", "peak", "forward extra", "model", "inputs"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbv.model.records import Status
+from kbv.model.records import InputKind, Status
 from kbv.pipeline.verdict import combine_workloads
 from verdict_factory import make_verdict
 
@@ -26,6 +26,7 @@ def test_all_pass_credits_the_geometric_mean_of_the_workloads_speedups():
     # every workload's sets are kept, a declared workload's named after it
     names = [r.name for r in v.input_sets]
     assert "nominal-0" in names and "tall:nominal-0" in names and "wide:D4" in names
+    assert all(r.kind is InputKind.SHAPE for r in v.input_sets if ":" in r.name)
     assert len(names) == 3 * len(runs[0][2].input_sets)
 
 
@@ -66,3 +67,16 @@ def test_kbv_failing_at_a_workload_is_kbvs_and_accuses_nothing():
     assert v.status is Status.EVAL_ERROR
     assert not [f for f in v.findings if f.check == "inputs:shape-specialised"]
     assert [w["status"] for w in v.evidence["workloads"]] == ["PASS", "EVAL_ERROR"]
+
+
+def test_the_geomean_speedup_gets_an_interval_from_every_workloads_timing():
+    """kbv report's interval of a speedup over workloads (kbv.batch.scoring._geomean_interval)
+    holds the credited geometric mean, not the nominal workload's own speedup."""
+    from kbv.batch.scoring import speedup_interval
+
+    runs = _runs(make_verdict("PASS", speedup=1.0), make_verdict("PASS", speedup=4.0), make_verdict("PASS", speedup=2.0))
+    v = combine_workloads(runs)
+    lo, hi = speedup_interval(v, "eager-tf32")
+    assert lo <= v.speedup["eager-tf32"] <= hi and lo > 1.0  # the nominal's 1.0 lies outside
+    alone = speedup_interval(runs[0][2], "eager-tf32")
+    assert alone[0] <= 1.0 <= alone[1]

@@ -31,6 +31,11 @@ def store(tmp_path_factory):
                            evidence={"stderr": HOSTILE, "worker": "<iframe srcdoc='x'>"}))
     vs.append(make_verdict("HACK", run="model-b", level=2, problem_id=1, sample_id=9, message="ok " + HOSTILE,
                            unverified_speedup=50.0))
+    from kbv.pipeline.verdict import combine_workloads
+
+    vs.append(combine_workloads([  # a problem with declared workloads (issue 23)
+        ("nominal", {"dim": 512}, make_verdict("PASS", run="model-a", level=1, problem_id=3, sample_id=7, speedup=1.0)),
+        ("wide<b>", {"dim": 1536}, make_verdict("PASS", run="model-a", level=1, problem_id=3, sample_id=7, speedup=4.0))]))
     for v in vs:
         s.put_verdict(job_for(v), v)
     s.exclude_problem(problem(2, 4), "constant output (zero) <b>degenerate</b>")
@@ -420,3 +425,9 @@ def test_fast_1_all_zero_is_drawn_on_a_sane_axis(tmp_path):
     labels = [t.get_text() for t in ax_f.texts]
     assert labels and set(labels) == {"0%"}
     assert ax_s.get_ylim()[0] == 0.0
+
+
+def test_a_sample_over_declared_workloads_shows_each_and_the_geometric_mean(page):
+    assert "geometric mean (credited)" in page
+    assert "<td class=\"t\">wide&lt;b&gt;</td><td class=\"t\">dim=1536</td>" in page
+    assert "wide<b>" not in page

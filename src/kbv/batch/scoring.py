@@ -93,16 +93,46 @@ def speedup_interval(v: Verdict, baseline: str, *, confidence: float = INTERVAL_
     baseline, so a report is reproducible; widened by the spread between the verdict's timing rounds
     and the device's rerun floor (:data:`kbv.model.intervals.RERUN_LOG_SE`), so that it covers a rerun.
     None when either side was not timed in this verdict (e.g. ``compile``, which comes from the
-    baseline cache).
+    baseline cache). A speedup over declared workloads gets :func:`_geomean_interval`.
     """
-    cand, base = v.timing.get("candidate"), v.timing.get(baseline)
+    workloads = v.evidence.get("workloads")
+    if isinstance(workloads, list) and len(workloads) > 1:
+        return _geomean_interval(v, baseline, workloads, confidence, resamples)
+    return _interval(v, baseline, v.timing.get("candidate"), v.timing.get(baseline),
+                     v.evidence.get("timed_calls_per_round"), confidence, resamples)
+
+
+def _interval(v: Verdict, baseline: str, cand, base, blocks, confidence: float, resamples: int,
+              salt: str = "") -> tuple[float, float] | None:
     if cand is None or base is None:
         return None
-    seed = interval_seed(v.problem.sha256, v.candidate.sha256, baseline)
-    blocks = v.evidence.get("timed_calls_per_round") or ()
+    seed = interval_seed(v.problem.sha256 + salt, v.candidate.sha256, baseline)
     return ratio_interval(base.times_ms, cand.times_ms, seed, confidence=confidence, resamples=resamples,
                           blocks=blocks if isinstance(blocks, (list, tuple)) else (),
                           floor_se=RERUN_LOG_SE.get(cand.device, 0.0))
+
+
+def _geomean_interval(v: Verdict, baseline: str, workloads: list, confidence: float,
+                      resamples: int) -> tuple[float, float] | None:
+    """The interval of a speedup that is the geometric mean over declared workloads
+    (:func:`kbv.pipeline.verdict.combine_workloads`): the geometric mean of each workload's own
+    interval's bounds (each from its timing in ``evidence["workloads"]``). Exact if the workloads'
+    errors moved together, wider than the independent case otherwise: it covers a rerun at least as
+    well as each workload's does. None when a workload was not timed against ``baseline``."""
+    from kbv.batch.baseline_cache import measurement_from_dict
+
+    lows, highs = [], []
+    for w in workloads:
+        timing = w.get("timing") or {}
+        if "candidate" not in timing or baseline not in timing:
+            return None
+        iv = _interval(v, baseline, measurement_from_dict(timing["candidate"]), measurement_from_dict(timing[baseline]),
+                       w.get("timed_calls_per_round"), confidence, resamples, salt=f":{w.get('name')}")
+        if iv is None or iv[0] <= 0:
+            return None
+        lows.append(math.log(iv[0]))
+        highs.append(math.log(iv[1]))
+    return math.exp(sum(lows) / len(lows)), math.exp(sum(highs) / len(highs))
 
 
 def speedup_noisy(v: Verdict, baseline: str) -> bool:

@@ -6,7 +6,7 @@ from kbv.model.findings import ordered
 from kbv.model.findings import worst as most_severe
 from kbv.checks.flag_rules import flag_change_findings, tampering_findings
 from kbv.checks.input_rules import workload_specialised
-from kbv.model.records import Severity, Status, Verdict
+from kbv.model.records import InputKind, Severity, Status, Verdict
 from kbv.pipeline.judging import Judging
 from kbv.pipeline.outcome import Outcome
 from kbv.processes import footprint as fp
@@ -96,7 +96,9 @@ def combine_workloads(runs: list) -> Verdict:
     The status: HACK when any workload's is; else the first workload's that is neither PASS nor
     SHORTCUT (INCORRECT at ``wide``, say), its message prefixed with the workload's name; else
     SHORTCUT when any is, else PASS. Every workload's input sets are kept, a declared workload's
-    named ``<workload>:<set>``, and every finding. A PASS or SHORTCUT is credited, per baseline, the
+    named ``<workload>:<set>`` and of kind ``shape`` (sets at other sizes than the problem's own: the
+    nominal and hidden counts stay the problem's, and the report's shape-specialised count sees
+    them), and every finding. A PASS or SHORTCUT is credited, per baseline, the
     geometric mean of the workloads' speedups (GPU MODE's ranking over a task's shapes); a verdict
     that is not keeps the deciding workload's unverified speedups. ``timing`` and ``memory`` are the
     nominal workload's; each workload's status, sizes, speedups, timings and memory footprint are in
@@ -110,7 +112,7 @@ def combine_workloads(runs: list) -> Verdict:
     nominal = runs[0][2]
     sets, findings, phases = list(nominal.input_sets), list(nominal.findings), dict(nominal.phase_seconds)
     for name, _, v in runs[1:]:
-        sets += [dataclasses.replace(r, name=f"{name}:{r.name}") for r in v.input_sets]
+        sets += [dataclasses.replace(r, name=f"{name}:{r.name}", kind=InputKind.SHAPE) for r in v.input_sets]
         findings += list(v.findings)
         phases[f"workload:{name}"] = sum(v.phase_seconds.values())
     findings = list(ordered(findings))

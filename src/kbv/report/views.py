@@ -153,6 +153,22 @@ def _source(v: Verdict) -> dict[str, Any]:
     return out
 
 
+def workload_rows(v: Verdict) -> list[dict[str, Any]]:
+    """A verdict's declared workloads (:mod:`kbv.reference.workloads`), one row each: name, sizes,
+    status and speedup per :data:`SPEEDUP_COLUMNS` (``–`` where not credited); empty for a problem
+    verified at its own sizes only."""
+    rows = []
+    for w in v.evidence.get("workloads") or ():
+        if not isinstance(w, dict):
+            continue
+        speed = w.get("speedup") or {}
+        rows.append({"name": str(w.get("name")), "status": str(w.get("status")),
+                     "sizes": ", ".join(f"{k}={val}" for k, val in (w.get("sizes") or {}).items()),
+                     "speedups": [fmt_ratio(speed[b]) if isinstance(speed.get(b), (int, float)) else "–"
+                                  for b in SPEEDUP_COLUMNS]})
+    return rows
+
+
 def _sample_view(v: Verdict, audits: dict | None = None) -> dict[str, Any]:
     from kbv.generate.audit_store import verdict_key
 
@@ -172,6 +188,7 @@ def _sample_view(v: Verdict, audits: dict | None = None) -> dict[str, Any]:
         "candidate_path": v.candidate.path,
         "backend": v.candidate.backend,
         "input_sets": v.input_sets,
+        "workloads": workload_rows(v),
         "timing": [(label, m.summary()) for label, m in v.timing.items()],
         "memory": list(v.memory.values()),
         "flag_changes": v.flag_changes,
