@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, Union
 
 from kbv.intake.sources import Source, as_path, problem_ref
+from kbv.model.config import PROBLEM_FIELDS
 from kbv.model.records import CandidateRef, EvalConfig, Verdict
 
 if TYPE_CHECKING:  # heavy modules, imported by the functions that use them
@@ -69,7 +70,8 @@ def make_config(config: ConfigLike = None) -> EvalConfig:
     ``rtol`` not given default to :meth:`EvalConfig.default_tolerance` of the ``precision``
     (1e-3 fp32, 1e-2 bf16/fp16); ``policy="kbv-compat"`` without ``distributions`` runs no
     randomised distributions (KernelBench-Verified's protocol: nominal + D1–D4); tuple fields
-    accept lists. An ``EvalConfig`` is taken as it is.
+    accept lists. The keys given become ``user_set``: a problem's own ``KBV_METADATA["config"]``
+    (tolerance, seeds, secret shapes) applies to the others only. An ``EvalConfig`` is taken as it is.
 
     Raises:
         TypeError: ``config`` is neither an ``EvalConfig``, a mapping nor None.
@@ -81,6 +83,7 @@ def make_config(config: ConfigLike = None) -> EvalConfig:
         config = {}
     if isinstance(config, Mapping):
         kw = dict(config)
+        given = set(kw)
         unknown = sorted(set(kw) - _FIELDS)
         if unknown:
             raise ValueError(f"EvalConfig has no field(s) {', '.join(map(repr, unknown))}; "
@@ -92,7 +95,10 @@ def make_config(config: ConfigLike = None) -> EvalConfig:
         if kw.get("policy") == "kbv-compat":
             kw.setdefault("distributions", ())
             kw.setdefault("secret_shapes", 0)
-        for name in ("hidden", "baselines", "distributions"):
+            given.add("secret_shapes")  # the protocol's: no problem setting turns it on
+        if "user_set" not in kw:  # the fields given: a problem's own settings do not change them
+            kw["user_set"] = tuple(sorted(n for n in given if n in PROBLEM_FIELDS))
+        for name in ("hidden", "baselines", "distributions", "user_set"):
             if isinstance(kw.get(name), (list, str)):
                 kw[name] = (kw[name],) if isinstance(kw[name], str) else tuple(kw[name])
         config = EvalConfig(**kw)

@@ -116,9 +116,9 @@ class _Reply:
         self.time_ms = ms
 
 
-class _Harness(RepeatGain):
-    """:class:`kbv.pipeline.repeat.RepeatGain` without a worker: each request's cost comes from
-    ``cost(call number, request, previous request)``."""
+class _Harness:
+    """A verification's context for :class:`kbv.pipeline.repeat.RepeatGain` without a worker: each
+    request's cost comes from ``cost(call number, request, previous request)``."""
 
     def __init__(self, cost, sets: int = 4):
         self.state = State()
@@ -136,12 +136,22 @@ class _Harness(RepeatGain):
     def _timed_reply(self, reply):
         pass
 
+    def _add(self, found):
+        if found is not None:
+            self.state.findings.append(found)
+
+    def _structured(self):
+        return ()
+
+    def _kinds(self):
+        return {}
+
     def _call_cost(self, reply):
         return reply.time_ms
 
     def run(self, fresh, repeat):
         self._repeat_costs = {"fresh": fresh, "repeat": repeat}
-        self._repeat_gain(None, self.sets)
+        RepeatGain(self)._repeat_gain(None, self.sets)
         return [f for f in self.state.findings if f.check == "timing:repeat-gain"]
 
 

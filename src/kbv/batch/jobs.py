@@ -26,8 +26,12 @@ def problem_key(problem: ProblemRef) -> str:
 
 
 def config_hash(config: EvalConfig) -> str:
-    """First 16 hex digits of the SHA-256 of the config's canonical JSON (sorted keys)."""
-    text = json.dumps(to_dict(config), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    """First 16 hex digits of the SHA-256 of the config's canonical JSON (sorted keys); an empty
+    ``user_set`` is left out, so a config without one hashes as it did before that field existed."""
+    data = to_dict(config)
+    if not data.get("user_set"):
+        data.pop("user_set", None)
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -86,7 +86,7 @@ def run_cmd(
     layout: LayoutOpt = typer.Option(LayoutOpt.auto, help="Candidate layout: kernelbench (KernelBench's run folders, one file per level, problem and sample), plain (run / level / id / sample .py) or auto."),
     hidden_tests: Optional[Path] = typer.Option(None, "--hidden-tests", help="KernelBench-Verified hidden_tests folder (default: looked for beside the problems); each <pid>_hidden.py adds its get_hidden_inputs() sets as HT1, HT2, ..."),
     retry_excluded: bool = typer.Option(False, "--retry-excluded", help="Run again the jobs of problems excluded as broken."),
-    seeds: int = typer.Option(3, min=1, metavar="N", help=SEEDS_HELP),
+    seeds: Optional[int] = typer.Option(None, min=1, metavar="N", help=SEEDS_HELP),
     trials: int = typer.Option(30, min=1, metavar="N", help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
     warmup: int = typer.Option(5, min=0, metavar="N", help="Untimed calls before each timing round."),
     timeout: Optional[float] = typer.Option(None, min=1.0, metavar="S", help="Seconds allowed per forward call (default 120)."),

@@ -157,24 +157,34 @@ POLICY_HELP = ("Correctness policy: kbv (fp64 oracle, budget from the baselines'
 
 
 #: the help of --seeds wherever it appears: one meaning everywhere.
-SEEDS_HELP = "Nominal input sets per evaluation (each under a fresh secret seed)."
+SEEDS_HELP = ("Nominal input sets per evaluation, each under a fresh secret seed (default 3, or the problem's "
+              "own KBV_METADATA config).")
 
 
-def make_config(device: str, precision: str, seeds: int, trials: int, warmup: int, timeout: float | None,
+#: ``--seeds`` when not given.
+DEFAULT_SEEDS = 3
+
+
+def make_config(device: str, precision: str, seeds: int | None, trials: int, warmup: int, timeout: float | None,
                 policy: str = "kbv", secret_shapes: int | None = None):
     """The resolved config. ``kbv-compat`` is the KernelBench-Verified protocol: nominal + D1–D4
     judged by allclose, without kbv's randomised distributions or a secret shape (unless
-    ``secret_shapes`` is given)."""
+    ``secret_shapes`` is given). ``seeds`` None: :data:`DEFAULT_SEEDS`, or the problem's own
+    ``KBV_METADATA["config"]``; options given are ``user_set`` (the problem does not change them)."""
     from kbv.model.records import EvalConfig
 
     tol = EvalConfig.default_tolerance(precision)
-    kw = dict(device=device, precision=precision, nominal_seeds=seeds, trials=trials, warmup=warmup,
-              atol=tol, rtol=tol, policy=policy)
+    given = {"nominal_seeds"} if seeds is not None else set()
+    kw = dict(device=device, precision=precision, nominal_seeds=DEFAULT_SEEDS if seeds is None else seeds,
+              trials=trials, warmup=warmup, atol=tol, rtol=tol, policy=policy)
     if policy == "kbv-compat":
         kw["distributions"] = ()
         kw["secret_shapes"] = 0
+        given.add("secret_shapes")
     if secret_shapes is not None:
         kw["secret_shapes"] = secret_shapes
+        given.add("secret_shapes")
+    kw["user_set"] = tuple(sorted(given))
     if timeout is not None:
         kw.update(call_timeout_s=timeout, timing_timeout_s=max(timeout, 60.0))
     try:

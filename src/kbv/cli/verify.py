@@ -18,7 +18,7 @@ def eval_cmd(
     device: Device = typer.Option(Device.auto, help="Where to run: cpu, cuda, or auto (cuda when available)."),
     precision: Precision = typer.Option(Precision.fp32, help="dtype of models and floating-point inputs."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the full verdict record here."),
-    seeds: int = typer.Option(3, min=1, metavar="N", help=SEEDS_HELP),
+    seeds: Optional[int] = typer.Option(None, min=1, metavar="N", help=SEEDS_HELP),
     trials: int = typer.Option(30, min=1, metavar="N", help="Timed calls per subject (a slow subject gets fewer: rounds after the first are cut to 2 s of calls each, never below 3)."),
     warmup: int = typer.Option(5, min=0, metavar="N", help="Untimed calls before each timing round."),
     timeout: Optional[float] = typer.Option(None, min=1.0, metavar="S", help="Seconds allowed per forward call (default 120)."),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 #: correctness policies (``kbv.reference.oracle``): ``kbv`` judges against a float64 oracle with a budget set
 #: by the baselines' own errors; ``kbv-compat`` is KernelBench-Verified's allclose rule.
@@ -19,6 +21,10 @@ _INT_FIELDS = ("nominal_seeds", "warmup", "trials", "timing_rounds", "init_seed"
                "timing_input_bytes", "held_output_bytes", "secret_shapes")
 _REAL_FIELDS = ("atol", "rtol", "compile_timeout_s", "call_timeout_s", "timing_timeout_s", "time_budget_ms",
                 "timing_budget_s", "kbv_k", "kbv_floor_eps", "kbv_tf32_floor")
+#: the fields a problem's own ``KBV_METADATA["config"]`` may set (kbv.reference.workloads), under
+#: the ones the user set (:attr:`EvalConfig.user_set`): tolerance, the kbv policy's budget, seeds
+#: and secret shapes. Timing, timeouts and the device stay the user's.
+PROBLEM_FIELDS: tuple[str, ...] = ("atol", "rtol", "kbv_k", "kbv_floor_eps", "nominal_seeds", "secret_shapes")
 #: tolerances of the allclose sweep kept with every input set (atol = rtol = t), as keys.
 SWEEP_KEYS: tuple[str, ...] = ("1e-02", "1e-03", "1e-04")
 
@@ -73,6 +79,10 @@ class EvalConfig:
             between calls (``kbv.sandbox.timed``: an output handed out again from a pool overlaps one
             still held); the previous call's output is held whatever its size. Default 128 MiB,
             part of the memory bound's 1 GiB term (``kbv.processes.footprint``).
+        user_set: the fields the user set (``kbv eval``/``kbv run`` options given, the keys of a
+            config mapping, :func:`kbv.api.make_config`): a problem's own settings
+            (:meth:`with_problem`) never change them. Layers: kbv's defaults, then the problem file,
+            then the user.
 
     Raises:
         TypeError: a count that is not an int, a tolerance, timeout or budget that is not a real
@@ -132,6 +142,27 @@ class EvalConfig:
     #: input sets judged at a secret shape (the problem's size constants changed, ``kbv.reference.shapes``);
     #: 0: none (``kbv-compat``, KernelBench-Verified's protocol, runs none by default).
     secret_shapes: int = 1
+    user_set: tuple[str, ...] = ()
+
+    def with_problem(self, settings: Mapping[str, Any] | None) -> tuple["EvalConfig", dict[str, Any]]:
+        """This config under a problem's own ``settings`` (its ``KBV_METADATA["config"]``): each
+        field of :data:`PROBLEM_FIELDS` the user did not set (:attr:`user_set`) takes the problem's
+        value. Returns the resolved config and the settings applied.
+
+        Raises:
+            ValueError: ``settings`` is not a dict, names a field outside :data:`PROBLEM_FIELDS`,
+                or a value EvalConfig refuses (the message names the field).
+            TypeError: a value of the wrong type (EvalConfig's own checks).
+        """
+        if not settings:
+            return self, {}
+        if not isinstance(settings, Mapping):
+            raise ValueError(f"'config' must be a dict of field -> value, not {type(settings).__name__}")
+        unknown = sorted(str(k) for k in settings if k not in PROBLEM_FIELDS)
+        if unknown:
+            raise ValueError(f"'config' sets {', '.join(map(repr, unknown))}; a problem may set {', '.join(PROBLEM_FIELDS)}")
+        applied = {k: v for k, v in settings.items() if k not in self.user_set}
+        return (dataclasses.replace(self, **applied) if applied else self), applied
 
     def _check_types(self) -> None:
         for name in _INT_FIELDS:
@@ -142,7 +173,7 @@ class EvalConfig:
             v = getattr(self, name)
             if type(v) not in (int, float):
                 raise TypeError(f"EvalConfig.{name} must be a number, not {type(v).__name__} {v!r}")
-        for name in ("hidden", "baselines", "distributions"):
+        for name in ("hidden", "baselines", "distributions", "user_set"):
             v = getattr(self, name)
             if type(v) is not tuple or not all(type(x) is str for x in v):
                 raise TypeError(f"EvalConfig.{name} must be a tuple of names, not {v!r}")
@@ -171,6 +202,9 @@ class EvalConfig:
         for name in ("nominal_seeds", "trials", "timing_rounds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, not {getattr(self, name)!r}")
+        unknown_set = [n for n in self.user_set if n not in _FIELD_NAMES]
+        if unknown_set:
+            raise ValueError(f"user_set names no EvalConfig field: {unknown_set}")
         if not 0 <= self.secret_shapes <= 8:
             raise ValueError(f"secret_shapes must be in 0..8, not {self.secret_shapes!r}")
         if self.timing_input_bytes < 0:
@@ -195,3 +229,7 @@ class EvalConfig:
     def default_tolerance(precision: str) -> float:
         """atol = rtol of the KernelBench-Verified protocol: 1e-3 for fp32, 1e-2 for bf16/fp16."""
         return 1e-3 if precision == "fp32" else 1e-2
+
+
+#: every field name of :class:`EvalConfig` (what :attr:`EvalConfig.user_set` may name).
+_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(EvalConfig))

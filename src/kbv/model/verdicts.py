@@ -166,6 +166,7 @@ def config_from_dict(data: Mapping[str, Any]) -> EvalConfig:
     cfg["hidden"] = tuple(cfg.get("hidden", ()))
     cfg["baselines"] = tuple(cfg.get("baselines", ()))
     cfg["distributions"] = tuple(cfg.get("distributions", ()))
+    cfg["user_set"] = tuple(cfg.get("user_set", ()))
     return _build(EvalConfig, cfg)
 
 

@@ -141,15 +141,21 @@ def verify(rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, en
     ``quiet``: a context factory wrapped round the timed rounds and the sync pass; ``on_loaded``:
     called once the candidate is loaded. A problem that declares workloads (:mod:`kbv.reference.workloads`)
     is verified at each, one verification after the other (:mod:`kbv.pipeline.workload_runs`), and
-    gets one verdict over them.
+    gets one verdict over them. The problem's own settings (``KBV_METADATA["config"]``) apply under
+    the ones the user set (:meth:`kbv.model.records.EvalConfig.with_problem`); the verdict's config is
+    the resolved one and ``evidence["problem_config"]`` says what the problem set.
 
     Raises:
         ProblemError: the reference itself fails on nominal inputs, or refuses a declared
             workload's sizes (the problem is broken).
     """
+    config, applied = config.with_problem(rp.settings)  # kbv's defaults < the problem file < the user
     nominal = Verification(rp, candidate, config, env, hidden_tests, worker=worker, quiet=quiet,
                            on_loaded=on_loaded).run()
-    if not rp.workloads:
-        return nominal
-    at_workload = dataclasses.replace(config, secret_shapes=0)  # the nominal's secret shape covers the others
-    return verify_workloads(rp, nominal, lambda wrp: Verification(wrp, candidate, at_workload, env, quiet=quiet).run())
+    if rp.workloads:
+        at_workload = dataclasses.replace(config, secret_shapes=0)  # the nominal's secret shape covers the others
+        nominal = verify_workloads(rp, nominal,
+                                   lambda wrp: Verification(wrp, candidate, at_workload, env, quiet=quiet).run())
+    if applied:
+        nominal = dataclasses.replace(nominal, evidence={**nominal.evidence, "problem_config": applied})
+    return nominal

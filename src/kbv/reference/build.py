@@ -55,6 +55,8 @@ class ReferenceProblem:
     shape_search: tuple | None = None
     #: declared workloads, ``{name: {size constant: value}}`` in the order written (kbv.reference.workloads).
     workloads: dict = field(default_factory=dict)
+    #: the problem's own settings, ``KBV_METADATA["config"]`` (:meth:`EvalConfig.with_problem`).
+    settings: dict = field(default_factory=dict)
 
     def get_inputs(self) -> list:
         return list(self.module.get_inputs())
@@ -151,7 +153,10 @@ def build_reference(ref: ProblemRef, config: EvalConfig, source: str | None = No
         rp.domains = dom.declared_domains(module, sample)
         if source is None:  # the problem's own sizes: its declared workloads (a workload's build has none)
             rp.workloads = wl.declared_workloads(meta, Path(ref.path).read_text(encoding="utf-8"))
-    except (dom.DomainError, wl.WorkloadError) as exc:
+        if isinstance(meta, dict) and meta.get("config"):  # checked here: a bad value is the problem's error
+            config.with_problem(meta["config"])
+            rp.settings = dict(meta["config"])
+    except (dom.DomainError, wl.WorkloadError, ValueError, TypeError) as exc:
         raise ProblemError(ref.path, f"{dom.METADATA_NAME}: {exc}") from None
     except OSError as exc:
         raise ProblemError(ref.path, f"unreadable: {first_line(exc)}") from None

@@ -42,7 +42,7 @@ from typing import Any, Mapping
 from kbv.intake.sizes import MAX_WORKLOADS, size_constants
 
 #: the keys ``KBV_METADATA`` may have (a misspelt key is an error, not silently ignored).
-METADATA_KEYS = ("input_domains", "workloads")
+METADATA_KEYS = ("input_domains", "workloads", "config")
 #: the largest size a workload may set (kbv choice: 2^31 - 1, an int32 index's reach).
 MAX_SIZE = 2**31 - 1
 NOMINAL = "nominal"

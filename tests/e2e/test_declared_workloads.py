@@ -58,3 +58,33 @@ def test_a_workload_the_reference_refuses_is_the_problems_error(cpu_evaluator, f
     path.write_text(text)
     with pytest.raises(ProblemError, match="workload 'wide'"):
         _eval(cpu_evaluator, fast_config, "leaky_any_shape.py", path)
+
+
+def test_a_problems_own_settings_apply_under_the_users(cpu_evaluator):
+    """KBV_METADATA["config"]: kbv's defaults < the problem file < what the user set."""
+    from kbv.api import make_config
+    from kbv.model.records import InputKind
+
+    problem = DATA / "level1" / "2_Leaky_ReLU_settings.py"
+    base = {"device": "cpu", "trials": 6, "timing_rounds": 2, "warmup": 1, "secret_shapes": 0}
+    v = _eval(cpu_evaluator, make_config(base), "leaky_any_shape.py", problem)
+    assert v.status is Status.PASS, v.message
+    assert (v.config.nominal_seeds, v.config.atol, v.config.rtol) == (5, 1e-2, 1e-2)
+    assert len(v.sets(InputKind.NOMINAL)) == 5
+    assert v.evidence["problem_config"] == {"nominal_seeds": 5, "atol": 1e-2, "rtol": 1e-2}
+    mine = _eval(cpu_evaluator, make_config({**base, "nominal_seeds": 2}), "leaky_any_shape.py", problem)
+    assert (mine.config.nominal_seeds, mine.config.atol) == (2, 1e-2)  # the user's seeds, the problem's atol
+    assert len(mine.sets(InputKind.NOMINAL)) == 2
+    assert mine.evidence["problem_config"] == {"atol": 1e-2, "rtol": 1e-2}
+
+
+def test_a_bad_problem_setting_is_the_problems_error(cpu_evaluator, fast_config, tmp_path):
+    from kbv.intake.problems import ProblemError
+
+    text = (DATA / "level1" / "2_Leaky_ReLU_settings.py").read_text()
+    (tmp_path / "level1").mkdir()
+    for bad, fault in (('"trials": 3', "a problem may set atol, rtol"), ('"nominal_seeds": 0', "nominal_seeds must be >= 1")):
+        path = tmp_path / "level1" / "2_Leaky_ReLU_settings.py"
+        path.write_text(text.replace('"nominal_seeds": 5', bad))
+        with pytest.raises(ProblemError, match=fault):
+            _eval(cpu_evaluator, fast_config, "leaky_any_shape.py", path)
