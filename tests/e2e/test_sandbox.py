@@ -556,3 +556,50 @@ def test_openmp_waits_passive_in_the_candidate_worker(tmp_path, cpu_evaluator, f
         seen.unlink(missing_ok=True)
     assert "sync_pass" in v.evidence, v.evidence.keys()
     assert len(calls) > 10 and set(calls) == {f"PASSIVE {calls[0].split()[1]}"}, sorted(set(calls))
+
+
+FD_PROBE = '''
+"""Right only if it inherited no descriptor but its standard streams and its request connection: a
+pipe it could write to (multiprocessing's resource-tracker pipe, which unlinks every name
+registered on it in the host's /dev/shm when kbv exits; the zygote's sentinel) makes it wrong."""
+import os
+import stat
+
+import torch
+import torch.nn as nn
+
+LISTING = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY)
+INHERITED = []
+for name in os.listdir(LISTING):
+    fd = int(name)
+    if fd > 2 and fd != LISTING:
+        try:
+            INHERITED.append((fd, stat.S_ISFIFO(os.fstat(fd).st_mode)))
+        except OSError:
+            pass
+os.close(LISTING)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        if sum(1 for _, pipe in INHERITED if pipe) > 0 or len(INHERITED) > 1:
+            return torch.zeros_like(x)  # a trusted-side descriptor reached the candidate
+        return torch.relu(x)
+'''
+
+
+@pytest.mark.e2e
+@linux_only
+@pytest.mark.parametrize("zygote", ["1", "0"])
+def test_candidate_inherits_no_descriptor_of_the_trusted_side(tmp_path, monkeypatch, fast_config, zygote):
+    """Red-team helper, 2026-12-05: a forked worker kept the resource tracker's pipe (fd 9) and the
+    zygote's sentinel; ``REGISTER:/name:shared_memory`` written to the first had kbv delete a host
+    file. Now every descriptor but 0-2 and the request connection is closed before the candidate is
+    imported (kbv.sandbox.inherited_fds), forked or spawned."""
+    from kbv.batch.evaluator import Evaluator
+
+    monkeypatch.setenv("KBV_ZYGOTE", zygote)
+    with Evaluator("cpu") as ev:
+        v = _evaluate(ev, fast_config, tmp_path / "fd_probe.py", FD_PROBE)
+    _assert_right(v)
+    assert any(n.startswith("descriptors: ") for n in v.evidence["sandbox"])

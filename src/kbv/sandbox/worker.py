@@ -25,6 +25,7 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
+from kbv.sandbox.inherited_fds import close_inherited
 from kbv.sandbox.confinement import WorkerSetup, apply_sandbox
 from kbv.sandbox.timed import TimedRequests, _flatten
 
@@ -434,6 +435,8 @@ _METHOD_NAMES = frozenset(k for klass in _Server.__mro__ if klass is not object
 def candidate_main(conn: Connection, setup: WorkerSetup, log_fd: int | None = None) -> None:
     """Entry point of the spawned candidate worker; ``log_fd`` receives its stdout/stderr."""
     notes = apply_sandbox(setup, log_fd)
+    # nothing of the trusted side's stays open: the tracker's pipe, the zygote's sentinel
+    notes.append(f"descriptors: {len(close_inherited({conn.fileno()}))} inherited closed")
     _Server(conn, setup, notes).serve()
     sys.stdout.flush()
     sys.stderr.flush()
