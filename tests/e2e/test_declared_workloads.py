@@ -88,3 +88,16 @@ def test_a_bad_problem_setting_is_the_problems_error(cpu_evaluator, fast_config,
         path.write_text(text.replace('"nominal_seeds": 5', bad))
         with pytest.raises(ProblemError, match=fault):
             _eval(cpu_evaluator, fast_config, "leaky_any_shape.py", path)
+
+
+def test_a_kernel_tiled_for_the_declared_sizes_is_incorrect_between_them(cpu_evaluator, fast_config):
+    """Right at dim 512 and 1536 (a multiple of its tile), wrong at any odd width between: the
+    workload ``wide``'s secret shape is drawn there, so every verification sees it."""
+    v = _eval(cpu_evaluator, fast_config, "leaky_tiles_of_512.py")
+    assert v.status is Status.INCORRECT, v.message
+    assert v.message.startswith("workload wide: ")
+    assert [w["status"] for w in v.evidence["workloads"]] == ["PASS", "PASS", "INCORRECT"]
+    failed = [r for r in v.input_sets if r.passed is False]
+    assert failed and all(r.name.startswith("wide:shape-") for r in failed), [r.name for r in failed]
+    dim = int(failed[0].transform.split("dim=")[1].split(",")[0])
+    assert 512 < dim < 1536 and dim % 2, failed[0].transform

@@ -23,3 +23,17 @@ def test_all_sizes_first_then_each_alone_largest_first_and_small_constants_stay(
     assert size_patterns({"dim": 300}) == [("dim",)]
     sizes = secret_sizes(consts, ("dim",), random.Random(1))
     assert list(sizes) == ["dim"] and 4096 < sizes["dim"] <= 8193
+
+
+def test_a_raised_workload_size_draws_between_the_problems_and_its_own():
+    import random
+
+    from kbv.reference.shapes import between_size, secret_sizes
+
+    rng = random.Random(5)
+    drawn = {between_size(512, 1536, rng) for _ in range(400)}
+    assert min(drawn) >= 513 and max(drawn) <= 1535 and all(d % 2 for d in drawn) and len(drawn) > 100
+    assert between_size(512, 513, rng) is None and between_size(511, 513, rng) is None
+    assert between_size(510, 513, rng) == 511
+    sizes = secret_sizes({"batch": 64, "dim": 1536}, ("batch", "dim"), rng, floors={"dim": 512})
+    assert 512 < sizes["dim"] < 1536 and 17 <= sizes["batch"] <= 33

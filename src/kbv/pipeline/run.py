@@ -153,9 +153,7 @@ def verify(rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, en
     nominal = Verification(rp, candidate, config, env, hidden_tests, worker=worker, quiet=quiet,
                            on_loaded=on_loaded).run()
     if rp.workloads:
-        at_workload = dataclasses.replace(config, secret_shapes=0)  # the nominal's secret shape covers the others
-        nominal = verify_workloads(rp, nominal,
-                                   lambda wrp: Verification(wrp, candidate, at_workload, env, quiet=quiet).run())
+        nominal = verify_workloads(rp, nominal, lambda wrp: Verification(wrp, candidate, config, env, quiet=quiet).run())
     if applied:
         nominal = dataclasses.replace(nominal, evidence={**nominal.evidence, "problem_config": applied})
     return nominal

@@ -62,7 +62,7 @@ class SecretShapes:
             note["error"] = f"the reference holds {params >> 20} MiB of weights: a second model is not built"
             return None, {}, note
         try:
-            source = Path(self.ctx.rp.ref.path).read_text(encoding="utf-8")
+            source = self.ctx.rp.source_text or Path(self.ctx.rp.ref.path).read_text(encoding="utf-8")
             constants = size_constants(source)
         except (OSError, SyntaxError, ValueError) as exc:
             note["error"] = f"size constants not read: {first_line(exc)}"
@@ -74,7 +74,7 @@ class SecretShapes:
         nominal_bytes = self.ctx._input_bytes or 0
         for names in patterns:
             for _ in range(DRAWS_PER_PATTERN):
-                sizes = secret_sizes(constants, names, rng)
+                sizes = secret_sizes(constants, names, rng, self.ctx.rp.shape_floors)
                 why = None
                 try:
                     vrp = build_reference(self.ctx.rp.ref, self.ctx.config, with_sizes(source, sizes))

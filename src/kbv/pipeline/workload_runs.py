@@ -4,9 +4,11 @@ verification per workload, folded into one verdict by :func:`kbv.pipeline.verdic
 The problem's own sizes (``nominal``) come first, with the hidden-test file (its sets are drawn at
 those sizes) and the secret shape; each declared workload then runs in the order written, its
 reference built at its sizes (:func:`kbv.intake.sizes.with_sizes`) and released before the next,
-with a fresh candidate worker, its own seeds, probes, timed rounds and trusted bound, and no secret
-shape of its own (the nominal's covers the candidate's other sizes). A workload that is not
-PASS or SHORTCUT ends the run: the verdict is already decided by it.
+with a fresh candidate worker, its own seeds, probes, timed rounds, trusted bound and secret shape:
+for each size constant the workload raises, a secret odd size between the problem's own and the
+workload's (a kernel tiled for the declared sizes, right at 512 and 1536 and wrong at 700, is seen
+there: red-team helper, 2026-12-05), the others smaller as at the problem's own sizes. A workload
+that is not PASS or SHORTCUT ends the run: the verdict is already decided by it.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ def verify_workloads(rp: ReferenceProblem, nominal: Verdict, run_one: Callable[[
             t0 = time.perf_counter()
             try:
                 wrp = build_reference(rp.ref, nominal.config, with_sizes(source, sizes))
+                wrp.shape_floors = {k: constants[k] for k, v in sizes.items() if v > constants[k]}
                 v = run_one(wrp)
             except ProblemError as exc:  # the reference refuses the workload's sizes, built or run
                 raise ProblemError(rp.ref.path, f"{METADATA_NAME}: workload {name!r}: {exc.fault}") from None

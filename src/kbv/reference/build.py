@@ -57,6 +57,11 @@ class ReferenceProblem:
     workloads: dict = field(default_factory=dict)
     #: the problem's own settings, ``KBV_METADATA["config"]`` (:meth:`EvalConfig.with_problem`).
     settings: dict = field(default_factory=dict)
+    #: the source this reference was built from when not the problem's own file (a workload's sizes).
+    source_text: str | None = None
+    #: per size constant a declared workload raised, the problem's own size: its secret shape draws
+    #: between the two (:func:`kbv.reference.shapes.secret_sizes`).
+    shape_floors: dict = field(default_factory=dict)
 
     def get_inputs(self) -> list:
         return list(self.module.get_inputs())
@@ -134,7 +139,7 @@ def build_reference(ref: ProblemRef, config: EvalConfig, source: str | None = No
     if cuda:
         torch.cuda.synchronize(device)
         model_bytes = torch.cuda.memory_allocated(device) - before
-    rp = ReferenceProblem(ref, module, init_args, model, model_bytes, device, config.precision)
+    rp = ReferenceProblem(ref, module, init_args, model, model_bytes, device, config.precision, source_text=source)
     try:
         # shapes and dtypes are all the checks below need: a draw on the meta device allocates
         # nothing (a 16 GiB problem is not drawn just to be looked at); the real device if the

@@ -42,9 +42,25 @@ def size_patterns(constants: dict[str, int]) -> list[tuple[str, ...]]:
     return [tuple(names)] + ([(n,) for n in alone] if len(names) > 1 else [])
 
 
-def secret_sizes(constants: dict[str, int], names: tuple[str, ...], rng: random.Random) -> dict[str, int]:
-    """``{name: secret size}`` for the constants ``names`` (:func:`secret_size`)."""
-    return {n: secret_size(constants[n], rng) for n in names}
+def between_size(low: int, high: int, rng: random.Random) -> int | None:
+    """An odd size drawn uniformly from ``(low, high)``, None when there is none."""
+    first = low + 1 if (low + 1) % 2 else low + 2
+    if first >= high:
+        return None
+    return first + 2 * rng.randrange((high - 1 - first) // 2 + 1)
 
 
-__all__ = ["MIN_SIZE", "secret_size", "size_patterns", "secret_sizes"]
+def secret_sizes(constants: dict[str, int], names: tuple[str, ...], rng: random.Random,
+                 floors: dict[str, int] | None = None) -> dict[str, int]:
+    """``{name: secret size}`` for the constants ``names``: for a name of ``floors`` (a declared
+    workload that raised it from the problem's own size, kbv.pipeline.workload_runs) an odd size
+    between the two (:func:`between_size`: the sizes between the problem's and the workload's are
+    where a kernel tiled for the declared ones drops its tail), else :func:`secret_size`."""
+    out = {}
+    for n in names:
+        between = between_size(floors[n], constants[n], rng) if floors and n in floors else None
+        out[n] = between if between is not None else secret_size(constants[n], rng)
+    return out
+
+
+__all__ = ["MIN_SIZE", "secret_size", "size_patterns", "secret_sizes", "between_size"]
