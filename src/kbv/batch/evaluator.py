@@ -27,7 +27,8 @@ class EvaluationError(RuntimeError):
 
 
 def job_timeout_s(config: EvalConfig, problem: ProblemRef | None = None) -> float:
-    """Upper bound of one job's wall time (s): every worker deadline of the pipeline, plus slack,
+    """Upper bound of one job's wall time (s): every worker deadline of the pipeline (a build for the
+    candidate's own worker and one for the secret shape's), plus slack,
     once per verification the ``problem``'s job makes (its declared workloads,
     :func:`kbv.intake.sizes.workload_runs`; one when None or unreadable)."""
     calls = config.nominal_seeds + len(config.hidden) + len(config.distributions) + 4
@@ -38,7 +39,8 @@ def job_timeout_s(config: EvalConfig, problem: ProblemRef | None = None) -> floa
             runs = workload_runs(Path(problem.path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError):
             runs = 1
-    return runs * (config.compile_timeout_s + calls * config.call_timeout_s
+    builds = 1 + (1 if config.secret_shapes else 0)  # the candidate's own worker and the secret shape's
+    return runs * (builds * config.compile_timeout_s + calls * config.call_timeout_s
                    + rounds * config.timing_timeout_s) + 300.0
 
 
