@@ -183,7 +183,13 @@ class _Server(TimedRequests):
             self._sync()
             before = torch.cuda.memory_allocated(self.device)
         torch.manual_seed(req.init_seed)
-        model = cls(*req.init_args)
+        try:
+            model = cls(*req.init_args)
+        except TypeError as exc:  # most often the arity: say what get_init_inputs() gave
+            kinds = ", ".join(f"Tensor{list(a.shape)}" if isinstance(a, torch.Tensor) else type(a).__name__
+                              for a in req.init_args)
+            raise TypeError(f"ModelNew(*get_init_inputs()) with {len(req.init_args)} argument(s) ({kinds}): "
+                            f"{exc}") from exc
         dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[req.precision]
         model = model.to(self.device)
         if req.precision != "fp32":
