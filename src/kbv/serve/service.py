@@ -14,6 +14,7 @@ computed when read.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -150,9 +151,16 @@ class Service:
         self._dispatcher.start()
 
     def stop(self) -> None:
-        """Stop taking jobs; the lanes end after their job in flight (its result is stored)."""
+        """Stop taking jobs; the lanes end after their job in flight (its result is stored). Says on
+        stderr how many jobs it waits for, so a stop that waits is not taken for a hang."""
         self._stop.set()
         self._wake.set()
+        with self._mutex:
+            running = [st.job for st in self._lanes if st.job is not None]
+        if running:
+            print(f"kbv serve: stopping after the {len(running)} job(s) in flight (each within its deadline; "
+                  "their verdicts are stored, and accepted jobs not started run at the next start)",
+                  file=sys.stderr, flush=True)
         if self._dispatcher is not None:
             self._dispatcher.join(timeout=10)
         for st in self._lanes:
