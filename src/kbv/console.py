@@ -127,7 +127,8 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
     for line in failure_details(v, verbose=verbose):
         c.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
     c.print(f"problem {v.problem.path}  candidate {v.candidate.path} ({v.candidate.backend})  "
-            f"device {v.environment.device_name or v.config.device}  precision {v.config.precision}",
+            f"device {v.config.device}{f' ({v.environment.device_name})' if v.environment.device_name else ''}  "
+            f"precision {v.config.precision}",
             highlight=False, soft_wrap=True)
     if v.input_sets:
         t = Table(title=f"Correctness (policy {v.config.policy}; err = normalised error vs the fp64 oracle; "
