@@ -13,9 +13,14 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "workloads"
 
 
 def _eval(evaluator, config, candidate: str, problem: Path = DATA / "level1" / "1_Leaky_ReLU_workloads.py"):
+    """``candidate`` verified against ``problem`` with two randomised distributions (each workload
+    is a whole verification: these tests look at how the workloads' verdicts combine)."""
+    import dataclasses
+
     from kbv.intake.candidates import load_candidate
     from kbv.intake.problems import load_problem
 
+    config = dataclasses.replace(config, distributions=("fresh", "sign-flip"))
     return evaluator.evaluate(load_problem(problem), load_candidate(DATA / "candidates" / candidate), config)
 
 
