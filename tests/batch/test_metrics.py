@@ -322,3 +322,24 @@ def test_a_sample_wrong_at_a_secret_shape_is_counted_beside_the_hidden_sets():
     none = make_verdict("PASS", speedup=2.0, problem_id=3)  # a problem without a secret shape
     passed, failures = _hidden_failures([ok, wrong, none])
     assert passed == 3 and failures[SHAPE_COLUMN] == 1 and failures["D4"] == 1
+
+
+def test_a_sample_wrong_on_a_randomised_distribution_is_counted_beside_the_hidden_sets():
+    """The reason a sample right on nominal and D1-D4 is not credited (newcomer report: the
+    no-max-subtraction softmax failed only wide-range, outliers and offset, and the run's table
+    showed 0 in every column)."""
+    import dataclasses
+
+    from kbv.batch.metrics import RANDOM_COLUMN, _hidden_failures
+    from kbv.model.records import InputKind, InputSetResult
+
+    def rand(name: str, passed: bool) -> InputSetResult:
+        return InputSetResult(name, InputKind.RANDOM, "randomised", 7, passed=passed,
+                              policy_passed={"kbv": passed, "kbv-compat": passed})
+
+    ok = make_verdict("PASS", speedup=2.0)
+    ok = dataclasses.replace(ok, input_sets=(*ok.input_sets, rand("offset", True)))
+    wrong = make_verdict("INCORRECT", problem_id=2, hidden_fail=("D4",))
+    wrong = dataclasses.replace(wrong, input_sets=(*wrong.input_sets, rand("wide-range", False), rand("offset", False)))
+    passed, failures = _hidden_failures([ok, wrong])
+    assert passed == 2 and failures[RANDOM_COLUMN] == 1

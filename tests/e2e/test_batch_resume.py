@@ -248,9 +248,10 @@ def _expected(db: Path) -> dict[tuple[str, str], dict]:
                 e[f"hidden_fail_{d}"] = sum(1 for v in nominal_ok for s in v["input_sets"]
                                             if s["name"] == d and s["passed"] is False)
             # samples wrong at a secret shape (any of its sets), once any sample of the scope had one
-            if any(s["kind"] == "shape" for v in (x for ss in by_p.values() for x in ss) for s in v["input_sets"]):
-                e["hidden_fail_secret-shape"] = sum(1 for v in nominal_ok if any(
-                    s["kind"] == "shape" and s["passed"] is False for s in v["input_sets"]))
+            for kind, column in (("shape", "secret-shape"), ("random", "randomised")):
+                if any(s["kind"] == kind for v in (x for ss in by_p.values() for x in ss) for s in v["input_sets"]):
+                    e[f"hidden_fail_{column}"] = sum(1 for v in nominal_ok if any(
+                        s["kind"] == kind and s["passed"] is False for s in v["input_sets"]))
             out[(run, scope)] = e
     return out
 

@@ -238,6 +238,8 @@ def write_metrics_markdown(metrics: BatchMetrics, path: Path | str, *, title: st
     names = sorted({n for r in metrics.runs for n in r.overall.hidden_failures})
     lines += ["", "## Failures per hidden distribution", ""]
     if names:
+        lines += ["Among samples that passed every nominal set, how many failed each hidden set; secret-shape: any "
+                  "set at a secret shape or declared workload; randomised: any of kbv's randomised distributions.", ""]
         head = ["run", "passed nominal", *names]
         lines += ["| " + " | ".join(_md(h) for h in head) + " |", "|" + "---|" * len(head)]
         for r in metrics.runs:
