@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from kbv.checks import bound_rules as rule
+from kbv.checks import bound_plan
 from kbv.model.records import Severity
 from kbv.sandbox import rawcopy
 
@@ -200,10 +201,10 @@ def test_wall_floor_is_the_whole_loop_over_its_slowdown_less_the_null_loop():
 
 
 def test_bound_calls_fit_the_budget_and_the_slots():
-    assert rule.bound_calls(10.0, 512, "cpu") == 10
-    assert rule.bound_calls(1000.0, 512, "cpu") == rule.MIN_BOUND_CALLS
-    assert rule.bound_calls(0.001, 64, "cpu") == 64
-    assert rule.bound_calls(1000.0, 1, "cpu") == 1
+    assert bound_plan.bound_calls(10.0, 512, "cpu") == 10
+    assert bound_plan.bound_calls(1000.0, 512, "cpu") == bound_plan.MIN_BOUND_CALLS
+    assert bound_plan.bound_calls(0.001, 64, "cpu") == 64
+    assert bound_plan.bound_calls(1000.0, 1, "cpu") == 1
 
 
 @pytest.mark.parametrize("make", [
@@ -281,14 +282,14 @@ def test_intervals_widen_by_the_spread_between_rounds_and_the_rerun_floor():
 
 
 def test_on_cuda_the_requests_fixed_cost_is_what_a_one_call_request_measured_within_a_cap():
-    assert rule.cuda_request_allow(1.0, 0.4) == rule.REQUEST_ALLOW_MS  # never under the fixed allowance
-    assert rule.cuda_request_allow(7.4, 0.4) == pytest.approx(7.0)
-    assert rule.cuda_request_allow(500.0, 0.0) == rule.CUDA_REQUEST_ALLOW_MAX_MS  # a slowed request gains 10 ms
-    assert rule.cuda_request_allow(float("nan"), 0.4) == rule.REQUEST_ALLOW_MS
+    assert bound_plan.cuda_request_allow(1.0, 0.4) == bound_plan.REQUEST_ALLOW_MS  # never under the fixed allowance
+    assert bound_plan.cuda_request_allow(7.4, 0.4) == pytest.approx(7.0)
+    assert bound_plan.cuda_request_allow(500.0, 0.0) == bound_plan.CUDA_REQUEST_ALLOW_MAX_MS  # a slowed request gains 10 ms
+    assert bound_plan.cuda_request_allow(float("nan"), 0.4) == bound_plan.REQUEST_ALLOW_MS
     # the H200 figures (docs/gpu-runs.md, 2026-12-03): two calls of a 0.43 ms matmul in 13.6 ms, a
     # request of one call in about 11.5 ms: no floor far over the claim
     p = _pass(wall_ms=13.6, calls=2, null_ms=0.08, baseline_floor_ms={},
-              request_allow_ms=rule.cuda_request_allow(11.5, 0.43))
+              request_allow_ms=bound_plan.cuda_request_allow(11.5, 0.43))
     assert not rule.cuda_far_over(0.43, rule.floor_ms(p, {}), 48 << 20)
     # a forged clock on a 20 ms GEMM (t24-forged-reply-cuda) is still far over it with the cap
     p = _pass(wall_ms=62.0, calls=3, null_ms=0.1, baseline_floor_ms={}, request_allow_ms=10.0)
@@ -316,15 +317,15 @@ def test_on_cuda_the_main_threads_wait_for_a_cpu_comes_off_the_wall():
 
 
 def test_only_a_wait_the_candidates_own_threads_cannot_explain_comes_off():
-    assert rule.outside_wait_ms(12.0, 0.5) == 11.5  # the rest of the machine kept it waiting
+    assert bound_plan.outside_wait_ms(12.0, 0.5) == 11.5  # the rest of the machine kept it waiting
     # a candidate that starves its own launching thread with its other threads gets nothing off
-    assert rule.outside_wait_ms(12.0, 40.0) == 0.0
-    assert rule.outside_wait_ms(float("nan"), 0.0) == 0.0
-    assert rule.outside_wait_ms(3.0, -1.0) == 3.0
+    assert bound_plan.outside_wait_ms(12.0, 40.0) == 0.0
+    assert bound_plan.outside_wait_ms(float("nan"), 0.0) == 0.0
+    assert bound_plan.outside_wait_ms(3.0, -1.0) == 3.0
     # a wait the trusted side's own timing thread did not see (a candidate's helper that pins itself
     # to the launching thread's CPU and exits, red-team helper 2026-12-04) is not the host's
-    assert rule.outside_wait_ms(60.0, 0.0, trusted_wait_ms=0.1) == pytest.approx(0.2)
-    assert rule.outside_wait_ms(12.0, 0.5, trusted_wait_ms=50.0) == 11.5
+    assert bound_plan.outside_wait_ms(60.0, 0.0, trusted_wait_ms=0.1) == pytest.approx(0.2)
+    assert bound_plan.outside_wait_ms(12.0, 0.5, trusted_wait_ms=50.0) == 11.5
 
 
 def test_run_delay_reads_the_main_threads_schedstat():
@@ -338,7 +339,7 @@ def test_run_delay_reads_the_main_threads_schedstat():
 
 
 def test_max_bound_calls_is_one_input_set_per_call_within_the_cap():
-    from kbv.checks.bound_rules import BOUND_INPUT_BYTES, max_bound_calls
+    from kbv.checks.bound_plan import BOUND_INPUT_BYTES, max_bound_calls
 
     assert max_bound_calls(1 << 20, "cpu") == BOUND_INPUT_BYTES["cpu"] >> 20 == 64
     assert max_bound_calls(1 << 20, "cuda") == 256

@@ -45,21 +45,10 @@ from typing import Mapping
 
 import numpy as np
 
+from kbv.checks.bound_plan import MAX_PASSES, REQUEST_ALLOW_MS
 from kbv.model.findings import finding
 from kbv.model.records import Finding, Severity
 
-#: fixed cost of one request allowed for (ms): the pipe both ways, the worker's unpickling of the
-#: request and pickling of the reply, its harness check before the loop. Measured here at
-#: 0.2-0.6 ms for a 100-call request on a 2-core machine (docs/anti-cheat.md); kbv allows 2 ms.
-REQUEST_ALLOW_MS = 2.0
-#: cuda: the request's fixed cost allowed for is what the trusted side measured for a request of one
-#: call just before the pass (the same pause, input write and resume: :attr:`BoundPass.request_allow_ms`),
-#: less a claimed call where given (kbv passes none: a claim is the candidate's figure), between
-#: :data:`REQUEST_ALLOW_MS` and this (ms, kbv choice). On the H200 beside a kbv run a request of two
-#: calls of a 0.43 ms Triton matmul took 11-13.6 ms (docs/gpu-runs.md, 2026-12-03): the host's fixed
-#: cost, not the calls'. The cap bounds what a candidate gains by
-#: slowing that request: 10 ms spread over a pass's calls.
-CUDA_REQUEST_ALLOW_MAX_MS = 10.0
 #: share of the floor given up for the spread of one pass against the rounds' medians (kbv choice:
 #: honest kernels' raw CPU floors, before the margin, reached 1.43x their claims on a 2-core machine
 #: with four other verifications on it (onehot_matmul_gather_torch, claim 15.7 ms, floors 49.9 and
@@ -101,46 +90,6 @@ CUDA_SLACK_MS = 0.5
 #: bench/bound_precision.py, docs/gpu-runs.md 2026-12-02), the cause not yet found; without it an
 #: honest full-size kernel was credited six times slower.
 CUDA_SLACK_MS_PER_GIB = 6.0
-#: bound passes at most (kbv choice): on cpu a second pass confirms a floor over the claim; on cuda a
-#: pass is repeated while every pass so far puts the floor far over the claim (:func:`cuda_far_over`),
-#: and the least floor counts: beside the cuda suite on one H200 a single pass's trusted null loop
-#: measured 21.95 ms a call against ~0.1 ms alone (docs/gpu-runs.md, 2026-12-02 third session).
-MAX_PASSES = {"cpu": 2, "cuda": 3}
-#: on cuda the trusted null loop and each baseline loop of a pass run this many times and the least
-#: wall per call counts (kbv choice: a GPU shared with other work only ever adds time; the null loop is
-#: cheap, a baseline loop costs up to :data:`BOUND_BUDGET_MS` of calls a repeat).
-CUDA_LOOP_REPEATS = {"null": 3, "baseline": 2}
-
-
-def cuda_request_allow(one_call_wall_ms: float, claimed_ms: float) -> float:
-    """:data:`CUDA_REQUEST_ALLOW_MAX_MS`'s rule: ``one_call_wall_ms - claimed_ms`` between
-    :data:`REQUEST_ALLOW_MS` and :data:`CUDA_REQUEST_ALLOW_MAX_MS` (ms)."""
-    if not math.isfinite(one_call_wall_ms):
-        return REQUEST_ALLOW_MS
-    return min(CUDA_REQUEST_ALLOW_MAX_MS, max(REQUEST_ALLOW_MS, one_call_wall_ms - max(0.0, claimed_ms)))
-
-
-#: wall milliseconds of candidate calls one bound pass aims at (kbv choice: the allowance is then
-#: at most a few % of the wall).
-BOUND_BUDGET_MS = {"cpu": 100.0, "cuda": 60.0}
-#: the fewest timed calls of a bound pass.
-MIN_BOUND_CALLS = 3
-
-#: bytes of the bound pass's own input sets at most, per device (kbv choice): fewer calls where one
-#: call's inputs are large, never fewer than one set. One set of a large input keeps a verification
-#: within kbv's memory bound (4·B + 1 GiB, kbv.processes.footprint; on cpu four sets of a 256 MiB
-#: ReLU's input took the reference worker 0.7 GB over it, two 5 MB over). On cuda a quarter of the
-#: bound's 1 GiB: with 64 MiB a 32 MiB matmul had passes of two calls, whose wall was mostly the
-#: request's fixed cost (docs/gpu-runs.md, 2026-12-03).
-BOUND_INPUT_BYTES = {"cpu": 64 << 20, "cuda": 256 << 20}
-
-
-def max_bound_calls(in_bytes: int, device: str) -> int:
-    """The most calls a bound pass can have: one input set of ``in_bytes`` (one call's inputs) per
-    call within :data:`BOUND_INPUT_BYTES`, at least one. The candidate worker's output slots are
-    sized to it (a slot per call: more would never be written)."""
-    cap = BOUND_INPUT_BYTES.get(device, BOUND_INPUT_BYTES["cpu"])
-    return max(1, cap // max(1, int(in_bytes)))
 
 
 @dataclass(frozen=True)
@@ -168,38 +117,6 @@ class BoundPass:
     #: cuda: the time the worker's main thread waited for a CPU during the request that its own
     #: tree's other threads and processes cannot have taken (:func:`outside_wait_ms`), off the wall.
     host_wait_ms: float = 0.0
-
-
-#: how much more of its time the worker's launching thread may be taken to have waited for a CPU
-#: than the trusted side's own timing thread waited in the same pass's null loops (kbv choice: the
-#: two threads share the host's load, not its exact timing).
-HOST_WAIT_FACTOR = 2.0
-
-
-def outside_wait_ms(main_wait_ms: float, own_other_cpu_ms: float, trusted_wait_ms: float = math.inf) -> float:
-    """The part of the worker's main thread's run-queue wait over a request (``schedstat``'s second
-    field, ms) that the rest of the machine caused: the wait less all the CPU time the worker's
-    other threads and processes used meanwhile (ended ones included: they may have kept it waiting,
-    and a candidate that starves its own launching thread gets nothing off), and at most
-    :data:`HOST_WAIT_FACTOR` times ``trusted_wait_ms``, what the same host load cost the trusted
-    side's own timing thread over as long (its null loops' share of waiting, times the request's
-    wall): a wait the trusted side did not see is not the host's. At least 0.
-
-    Why (H200, 2026-12-04, a 40-kernel batch alone): while kbv's own build pool compiled CUDA
-    candidates on every core, passes of four 0.035 ms Triton calls took 15-19 ms of wall, 3 ms a
-    call of host time, and two honest kernels were credited 1.4-1.6 ms (0.025x); the events the
-    claim comes from hide host time (the launch cover), so a wall floor must leave it out too."""
-    if not (math.isfinite(main_wait_ms) and math.isfinite(own_other_cpu_ms)) or math.isnan(trusted_wait_ms):
-        return 0.0
-    return max(0.0, min(main_wait_ms - max(0.0, own_other_cpu_ms), HOST_WAIT_FACTOR * max(0.0, trusted_wait_ms)))
-
-
-def bound_calls(claimed_ms: float, slots: int, device: str) -> int:
-    """Timed calls of a bound pass: :data:`BOUND_BUDGET_MS` of calls at the claimed median, between
-    :data:`MIN_BOUND_CALLS` and ``slots`` (every call's outputs need a slot of their own)."""
-    budget = BOUND_BUDGET_MS.get(device, 100.0)
-    n = budget / claimed_ms if claimed_ms > 0 and math.isfinite(claimed_ms) else slots
-    return int(max(1, min(slots, max(MIN_BOUND_CALLS, math.ceil(n)))))
 
 
 def cpu_floor(busiest_ms: float, all_ms: float, null_ms: float, cores: int) -> float:

@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from kbv.checks import bound_rules as rule
+from kbv.checks import bound_plan
 from kbv.pipeline.context import Context
 from kbv.pipeline.judging import Judging
 from kbv.pipeline.outcome import Outcome, Stop
@@ -70,8 +71,8 @@ class BoundStage:
         claimed = float(np.median(samples["candidate"]))  # as Measurement.median_ms is
         base = {b: self.ctx.state.timing[b].median_ms for b in self.ctx.config.baselines if b in self.ctx.state.timing}
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
-        n = rule.bound_calls(claimed, self.ctx._slot_count, self.ctx.rp.device.type)
-        n = min(n, rule.max_bound_calls(in_bytes, self.ctx.rp.device.type))  # n sets: at least one
+        n = bound_plan.bound_calls(claimed, self.ctx._slot_count, self.ctx.rp.device.type)
+        n = min(n, bound_plan.max_bound_calls(in_bytes, self.ctx.rp.device.type))  # n sets: at least one
         # the pass's own input sets, one per call, shared with the worker once (the primed call before
         # each pass is its warmup, on the previous values)
         bound_sets = [inp.shared_clone(sets[i % len(sets)]) for i in range(n)]
@@ -81,7 +82,7 @@ class BoundStage:
         floors, walls, passes = [], [], []
         device = self.ctx.rp.device.type
         call_bytes = (self.ctx.rp.output_bytes or 0) + in_bytes
-        for attempt in range(rule.MAX_PASSES.get(device, 2)):
+        for attempt in range(bound_plan.MAX_PASSES.get(device, 2)):
             p = self._bound_pass(worker, sets, bound_sets, flush, n, attempt)
             passes.append(p)
             floors.append(rule.floor_ms(p, base))
@@ -153,7 +154,7 @@ class BoundStage:
         # one pass call first, its outputs not judged: the worker's allocator then holds the pass's
         # outputs, whose first allocation would be charged to the few calls a pass over large inputs
         # has; on cuda its wall, timed as the pass's (the worker stopped, then resumed inside the
-        # clock), is the request's fixed cost (kbv.checks.bound_rules.cuda_request_allow)
+        # clock), is the request's fixed cost (kbv.checks.bound_plan.cuda_request_allow)
         # and held as the pass's is (the tree stopped before its wall is read): a stop of the worker's
         # tree costs milliseconds on cuda (its driver threads), and in a pass of one call over a large
         # input that stop alone was a floor of 4-6 ms for a 0.13-1 ms ReLU (H200, 2026-12-04)
@@ -217,7 +218,7 @@ class BoundStage:
                                cgroup_cpu=all1.get("cgroup") is not None and all0.get("cgroup") is not None)
         # the one call is not taken off (its claimed time is the candidate's figure): the allowance errs
         # toward the candidate by at most that call
-        allow = rule.REQUEST_ALLOW_MS if cpu else rule.cuda_request_allow(one_call_ms, 0.0)
+        allow = bound_plan.REQUEST_ALLOW_MS if cpu else bound_plan.cuda_request_allow(one_call_ms, 0.0)
         host_wait = 0.0
         if not cpu and wait0 is not None and wait1 is not None:
             main = (worker.proc.pid, worker.proc.pid)
@@ -229,7 +230,7 @@ class BoundStage:
                         if p not in ("worker", "cgroup") and ms is not None and all0.get(p) is not None)
             group = (all1["cgroup"] - all0["cgroup"]) if all1.get("cgroup") is not None \
                 and all0.get("cgroup") is not None else 0.0
-            host_wait = rule.outside_wait_ms(wait1 - wait0, max(live, procs, group) - main_cpu,
+            host_wait = bound_plan.outside_wait_ms(wait1 - wait0, max(live, procs, group) - main_cpu,
                                              self._null_wait_share * wall)
         return rule.BoundPass(wall_ms=wall, calls=calls + warmup, null_ms=null, baseline_floor_ms=floors,
                               request_allow_ms=allow, host_wait_ms=host_wait, **cpu_figures)
@@ -260,9 +261,9 @@ class BoundStage:
             busiest = max((ms - th0.get(tid, 0.0) for tid, ms in th1.items()), default=0.0)
             return wall * 1e3 / per, busiest / per, (c1 - c0) * 1e3 / per
 
-        # cuda: the least wall of a few repeats (kbv.checks.bound_rules.CUDA_LOOP_REPEATS); cpu: one
+        # cuda: the least wall of a few repeats (kbv.checks.bound_plan.CUDA_LOOP_REPEATS); cpu: one
         # loop, its CPU time the figure
-        repeats = rule.CUDA_LOOP_REPEATS if rp.device.type == "cuda" else {}
+        repeats = bound_plan.CUDA_LOOP_REPEATS if rp.device.type == "cuda" else {}
         floors, cpu = {}, {}
         with worker.paused():  # one stop: the candidate writes nothing into the shared sets meanwhile
             rewrite()
@@ -274,7 +275,7 @@ class BoundStage:
             null, null_busiest, null_all = min(loop(lambda *args: made) for _ in range(repeats.get("null", 1)))
             wait1, span = procfs.run_delay_ms(os.getpid(), tid), (time.perf_counter() - t0) * 1e3
             #: the share of its time this process's timing thread waited for a CPU in the null loops:
-            #: the host's load as the trusted side sees it (kbv.checks.bound_rules.outside_wait_ms)
+            #: the host's load as the trusted side sees it (kbv.checks.bound_plan.outside_wait_ms)
             self._null_wait_share = (wait1 - wait0) / span if wait0 is not None and wait1 is not None \
                 and span > 0 else 0.0
             for b in self.ctx.config.baselines:

@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from kbv.checks import bound_rules as bound_rule
+from kbv.checks import bound_plan
 from kbv.checks import memory_rules as memory_rule
 from kbv.checks import output_rules as out_rule
 from kbv.checks.timing_rules import implausible_times, plan_leak
@@ -113,7 +113,7 @@ class Timing:
         # no more slots than a bound pass can fill: the buffer is shared (on cpu written whole when
         # it is made), and its size was 256 MiB for a 1 MiB ReLU whose passes fill 64 slots
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
-        slots = min(slots, bound_rule.max_bound_calls(in_bytes, self.ctx.rp.device.type))
+        slots = min(slots, bound_plan.max_bound_calls(in_bytes, self.ctx.rp.device.type))
         ready = self.ctx._call(worker, protocol.SetTimingInputs(tuple(tuple(inp.shared_clone(s)) for s in sets),
                                                             slot_bytes, slots, cfg.held_output_bytes),
                            "time", cfg.call_timeout_s)
