@@ -438,3 +438,19 @@ def test_environ_set_nests_without_deadlock():
     assert not t.is_alive(), "nested environ_set deadlocked"
     assert seen == [("1", "1"), ("1", None)]
     assert "KBV_OUTER" not in os.environ
+
+
+def test_a_set_that_raised_fails_the_policies_it_has_no_verdict_from():
+    """kbv eval printed "kbv policy: -" under an INCORRECT at a secret shape where the candidate
+    raised (that set has no policy verdicts): a failed set fails the policy (newcomer report)."""
+    import dataclasses
+
+    from kbv.model.records import InputKind, InputSetResult
+    from verdict_factory import make_verdict
+
+    v = make_verdict("INCORRECT", hidden_fail=("D4",))
+    raised = InputSetResult("shape-1", InputKind.SHAPE, "sizes dim=257", 0, passed=False, fault="raised")
+    v = dataclasses.replace(v, input_sets=(*v.input_sets, raised))
+    assert v.policy_verdicts["kbv"] is False
+    ok = make_verdict("PASS", speedup=2.0)
+    assert ok.policy_verdicts == {"kbv": True, "kbv-compat": True}

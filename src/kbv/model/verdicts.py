@@ -114,17 +114,21 @@ class Verdict:
         """Policy → the candidate's correctness under it, from the per-set verdicts.
 
         ``kbv`` covers every judged set; ``kbv-compat`` covers the nominal and D1–D4 sets (the
-        KernelBench-Verified protocol). None when the candidate produced no judged outputs or a
-        set lacks that policy's verdict.
+        KernelBench-Verified protocol). A failed set without that policy's verdict and with no
+        outputs judged (the candidate raised there, as at a secret shape) fails it. None when the candidate produced no judged
+        outputs, or when a set that did not fail lacks that policy's verdict and no set fails it.
         """
         judged = [r for r in self.input_sets if not r.dropped]
         out: dict[str, bool | None] = {}
         for policy in POLICIES:
             sets = judged if policy == "kbv" else [r for r in judged if r.kind not in (InputKind.RANDOM, InputKind.SHAPE)]
-            if not self.status.ran or not sets or any(policy not in r.policy_passed for r in sets):
+            if not self.status.ran or not sets:
                 out[policy] = None
-            else:
-                out[policy] = all(r.policy_passed[policy] for r in sets)
+                continue
+            # a failed set with no outputs judged (the candidate raised there) fails every policy
+            seen = [r.policy_passed.get(policy, False if r.passed is False and r.max_abs_error is None else None)
+                    for r in sets]
+            out[policy] = False if False in seen else (None if None in seen else True)
         return out
 
     @property
