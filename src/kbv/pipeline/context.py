@@ -44,8 +44,9 @@ class State:
 
 
 class Context:
-    """One (problem, candidate, config) verification's shared state; the stage classes of
-    :mod:`kbv.pipeline` add their steps to it and :class:`kbv.pipeline.run.Verification` chains them."""
+    """One (problem, candidate, config) verification's shared state and the worker calls every
+    stage makes; each stage class of :mod:`kbv.pipeline` holds it (``self.ctx``), and
+    :class:`kbv.pipeline.run.Verification` builds the stages and calls them in order."""
 
     _input_bytes = 0  #: bytes of one call's inputs (set by the preflight; sizes the memory bound).
 
