@@ -76,8 +76,9 @@ def test_on_cpu_two_floors_over_the_claim_credit_the_lesser_with_a_warning():
     d = rule.decide(0.010, [0.025, 0.021], "cpu", [0.0, 0.0], loop_ms=0.02)
     assert d.credited_ms == 0.021 and d.finding.severity is Severity.WARNING
     assert "lesser CPU-time floor" in d.finding.detail
-    # one pass is no confirmation (a second measures the null loops' spread); honest claims over their floors
+    # one pass is no confirmation; nor a second under the claim; honest claims over their floors
     assert rule.decide(0.010, [0.025], "cpu").finding is None
+    assert rule.decide(0.010, [0.025, 0.009], "cpu").finding is None
     assert rule.decide(0.1124, [0.021, 0.019], "cpu", loop_ms=0.07).finding is None
     # within half the loop's own cost of the claim the floor is noise
     assert rule.decide(0.010, [0.025, 0.021], "cpu", loop_ms=0.04).finding is None
@@ -86,20 +87,6 @@ def test_on_cpu_two_floors_over_the_claim_credit_the_lesser_with_a_warning():
     # a large call: a clock forged by 3.5 is credited the floor
     d = rule.decide(1.0, [3.0, 2.9], "cpu")
     assert d.credited_ms == 2.9 and d.finding.severity is Severity.WARNING
-
-
-def test_on_cpu_a_second_floor_under_the_claim_does_not_undo_a_first_over_it():
-    # t24-short-thread-chain under CI load: a clock forged by 12, floors 1.06 and 0.77 ms against a
-    # claim of 0.82 ms (work on threads that ended: their CPU time over both cores, a loose bound)
-    d = rule.decide(0.82, [1.06, 0.77], "cpu", [0.0, 0.0], loop_ms=0.08, noise_ms=0.03)
-    assert d.credited_ms == 1.06 and d.finding.severity is Severity.WARNING
-    assert d.finding.check == "timing:claim-below-bound" and "does not undo" in d.finding.detail
-    assert rule.floor_cap(0.010, [0.009, 0.025]) == 0.025
-    # the least of the floors over the claim; one within the loop's share of it is noise
-    assert rule.floor_cap(1.0, [3.0, 1.5, 0.5]) == 1.5
-    assert rule.floor_cap(1.0, [1.04, 0.7], loop_ms=0.1) == 0.0
-    # a contradiction in one pass is no proof: HACK needs every pass
-    assert rule.decide(0.1, [2.0, 0.05], "cpu").finding.severity is Severity.WARNING
 
 
 def test_on_cpu_a_wall_floor_two_passes_repeat_is_credited_never_proof():
@@ -345,3 +332,12 @@ def test_max_bound_calls_is_one_input_set_per_call_within_the_cap():
     assert max_bound_calls(1 << 20, "cuda") == 256
     assert max_bound_calls(BOUND_INPUT_BYTES["cpu"] * 4, "cpu") == 1  # a large input: one set
     assert max_bound_calls(0, "cpu") == BOUND_INPUT_BYTES["cpu"]  # no tensor input: never zero division
+
+
+def test_on_cpu_one_pass_over_the_claim_is_not_enough_to_cap_it():
+    """An honest Triton matmul (interpreted on cpu) beside the other xdist worker, 2026-12-05: its
+    two passes' floors 31.93 and 16.8 ms against its claim of 27.55 ms. One pass over the claim
+    caps nothing: the second must repeat it (a pass may run slower than the rounds did)."""
+    assert rule.floor_cap(27.55, [31.93, 16.8]) == 0.0
+    d = rule.decide(27.55, [31.93, 16.8], "cpu")
+    assert d.credited_ms == 27.55 and d.finding is None

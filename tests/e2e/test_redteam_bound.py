@@ -60,7 +60,10 @@ CASES: tuple[tuple, ...] = (
     (Case("t11-bound-pass-drift-cache", 11, R + "t11_bound_pass_drift_cache.py", MATMUL_K, also=(4, 24, 25)),
      PARTLY, 10.0),
     # the work on a new thread per call, joined: only the process's CPU over its cores, and the wall, bound it
-    (Case("t24-short-thread-chain", 24, R + "t24_short_thread_chain.py", MATMUL_K, also=(2, 4, 25)), None, 12.0),
+    # (credited its claim in a CI run of 2026-12-05, floors 1.06 and 0.77 ms against a claim of 0.82 ms: the
+    # cap needs both passes over the claim, since one pass of an honest Triton matmul reached 1.16x its claim
+    # beside the other xdist worker the same day, floors 31.93 and 16.8 ms against 27.55 ms)
+    (Case("t24-short-thread-chain", 24, R + "t24_short_thread_chain.py", MATMUL_K, also=(2, 4, 25)), PARTLY, 12.0),
     # a forged clock on a call of tens of µs, under the cpu bound's absolute slacks: bounded by ratio, in most runs
     (Case("t24-forged-small-kernel", 24, R + "t24_forged_small_kernel.py", RELU, also=(4, 25)), PARTLY, 100.0),
     # a clock fixed at 1 µs on a call of tens of µs: no divisor, the same bound, the same limit

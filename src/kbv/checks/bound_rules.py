@@ -28,7 +28,7 @@ Both take off :data:`REQUEST_ALLOW_MS` for the request's own fixed cost (cuda: w
 call measured, up to :data:`CUDA_REQUEST_ALLOW_MAX_MS`) and give up
 :data:`BOUND_MARGIN`. A claimed median under the floor is not credited: the verdict credits the
 floor (a WARNING says so; on cuda only a floor far over the claim, :data:`CUDA_SLACK_MS`; on cpu the
-least floor over the claim once two passes have run, :func:`floor_cap`, and the wall floor where two
+lesser floor where two passes put it over the claim, :func:`floor_cap`, and the wall floor where two
 passes put it over twice the claim). On cpu
 the floor is measured work, so a claimed median under it by
 :data:`CONTRADICTION_FACTOR` and :data:`CONTRADICTION_SLACK_MS` in two passes is proof that the
@@ -253,29 +253,23 @@ def needs_another_pass(claimed_ms: float, floors: list[float], walls: list[float
 
 
 def floor_cap(claimed_ms: float, floors: list[float], loop_ms: float = 0.0, noise_ms: float = 0.0) -> float:
-    """cpu: the least a claim is credited (ms): once two passes have run, the least of the CPU-time
-    floors over :func:`floor_over` (the claim plus the loop's share or the passes' noise: the floor
-    is a difference of two processes' loops), else 0.
+    """cpu: the least a claim is credited (ms): the lesser floor when two passes' CPU-time floors are
+    both over :func:`floor_over` (the claim plus the loop's share or the passes' noise: the floor is
+    a difference of two processes' loops), else 0.
 
     The floor is CPU time the candidate's threads spent, less the trusted null loop's and the
     :data:`BOUND_MARGIN`: what the trusted side measured, so the verdict credits no faster time
-    (the brief: a time the verdict credits is measured or bounded by the trusted side). Each pass's
-    floor is a lower bound on its own: a second pass under the claim does not undo a first over it
-    (the floor of work on threads that ended is their CPU time over every core, a loose bound that
-    one pass may put over a forged claim and the next under it: red-team row t24-short-thread-chain,
-    floors 1.06 and 0.77 ms against a claim of 0.82 ms under CI load, credited the claim when both
-    had to agree). Two passes are needed for the noise (:func:`floor_noise_ms`: the null loops'
-    spread), and the first pass's page faults on its fresh input sets are paid before it
-    (:meth:`kbv.sandbox.timed.TimedRequests._prefault`). Measured on a 2-core machine, 37 honest cpu
-    kernels of 0.07-20 ms (tests/e2e/test_honest.py), idle and beside four other verifications:
-    the floor reached at most 0.76 x the claim (raw, before the margin, 1.27 x: the worker's one
-    call per request runs colder than the pass's calls back to back), so no honest kernel there
-    was capped. Not proof of a lie (:func:`contradicts` in every pass is): a WARNING."""
+    (the brief: a time the verdict credits is measured or bounded by the trusted side). A second
+    pass must repeat it (one pass may pay what the next does not, page faults on the pass's fresh
+    input sets). Measured on a 2-core machine, 37 honest cpu kernels of 0.07-20 ms
+    (tests/e2e/test_honest.py), idle and beside four other verifications: the floor reached at most
+    0.76 x the claim (raw, before the margin, 1.27 x: the worker's one call per request runs
+    colder than the pass's calls back to back), so no honest kernel there was capped. Not proof
+    of a lie (:func:`contradicts` is): a WARNING."""
     over = floor_over(claimed_ms, loop_ms, noise_ms)
-    above = [f for f in floors if f > over]
-    if len(floors) < 2 or claimed_ms <= 0 or not above:
+    if len(floors) < 2 or claimed_ms <= 0 or not all(f > over for f in floors):
         return 0.0
-    return min(above)
+    return min(floors)
 
 
 def contradicts(claimed_ms: float, floor: float, loop_ms: float = 0.0) -> bool:
@@ -300,8 +294,8 @@ def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: lis
 
     * cpu: two passes whose CPU-time floors both contradict the claim (:func:`contradicts`, beyond
       the pass loop's own per-call cost ``loop_ms``) are proof: HACK, and the least floor is
-      credited. Otherwise the claim is credited, but never less than the least floor over it once
-      two passes have run (:func:`floor_cap`, ``noise_ms`` from :func:`floor_noise_ms`), and never less than the lesser wall floor of two passes
+      credited. Otherwise the claim is credited, but never less than the lesser floor of two passes
+      both over it (:func:`floor_cap`, ``noise_ms`` from :func:`floor_noise_ms`), and never less than the lesser wall floor of two passes
       (``wall_floors``, :func:`wall_floor_ms`) when both are over :data:`WALL_CREDIT_FACTOR` x the
       claim + :data:`CPU_CAP_SLACK_MS` + ``loop_ms`` (the wall holds waits a busy machine adds: two
       passes must repeat it, and it is never proof). A WARNING says when either applies.
@@ -350,10 +344,7 @@ def decide(claimed_ms: float, floors: list[float], device: str, wall_floors: lis
                   f"wall clock over two bound passes allows no less than {wall:.4g} ms (wall floors "
                   f"{', '.join(f'{f:.4g}' for f in walls)} ms; CPU-time floors {', '.join(f'{f:.4g}' for f in floors)} ms)")
         how = f"{wall:.4g} ms is credited"
-    elif cap == low:
-        how = f"{cap:.4g} ms, the lesser CPU-time floor of {len(floors)} passes, is credited"
     else:
-        how = (f"{cap:.4g} ms, the least CPU-time floor over it, is credited (a pass whose floor is under "
-               "the claim does not undo one over it)")
+        how = f"{cap:.4g} ms, the lesser CPU-time floor of two passes, is credited"
     return BoundDecision(credited, low, finding("timing:claim-below-bound", (4, 25), Severity.WARNING,
                                                 f"{detail}: {how} (unconfirmed as a lie)"))
