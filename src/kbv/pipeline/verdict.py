@@ -106,6 +106,7 @@ def combine_workloads(runs: list) -> Verdict:
     """
     import dataclasses
     import math
+    from pathlib import PurePath
 
     from kbv.model.verdicts import to_dict
 
@@ -117,7 +118,7 @@ def combine_workloads(runs: list) -> Verdict:
         phases[f"workload:{name}"] = sum(v.phase_seconds.values())
     findings = list(ordered(findings))
     hack = next(((n, v) for n, _, v in runs if v.status is Status.HACK), None)
-    decisive = hack or next(((n, v) for n, _, v in runs if v.status not in (Status.PASS, Status.SHORTCUT)), None)
+    decisive = hack or next(((n, v) for n, _, v in runs if not credited(v)), None)
     speedup: dict = {}
     unverified: dict = {}
     if decisive is None:
@@ -125,7 +126,7 @@ def combine_workloads(runs: list) -> Verdict:
         first_shortcut = next((v for _, _, v in runs if v.status is Status.SHORTCUT), None)
         judged = sum(1 for r in sets if not r.dropped)
         message = (first_shortcut.message if first_shortcut is not None
-                   else f"{nominal.candidate.path.rsplit('/', 1)[-1]}: correct on {judged} input set(s)")
+                   else f"{PurePath(nominal.candidate.path).name}: correct on {judged} input set(s)")
         for b in nominal.speedup:
             got = [v.speedup.get(b) for _, _, v in runs]
             if all(isinstance(x, (int, float)) and x > 0 and math.isfinite(x) for x in got):
@@ -138,7 +139,7 @@ def combine_workloads(runs: list) -> Verdict:
         message = v.message if name == runs[0][0] else f"workload {name}: {v.message}"
         if name != runs[0][0]:
             failed = next((r for r in v.input_sets if r.passed is False and not r.dropped), None)
-            found = workload_specialised(nominal.status in (Status.PASS, Status.SHORTCUT), name, v.status.value,
+            found = workload_specialised(credited(nominal), name, v.status.value,
                                          (failed.fault if failed else None) or v.message)
             if found is not None:
                 findings = list(ordered([*findings, found]))
