@@ -157,10 +157,9 @@ class Service:
         self._wake.set()
         with self._mutex:
             running = [st.job for st in self._lanes if st.job is not None]
-        if running:
-            print(f"kbv serve: stopping after the {len(running)} job(s) in flight (each within its deadline; "
-                  "their verdicts are stored, and accepted jobs not started run at the next start)",
-                  file=sys.stderr, flush=True)
+        print(f"kbv serve: stopping after the {len(running)} job(s) in flight (each within its deadline; "
+              "their verdicts are stored, and accepted jobs not started run at the next start)"
+              if running else "kbv serve: stopping (no job in flight)", file=sys.stderr, flush=True)
         if self._dispatcher is not None:
             self._dispatcher.join(timeout=10)
         for st in self._lanes:
