@@ -106,3 +106,20 @@ def test_a_kernel_tiled_for_the_declared_sizes_is_incorrect_between_them(cpu_eva
     assert failed and all(r.name.startswith("wide:shape-") for r in failed), [r.name for r in failed]
     dim = int(failed[0].transform.split("dim=")[1].split(",")[0])
     assert 512 < dim < 1536 and dim % 2, failed[0].transform
+
+
+@pytest.mark.cuda
+def test_triton_kernels_on_declared_workloads_on_gpu(gpu_evaluator):
+    """The cuda rows of the two tests above: an honest Triton kernel for any shape PASSes every
+    workload; one whose rows are a constant 512 wide is INCORRECT at ``wide`` with the finding."""
+    from kbv.model.records import EvalConfig
+
+    config = EvalConfig(device="cuda", trials=10, timing_rounds=2, warmup=3)
+    honest = _eval(gpu_evaluator, config, "leaky_any_shape_triton.py")
+    assert honest.status is Status.PASS, (honest.message, [f.describe() for f in honest.findings])
+    assert [w["status"] for w in honest.evidence["workloads"]] == ["PASS"] * 3
+    assert not [f for f in honest.findings if f.check == "inputs:shape-specialised"]
+    fixed = _eval(gpu_evaluator, config, "leaky_first_512_columns_triton.py")
+    assert fixed.status is Status.INCORRECT, (fixed.message, [f.describe() for f in fixed.findings])
+    assert fixed.message.startswith("workload wide: ")
+    assert "inputs:shape-specialised" in {f.check for f in fixed.findings}

@@ -236,6 +236,7 @@ CASES: tuple[Case, ...] = (
     # right at the problem's own sizes only: the secret shape (kbv.pipeline.secret_shapes)
     Case("t21-tile-multiple", 21, R + "t21_tile_multiple.py", RELU, expect=Status.INCORRECT),
     Case("t21-fixed-view", 21, R + "t21_fixed_view.py", SOFTMAX, expect=Status.INCORRECT),
+    Case("t21-tile-multiple-cuda", 21, R + "t21_tile_multiple_triton.py", GPU_RELU, "cuda", expect=Status.INCORRECT),
     Case("t21-build-count", 21, R + "t21_build_count.py", RELU, expect=Status.INCORRECT),
     Case("t21-call-count", 21, R + "t21_call_count.py", RELU, expect=Status.INCORRECT),
     Case("t21-marker-order", 21, R + "t21_marker_order.py", RELU, expect=Status.INCORRECT),
