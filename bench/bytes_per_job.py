@@ -58,7 +58,7 @@ def measure(problem: Path, candidate: Path, device: str) -> dict:
     from kbv.pipeline.run import verify
     from kbv.reference import inputs as inp
     from kbv.reference.build import build_reference
-    from kbv.sandbox.environment import collect_environment
+    from kbv.processes.host_environment import collect_environment
 
     since = [0]  # bytes since the last phase mark
     pending: collections.Counter = collections.Counter()  # per op, since the last phase mark

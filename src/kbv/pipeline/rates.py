@@ -23,7 +23,7 @@ def _cached_rate(device: torch.device, what: str, measure: Callable[[], float]) 
     import json
 
     from kbv.model.paths import cache_root
-    from kbv.sandbox.environment import driver_version
+    from kbv.processes.host_environment import driver_version
 
     key = f"{what}|{torch.cuda.get_device_name(device)}|{driver_version()}|{torch.__version__}"
     if key in _BANDWIDTH:

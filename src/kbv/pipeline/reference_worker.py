@@ -58,7 +58,7 @@ def reference_main(conn: Connection, device: str) -> None:
 
     import torch
 
-    from kbv.sandbox.environment import collect_environment
+    from kbv.processes.host_environment import collect_environment
     from kbv.intake.problems import ProblemError
     from kbv.model.source import source_hash
     from kbv.processes.reference import RAISED, ProblemFailure, ReferenceReply, WorkerError
