@@ -98,7 +98,9 @@ def make_config(config: ConfigLike = None) -> EvalConfig:
             given.add("secret_shapes")  # the protocol's: no problem setting turns it on
         if "user_set" not in kw:  # the fields given: a problem's own settings do not change them
             kw["user_set"] = tuple(sorted(n for n in given if n in PROBLEM_FIELDS))
-        for name in ("hidden", "baselines", "distributions", "user_set"):
+        if isinstance(kw.get("sanitize"), str):  # "memcheck,racecheck", as on the command line
+            kw["sanitize"] = tuple(t.strip() for t in kw["sanitize"].split(",") if t.strip())
+        for name in ("hidden", "baselines", "distributions", "user_set", "sanitize"):
             if isinstance(kw.get(name), (list, str)):
                 kw[name] = (kw[name],) if isinstance(kw[name], str) else tuple(kw[name])
         config = EvalConfig(**kw)

@@ -213,6 +213,7 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
     if v.flag_changes:
         c.print(f"[yellow]candidate changed global numeric flags (reset after every call):[/] "
                 f"{escape('; '.join(v.flag_changes))}")
+    print_diagnostics(v, c)
     if v.findings:
         t = Table(title="Integrity findings (docs/anti-cheat.md)", title_justify="left")
         for col in ("severity", "taxonomy", "detector", "detail"):
@@ -222,6 +223,51 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
             t.add_row(f"[{style[f.severity.value]}]{f.severity.value}[/]", ", ".join(map(str, f.taxonomy)), f.check,
                       f.detail)
         c.print(t)
+
+
+def _pct(x: object) -> str:
+    return f"{x:.1f}" if isinstance(x, (int, float)) else "-"
+
+
+def _ms(x: object) -> str:
+    return f"{x:.4f}" if isinstance(x, (int, float)) else "-"
+
+
+def print_diagnostics(v: Verdict, c: Console) -> None:
+    """What ``--sanitize`` and ``--profile`` found (``evidence["sanitize"]``, ``evidence["ncu"]``):
+    a line per sanitizer tool, and Nsight Compute's figures of the candidate's and the reference's
+    longest kernel side by side (:mod:`kbv.pipeline.diagnostics`)."""
+    for tool, r in (v.evidence.get("sanitize") or {}).items():
+        if r.get("failed"):
+            text = f"[yellow]not run[/] ({escape(str(r['failed']))})"
+        elif r.get("count"):
+            text = f"[red]{r['count']} report(s)[/]: {escape(str(r['reports'][0]))}"
+        else:
+            text = "[green]clean[/]"
+        c.print(f"compute-sanitizer {tool}: {text}  ({r.get('seconds', 0):.1f} s)", highlight=False, soft_wrap=True)
+    ncu = v.evidence.get("ncu")
+    if not ncu:
+        return
+    if ncu.get("error"):
+        c.print(f"[yellow]ncu: {escape(str(ncu['error']))}[/]", highlight=False, soft_wrap=True)
+        return
+    t = Table(title=f"Nsight Compute: each side's longest kernel of one call ({ncu.get('seconds', 0):.0f} s)",
+              title_justify="left")
+    for col in ("subject", "kernels", "total ms", "longest kernel", "ms", "SM %", "DRAM %", "occupancy %",
+                "regs", "smem", "top stalls"):
+        t.add_column(col, overflow="fold")
+    for side in ("candidate", "reference"):
+        s = ncu.get(side) or {}
+        k = s.get("longest") or {}
+        if s.get("error") and not k:
+            t.add_row(side, "0", "-", escape(str(s["error"])), "-", "-", "-", "-", "-", "-", "-")
+            continue
+        stalls = ", ".join(f"{n} {x:.1f}" for n, x in k.get("stalls") or ())
+        t.add_row(side, str(s.get("launches", 0)), _ms(s.get("total_ms")), escape(str(k.get("name", "-")))[:60],
+                  _ms(k.get("duration_ms")), _pct(k.get("sm_pct")), _pct(k.get("dram_pct")), _pct(k.get("occupancy_pct")),
+                  str(k.get("registers") if k.get("registers") is not None else "-"),
+                  fmt_bytes(k.get("shared_bytes")), stalls or "-")
+    c.print(t)
 
 
 def group_notes(notes: list[tuple[str, str]]) -> list[str]:

@@ -17,6 +17,7 @@ from kbv.intake.sizes import workload_runs
 from kbv.model.records import (CandidateRef, Environment, EvalConfig, ProblemRef, Status, Verdict,
     verdict_from_dict)
 from kbv.model.records import VettingReport, vetting_from_dict
+from kbv.pipeline.diagnostics import TOOL_TIMEOUT_S
 from kbv.pipeline.reference_worker import reference_main
 from kbv.processes.reference import NOT_RUNNING, ReferenceProcess, minimal_environment
 from kbv.processes.reference_jobs import BaselinesJob, EnvironmentJob, Job, VerifyJob, VetJob
@@ -30,7 +31,8 @@ def job_timeout_s(config: EvalConfig, problem: ProblemRef | None = None) -> floa
     """Upper bound of one job's wall time (s): every worker deadline of the pipeline (a build for the
     candidate's own worker and one for the secret shape's), plus slack,
     once per verification the ``problem``'s job makes (its declared workloads,
-    :func:`kbv.intake.sizes.workload_runs`; one when None or unreadable)."""
+    :func:`kbv.intake.sizes.workload_runs`; one when None or unreadable), and the diagnostics' tool
+    runs that the config asks for."""
     calls = config.nominal_seeds + len(config.hidden) + len(config.distributions) + 4
     rounds = max(config.timing_rounds, config.max_timing_rounds if config.interval_target > 0 else 0)
     runs = 1
@@ -40,8 +42,10 @@ def job_timeout_s(config: EvalConfig, problem: ProblemRef | None = None) -> floa
         except (OSError, UnicodeDecodeError):
             runs = 1
     builds = 1 + (1 if config.secret_shapes else 0)  # the candidate's own worker and the secret shape's
+    # the diagnostics' tool runs (kbv.pipeline.diagnostics), once per job: at the problem's own sizes
+    tools = (len(config.sanitize) + 2 * config.ncu_profile) * TOOL_TIMEOUT_S if config.device == "cuda" else 0.0
     return runs * (builds * config.compile_timeout_s + calls * config.call_timeout_s
-                   + rounds * config.timing_timeout_s) + 300.0
+                   + rounds * config.timing_timeout_s) + tools + 300.0
 
 
 #: ``CandidateRef.backend`` of a file that failed static vetting (its backend was never detected).

@@ -27,10 +27,12 @@ def problem_key(problem: ProblemRef) -> str:
 
 def config_hash(config: EvalConfig) -> str:
     """First 16 hex digits of the SHA-256 of the config's canonical JSON (sorted keys); an empty
-    ``user_set`` is left out, so a config without one hashes as it did before that field existed."""
+    ``user_set`` or ``sanitize`` and an unset ``ncu_profile`` are left out, so a config without them
+    hashes as it did before those fields existed (a store of an older kbv resumes)."""
     data = to_dict(config)
-    if not data.get("user_set"):
-        data.pop("user_set", None)
+    for name in ("user_set", "sanitize", "ncu_profile"):
+        if not data.get(name):
+            data.pop(name, None)
     text = json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 

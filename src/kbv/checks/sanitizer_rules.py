@@ -38,11 +38,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from kbv.model.config import SANITIZER_TOOLS as TOOLS
 from kbv.model.findings import finding
 from kbv.model.records import Finding, Severity
-
-#: the tools ``--sanitize`` accepts, in the order they run.
-TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 #: reports listed in one finding's detail.
 LISTED = 3
 #: a report header: the marker, one space, then the text (detail lines have more spaces).

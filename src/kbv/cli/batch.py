@@ -9,8 +9,8 @@ from typing import List, Optional
 
 import typer
 
-from kbv.cli.common import (SHAPES_HELP, POLICY_HELP, SEEDS_HELP, Device, Policy, Precision, console, err_console, fail,
-                            make_config, resolve_device)
+from kbv.cli.common import (PROFILE_HELP, SANITIZE_HELP, SHAPES_HELP, POLICY_HELP, SEEDS_HELP, Device, Policy, Precision,
+                            console, diagnostics_options, err_console, fail, make_config, resolve_device)
 
 
 class LayoutOpt(str, Enum):
@@ -92,6 +92,8 @@ def run_cmd(
     timeout: Optional[float] = typer.Option(None, min=1.0, metavar="S", help="Seconds allowed per forward call (default 120)."),
     policy: Policy = typer.Option(Policy.kbv, help=POLICY_HELP),
     secret_shapes: Optional[int] = typer.Option(None, "--secret-shapes", min=0, max=8, metavar="N", help=SHAPES_HELP),
+    sanitize: Optional[str] = typer.Option(None, "--sanitize", metavar="memcheck,racecheck", help=SANITIZE_HELP),
+    profile: bool = typer.Option(False, "--profile", help=PROFILE_HELP),
     gpus: Optional[str] = typer.Option(None, "--gpus", metavar="all|0,1", help="One lane per GPU (implies --device cuda): each lane's candidates see only its GPU, one timing per GPU at a time."),
     lanes: int = typer.Option(1, "--lanes", "--workers", min=1, metavar="N", help="Lanes on --device cpu (jobs verified at once; they share the cores)."),
     builds: Optional[int] = typer.Option(None, "--builds", min=0, metavar="N", help="C++/CUDA builds at once in the sandboxed build pool ahead of the lanes (default: cores / 2; 0: no pool)."),
@@ -114,7 +116,8 @@ def run_cmd(
     if gpus is not None and device is Device.cpu:
         fail("--gpus needs --device cuda (or auto)")
     dev = resolve_device(Device.cuda, f"--gpus {gpus}") if gpus is not None else resolve_device(device)
-    config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value, secret_shapes)
+    tools, ncu = diagnostics_options(dev, sanitize, profile)
+    config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value, secret_shapes, tools, ncu)
     if lanes > 1 and dev != "cpu":
         fail("--lanes is for --device cpu; use --gpus on cuda")
     if executor is ExecutorOpt.ray and (gpus is not None or lanes > 1):

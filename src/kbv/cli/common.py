@@ -166,7 +166,8 @@ DEFAULT_SEEDS = 3
 
 
 def make_config(device: str, precision: str, seeds: int | None, trials: int, warmup: int, timeout: float | None,
-                policy: str = "kbv", secret_shapes: int | None = None):
+                policy: str = "kbv", secret_shapes: int | None = None, sanitize: tuple[str, ...] = (),
+                ncu_profile: bool = False):
     """The resolved config. ``kbv-compat`` is the KernelBench-Verified protocol: nominal + D1–D4
     judged by allclose, without kbv's randomised distributions or a secret shape (unless
     ``secret_shapes`` is given). ``seeds`` None: :data:`DEFAULT_SEEDS`, or the problem's own
@@ -185,12 +186,41 @@ def make_config(device: str, precision: str, seeds: int | None, trials: int, war
         kw["secret_shapes"] = secret_shapes
         given.add("secret_shapes")
     kw["user_set"] = tuple(sorted(given))
+    kw.update(sanitize=tuple(sanitize), ncu_profile=ncu_profile)
     if timeout is not None:
         kw.update(call_timeout_s=timeout, timing_timeout_s=max(timeout, 60.0))
     try:
         return EvalConfig(**kw)
     except ValueError as exc:
         fail(str(exc))
+
+
+SANITIZE_HELP = ("Run the candidate's forward on one input set under compute-sanitizer's tools, in kbv's sandbox "
+                 "(memcheck,racecheck,initcheck,synccheck; cuda only): a memory access error is INCORRECT, "
+                 "the others are warnings.")
+PROFILE_HELP = ("Nsight Compute figures (duration, SM and DRAM throughput, occupancy, registers, shared memory, "
+                "top stalls) of the candidate's kernels and the reference's, in the verdict (cuda only).")
+
+
+def diagnostics_options(device: str, sanitize: str | None, profile: bool) -> tuple[tuple[str, ...], bool]:
+    """``--sanitize`` and ``--profile`` as config values: the tools in their order, and whether to
+    profile. On cpu both say "not applicable on cpu" on stderr and are dropped (the run goes on).
+    Exits 2 on a tool name outside the list."""
+    from kbv.checks.sanitizer_rules import parse_tools
+
+    tools: tuple[str, ...] = ()
+    if sanitize is not None:
+        try:
+            tools = parse_tools(sanitize)
+        except ValueError as exc:
+            fail(str(exc))
+    if device == "cpu":
+        for given, name in ((tools, "--sanitize"), (profile, "--profile")):
+            if given:
+                err_console.print(f"kbv: {name}: not applicable on cpu (a CUDA tool); going on without it",
+                                  highlight=False)
+        return (), False
+    return tools, profile
 
 
 SHAPES_HELP = ("Input sets judged at a secret shape: the problem's size constants changed to secret odd sizes "

@@ -13,7 +13,7 @@ from kbv.cli.batch import baselines_cmd, report_cmd, run_cmd
 from kbv.cli.common import Command, Group, console, err_console
 from kbv.cli.generate import audit_cmd, dataset_cmd, generate_cmd, refine_cmd
 from kbv.cli.serve import serve_cmd
-from kbv.cli.verify import demo_cmd, eval_cmd, vet_cmd
+from kbv.cli.verify import demo_cmd, eval_cmd, profile_cmd, vet_cmd
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, cls=Group,
                   context_settings={"help_option_names": ["-h", "--help"]},
@@ -44,7 +44,7 @@ def _summary(fn) -> str:
 
 
 # in the order of ``kbv --help``
-for _name, _fn in (("eval", eval_cmd), ("vet", vet_cmd), ("demo", demo_cmd), ("run", run_cmd),
+for _name, _fn in (("eval", eval_cmd), ("profile", profile_cmd), ("vet", vet_cmd), ("demo", demo_cmd), ("run", run_cmd),
                    ("report", report_cmd), ("baselines", baselines_cmd), ("version", version_cmd),
                    ("generate", generate_cmd), ("refine", refine_cmd), ("audit", audit_cmd),
                    ("dataset", dataset_cmd), ("serve", serve_cmd)):

@@ -7,8 +7,9 @@ from typing import Optional
 
 import typer
 
-from kbv.cli.common import (SHAPES_HELP, POLICY_HELP, SEEDS_HELP, Device, Policy, Precision, console, err_console, fail,
-                            make_config, resolve_device, writable_output)
+from kbv.cli.common import (PROFILE_HELP, SANITIZE_HELP, SHAPES_HELP, POLICY_HELP, SEEDS_HELP, Device, Policy, Precision,
+                            console, diagnostics_options, err_console, fail, make_config, resolve_device,
+                            writable_output)
 from kbv.demo import DEMO_TRIALS
 
 
@@ -24,6 +25,8 @@ def eval_cmd(
     timeout: Optional[float] = typer.Option(None, min=1.0, metavar="S", help="Seconds allowed per forward call (default 120)."),
     policy: Policy = typer.Option(Policy.kbv, help=POLICY_HELP),
     secret_shapes: Optional[int] = typer.Option(None, "--secret-shapes", min=0, max=8, metavar="N", help=SHAPES_HELP),
+    sanitize: Optional[str] = typer.Option(None, "--sanitize", metavar="memcheck,racecheck", help=SANITIZE_HELP),
+    profile: bool = typer.Option(False, "--profile", help=PROFILE_HELP),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the whole build log and traceback of a "
                                  "COMPILE_ERROR or RUNTIME_ERROR (default: the compiler's first errors, or the "
                                  "exception and its last frames)."),
@@ -48,7 +51,8 @@ def eval_cmd(
     if json_out is not None:
         writable_output(json_out, "--json")
     dev = resolve_device(device)
-    config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value, secret_shapes)
+    tools, ncu = diagnostics_options(dev, sanitize, profile)
+    config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value, secret_shapes, tools, ncu)
     with console.status(f"verifying {candidate.name} against {problem.name} on {dev}..."):
         try:
             with Evaluator(dev) as ev:
@@ -59,6 +63,53 @@ def eval_cmd(
             fail(f"internal error: {exc}", code=3)
     print_verdict(verdict, console, verbose=verbose)
     _warn_if_flagged(pref, verdict)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(to_json(verdict) + "\n")
+        console.print(f"verdict record written to {json_out}")
+
+
+def profile_cmd(
+    problem: Path = typer.Argument(..., help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)."),
+    candidate: Path = typer.Argument(..., help="Candidate file defining ModelNew."),
+    device: Device = typer.Option(Device.auto, help="cuda, or auto (cuda when available); on cpu there is nothing to profile."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the full verdict record here."),
+) -> None:
+    """Nsight Compute figures of the candidate's kernels beside the reference's: duration, SM and
+    DRAM throughput, achieved occupancy, registers, shared memory and the top stall reasons, each
+    side's forward run once under ncu in kbv's sandbox, with the candidate's verdict (a whole
+    verification, as ``kbv eval --profile``)."""
+    from kbv.console import print_diagnostics, status_text
+    from kbv.intake.candidates import CandidateError, load_candidate
+    from kbv.batch.evaluator import EvaluationError, Evaluator
+    from kbv.intake.problems import ProblemError, load_problem
+    from kbv.model.records import to_json
+
+    try:
+        pref = load_problem(problem)
+    except ProblemError as exc:
+        fail(f"problem {exc}")
+    try:
+        cref = load_candidate(candidate)
+    except CandidateError as exc:
+        fail(f"candidate {exc}")
+    if json_out is not None:
+        writable_output(json_out, "--json")
+    dev = resolve_device(device)
+    if dev == "cpu":
+        console.print("kbv profile: not applicable on cpu (Nsight Compute profiles CUDA kernels)")
+        raise typer.Exit(0)
+    config = make_config(dev, "fp32", None, 30, 5, None, "kbv", None, (), True)
+    with console.status(f"profiling {candidate.name} and {problem.name} under ncu..."):
+        try:
+            with Evaluator(dev) as ev:
+                verdict = ev.evaluate(pref, cref, config)
+        except ProblemError as exc:
+            fail(str(exc))
+        except EvaluationError as exc:
+            fail(f"internal error: {exc}", code=3)
+    console.print(f"{status_text(verdict.status)}  {verdict.message}", highlight=False, soft_wrap=True, markup=False)
+    print_diagnostics(verdict, console)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(to_json(verdict) + "\n")

@@ -17,6 +17,8 @@ DEFAULT_DISTRIBUTIONS: tuple[str, ...] = (
 #: KernelBench-Verified's hidden distributions (``kbv.reference.distributions.HIDDEN_DISTRIBUTIONS``
 #: holds their scales).
 HIDDEN_NAMES: tuple[str, ...] = ("D1", "D2", "D3", "D4")
+#: compute-sanitizer's tools that ``--sanitize`` may name, in the order they run.
+SANITIZER_TOOLS: tuple[str, ...] = ("memcheck", "racecheck", "initcheck", "synccheck")
 _INT_FIELDS = ("nominal_seeds", "warmup", "trials", "timing_rounds", "init_seed", "max_timing_rounds",
                "timing_input_bytes", "held_output_bytes", "secret_shapes")
 _REAL_FIELDS = ("atol", "rtol", "compile_timeout_s", "call_timeout_s", "timing_timeout_s", "time_budget_ms",
@@ -142,6 +144,11 @@ class EvalConfig:
     #: input sets judged at a secret shape (the problem's size constants changed, ``kbv.reference.shapes``);
     #: 0: none (``kbv-compat``, KernelBench-Verified's protocol, runs none by default).
     secret_shapes: int = 1
+    #: compute-sanitizer tools run over one forward (``memcheck``, ``racecheck``, ``initcheck``,
+    #: ``synccheck``; cuda only, :mod:`kbv.pipeline.diagnostics`); empty: none.
+    sanitize: tuple[str, ...] = ()
+    #: Nsight Compute figures of the candidate's and the reference's kernels (cuda only).
+    ncu_profile: bool = False
     user_set: tuple[str, ...] = ()
 
     def with_problem(self, settings: Mapping[str, Any] | None) -> tuple["EvalConfig", dict[str, Any]]:
@@ -173,7 +180,7 @@ class EvalConfig:
             v = getattr(self, name)
             if type(v) not in (int, float):
                 raise TypeError(f"EvalConfig.{name} must be a number, not {type(v).__name__} {v!r}")
-        for name in ("hidden", "baselines", "distributions", "user_set"):
+        for name in ("hidden", "baselines", "distributions", "user_set", "sanitize"):
             v = getattr(self, name)
             if type(v) is not tuple or not all(type(x) is str for x in v):
                 raise TypeError(f"EvalConfig.{name} must be a tuple of names, not {v!r}")
@@ -207,6 +214,11 @@ class EvalConfig:
             raise ValueError(f"user_set names no EvalConfig field: {unknown_set}")
         if not 0 <= self.secret_shapes <= 8:
             raise ValueError(f"secret_shapes must be in 0..8, not {self.secret_shapes!r}")
+        bad_tools = [t for t in self.sanitize if t not in SANITIZER_TOOLS]
+        if bad_tools:
+            raise ValueError(f"sanitize names unknown tool(s) {bad_tools}; known: {list(SANITIZER_TOOLS)}")
+        if type(self.ncu_profile) is not bool:
+            raise TypeError(f"EvalConfig.ncu_profile must be a bool, not {self.ncu_profile!r}")
         if self.timing_input_bytes < 0:
             raise ValueError(f"timing_input_bytes must be >= 0, not {self.timing_input_bytes!r}")
         if not 0 <= self.held_output_bytes <= 1 << 30:

@@ -171,6 +171,7 @@ def config_from_dict(data: Mapping[str, Any]) -> EvalConfig:
     cfg["baselines"] = tuple(cfg.get("baselines", ()))
     cfg["distributions"] = tuple(cfg.get("distributions", ()))
     cfg["user_set"] = tuple(cfg.get("user_set", ()))
+    cfg["sanitize"] = tuple(cfg.get("sanitize", ()))
     return _build(EvalConfig, cfg)
 
 

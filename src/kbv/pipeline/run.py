@@ -29,6 +29,7 @@ from kbv.model.records import CandidateRef, Environment, EvalConfig, InputKind, 
 from kbv.pipeline.bound_pass import BoundStage
 from kbv.pipeline.context import Context
 from kbv.pipeline.correctness import Correctness
+from kbv.pipeline.diagnostics import Diagnostics
 from kbv.pipeline.judging import Judging
 from kbv.pipeline.load import Load
 from kbv.pipeline.memory_stage import MemoryStage
@@ -64,6 +65,7 @@ class Verification:
         self.correctness = Correctness(ctx, judge)
         self.shapes = SecretShapes(ctx, self.loader, self.correctness)
         self.vetting = Vetting(ctx)
+        self.diagnostics = Diagnostics(ctx)
         self.timing = Timing(ctx, judge, BoundStage(ctx, judge), RepeatGain(ctx), SyncChecks(ctx), Roofline(ctx),
                              ProfileCheck(ctx), MemoryStage(ctx))
         self.verdict = VerdictStage(ctx, judge)
@@ -100,6 +102,8 @@ class Verification:
                 if not shape_first and all(r.passed for r in state.input_sets if not r.dropped):
                     self.shapes._secret_shapes()  # (wrong already: not needed)
                 self.shapes._shape_finding()
+                self.diagnostics._diagnose(already_wrong=any(r.passed is False for r in state.input_sets
+                                                             if not r.dropped))
                 self.vetting._vet()
                 judged = [r for r in state.input_sets if not r.dropped]
                 nominal_ok = all(r.passed for r in judged if r.kind is InputKind.NOMINAL) and any(

@@ -66,10 +66,11 @@ def _tail(path: Path) -> str:
 
 def run_tool(command: Sequence[str], *, device: str, build_dir: Path, module_path: str, module_name: str,
              class_name: str, init_args: Sequence[Any], init_seed: int, precision: str, inputs: Sequence[Any],
-             calls: int, timeout_s: float) -> ToolRunResult:
+             calls: int, timeout_s: float, extra_env: dict[str, str] | None = None) -> ToolRunResult:
     """Run ``command`` (the tool and its options; ``{log}`` stands for its log file) over
     ``python3 -m kbv.sandbox.tool_target SPEC``: ``class_name`` of ``module_path`` built from
     ``init_args`` and called ``calls`` times on ``inputs`` (CPU tensors and plain values).
+    ``extra_env``: variables added to the target's environment (the tool's settings).
 
     Raises:
         OSError: the tool could not be started (not installed: FileNotFoundError).
@@ -91,6 +92,7 @@ def run_tool(command: Sequence[str], *, device: str, build_dir: Path, module_pat
         env = worker_environment(setup)
         src = str(Path(__file__).resolve().parents[2])  # the directory that holds the kbv package
         env["PYTHONPATH"] = src
+        env.update(extra_env or {})
         inputs_path = base / "inputs.pt"
         torch.save([a.detach().cpu() if isinstance(a, torch.Tensor) else a for a in inputs], inputs_path)
         spec = ToolSpec(setup, module_path, module_name, class_name, tuple(init_args), init_seed, precision,

@@ -11,7 +11,7 @@ sandbox: session, cgroup, rlimits, read-only filesystem, dropped privileges). It
 are the tool's own channel (the trusted side starts the tool with none of its own but 0-2) and stay
 open. It then imports the module, builds the model with the problem's init
 inputs under the init seed and the eager-fp32 flags, loads the input set, makes ``calls`` forward
-calls, synchronises and exits 0 (3 when the module or the call raised, the traceback on stderr).
+calls (on cuda the last inside the NVTX range :data:`PROFILED_RANGE`), synchronises and exits 0 (3 when the module or the call raised, the traceback on stderr).
 Nothing comes back to kbv from this process but its exit code and output: what the tool reports
 is written by the tool's own host process.
 """
@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 #: exit code when the module, the constructor or a forward call raised.
 RAISED_EXIT = 3
+#: the NVTX range round the last forward call on cuda (what ``ncu --nvtx-include`` profiles).
+PROFILED_RANGE = "kbv-profiled"
 
 
 @dataclass(frozen=True)
@@ -83,8 +85,14 @@ def run(spec: ToolSpec) -> int:
         args = [a.to(device) if isinstance(a, torch.Tensor) else a
                 for a in torch.load(spec.inputs_path, weights_only=True)]
         with torch.no_grad():
-            for _ in range(spec.calls):
+            for k in range(spec.calls):
+                last = k == spec.calls - 1 and device.type == "cuda"
+                if last:
+                    torch.cuda.synchronize(device)
+                    torch.cuda.nvtx.range_push(PROFILED_RANGE)
                 model(*args)
+                if last:
+                    torch.cuda.nvtx.range_pop()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
     except BaseException:  # noqa: BLE001 - the candidate may raise anything

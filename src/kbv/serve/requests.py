@@ -100,7 +100,7 @@ class Range:
 def config_ranges() -> dict[str, Range]:
     """The fields a request may override and their bounds (module docstring); the names come from
     kbv's registries (``kbv.sandbox.numeric_flags.BASELINES``, ``kbv.reference.distributions``)."""
-    from kbv.model.config import POLICIES, EvalConfig
+    from kbv.model.config import POLICIES, SANITIZER_TOOLS, EvalConfig
     from kbv.reference.distributions import DISTRIBUTIONS, HIDDEN_DISTRIBUTIONS
     from kbv.sandbox.numeric_flags import BASELINES
 
@@ -125,6 +125,8 @@ def config_ranges() -> dict[str, Range]:
         "time_budget_ms": Range("float", 0.0, 60000.0),
         "timing_budget_s": Range("float", 0.0, 120.0),
         "interval_half_width": Range("float?", 0.0, 0.5),
+        "sanitize": Range("names", choices=SANITIZER_TOOLS),  # cuda lanes only (kbv.pipeline.diagnostics)
+        "ncu_profile": Range("bool"),
     }
 
 
@@ -162,6 +164,10 @@ def _check_value(name: str, value: Any, r: Range) -> Any:
     if r.kind == "str":
         if not isinstance(value, str) or value not in r.choices:
             raise BadRequest(422, f"{where} must be one of {', '.join(r.choices)}, not {value!r}")
+        return value
+    if r.kind == "bool":
+        if not isinstance(value, bool):
+            raise BadRequest(422, f"{where} must be true or false, not {_kind(value)}")
         return value
     if value is None and r.kind == "float?":
         return None
