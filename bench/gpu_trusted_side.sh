@@ -6,6 +6,8 @@
 #                                     # (bench/copy_paths.py), the bound's precision, two honest verifications
 #   bash bench/gpu_trusted_side.sh beside  # the same batch again beside the cuda suite's four groups (BATCH=second)
 #   bash bench/gpu_trusted_side.sh rest    # the serve GPU lane under eight clients, then the red-team group alone
+#   bash bench/gpu_trusted_side.sh suite   # the cuda suite's groups at once (no batch), issue 24's diagnostics
+#                                     # rows beside them, then `kbv profile` on the demo ReLU (README's example)
 # Then, here: `PYTHONPATH=src python3 bench/rerun_coverage.py compare DIR` on the two stores that came back.
 [ -d .whl ] && [ ! -d /tmp/site/fastapi ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
   --upgrade --target /tmp/site .whl/*.whl
@@ -31,7 +33,21 @@ case "$1" in
     py="python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
     timeout $(( $(left) / 3 )) $py "tests/serve/test_serve.py::test_gpu_lane_stays_busy_under_eight_clients" > "$O/serve_gpu.log" 2>&1
     timeout $(( $(left) - 5 )) $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam_alone.log" 2>&1 ;;
-  *) echo "usage: $0 alone|beside|rest" >&2; exit 2 ;;
+  suite)
+    nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+    { command -v compute-sanitizer ncu; ls /usr/local/cuda/bin 2>&1 | grep -E "sanitizer|ncu"; } > "$O/tools.txt" 2>&1
+    py="timeout $(( LIMIT - 25 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
+    $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
+    $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
+    $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py > "$O/gpu.log" 2>&1 & p3=$!
+    $py tests/ --ignore=tests/e2e/test_redteam.py --ignore=tests/e2e/test_redteam_bound.py --ignore=tests/e2e/test_honest.py \
+      --ignore=tests/e2e/test_gpu.py --ignore=tests/e2e/test_gpu_policy.py --ignore=tests/e2e/test_diagnostics_gpu.py \
+      --deselect tests/serve/test_serve.py::test_gpu_lane_stays_busy_under_eight_clients > "$O/rest.log" 2>&1 & p4=$!
+    { $py -s tests/e2e/test_diagnostics_gpu.py > "$O/diagnostics.log" 2>&1
+      timeout 200 python3 -m kbv profile src/kbv/data/problems/level1/1_ReLU.py src/kbv/data/candidates/relu_cuda.py \
+        --device cuda --json "$O/profile.json" > "$O/profile_cli.log" 2>&1; } & p5=$!
+    for p in $p1 $p2 $p3 $p4 $p5; do wait $p; done ;;
+  *) echo "usage: $0 alone|beside|rest|suite" >&2; exit 2 ;;
 esac
 echo "$1: wall $(( $(date +%s) - t0 )) s" >> "$O/summary.txt"
 for f in "$O"/*.log; do echo "== $f: $(grep -E "passed|failed|error" "$f" | tail -1 | cut -c1-200)"; done
