@@ -527,3 +527,21 @@ def test_score_candidate_rejects_a_file_without_model_new_without_running_it(tmp
     r, v = score_candidate(load_problem(BUILTIN_RELU), "class Model:\n    pass\n", EvalConfig(device="cpu"),
                            NoEvaluator(), path=tmp_path / "c.py")
     assert v.status is Status.COMPILE_ERROR and r.score == 0.0 and "ModelNew" in r.feedback
+
+
+def test_feedback_gives_the_candidates_own_kernel_figures_never_the_references():
+    """``--profile`` / ``--sanitize`` evidence in the feedback (issue 24): the candidate's kernels and
+    the sanitizer's reports; the reference's kernels stay out."""
+    ncu = {"candidate": {"kernels": [{"name": "relu_kernel", "duration_ms": 0.0123, "sm_pct": 12.0, "dram_pct": 80.5,
+                                      "occupancy_pct": 75.0, "registers": 16, "shared_bytes": 0,
+                                      "stalls": [["long_scoreboard", 9.1]]}]},
+           "reference": {"kernels": [{"name": "at_native_secret_kernel", "duration_ms": 0.01}]}}
+    sanitize = {"memcheck": {"count": 1, "reports": ["Invalid __global__ read of size 4 bytes in relu_kernel"],
+                             "failed": None}, "racecheck": {"count": 0, "reports": [], "failed": None}}
+    v = make_verdict("INCORRECT", nominal_fail=True, evidence={"ncu": ncu, "sanitize": sanitize})
+    text = feedback_text(v)
+    assert "Kernel relu_kernel: 0.0123 ms, SM 12%, DRAM 80%, occupancy 75%, 16 registers/thread" in text
+    assert "top stalls: long_scoreboard" in text
+    assert "compute-sanitizer memcheck: 1 report(s); first: Invalid __global__ read" in text
+    assert "compute-sanitizer racecheck: clean." in text
+    assert "at_native_secret_kernel" not in text

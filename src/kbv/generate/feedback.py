@@ -165,6 +165,29 @@ def _timing_lines(v: Verdict) -> list[str]:
     return out
 
 
+def _diagnostic_lines(v: Verdict) -> list[str]:
+    """compute-sanitizer's reports and Nsight Compute's figures of the candidate's own kernels
+    (``--sanitize``, ``--profile``): never the reference's figures, never an input value."""
+    out = []
+    for tool, r in (v.evidence.get("sanitize") or {}).items():
+        if r.get("count"):
+            out.append(f"compute-sanitizer {tool}: {r['count']} report(s); first: {r['reports'][0]}")
+        elif not r.get("failed"):
+            out.append(f"compute-sanitizer {tool}: clean.")
+    mine = (v.evidence.get("ncu") or {}).get("candidate") or {}
+    for k in mine.get("kernels", [])[:5]:
+        stalls = ", ".join(f"{n}" for n, _ in k.get("stalls") or ())
+        figures = [f"{k['duration_ms']:.4g} ms" if k.get("duration_ms") is not None else None,
+                   f"SM {k['sm_pct']:.0f}%" if k.get("sm_pct") is not None else None,
+                   f"DRAM {k['dram_pct']:.0f}%" if k.get("dram_pct") is not None else None,
+                   f"occupancy {k['occupancy_pct']:.0f}%" if k.get("occupancy_pct") is not None else None,
+                   f"{k['registers']} registers/thread" if k.get("registers") is not None else None,
+                   f"{k['shared_bytes']} B shared/block" if k.get("shared_bytes") is not None else None,
+                   f"top stalls: {stalls}" if stalls else None]
+        out.append(f"Kernel {k.get('name', '?')[:80]}: " + ", ".join(x for x in figures if x) + ".")
+    return (["Diagnostics of your kernels:"] + out) if out else []
+
+
 def secrets_of(v: Verdict) -> tuple[str, ...]:
     """The verdict's seeds as text (every input set's, nominal and secret): what feedback must not hold."""
     return tuple(sorted({str(r.seed) for r in v.input_sets}, key=len, reverse=True))
@@ -178,6 +201,7 @@ def feedback_text(v: Verdict, *, input_blind: bool = False) -> str:
     lines += _correctness_lines(v, input_blind)
     lines += _finding_lines(v)
     lines += _timing_lines(v)
+    lines += _diagnostic_lines(v)
     if v.weight_mismatches:
         lines.append(f"{len(v.weight_mismatches)} parameter(s) shared by name with Model have different "
                      "initial values: create them in the same order and the same way.")

@@ -77,8 +77,25 @@ def write_leaderboard_csv(metrics: BatchMetrics, path: Path | str) -> Path:
     return _write_rows(Path(path), [leaderboard_row(m) for m in metrics.rows()])
 
 
+def _diagnostic_columns(v: Verdict) -> dict[str, Any]:
+    """``--sanitize`` and ``--profile`` per sample: the sanitizer's reports per tool (None: not run),
+    and Nsight Compute's figures of each side (total kernel ms of one call) and of the candidate's
+    longest kernel."""
+    san = v.evidence.get("sanitize") or {}
+    ncu = v.evidence.get("ncu") or {}
+    cand, ref = ncu.get("candidate") or {}, ncu.get("reference") or {}
+    top = cand.get("longest") or {}
+    return {
+        "sanitizer_reports": ";".join(f"{t}={r.get('count') if not r.get('failed') else 'not-run'}"
+                                      for t, r in san.items()) or None,
+        "ncu_candidate_kernel_ms": cand.get("total_ms"), "ncu_reference_kernel_ms": ref.get("total_ms"),
+        "ncu_longest_kernel": top.get("name"), "ncu_sm_pct": top.get("sm_pct"), "ncu_dram_pct": top.get("dram_pct"),
+        "ncu_occupancy_pct": top.get("occupancy_pct"),
+    }
+
+
 def sample_row(v: Verdict) -> dict[str, Any]:
-    """One flat row per verdict (times ms, memory bytes)."""
+    """One flat row per verdict (times ms, memory bytes; :func:`_diagnostic_columns`)."""
     cand = v.timing.get("candidate")
     mem = v.memory.get("candidate")
     return {
@@ -90,6 +107,7 @@ def sample_row(v: Verdict) -> dict[str, Any]:
         "memory_efficiency": v.memory_efficiency,
         "candidate_median_ms": cand.median_ms if cand else None,
         "candidate_peak_bytes": mem.peak_bytes if mem else None,
+        **_diagnostic_columns(v),
         "message": v.message.replace("\n", " ")[:2000], "candidate_path": v.candidate.path,
     }
 
