@@ -2,7 +2,8 @@
 # The trusted side on the H200 (goal: the cuda suite 0 failed beside a run, >= 90 % of rerun speedups inside
 # the first run's intervals, the bound's precision, the serve lane busy), in three foreground device calls made back to back on one warm machine
 # (carry [".whl"]; each call's logs go straight to $OUT; LIMIT seconds each, default 560):
-#   bash bench/gpu_trusted_side.sh alone   # the 40-kernel batch alone (rerun_coverage first), the output copy's paths
+#   bash bench/gpu_trusted_side.sh alone   # one job profiled (bench/job_profile.py), the 40-kernel batch alone
+#                                     # (rerun_coverage first), the output copy's paths
 #                                     # (bench/copy_paths.py), the bound's precision, two honest verifications
 #   bash bench/gpu_trusted_side.sh beside  # the same batch again beside the cuda suite's four groups (BATCH=second)
 #   bash bench/gpu_trusted_side.sh rest    # the serve GPU lane under eight clients, then the red-team group alone
@@ -18,6 +19,7 @@ case "$1" in
   alone)
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
     git log --oneline -1 > "$O/head.txt" 2>&1
+    timeout 150 python3 bench/job_profile.py --json "$O/job_profile.json" > "$O/job_profile.log" 2>&1
     timeout $(( $(left) - 200 )) python3 bench/rerun_coverage.py first /tmp/w --deadline-s $(( $(left) - 215 )) \
       > "$O/batch_first.log" 2>&1
     cp /tmp/w/first.db "$O/" 2>/dev/null
