@@ -75,7 +75,17 @@ class Diagnostics:
         return (bool(c.sanitize) or c.ncu_profile) and self.ctx.rp.source_text is None
 
     def _run(self, command: list[str], module_path: str, class_name: str,
-             extra_env: dict[str, str] | None = None) -> ToolRunResult:
+             extra_env: dict[str, str] | None = None, has_report=None) -> ToolRunResult:
+        """One tool run (:func:`kbv.processes.tool_run.run_tool`) with the target at a uid of its own;
+        again at kbv's uid when ``has_report(result)`` says the first left no report (a tool that
+        does not run across uids): ``result.own_uid`` tells which ran."""
+        first = self._run_once(command, module_path, class_name, extra_env, True)
+        if has_report is None or has_report(first) or first.timed_out:
+            return first
+        return self._run_once(command, module_path, class_name, extra_env, False)
+
+    def _run_once(self, command: list[str], module_path: str, class_name: str,
+                  extra_env: dict[str, str] | None, own_uid: bool) -> ToolRunResult:
         ctx = self.ctx
         args = inp.to_device(inp.draw(ctx.rp.module.get_inputs, inp.secret_seed(), "cpu"), "cpu", ctx.config.precision)
         name = f"kbv_{'candidate' if class_name == 'ModelNew' else 'reference'}_{Path(module_path).stem[:40]}"
@@ -83,7 +93,7 @@ class Diagnostics:
                         module_path=module_path, module_name=name.replace("-", "_").replace(".", "_"),
                         class_name=class_name, init_args=list(ctx.rp.init_args), init_seed=ctx.config.init_seed,
                         precision=ctx.config.precision, inputs=args, calls=CALLS, timeout_s=TOOL_TIMEOUT_S,
-                        extra_env=extra_env)
+                        extra_env=extra_env, own_uid=own_uid)
 
     def _diagnose(self, already_wrong: bool) -> None:
         """Run what the config asks for. ``already_wrong``: a set failed; a memcheck report is then
@@ -112,7 +122,7 @@ class Diagnostics:
             else:
                 try:
                     result = self._run([exe, "--tool", tool, *SANITIZER_OPTIONS], ctx.candidate.path, "ModelNew",
-                                       SANITIZER_ENV)
+                                       SANITIZER_ENV, has_report=lambda r: "SUMMARY" in r.report)
                 except OSError as exc:
                     run, result = sr.SanitizerRun(tool, failed=f"compute-sanitizer not started: {exc}"), None
                 else:
@@ -125,7 +135,8 @@ class Diagnostics:
             evidence[tool] = {"reports": [r.describe() for r in run.reports[:20]], "count": len(run.reports),
                               "summary_count": run.summary_count, "failed": run.failed,
                               "seconds": round(time.perf_counter() - t0, 2),
-                              "target_raised": bool(result and result.target_raised)}
+                              "target_raised": bool(result and result.target_raised),
+                              "own_uid": bool(result and result.own_uid)}
             if sr.is_memory_error(run) and wrong is None:
                 wrong = run
         ctx.state.evidence["sanitize"] = evidence
@@ -143,12 +154,13 @@ class Diagnostics:
         else:
             for side, path, cls in (("candidate", ctx.candidate.path, "ModelNew"), ("reference", ctx.rp.ref.path, "Model")):
                 try:
-                    result = self._run([exe, *NCU_OPTIONS], path, cls)
+                    result = self._run([exe, *NCU_OPTIONS], path, cls, has_report=lambda r: '"ID"' in r.report)
                 except OSError as exc:
                     out["error"] = f"ncu not started: {exc}"
                     break
                 kernels = ncu_report.parse_csv(result.report)
-                out[side] = {**ncu_report.summary(kernels), "kernels": [k.as_dict() for k in kernels[:20]]}
+                out[side] = {**ncu_report.summary(kernels), "kernels": [k.as_dict() for k in kernels[:20]],
+                             "own_uid": result.own_uid}
                 if not kernels:
                     out[side]["error"] = ("timed out" if result.timed_out else
                                           "no kernel profiled: " + (result.report.strip().splitlines() or ["no output"])[-1][:300])

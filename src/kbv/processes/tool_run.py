@@ -8,6 +8,12 @@ outside the target's scratch and build directories (the only places the sandbox 
 The target joins a :class:`kbv.processes.jail.ProcessJail` of its own, as a candidate worker does,
 and everything it started is killed when the run ends; the tool's process group too. A run that
 takes longer than ``timeout_s`` is killed: ``timed_out`` says so.
+
+Its uid: its own (as root, :func:`kbv.sandbox.limits.choose_uid`) on cuda too, where a candidate
+worker keeps kbv's for CUDA IPC: the target takes its inputs from a file, so it needs no IPC, and
+then cannot signal the tool's host process (which would leave no report) or kbv's processes.
+``own_uid=False`` runs it at kbv's uid (:func:`kbv.pipeline.diagnostics` retries so when a tool
+left no report under a uid of the target's own).
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ class ToolRunResult:
     target_output: str
     seconds: float
     timed_out: bool
+    own_uid: bool = False  #: the target ran at a uid of its own (root only; else kbv's)
 
     @property
     def target_raised(self) -> bool:
@@ -66,7 +73,8 @@ def _tail(path: Path) -> str:
 
 def run_tool(command: Sequence[str], *, device: str, build_dir: Path, module_path: str, module_name: str,
              class_name: str, init_args: Sequence[Any], init_seed: int, precision: str, inputs: Sequence[Any],
-             calls: int, timeout_s: float, extra_env: dict[str, str] | None = None) -> ToolRunResult:
+             calls: int, timeout_s: float, extra_env: dict[str, str] | None = None,
+             own_uid: bool = True) -> ToolRunResult:
     """Run ``command`` (the tool and its options; ``{log}`` stands for its log file) over
     ``python3 -m kbv.sandbox.tool_target SPEC``: ``class_name`` of ``module_path`` built from
     ``init_args`` and called ``calls`` times on ``inputs`` (CPU tensors and plain values).
@@ -81,7 +89,7 @@ def run_tool(command: Sequence[str], *, device: str, build_dir: Path, module_pat
     work = base / scratch.SCRATCH_NAME
     work.mkdir()
     note = scratch.mount_scratch(str(work), tmp_quota_bytes())
-    jail = ProcessJail(own_uid=device == "cpu")
+    jail = ProcessJail(own_uid=own_uid)
     proc = None
     t0 = time.perf_counter()
     timed_out = False
@@ -116,7 +124,7 @@ def run_tool(command: Sequence[str], *, device: str, build_dir: Path, module_pat
             returncode, timed_out = None, True
         report = _tail(log) or _tail(base / "tool.out")
         target = _tail(base / "target.log")
-        return ToolRunResult(returncode, report, target, time.perf_counter() - t0, timed_out)
+        return ToolRunResult(returncode, report, target, time.perf_counter() - t0, timed_out, jail.uid is not None)
     finally:
         if proc is not None:
             try:
