@@ -1,4 +1,5 @@
-"""The next job's candidate worker, started while the current job runs (kbv run's lanes).
+"""The next job's candidate workers, started while the current job runs (kbv run's lanes): its own,
+and a second for its secret shape (:mod:`kbv.pipeline.secret_shapes`) when the lane's jobs judge one.
 
 The reference worker asks its lane which candidate comes next (the lane holds its next job beside
 the current one) and spawns that candidate's worker: a fresh sandboxed process of the next
@@ -37,30 +38,39 @@ def _key(candidate: CandidateRef, device: str) -> tuple:
 
 
 class Prestarted:
-    """At most one early candidate worker, for the next job (see the module doc)."""
+    """The next job's early candidate workers (see the module doc): its own, and a second for its
+    secret shape (:mod:`kbv.pipeline.secret_shapes`) when the lane's jobs judge one."""
 
     def __init__(self) -> None:
-        self._slot: tuple[tuple, CandidateProcess] | None = None
+        self._slot: tuple[tuple, CandidateProcess, CandidateProcess | None] | None = None
+        self._shape: CandidateProcess | None = None  #: the taken job's shape worker, until taken
 
-    def start(self, candidate: CandidateRef, device: str) -> None:
-        """Spawn the worker ``candidate``'s job will use (the one already started is closed)."""
-        self.close()
+    @staticmethod
+    def _spawn(candidate: CandidateRef, device: str) -> CandidateProcess | None:
         worker = CandidateProcess(device=device, build_dir=build_dir(candidate, device))
         try:
             worker.send(protocol.Ping(), phase="start")
         except Exception:  # noqa: BLE001 - the job spawns its own
             worker.close()
-            return
-        self._slot = (_key(candidate, device), worker)
-
-    def take(self, candidate: CandidateRef, device: str, timeout: float = READY_TIMEOUT_S) -> CandidateProcess | None:
-        """The early worker if it was started for ``candidate`` on ``device`` and has finished
-        its start-up (waits for it), else None (any early worker is closed)."""
-        slot, self._slot = self._slot, None
-        if slot is None:
             return None
-        key, worker = slot
-        if key != _key(candidate, device) or not worker.proc.is_alive():
+        return worker
+
+    def start(self, candidate: CandidateRef, device: str, shape: bool = False) -> None:
+        """Spawn the worker ``candidate``'s job will use, and with ``shape`` the one its secret
+        shape will (those already started are closed). The two start alike: nothing tells a
+        worker which it will be."""
+        self.close()
+        main = self._spawn(candidate, device)
+        if main is None:
+            return
+        self._slot = (_key(candidate, device), main, self._spawn(candidate, device) if shape else None)
+
+    @staticmethod
+    def _ready(worker: CandidateProcess | None, timeout: float) -> CandidateProcess | None:
+        """``worker`` once its start-up Pong arrives; None (and closed) when it died or did not answer."""
+        if worker is None:
+            return None
+        if not worker.proc.is_alive():
             worker.close()
             return None
         try:
@@ -73,16 +83,48 @@ class Prestarted:
             return None
         return worker
 
+    def take(self, candidate: CandidateRef, device: str, timeout: float = READY_TIMEOUT_S) -> CandidateProcess | None:
+        """The early worker if it was started for ``candidate`` on ``device`` and has finished
+        its start-up (waits for it), else None (any early worker is closed). Its shape worker is
+        kept for :meth:`take_shape`."""
+        slot, self._slot = self._slot, None
+        self._close_shape()
+        if slot is None:
+            return None
+        key, worker, shape = slot
+        if key != _key(candidate, device):
+            for w in (worker, shape):
+                if w is not None:
+                    w.close()
+            return None
+        self._shape = shape
+        ready = self._ready(worker, timeout)
+        if ready is None:
+            self._close_shape()
+        return ready
+
+    def take_shape(self, timeout: float = READY_TIMEOUT_S) -> CandidateProcess | None:
+        """The secret shape's early worker of the job :meth:`take` served, ready, or None."""
+        shape, self._shape = self._shape, None
+        return self._ready(shape, timeout)
+
     def pids(self) -> list[int]:
-        """The early worker's pid (empty when none is running)."""
-        if self._slot is None or not self._slot[1].proc.is_alive() or not self._slot[1].proc.pid:
-            return []
-        return [self._slot[1].proc.pid]
+        """The early workers' pids (empty when none is running)."""
+        workers = [*(self._slot[1:] if self._slot else ()), self._shape]
+        return [w.proc.pid for w in workers if w is not None and w.proc.is_alive() and w.proc.pid]
+
+    def _close_shape(self) -> None:
+        if self._shape is not None:
+            self._shape.close()
+            self._shape = None
 
     def close(self) -> None:
         if self._slot is not None:
-            self._slot[1].close()
+            for w in self._slot[1:]:
+                if w is not None:
+                    w.close()
             self._slot = None
+        self._close_shape()
 
 
 @contextlib.contextmanager

@@ -156,6 +156,7 @@ class _Server:
         start_zygote(job.config.device)  # its imports run beside the reference's build
         rp = self.reference(job.problem, job.config)
         worker = self.early.take(job.candidate, job.config.device)
+        shape_worker = self.early.take_shape() if worker is not None else None
 
         def start_next(device=job.config.device) -> None:  # the lane's next candidate's worker
             if not job.ask_next:
@@ -164,14 +165,14 @@ class _Server:
             answer = decode_job(self.conn.recv_bytes())
             if isinstance(answer, NextCandidate) and answer.candidate is not None:
                 try:
-                    self.early.start(answer.candidate, device)
+                    self.early.start(answer.candidate, device, shape=job.config.secret_shapes > 0)
                 except Exception:  # noqa: BLE001 - the next job spawns its own worker
                     pass
 
         if worker is not None:  # this one was started early and is ready: the next starts now
             start_next()
         verdict = verify.verify(rp, job.candidate, job.config, self.env, hidden_tests=job.hidden_tests,
-                                worker=worker, quiet=lambda: quiet(job.quiet_dir, self.early),
+                                worker=worker, shape_worker=shape_worker, quiet=lambda: quiet(job.quiet_dir, self.early),
                                 on_loaded=start_next if worker is None else None)
         verdict = dataclasses.replace(verdict, evidence={**verdict.evidence, "kbv_source": self.source})
         return {"verdict": to_dict(verdict)}

@@ -57,13 +57,14 @@ class Verification:
 
     def __init__(self, rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, env: Environment,
                  hidden_tests: str | None = None, *, worker: CandidateProcess | None = None,
+                 shape_worker: CandidateProcess | None = None,
                  quiet: Callable[[], ContextManager] | None = None, on_loaded: Callable[[], None] | None = None):
         ctx = self.ctx = Context(rp, candidate, config, env, hidden_tests, worker=worker, quiet=quiet,
                                  on_loaded=on_loaded)
         judge = Judging(ctx)
         self.loader = Load(ctx)
         self.correctness = Correctness(ctx, judge)
-        self.shapes = SecretShapes(ctx, self.loader, self.correctness)
+        self.shapes = SecretShapes(ctx, self.loader, self.correctness, worker=shape_worker)
         self.vetting = Vetting(ctx)
         self.diagnostics = Diagnostics(ctx)
         self.timing = Timing(ctx, judge, BoundStage(ctx, judge), RepeatGain(ctx), SyncChecks(ctx), Roofline(ctx),
@@ -137,11 +138,12 @@ class Verification:
 
 
 def verify(rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, env: Environment, *,
-           hidden_tests: str | None = None, worker: CandidateProcess | None = None, quiet=None,
-           on_loaded=None) -> Verdict:
+           hidden_tests: str | None = None, worker: CandidateProcess | None = None,
+           shape_worker: CandidateProcess | None = None, quiet=None, on_loaded=None) -> Verdict:
     """Verify ``candidate`` against the built reference problem ``rp`` (``hidden_tests``: see
     :meth:`kbv.batch.evaluator.Evaluator.evaluate`). ``worker``: a candidate worker started for this
     job ahead of it, idle (:mod:`kbv.pipeline.prestart`; closed at the end like a fresh one);
+    ``shape_worker``: one started ahead for its secret shape (closed at the end, used or not);
     ``quiet``: a context factory wrapped round the timed rounds and the sync pass; ``on_loaded``:
     called once the candidate is loaded. A problem that declares workloads (:mod:`kbv.reference.workloads`)
     is verified at each, one verification after the other (:mod:`kbv.pipeline.workload_runs`), and
@@ -154,8 +156,17 @@ def verify(rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, en
             workload's sizes (the problem is broken).
     """
     config, applied = config.with_problem(rp.settings)  # kbv's defaults < the problem file < the user
-    nominal = Verification(rp, candidate, config, env, hidden_tests, worker=worker, quiet=quiet,
-                           on_loaded=on_loaded).run()
+    try:
+        first = Verification(rp, candidate, config, env, hidden_tests, worker=worker, shape_worker=shape_worker,
+                             quiet=quiet, on_loaded=on_loaded)
+    except BaseException:
+        if shape_worker is not None:
+            shape_worker.close()
+        raise
+    try:
+        nominal = first.run()
+    finally:
+        first.shapes.release()
     if rp.workloads:
         nominal = verify_workloads(rp, nominal, lambda wrp: Verification(wrp, candidate, config, env, quiet=quiet).run())
     if applied:

@@ -49,8 +49,18 @@ DRAWS_PER_PATTERN = 3
 class SecretShapes:
     """The candidate at a secret shape."""
 
-    def __init__(self, ctx: Context, loader: Load, correctness: Correctness) -> None:
+    def __init__(self, ctx: Context, loader: Load, correctness: Correctness,
+                 worker: CandidateProcess | None = None) -> None:
+        """``worker``: a candidate worker started ahead for the shape (:class:`kbv.pipeline.prestart.Prestarted`),
+        idle and ready; else the stage spawns one."""
         self.ctx, self.loader, self.correctness = ctx, loader, correctness
+        self._ahead = worker
+
+    def release(self) -> None:
+        """Close the worker started ahead if the stage did not use it."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.close()
 
     def _shape_reference(self, rng: secrets.SystemRandom) -> tuple[ReferenceProblem | None, dict, dict]:
         """A secret shape the reference accepts: (its reference problem or None, the sizes, the
@@ -138,7 +148,10 @@ class SecretShapes:
         note.update(judged_sets=sets, before_load=self._shape_before)
         results: list[InputSetResult] = []
         try:
-            with CandidateProcess(device=self.ctx.config.device, build_dir=build_dir(self.ctx.candidate, self.ctx.config.device)) \
+            ahead, self._ahead = self._ahead, None
+            note["worker_started_early"] = ahead is not None
+            with ahead or CandidateProcess(device=self.ctx.config.device,
+                                           build_dir=build_dir(self.ctx.candidate, self.ctx.config.device)) \
                     as worker, self._at_shape(vrp):
                 try:
                     self.loader._send_load(worker, vrp.init_args)  # ModelNew built once, at the shape, as a user would
