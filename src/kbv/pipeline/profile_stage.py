@@ -13,6 +13,7 @@ from kbv.checks.op_coverage import reference_covered, refused_counts, shortcut_r
 from kbv.sandbox.kernels import KernelProfile
 from kbv.checks.probe_rules import op_counts_ok
 from kbv.checks import profile_rules as prof_rule
+from kbv.checks import cupti_rules as cupti_rule
 from kbv.pipeline.context import Context
 from kbv.pipeline.outcome import Outcome, Stop
 from kbv.processes import elf
@@ -54,6 +55,19 @@ class ProfileCheck:
         self.ctx.state.evidence["profile"].update(device_us_per_call=device_us, dram_floor_us=floor_us)
         self.ctx._add(prof_rule.below_floor(device_us, floor_us, l2 >> 20))
 
+    def _cupti(self, reply: protocol.OpCounts) -> None:
+        """The profiled calls' kernel time per call (CUPTI, overlaps counted once) beside the timed
+        calls' CUDA-event median as the candidate's events gave it (before the bound pass's credit):
+        ``evidence["cupti"]`` and :func:`kbv.checks.cupti_rules.cupti_disagrees` (cuda only)."""
+        claimed = self.ctx.state.evidence.get("trusted_bound", {}).get("claimed_median_ms")
+        timed = self.ctx.state.timing.get("candidate")
+        record = cupti_rule.evidence(reply.kernel_busy_us, claimed if claimed is not None else
+                                     timed.median_ms if timed is not None else None)
+        if record is None:
+            return
+        self.ctx.state.evidence["cupti"] = record
+        self.ctx._add(cupti_rule.cupti_disagrees(record["kernel_ms_per_call"], record["event_median_ms"]))
+
     def _reference_ops(self, worker: CandidateProcess, sets: list) -> None:
         """The candidate re-running the reference's own torch compute ops is a wrapper (taxonomy 15/16)."""
         try:
@@ -78,6 +92,7 @@ class ProfileCheck:
             evidence["kernels"] = [list(k) for k in reply.kernels[:20]]
         self.ctx.state.evidence["profile"] = evidence
         self._profiled_floor(reply)
+        self._cupti(reply)
         covered = None
         if not (reply.error or ref_ops.error):
             covered = reference_covered(ref_ops.ops, dict(reply.ops))

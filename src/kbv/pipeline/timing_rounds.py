@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from kbv.checks import bound_plan
-from kbv.checks import memory_rules as memory_rule
+from kbv.checks import memory_growth_rules as growth_rule
 from kbv.checks import output_rules as out_rule
 from kbv.checks.timing_rules import implausible_times, plan_leak
 from kbv.model.records import Measurement
@@ -40,6 +40,7 @@ from kbv.pipeline.schedule import (  # noqa: F401 - the stage's names, also used
 from kbv.processes import footprint as fp
 from kbv.processes import gpushare
 from kbv.processes.candidate import CandidateProcess
+from kbv.processes.held_memory import HeldMemory
 from kbv.reference import inputs as inp
 from kbv.reference.mutation import timed_mutation
 from kbv.sandbox import numeric_flags as bl
@@ -198,7 +199,11 @@ class Timing:
         done = 0  # timed calls per subject so far
         per_round_done = []
         paused = PausedCpu()  # what the stopped candidate tree ran over the baseline blocks
-        calls, resident = 0, []  # the candidate's calls so far and its worker's resident set after each round
+        # what the candidate's tree holds after each round (a leak: kbv.checks.memory_growth_rules); the
+        # first reading follows round 1, whose first calls make the timing path's one-time allocations
+        shared = (self.ctx.state.evidence.get("gpu_share", {}).get("start", {}).get("other_processes") or 0) > 0
+        calls, held = 0, HeldMemory(lambda: worker.jail.tree(worker.proc.pid), worker.proc.pid, self.ctx.rp.device,
+                                    gpu_shared=shared)
         started = time.perf_counter()
         r = 0
         while True:
@@ -259,8 +264,8 @@ class Timing:
                 self.judge._recheck(kept, sets, recheck, mutations)
             kept = []
             done += per_round
-            calls += warmup + per_round
-            resident.append((calls, fp.host_rss_bytes(worker.proc.pid)))
+            calls += warmup + per_round + (1 if cfg.integrity and per_round else 0)  # the repeat call
+            held.sample(calls)
             per_round_done.append(per_round)
             r += 1
             widths = (half_widths(samples, cfg.baselines, self.ctx.rp.ref.sha256, self.ctx.candidate.sha256, per_round_done)
@@ -274,8 +279,11 @@ class Timing:
         self.ctx.state.evidence["timed_rechecks"] = recheck.checked
         self.ctx.state.evidence["paused_cpu_ms"] = paused.evidence()
         self.ctx._add(paused.finding())
-        self.ctx.state.evidence["resident_per_round"] = resident
-        self.ctx._add(memory_rule.memory_growth(resident, self.ctx.rp.output_bytes or 0))
+        growth, found = growth_rule.judge(held.host, held.device, held.source, self.ctx.rp.output_bytes or 0,
+                                          cfg.held_output_bytes, held.note)
+        self.ctx.state.evidence["memory_growth"] = growth
+        for f in found:
+            self.ctx._add(f)
         self._plan_leak()
         if cfg.integrity:
             self.repeat._repeat_gain(worker, sets)

@@ -11,10 +11,11 @@ orchestrator that started the reference worker (:data:`ORCHESTRATOR_ENV`): its b
 other lanes and the next jobs' workers are stopped or elsewhere while a job times, and a batch alone
 on the H200 read 9-17 of them as "other processes" of a shared GPU (2026-12-04), which left every
 cuda floor of the batch uncredited (the tree is read through every thread's children: the lanes
-start their workers from threads). Where NVML is missing or refuses (the lent
-H200's container, 2026-12-04: ``nvml: False`` beside the cuda suite), the other processes of this
+start their workers from threads). Where NVML is missing or refuses, the other processes of this
 PID namespace that hold a ``/dev/nvidia*`` file open are counted instead (``source: proc``): they
-miss work from other containers, which only NVML sees.
+miss work from other containers, which only NVML sees. On the lent H200 NVML answers where
+nvidia-ml-py is installed (``nvmlDeviceGetComputeRunningProcesses`` listed this process with its
+memory, 2026-12-05).
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ def read(device_index: int = 0) -> GpuShare:
         pynvml.nvmlInit()
         try:
             h = pynvml.nvmlDeviceGetHandleByIndex(device_index)
-            procs = list(pynvml.nvmlDeviceGetComputeProcesses(h))
+            procs = list(pynvml.nvmlDeviceGetComputeRunningProcesses(h))
             try:
                 util = int(pynvml.nvmlDeviceGetUtilizationRates(h).gpu)
             except pynvml.NVMLError:

@@ -91,6 +91,10 @@ class KernelProfile:
     repeats: int = 0
     error: str | None = None
     probe_failed: bool = False  #: the profiler itself failed (or was asked wrongly), not the profiled call.
+    #: device time per call (µs) with overlapping activities counted once: the union of every kernel's,
+    #: memcpy's and memset's [start, end] interval over the profiled calls, / ``repeats`` (kernels on
+    #: several streams overlap; ``total_us`` counts each). None where an activity's start is unknown.
+    busy_us: float | None = None
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,7 @@ class _DeviceEvent:
     dur: int
     corr: int
     linked: int
+    start: int | None = None  #: ns, on the profiler's clock (None: not known).
 
 
 def _is_library_span(name: str) -> bool:
@@ -196,7 +201,16 @@ def _summarise(spans: Sequence[_Span], launches: Sequence[_Launch],
     total_us = sum(r[1] for r in rows)
     share = own_us / total_us if total_us > 0 else None
     return KernelProfile(kernels=tuple(rows), own_us=own_us, total_us=total_us, own_share=share,
-                         repeats=n)
+                         repeats=n, busy_us=_busy_us(devices, n))
+
+
+def _busy_us(devices: Sequence[_DeviceEvent], repeats: int) -> float | None:
+    """The union of the device events' [start, start + dur] intervals in µs / ``repeats``; None
+    when a start is unknown."""
+    if any(d.start is None for d in devices):
+        return None
+    starts, ends = _merged((d.start, d.start + max(int(d.dur), 0)) for d in devices if d.start is not None)
+    return sum(b - a for a, b in zip(starts, ends)) / 1000.0 / max(int(repeats), 1)
 
 
 def _call(obj: Any, name: str, default: Any) -> Any:
@@ -218,7 +232,7 @@ def _events(prof: Any) -> tuple[list[_Span], list[_Launch], list[_DeviceEvent]]:
     raw = prof.profiler.kineto_results.events()
     spans: list[_Span] = []
     launches: list[_Launch] = []
-    devices: list[tuple[str, int, int, int, str]] = []
+    devices: list[tuple[str, int, int, int, str, int]] = []
     for e in raw:
         name = str(e.name())
         activity = str(_call(e, "activity_type", "") or "").lower().rsplit(".", 1)[-1]
@@ -226,7 +240,7 @@ def _events(prof: Any) -> tuple[list[_Span], list[_Launch], list[_DeviceEvent]]:
         start, end = int(e.start_ns()), int(e.end_ns())
         if dtype == _DeviceType.CUDA:
             devices.append((name, end - start, int(e.correlation_id()),
-                            int(_call(e, "linked_correlation_id", 0) or 0), activity))
+                            int(_call(e, "linked_correlation_id", 0) or 0), activity, start))
         elif dtype == _DeviceType.CPU:
             if activity in _RUNTIME_ACTIVITIES or (not activity and _RUNTIME_NAME.match(name)):
                 launches.append(_Launch(name, start, int(e.correlation_id())))
@@ -236,13 +250,13 @@ def _events(prof: Any) -> tuple[list[_Span], list[_Launch], list[_DeviceEvent]]:
     launched = {r.corr for r in launches}
     span_names = {s.name for s in spans}
     kept = []
-    for name, dur, corr, linked, activity in devices:
+    for name, dur, corr, linked, activity, start in devices:
         if activity:
             keep = activity in _DEVICE_ACTIVITIES
         else:
             keep = corr in launched or name not in span_names
         if keep:
-            kept.append(_DeviceEvent(name, dur, corr, linked))
+            kept.append(_DeviceEvent(name, dur, corr, linked, start))
     return spans, launches, kept
 
 
@@ -261,7 +275,8 @@ def kernel_profile(fn: Callable[..., Any], args: Sequence[Any], device: Any,
             only"``, as does a machine without CUDA. repeats: profiled calls (≥ 1).
 
     Returns:
-        :class:`KernelProfile` with per-call device times in µs (see there). Classification:
+        :class:`KernelProfile` with per-call device times in µs (see there; ``busy_us`` the union of
+        the activities' intervals, which overlap across streams). Classification:
         *library* = launched under an ``aten::`` op (cuBLAS, cuDNN, at::native kernels, also when a
         C++ extension calls ``at::``/``torch::`` functions, which go through the dispatcher), inside
         a torch.compile region, or named like a PyTorch/vendor-library kernel (covers CUDA graph

@@ -64,18 +64,19 @@ class ProbeRequests:
         # the same call again under the profiler, which records every thread and the dispatcher
         # itself (ops run on the candidate's threads or with the Python key excluded)
         recorded = profiling.recorded_ops(self.model, args)
-        kernels, share, error, probe_failed = (), None, ops.error, ops.probe_failed
+        kernels, share, error, probe_failed, busy = (), None, ops.error, ops.probe_failed, None
         if self.device.type == "cuda":
             prof = kernel_timeline.kernel_profile(self.model, args, self.device)
             kernels = tuple(prof.kernels)
             share = prof.own_share
+            busy = prof.busy_us if prof.error is None else None
             if error is None and prof.error is not None:
                 error, probe_failed = prof.error, prof.probe_failed
         changes = self._check_flags()
         return self.protocol.OpCounts(ops=dict(ops.ops), kernels=kernels, own_share=share, error=error,
                                       recorded=dict(recorded.ops), recorded_error=recorded.error,
                                       flag_changes=changes, probe_failed=probe_failed,
-                                      recorded_probe_failed=recorded.probe_failed)
+                                      recorded_probe_failed=recorded.probe_failed, kernel_busy_us=busy)
 
     def memory(self, req: Any) -> Any:
         from kbv.sandbox.peak_memory import forward_peak_bytes, nbytes

@@ -241,6 +241,9 @@ class OpCounts:
     #: (``OpCount.probe_failed``, ``KernelProfile.probe_failed``): not the candidate's.
     probe_failed: bool = False
     recorded_probe_failed: bool = False
+    #: device µs per profiled call, overlapping activities counted once (cuda only;
+    #: :attr:`kbv.sandbox.kernels.KernelProfile.busy_us`): the CUPTI figure beside the timed events.
+    kernel_busy_us: float | None = None
 
 
 @dataclass(frozen=True)
