@@ -37,3 +37,11 @@ def test_summary_names_the_longest_launch():
     assert s["launches"] == 2 and s["total_ms"] == pytest.approx(1.23776)
     assert s["longest"]["name"] == "_leaky"
     assert nr.summary([]) == {"launches": 0, "total_ms": None, "longest": None}
+
+
+def test_a_blank_line_after_the_header_is_skipped():
+    """Regression (red team): a blank row after the header raised IndexError."""
+    lines = CSV.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
+    text = "\n".join(lines[:at + 1] + [""] + lines[at + 1:])
+    assert [k.name for k in nr.parse_csv(text)] == ["_leaky", "void at::native::vectorized_elementwise_kernel"]

@@ -92,3 +92,33 @@ def test_the_option_lists_tools_in_their_order_and_refuses_others():
     for bad in ("", "memcheck,leakcheck", ","):
         with pytest.raises(ValueError, match="--sanitize takes"):
             sr.parse_tools(bad)
+
+
+def test_the_tools_own_notes_are_no_report():
+    """Regression (red team): a target that exits non-zero makes compute-sanitizer write ``Error:
+    process didn't terminate successfully``; read as a memcheck report it made an honest candidate
+    that raised under the tool INCORRECT. Only the tools' report headers are reports."""
+    text = ("========= COMPUTE-SANITIZER\n========= Error: process didn't terminate successfully\n"
+            "========= Warning: something the tool says\n========= Target application returned an error\n"
+            "========= ERROR SUMMARY: 0 errors\n")
+    for tool in sr.TOOLS:
+        run = sr.parse_report(tool, text)
+        assert run.reports == () and not sr.is_memory_error(run) and sr.sanitizer_findings(run) == []
+        assert "Error: process didn't terminate successfully" in run.notes
+
+
+@pytest.mark.parametrize("tool,header", [
+    ("memcheck", "Invalid __shared__ write of size 4 bytes"), ("memcheck", "Misaligned Shared or Local Address"),
+    ("memcheck", "Warp Illegal Address"), ("memcheck", "Out-of-range Shared or Local Address"),
+    ("initcheck", "Uninitialized __global__ memory read of size 4 bytes"),
+    ("synccheck", "Barrier error detected. Divergent thread(s) in warp"),
+    ("racecheck", "Warning: Race reported between Write access at k+0x1 in a.cu:2")])
+def test_each_tools_report_headers_are_reports(tool, header):
+    run = sr.parse_report(tool, f"========= {header}\n=========     at k+0x10 in a.cu:7\n========= ERROR SUMMARY: 1 error\n")
+    assert [r.header for r in run.reports] == [header]
+
+
+def test_a_candidate_that_raised_under_the_tool_was_not_checked():
+    run = sr.parse_report("memcheck", CLEAN)
+    (f,) = sr.sanitizer_findings(run, target_raised=True)
+    assert f.check == "sanitize:not-run" and f.severity is Severity.WARNING and "raised under the tool" in f.detail

@@ -83,7 +83,7 @@ def parse_csv(text: str) -> list[KernelFigures]:
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
     if start is None:
         return []
-    rows = list(csv.reader(io.StringIO("\n".join(lines[start:]))))
+    rows = [r for r in csv.reader(io.StringIO("\n".join(lines[start:]))) if r]
     header, body = rows[0], rows[1:]
     units = {}
     if body and not body[0][0].strip():  # the units row

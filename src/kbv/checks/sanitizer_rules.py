@@ -50,9 +50,18 @@ _SUMMARY = re.compile(r"^(?:ERROR|RACECHECK) SUMMARY: (?P<n>\d+) (?:error|hazard
 #: ``at <kernel>+0x... in <file>:<line>`` or ``at 0x... in <kernel>(...)`` (the forms compute-sanitizer prints).
 _AT_SOURCE = re.compile(r"\bat (?P<kernel>[^\s+]+)\+0x[0-9a-f]+ in (?P<file>[^\s:]+):(?P<line>\d+)")
 _AT_KERNEL = re.compile(r"^at (?:0x[0-9a-f]+|[^\s+]+\+0x[0-9a-f]+) in (?P<kernel>.+?)\s*$")
-#: header lines that are the tool's own chatter, not a report.
-_NOT_REPORTS = ("COMPUTE-SANITIZER", "Target application returned", "This application", "Program hit cudaError",
-                "Saved host backtrace", "Host Frame", "Leaked ", "LEAK SUMMARY")
+#: the headers that are reports, per tool (compute-sanitizer's manual); any other header is the tool's
+#: own note (``Error: process didn't terminate successfully`` when the target exits non-zero, ``Program
+#: hit cudaError...`` after a report, warnings) and is kept in :attr:`SanitizerRun.notes`, never a report.
+REPORT_HEADERS = {
+    "memcheck": re.compile(r"^(Invalid (__global__|__shared__|__local__|__generic__|global|shared|local|generic)? ?"
+                           r"(read|write|atomic)|Misaligned |Out-of-range |Warp (Illegal|Misaligned|Out-of-range|"
+                           r"Hardware|Assert|Invalid PC)|Illegal (Instruction|Address)|Hardware exception|"
+                           r"Malloc/Free error|Invalid PC|Device-side assert|Stack overflow|Cuda barrier error)"),
+    "racecheck": re.compile(r"^(Error|Warning): (Race reported|Potential .*hazard)"),
+    "initcheck": re.compile(r"^Uninitialized "),
+    "synccheck": re.compile(r"^(Barrier error|Invalid arguments|Divergent thread)"),
+}
 #: headers that say the tool itself failed to run the target.
 _TOOL_FAILED = ("Error: Target application terminated before first instrumented API call",
                 "Error: No attachable process found", "Internal Sanitizer Error", "Error: Device not supported",
@@ -85,7 +94,7 @@ class SanitizerRun:
     reports: tuple[SanitizerReport, ...] = ()
     summary_count: int | None = None
     failed: str | None = None
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = field(default_factory=tuple)  #: headers that are not reports (the tool's own)
 
 
 def parse_report(tool: str, text: str) -> SanitizerRun:
@@ -95,6 +104,8 @@ def parse_report(tool: str, text: str) -> SanitizerRun:
     details: list[str] = []
     summary = None
     failed = None
+    notes: list[str] = []
+    is_report = REPORT_HEADERS[tool].match
 
     def close() -> None:
         if header is None:
@@ -122,25 +133,31 @@ def parse_report(tool: str, text: str) -> SanitizerRun:
                 summary = int(s["n"]) + (summary or 0)
             elif line.startswith(_TOOL_FAILED):
                 failed = failed or line
-            elif not line.startswith(_NOT_REPORTS):
+            elif is_report(line):
                 header = line
+            elif line != "COMPUTE-SANITIZER":
+                notes.append(line)
             continue
         m = _DETAIL.match(raw.rstrip())
         if m and header is not None:
             details.append(m["text"])
     close()
-    return SanitizerRun(tool, tuple(reports), summary, failed)
+    return SanitizerRun(tool, tuple(reports), summary, failed, tuple(notes[:20]))
 
 
-def sanitizer_findings(run: SanitizerRun) -> list[Finding]:
+def sanitizer_findings(run: SanitizerRun, target_raised: bool = False) -> list[Finding]:
     """The findings of one tool's run (module doc): one per tool that reported, naming at most
-    :data:`LISTED` reports; ``sanitize:not-run`` when the tool produced no report."""
+    :data:`LISTED` reports; ``sanitize:not-run`` when the tool produced no report, or when the
+    candidate's forward raised under the tool (``target_raised``) before any report: its calls were
+    not all checked (a candidate may raise there on purpose; nothing is proved by it)."""
     if run.failed is not None or (run.summary_count is None and not run.reports):
         why = run.failed or "no summary in the tool's log (it did not finish)"
         return [finding("sanitize:not-run", (), Severity.WARNING,
                         f"compute-sanitizer {run.tool} did not check the forward: {why}; kbv's failure, not the candidate's")]
     if not run.reports:
-        return []
+        return [finding("sanitize:not-run", (), Severity.WARNING,
+                        f"compute-sanitizer {run.tool}: the candidate's forward raised under the tool (its "
+                        "calls there did not all run): not checked")] if target_raised else []
     listed = "; ".join(r.describe() for r in run.reports[:LISTED])
     more = f" (+{len(run.reports) - LISTED} more)" if len(run.reports) > LISTED else ""
     what = {"memcheck": "memory access errors: the kernel touches memory it does not own",

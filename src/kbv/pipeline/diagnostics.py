@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -67,6 +68,11 @@ class Diagnostics:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
+    def _reference_builds(self) -> str:
+        if getattr(self, "_ref_dir", None) is None:
+            self._ref_dir = tempfile.mkdtemp(prefix="kbv-ref-tool-")
+        return self._ref_dir
+
     def _applies(self) -> bool:
         c = self.ctx.config
         if (c.sanitize or c.ncu_profile) and c.device != "cuda":
@@ -88,8 +94,11 @@ class Diagnostics:
                   extra_env: dict[str, str] | None, own_uid: bool) -> ToolRunResult:
         ctx = self.ctx
         args = inp.to_device(inp.draw(ctx.rp.module.get_inputs, inp.secret_seed(), "cpu"), "cpu", ctx.config.precision)
-        name = f"kbv_{'candidate' if class_name == 'ModelNew' else 'reference'}_{Path(module_path).stem[:40]}"
-        return run_tool(command, device=ctx.config.device, build_dir=build_dir(ctx.candidate, ctx.config.device),
+        mine = class_name == "ModelNew"
+        name = f"kbv_{'candidate' if mine else 'reference'}_{Path(module_path).stem[:40]}"
+        # the reference's caches in a directory of its own, not the candidate's (which it can write)
+        builds = build_dir(ctx.candidate, ctx.config.device) if mine else Path(self._reference_builds())
+        return run_tool(command, device=ctx.config.device, build_dir=builds,
                         module_path=module_path, module_name=name.replace("-", "_").replace(".", "_"),
                         class_name=class_name, init_args=list(ctx.rp.init_args), init_seed=ctx.config.init_seed,
                         precision=ctx.config.precision, inputs=args, calls=CALLS, timeout_s=TOOL_TIMEOUT_S,
@@ -104,10 +113,15 @@ class Diagnostics:
         """
         if not self._applies():
             return
-        if self.ctx.config.sanitize:
-            self._sanitize(already_wrong)
-        if self.ctx.config.ncu_profile:
-            self._profile()
+        try:
+            if self.ctx.config.sanitize:
+                self._sanitize(already_wrong)
+            if self.ctx.config.ncu_profile:
+                self._profile()
+        finally:
+            if getattr(self, "_ref_dir", None):
+                shutil.rmtree(self._ref_dir, ignore_errors=True)
+                self._ref_dir = None
 
     def _sanitize(self, already_wrong: bool) -> None:
         ctx = self.ctx
@@ -130,10 +144,10 @@ class Diagnostics:
                     if result.timed_out:
                         run = sr.SanitizerRun(tool, run.reports, None,
                                               f"timed out after {TOOL_TIMEOUT_S:.0f} s" if not run.reports else None)
-            for f in sr.sanitizer_findings(run):
+            for f in sr.sanitizer_findings(run, bool(result and result.target_raised)):
                 ctx._add(f)
             evidence[tool] = {"reports": [r.describe() for r in run.reports[:20]], "count": len(run.reports),
-                              "summary_count": run.summary_count, "failed": run.failed,
+                              "summary_count": run.summary_count, "failed": run.failed, "notes": list(run.notes),
                               "seconds": round(time.perf_counter() - t0, 2),
                               "target_raised": bool(result and result.target_raised),
                               "own_uid": bool(result and result.own_uid)}

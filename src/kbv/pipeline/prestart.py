@@ -31,6 +31,9 @@ from kbv.sandbox import protocol
 
 #: seconds a job waits for its early worker's start-up to finish (a fresh spawn would take as long).
 READY_TIMEOUT_S = 300.0
+#: seconds a started worker has to answer a Ping when its job takes it (kbv choice: an idle worker
+#: answers in milliseconds; one that does not is replaced by a fresh spawn).
+ANSWER_TIMEOUT_S = 10.0
 
 
 def _key(candidate: CandidateRef, device: str) -> tuple:
@@ -67,18 +70,24 @@ class Prestarted:
 
     @staticmethod
     def _ready(worker: CandidateProcess | None, timeout: float) -> CandidateProcess | None:
-        """``worker`` once its start-up Pong arrives; None (and closed) when it died or did not answer."""
+        """``worker`` once its start-up Pong arrives and it answers a second Ping within
+        :data:`ANSWER_TIMEOUT_S`; None (and closed) when it died or did not answer. Its tree is
+        continued first: the candidate of the job before (a cuda worker keeps kbv's uid) could stop
+        an idle early worker, which would have made the next job's honest load time out."""
         if worker is None:
             return None
-        if not worker.proc.is_alive():
+        if not worker.proc.is_alive() or not worker.proc.pid:
             worker.close()
             return None
         try:
-            reply = worker.receive(phase="start", timeout=timeout)
+            worker.jail.resume(worker.jail.tree(worker.proc.pid))
+            first = worker.receive(phase="start", timeout=timeout)
+            worker.send(protocol.Ping(), phase="start")
+            second = worker.receive(phase="start", timeout=ANSWER_TIMEOUT_S)
         except Exception:  # noqa: BLE001 - died or hung during start-up: not the candidate's doing
             worker.close()
             return None
-        if not isinstance(reply, protocol.Pong):
+        if not (isinstance(first, protocol.Pong) and isinstance(second, protocol.Pong)):
             worker.close()
             return None
         return worker

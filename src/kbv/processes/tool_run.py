@@ -90,11 +90,14 @@ def run_tool(command: Sequence[str], *, device: str, build_dir: Path, module_pat
     work.mkdir()
     note = scratch.mount_scratch(str(work), tmp_quota_bytes())
     jail = ProcessJail(own_uid=own_uid)
+    # the host's /dev/shm is the target's on cuda (not a private one): what it leaves there is removed
+    shm_before = scratch.shm_entries() if device != "cpu" or os.geteuid() != 0 else None
     proc = None
     t0 = time.perf_counter()
     timed_out = False
     try:
-        setup = WorkerSetup(workdir=str(work), build_dir=str(build_dir), log_path=str(base / "target.log"),
+        # the target's output in its own scratch tmpfs: bounded by that mount's quota, off the host's disk
+        setup = WorkerSetup(workdir=str(work), build_dir=str(build_dir), log_path=str(work / "target.log"),
                             device=device, cgroup=jail.cgroup, uid=jail.uid, shm_bytes=shm_quota_bytes(),
                             max_tasks=max_tasks(), parent_notes=(*jail.notes, note))
         env = worker_environment(setup)
@@ -123,7 +126,7 @@ def run_tool(command: Sequence[str], *, device: str, build_dir: Path, module_pat
         except subprocess.TimeoutExpired:
             returncode, timed_out = None, True
         report = _tail(log) or _tail(base / "tool.out")
-        target = _tail(base / "target.log")
+        target = _tail(work / "target.log")
         return ToolRunResult(returncode, report, target, time.perf_counter() - t0, timed_out, jail.uid is not None)
     finally:
         if proc is not None:
@@ -136,6 +139,8 @@ def run_tool(command: Sequence[str], *, device: str, build_dir: Path, module_pat
         jail.kill()
         scratch.release_scratch(str(work))
         shutil.rmtree(base, ignore_errors=True)
+        if jail.uid is not None or shm_before is not None:  # by its uid, else what appeared
+            scratch.sweep_shm(shm_before or {}, jail.uid)
 
 
 __all__ = ["ToolRunResult", "run_tool", "LOG_NAME"]
