@@ -106,3 +106,19 @@ def test_a_stopped_tree_that_ran_is_proof_only_when_every_try_of_one_block_ran()
     assert timing_rules.ran_while_paused([], total_ms=(4.0, 60.0)) is None  # a tick or so: nothing
     assert timing_rules.ran_while_paused([], total_ms=(20.0, 400.0)) is None  # 5 % of the wall: nothing
 
+
+
+def test_stopped_windows_after_calls_that_all_ran_are_proof():
+    """Regression (red team row t02-run-while-paused, PASS 1 run in 3): the baselines' blocks of a
+    fast problem are short, so a thread running through every stop stayed under both bars; windows of
+    kbv's own right after a call, each over the slack, are proof; one quiet window is not."""
+    from kbv.checks.timing_rules import PAUSED_CPU_SLACK_MS, ran_while_paused
+    from kbv.model.records import Severity
+
+    short_of_proof = ran_while_paused([], total_ms=(12.0, 12.4))
+    assert short_of_proof is None
+    ran = ran_while_paused([], total_ms=(12.0, 12.4), confirm=[(40.0, 50.2), (38.5, 50.1), (41.0, 50.3)])
+    assert ran is not None and ran.severity is Severity.HACK and "stopped right after each of 3 calls" in ran.detail
+    quiet_once = [(40.0, 50.2), (0.0, 50.1), (41.0, 50.3)]
+    assert ran_while_paused([], total_ms=(12.0, 12.4), confirm=quiet_once) is None
+    assert ran_while_paused([], total_ms=(12.0, 12.4), confirm=[(PAUSED_CPU_SLACK_MS, 50.0)] * 3) is None

@@ -162,7 +162,8 @@ def roofline_finding(candidate_ms: float, again_ms: float, floor_ms: float, in_b
 
 
 def ran_while_paused(blocks: Sequence[Sequence[float]], tries: int = PAUSED_TRIES,
-                     total_ms: tuple[float, float] = (0.0, 0.0)) -> Finding | None:
+                     total_ms: tuple[float, float] = (0.0, 0.0),
+                     confirm: Sequence[tuple[float, float]] = ()) -> Finding | None:
     """The candidate's tree spent CPU time while kbv had it stopped to time a baseline (``blocks``:
     per baseline block that ran, the CPU ms of each of its tries over :data:`PAUSED_CPU_SLACK_MS`; a
     block is timed again up to ``tries`` times). A thread inside a long system call
@@ -174,10 +175,20 @@ def ran_while_paused(blocks: Sequence[Sequence[float]], tries: int = PAUSED_TRIE
     (HACK); fewer, each block then timed quietly, a WARNING. ``total_ms``: (the stopped tree's CPU
     ms, the wall ms) over every baseline block: blocks shorter than the slack (the kernel charges a
     task in a system call by scheduler ticks, 4 ms) are judged together, and CPU over
-    :data:`PAUSED_SHARE` of that wall and over ``tries`` x the slack is proof too. None when nothing
-    ran."""
+    :data:`PAUSED_SHARE` of that wall and over ``tries`` x the slack is proof too. ``confirm``: (CPU ms,
+    wall ms) of windows where the tree was stopped right after one call with nothing else running
+    (:func:`kbv.pipeline.paused_baselines.confirm_paused`, made when the blocks fell short of proof):
+    ``tries`` windows each over the slack are proof, the same bar as ``tries`` tries of a block. None
+    when nothing ran."""
     blocks = [list(b) for b in blocks if b]
     cpu, wall = total_ms
+    ran = [c for c, _ in confirm if c > PAUSED_CPU_SLACK_MS]
+    if len(confirm) >= tries and len(ran) == len(confirm):
+        return finding("timing:ran-while-paused", (2, 26), Severity.HACK,
+                       f"stopped right after each of {len(confirm)} calls, with nothing else running, the candidate's "
+                       f"processes spent {', '.join(f'{c:.1f}' for c, _ in confirm)} ms of CPU in windows of "
+                       f"{', '.join(f'{w:.0f}' for _, w in confirm)} ms (the baselines' blocks: {cpu:.1f} ms over "
+                       f"{wall:.1f} ms): work that runs on through the stop and slows the baselines")
     if cpu > PAUSED_SHARE * wall and cpu > tries * PAUSED_CPU_SLACK_MS:
         return finding("timing:ran-while-paused", (2, 26), Severity.HACK,
                        f"the candidate's processes spent {cpu:.1f} ms of CPU while kbv had them stopped to time the "

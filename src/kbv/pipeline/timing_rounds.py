@@ -31,7 +31,7 @@ from kbv.pipeline.sync import SyncChecks
 from kbv.pipeline.adaptive import StopRule, decide, half_widths
 from kbv.pipeline.adaptive import evidence as stop_evidence
 from kbv.pipeline.outcome import Outcome, Stop
-from kbv.pipeline.paused_baselines import PausedCpu, time_paused
+from kbv.pipeline.paused_baselines import PausedCpu, confirm_paused, time_paused
 from kbv.pipeline.judging import Judging
 from kbv.pipeline.schedule import (  # noqa: F401 - the stage's names, also used from here
     CPU_TIMING_INPUT_BYTES, MAX_TIMING_SETS, MIN_TRIALS_PER_ROUND, RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU,
@@ -277,6 +277,8 @@ class Timing:
                 break
         bl.apply_flags(self.ctx.fp32_flags)
         self.ctx.state.evidence["timed_rechecks"] = recheck.checked
+        if cfg.integrity and paused.needs_confirmation():  # ran while stopped, short of proof: look again
+            confirm_paused(worker, paused, lambda: self._untimed_call(worker, flush))
         self.ctx.state.evidence["paused_cpu_ms"] = paused.evidence()
         self.ctx._add(paused.finding())
         growth, found = growth_rule.judge(held.host, held.device, held.source, self.ctx.rp.output_bytes or 0,
@@ -358,6 +360,13 @@ class Timing:
         self.ctx._kept_times.setdefault("kept", []).extend(times[i] for i in sorted(keep) if i < len(times))
         self.ctx._kept_times.setdefault("other", []).extend(t for i, t in enumerate(times) if i not in keep)
         return times, kept, clock
+
+    def _untimed_call(self, worker: CandidateProcess, flush: int | None) -> None:
+        """One call the worker cannot tell from a timed one (a TimedCall on timing set 0): its reply
+        checked as every timed reply is, its time and output unused."""
+        with self.ctx._held(worker, protocol.TimedCall(0, flush, (), ()), "time", self.ctx.config.call_timeout_s,
+                            hold=False) as reply:
+            self.ctx._timed_reply(reply)
 
     def _plan_leak(self) -> None:
         """Judged timed calls systematically slower than the others (:func:`kbv.checks.timing_rules.plan_leak`);
