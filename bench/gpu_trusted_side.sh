@@ -9,6 +9,7 @@
 #   bash bench/gpu_trusted_side.sh rest    # the serve GPU lane under eight clients, then the red-team group alone
 #   bash bench/gpu_trusted_side.sh suite   # the cuda suite's groups at once (no batch), issue 24's diagnostics
 #                                     # rows beside them, then `kbv profile` on the demo ReLU (README's example)
+#   bash bench/gpu_trusted_side.sh focus   # the same without the rest group (a short call)
 # Then, here: `PYTHONPATH=src python3 bench/rerun_coverage.py compare DIR` on the two stores that came back.
 [ -d .whl ] && [ ! -d /tmp/site/fastapi ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
   --upgrade --target /tmp/site .whl/*.whl
@@ -49,7 +50,18 @@ case "$1" in
       timeout 200 python3 -m kbv profile src/kbv/data/problems/level1/1_ReLU.py src/kbv/data/candidates/relu_cuda.py \
         --device cuda --json "$O/profile.json" > "$O/profile_cli.log" 2>&1; } & p5=$!
     for p in $p1 $p2 $p3 $p4 $p5; do wait $p; done ;;
-  *) echo "usage: $0 alone|beside|rest|suite" >&2; exit 2 ;;
+  focus)  # suite without its rest group, for a short device call: issue 20's, 23's and 24's cuda rows
+    nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+    { command -v compute-sanitizer ncu; ls /usr/local/cuda/bin 2>&1 | grep -E "sanitizer|ncu"; } > "$O/tools.txt" 2>&1
+    py="timeout $(( LIMIT - 20 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
+    $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
+    $py tests/e2e/test_honest.py tests/e2e/test_declared_workloads.py > "$O/honest.log" 2>&1 & p2=$!
+    $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py tests/e2e/test_memory_growth.py > "$O/gpu.log" 2>&1 & p3=$!
+    { $py -s tests/e2e/test_diagnostics_gpu.py > "$O/diagnostics.log" 2>&1
+      timeout 120 python3 -m kbv profile src/kbv/data/problems/level1/1_ReLU.py src/kbv/data/candidates/relu_cuda.py \
+        --device cuda --json "$O/profile.json" > "$O/profile_cli.log" 2>&1; } & p5=$!
+    for p in $p1 $p2 $p3 $p5; do wait $p; done ;;
+  *) echo "usage: $0 alone|beside|rest|suite|focus" >&2; exit 2 ;;
 esac
 echo "$1: wall $(( $(date +%s) - t0 )) s" >> "$O/summary.txt"
 for f in "$O"/*.log; do echo "== $f: $(grep -E "passed|failed|error" "$f" | tail -1 | cut -c1-200)"; done
