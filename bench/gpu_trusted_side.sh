@@ -11,10 +11,11 @@
 #                                     # rows beside them, then `kbv profile` on the demo ReLU (README's example)
 #   bash bench/gpu_trusted_side.sh focus   # the same without the rest group (a short call)
 # Then, here: `PYTHONPATH=src python3 bench/rerun_coverage.py compare DIR` on the two stores that came back.
+T0=$(date +%s)  # LIMIT counts the wheels' install too
 [ -d .whl ] && [ ! -d /tmp/site/fastapi ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
   --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=$PWD/src:/tmp/site KBV_CACHE_DIR=/tmp/kbvcache PYTHONUNBUFFERED=1
-O=${OUT:-/tmp/out}; mkdir -p "$O"; LIMIT=${LIMIT:-560}; t0=$(date +%s)
+O=${OUT:-/tmp/out}; mkdir -p "$O"; LIMIT=${LIMIT:-560}; t0=$T0
 left() { echo $(( LIMIT - $(date +%s) + t0 )); }
 case "$1" in
   alone)
@@ -39,7 +40,7 @@ case "$1" in
   suite)
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
     { command -v compute-sanitizer ncu; ls /usr/local/cuda/bin 2>&1 | grep -E "sanitizer|ncu"; } > "$O/tools.txt" 2>&1
-    py="timeout $(( LIMIT - 25 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
+    py="timeout $(( $(left) - 25 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
     $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
     $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
     $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py > "$O/gpu.log" 2>&1 & p3=$!
@@ -53,7 +54,7 @@ case "$1" in
   focus)  # suite without its rest group, for a short device call: issue 20's, 23's and 24's cuda rows
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
     { command -v compute-sanitizer ncu; ls /usr/local/cuda/bin 2>&1 | grep -E "sanitizer|ncu"; } > "$O/tools.txt" 2>&1
-    py="timeout $(( LIMIT - 20 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
+    py="timeout $(( $(left) - 20 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
     $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
     $py tests/e2e/test_honest.py tests/e2e/test_declared_workloads.py > "$O/honest.log" 2>&1 & p2=$!
     $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py tests/e2e/test_memory_growth.py > "$O/gpu.log" 2>&1 & p3=$!
