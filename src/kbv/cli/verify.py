@@ -13,6 +13,25 @@ from kbv.cli.common import (PROFILE_HELP, SANITIZE_HELP, SHAPES_HELP, POLICY_HEL
 from kbv.demo import DEMO_TRIALS
 
 
+def _problem_and_candidate(problem: Path, candidate: Path, json_out: Optional[Path]):
+    """The problem and candidate files read, and ``--json`` checked writable; exits 2 naming the
+    file and the fault otherwise."""
+    from kbv.intake.candidates import CandidateError, load_candidate
+    from kbv.intake.problems import ProblemError, load_problem
+
+    try:
+        pref = load_problem(problem)
+    except ProblemError as exc:
+        fail(f"problem {exc}")
+    try:
+        cref = load_candidate(candidate)
+    except CandidateError as exc:
+        fail(f"candidate {exc}")
+    if json_out is not None:
+        writable_output(json_out, "--json")
+    return pref, cref
+
+
 def eval_cmd(
     problem: Path = typer.Argument(..., help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)."),
     candidate: Path = typer.Argument(..., help="Candidate file defining ModelNew."),
@@ -34,22 +53,12 @@ def eval_cmd(
     """Verify one candidate against one problem: correctness (nominal, D1–D4 and kbv's secret
     randomised distributions, against a float64 oracle), speed vs eager-fp32 and eager-tf32, and
     peak memory. Warns when the problem is flagged by vetting."""
-    from kbv.intake.candidates import CandidateError, load_candidate
     from kbv.console import print_verdict
     from kbv.batch.evaluator import EvaluationError, Evaluator
-    from kbv.intake.problems import ProblemError, load_problem
+    from kbv.intake.problems import ProblemError
     from kbv.model.records import to_json
 
-    try:
-        pref = load_problem(problem)
-    except ProblemError as exc:
-        fail(f"problem {exc}")
-    try:
-        cref = load_candidate(candidate)
-    except CandidateError as exc:
-        fail(f"candidate {exc}")
-    if json_out is not None:
-        writable_output(json_out, "--json")
+    pref, cref = _problem_and_candidate(problem, candidate, json_out)
     dev = resolve_device(device)
     tools, ncu = diagnostics_options(dev, sanitize, profile)
     config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value, secret_shapes, tools, ncu)
@@ -80,21 +89,11 @@ def profile_cmd(
     side's forward run once under ncu in kbv's sandbox, with the candidate's verdict (a whole
     verification, as ``kbv eval --profile``)."""
     from kbv.console import print_diagnostics, status_text
-    from kbv.intake.candidates import CandidateError, load_candidate
     from kbv.batch.evaluator import EvaluationError, Evaluator
-    from kbv.intake.problems import ProblemError, load_problem
+    from kbv.intake.problems import ProblemError
     from kbv.model.records import to_json
 
-    try:
-        pref = load_problem(problem)
-    except ProblemError as exc:
-        fail(f"problem {exc}")
-    try:
-        cref = load_candidate(candidate)
-    except CandidateError as exc:
-        fail(f"candidate {exc}")
-    if json_out is not None:
-        writable_output(json_out, "--json")
+    pref, cref = _problem_and_candidate(problem, candidate, json_out)
     dev = resolve_device(device)
     if dev == "cpu":
         console.print("kbv profile: not applicable on cpu (Nsight Compute profiles CUDA kernels)")
