@@ -274,3 +274,26 @@ def test_secret_shapes_option_resolves_with_the_policy():
     assert make_config("cpu", "fp32", 1, 3, 1, None, "kbv-compat").secret_shapes == 0
     assert make_config("cpu", "fp32", 1, 3, 1, None, "kbv", 0).secret_shapes == 0
     assert make_config("cpu", "fp32", 1, 3, 1, None, "kbv-compat", 2).secret_shapes == 2
+
+
+def test_diagnostics_options_on_cpu_say_not_applicable_and_a_bad_tool_is_exit_2(tmp_path):
+    """Issue 24 on cpu: ``kbv profile`` says so and exits 0; ``--sanitize`` with a name outside the
+    tools is one line and exit 2 before anything runs."""
+    r = kbv("profile", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cpu")
+    assert r.returncode == 0 and "kbv profile: not applicable on cpu" in r.stdout, (r.stdout, r.stderr)
+    r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cpu", "--sanitize", "leakcheck")
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [
+        "kbv: error: --sanitize takes a comma-separated list of memcheck, racecheck, initcheck, synccheck; "
+        "got 'leakcheck'"]
+
+
+@pytest.mark.e2e
+def test_eval_with_diagnostics_on_cpu_runs_without_them(tmp_path):
+    out = tmp_path / "v.json"
+    r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cpu", "--trials", "3",
+            "--sanitize", "memcheck,racecheck", "--profile", "--json", out)
+    assert r.returncode == 0, r.stderr
+    assert "kbv: --sanitize: not applicable on cpu" in r.stderr and "kbv: --profile: not applicable on cpu" in r.stderr
+    record = json.loads(out.read_text())
+    assert record["status"] == "PASS" and record["config"]["sanitize"] == [] and not record["config"]["ncu_profile"]
