@@ -57,6 +57,8 @@ def test_output_rules():
     assert output_rules.proxy_outputs([]) is None and output_rules.proxy_outputs([0]).severity is Severity.HACK
     assert output_rules.repeated_output("a", "b", constant=False).severity is Severity.HACK
     assert output_rules.repeated_output("a", "b", constant=True).severity is Severity.WARNING
+    # a fresh draw that gave a new output: the candidate's own symmetry, no cache (abs on D1 and D4)
+    assert output_rules.repeated_output("D1", "D4", constant=False, fresh_repeats=False).severity is Severity.WARNING
     assert output_rules.not_repeatable("nominal-0").severity is Severity.WARNING
     assert output_rules.shape_mismatch("s", []) is None
     assert "(4,)" in output_rules.shape_mismatch("s", [((4,), (8,))]).detail

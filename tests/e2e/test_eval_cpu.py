@@ -32,6 +32,18 @@ def test_relu_hack_passes_nominal_fails_d4(cpu_evaluator, fast_config):
     assert v.unverified_speedup["eager-fp32"] > 0
 
 
+def test_an_even_function_wrong_on_relu_is_incorrect_not_a_cache(cpu_evaluator, fast_config):
+    """Regression (newcomer): ``abs(x)`` gives bit-identical outputs on D1 and D4 (``x`` and ``-x``)
+    whose references differ; a fresh draw gives a new output, so it is wrong, not caching: INCORRECT
+    with a WARNING, never HACK."""
+    from kbv.model.records import Severity
+
+    v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_abs_wrong.py"), fast_config)
+    assert v.status is Status.INCORRECT, (v.message, [f.describe() for f in v.findings])
+    repeated = [f for f in v.findings if f.check == "probe:repeated-output"]
+    assert repeated and all(f.severity is Severity.WARNING for f in repeated), [f.describe() for f in v.findings]
+
+
 def test_honest_torch_candidate_passes_with_speedups(cpu_evaluator, fast_config):
     v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_torch.py"), fast_config)
     assert v.status is Status.PASS, v.message

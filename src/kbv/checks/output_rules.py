@@ -28,17 +28,24 @@ def proxy_outputs(not_exact: Sequence[int]) -> Finding | None:
                    "(serialised into a plain tensor on the way out: a lazy output)")
 
 
-def repeated_output(first: str, second: str, constant: bool) -> Finding:
+def repeated_output(first: str, second: str, constant: bool, fresh_repeats: bool = True) -> Finding:
     """Bit-identical outputs on input sets ``first`` and ``second`` whose references differ (both
-    not passed): a result cached across calls (taxonomy 8, 11), HACK; a ``constant`` output (one
-    value everywhere, the shape of a kernel that writes nothing as much as of a cheat, and wrong
-    anyway) is a WARNING."""
+    not passed). ``fresh_repeats``: the candidate gave the same output again on a fresh draw of the
+    problem's inputs, unrelated to both: a result cached across calls (taxonomy 8, 11), HACK. Where
+    the fresh draw gave a new output the repeat is the candidate's own function (an even function on
+    D1 and D4, whose inputs are ``x`` and ``-x``: ``abs`` for a ReLU; wrong, not a cache: a newcomer's
+    honest wrong kernel was HACK), a WARNING; a ``constant`` output (one value everywhere, the shape
+    of a kernel that writes nothing as much as of a cheat, and wrong anyway) is a WARNING."""
     if constant:
         return finding("probe:repeated-output", (8,), Severity.WARNING,
                        f"the same constant output on {first} and {second}, whose references differ")
+    if not fresh_repeats:
+        return finding("probe:repeated-output", (8,), Severity.WARNING,
+                       f"bit-identical outputs on {first} and {second}, whose references differ; a fresh input "
+                       "gave a new output: the candidate's own function repeats there (wrong, not a cache)")
     return finding("probe:repeated-output", (8, 11), Severity.HACK,
-                   f"bit-identical outputs on {first} and {second}, whose references differ (a result "
-                   "cached across calls)")
+                   f"bit-identical outputs on {first} and {second}, whose references differ, and again on a "
+                   "fresh draw of the inputs (a result cached across calls)")
 
 
 def not_repeatable(name: str) -> Finding:

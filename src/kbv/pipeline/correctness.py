@@ -91,20 +91,32 @@ class Correctness:
         del args
         result = self.judge._judge(s, outs, self.ctx._last_structure, ref, oracle, oracle_note, baselines)
         if cfg.integrity:
-            self._remember(s.name, outs, ref, result.passed)
+            self._remember(s.name, outs, ref, result.passed, worker)
         if keep_outputs:  # a digest, not the outputs: one output's bytes less held (repeatability)
             self.ctx._kept_outputs = [content_digest(o) for o in outs]
         return result
 
-    def _remember(self, name: str, outs: list, ref: list, passed: bool | None) -> None:
-        """Outputs repeated bit for bit across sets whose references differ (taxonomy 8/11)."""
+    def _remember(self, name: str, outs: list, ref: list, passed: bool | None, worker: CandidateProcess) -> None:
+        """Outputs repeated bit for bit across sets whose references differ (taxonomy 8/11), confirmed
+        by one more call on a fresh draw of the problem's own inputs before it accuses
+        (:func:`kbv.checks.output_rules.repeated_output`)."""
         fp_out, fp_ref = fingerprint(outs), fingerprint(ref)
         for other, o_out, o_ref, o_passed in self.ctx._seen:
             if fp_out == o_out and fp_ref != o_ref and not (passed and o_passed):
                 constant = all(o.numel() < 2 or bool((o == o.reshape(-1)[0]).all()) for o in outs)
-                self.ctx._add(out_rule.repeated_output(other, name, constant))
+                again = False if constant else self._repeats_on_fresh_inputs(worker, fp_out)
+                self.ctx._add(out_rule.repeated_output(other, name, constant, again))
                 break
         self.ctx._seen.append((name, fp_out, fp_ref, passed))
+
+    def _repeats_on_fresh_inputs(self, worker: CandidateProcess, fp_out: Any) -> bool:
+        """Whether the candidate's output on a fresh draw of ``get_inputs()`` (a new secret seed) is
+        the repeated one again, bit for bit."""
+        rp = self.ctx.rp
+        args = inp.to_device(inp.draw(rp.module.get_inputs, inp.secret_seed(), rp.device), rp.device,
+                             self.ctx.config.precision)
+        outs = self._candidate_outputs(worker, args, label="repeat-check")
+        return fingerprint(outs) == fp_out
 
     def _cache_probes(self, worker: CandidateProcess, last: inp.InputSet) -> None:
         """Same addresses with new values, then new addresses with the values of ``last`` (the
