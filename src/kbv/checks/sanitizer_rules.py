@@ -180,7 +180,10 @@ def parse_tools(text: str) -> tuple[str, ...]:
     """
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in TOOLS]
-    if unknown or not names:
+    if unknown:
+        raise ValueError(f"--sanitize: unknown tool(s) {', '.join(map(repr, unknown))}; it takes a comma-separated "
+                         f"list of {', '.join(TOOLS)}")
+    if not names:
         raise ValueError(f"--sanitize takes a comma-separated list of {', '.join(TOOLS)}; got {text!r}")
     return tuple(t for t in TOOLS if t in names)
 

@@ -195,17 +195,18 @@ def make_config(device: str, precision: str, seeds: int | None, trials: int, war
         fail(str(exc))
 
 
-SANITIZE_HELP = ("Run the candidate's forward on one input set under compute-sanitizer's tools, in kbv's sandbox "
-                 "(memcheck,racecheck,initcheck,synccheck; cuda only): a memory access error is INCORRECT, "
-                 "the others are warnings.")
+SANITIZE_HELP = ("compute-sanitizer tools to run over the candidate's forward on one input set, in kbv's "
+                 "sandbox, comma-separated: memcheck, racecheck, initcheck, synccheck (cuda only). A memory "
+                 "access error is INCORRECT; the others are warnings.")
 PROFILE_HELP = ("Nsight Compute figures (duration, SM and DRAM throughput, occupancy, registers, shared memory, "
                 "top stalls) of the candidate's kernels and the reference's, in the verdict (cuda only).")
 
 
 def diagnostics_options(device: str, sanitize: str | None, profile: bool) -> tuple[tuple[str, ...], bool]:
     """``--sanitize`` and ``--profile`` as config values: the tools in their order, and whether to
-    profile. On cpu both say "not applicable on cpu" on stderr and are dropped (the run goes on).
-    Exits 2 on a tool name outside the list."""
+    profile. On cpu each says "not applicable on cpu" on stderr and the run goes on; the values stay
+    in the config, so the record shows what was asked (``evidence["diagnostics"]`` says it did not
+    apply). Exits 2 on a tool name outside the list."""
     from kbv.checks.sanitizer_rules import parse_tools
 
     tools: tuple[str, ...] = ()
@@ -219,7 +220,6 @@ def diagnostics_options(device: str, sanitize: str | None, profile: bool) -> tup
             if given:
                 err_console.print(f"kbv: {name}: not applicable on cpu (a CUDA tool); going on without it",
                                   highlight=False)
-        return (), False
     return tools, profile
 
 

@@ -85,9 +85,10 @@ def profile_cmd(
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the full verdict record here."),
 ) -> None:
     """Nsight Compute figures of the candidate's kernels beside the reference's: duration, SM and
-    DRAM throughput, achieved occupancy, registers, shared memory and the top stall reasons, each
-    side's forward run once under ncu in kbv's sandbox, with the candidate's verdict (a whole
-    verification, as ``kbv eval --profile``)."""
+    DRAM throughput, achieved occupancy, registers, shared memory and the top stall reasons. Each
+    side's forward runs twice under ncu in kbv's sandbox and the second call is profiled; the
+    candidate's whole verification comes with them (as kbv eval --profile). On cpu there is
+    nothing to profile: it says so on stderr, writes nothing and exits 0."""
     from kbv.console import print_diagnostics, status_text
     from kbv.batch.evaluator import EvaluationError, Evaluator
     from kbv.intake.problems import ProblemError
@@ -96,7 +97,8 @@ def profile_cmd(
     pref, cref = _problem_and_candidate(problem, candidate, json_out)
     dev = resolve_device(device)
     if dev == "cpu":
-        console.print("kbv profile: not applicable on cpu (Nsight Compute profiles CUDA kernels)")
+        err_console.print("kbv profile: not applicable on cpu (Nsight Compute profiles CUDA kernels); nothing run, "
+                          "nothing written", highlight=False)
         raise typer.Exit(0)
     config = make_config(dev, "fp32", None, 30, 5, None, "kbv", None, (), True)
     with console.status(f"profiling {candidate.name} and {problem.name} under ncu..."):
