@@ -32,6 +32,22 @@ def _problem_and_candidate(problem: Path, candidate: Path, json_out: Optional[Pa
     return pref, cref
 
 
+def _evaluate(pref, cref, config, dev: str, status: str):
+    """One verification in an evaluator of its own, under a console status line; a broken problem
+    exits 2, kbv's own failure 3."""
+    from kbv.batch.evaluator import EvaluationError, Evaluator
+    from kbv.intake.problems import ProblemError
+
+    with console.status(status):
+        try:
+            with Evaluator(dev) as ev:
+                return ev.evaluate(pref, cref, config)
+        except ProblemError as exc:
+            fail(str(exc))
+        except EvaluationError as exc:
+            fail(f"internal error: {exc}", code=3)
+
+
 def eval_cmd(
     problem: Path = typer.Argument(..., help="KernelBench-format problem file (Model, get_inputs, get_init_inputs)."),
     candidate: Path = typer.Argument(..., help="Candidate file defining ModelNew."),
@@ -54,22 +70,13 @@ def eval_cmd(
     randomised distributions, against a float64 oracle), speed vs eager-fp32 and eager-tf32, and
     peak memory. Warns when the problem is flagged by vetting."""
     from kbv.console import print_verdict
-    from kbv.batch.evaluator import EvaluationError, Evaluator
-    from kbv.intake.problems import ProblemError
     from kbv.model.records import to_json
 
     pref, cref = _problem_and_candidate(problem, candidate, json_out)
     dev = resolve_device(device)
     tools, ncu = diagnostics_options(dev, sanitize, profile)
     config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value, secret_shapes, tools, ncu)
-    with console.status(f"verifying {candidate.name} against {problem.name} on {dev}..."):
-        try:
-            with Evaluator(dev) as ev:
-                verdict = ev.evaluate(pref, cref, config)
-        except ProblemError as exc:
-            fail(str(exc))
-        except EvaluationError as exc:
-            fail(f"internal error: {exc}", code=3)
+    verdict = _evaluate(pref, cref, config, dev, f"verifying {candidate.name} against {problem.name} on {dev}...")
     print_verdict(verdict, console, verbose=verbose)
     _warn_if_flagged(pref, verdict)
     if json_out is not None:
@@ -90,8 +97,6 @@ def profile_cmd(
     candidate's whole verification comes with them (as kbv eval --profile). On cpu there is
     nothing to profile: it says so on stderr, writes nothing and exits 0."""
     from kbv.console import print_diagnostics, status_text
-    from kbv.batch.evaluator import EvaluationError, Evaluator
-    from kbv.intake.problems import ProblemError
     from kbv.model.records import to_json
 
     pref, cref = _problem_and_candidate(problem, candidate, json_out)
@@ -101,14 +106,7 @@ def profile_cmd(
                           "nothing written", highlight=False)
         raise typer.Exit(0)
     config = make_config(dev, "fp32", None, 30, 5, None, "kbv", None, (), True)
-    with console.status(f"profiling {candidate.name} and {problem.name} under ncu..."):
-        try:
-            with Evaluator(dev) as ev:
-                verdict = ev.evaluate(pref, cref, config)
-        except ProblemError as exc:
-            fail(str(exc))
-        except EvaluationError as exc:
-            fail(f"internal error: {exc}", code=3)
+    verdict = _evaluate(pref, cref, config, dev, f"profiling {candidate.name} and {problem.name} under ncu...")
     console.print(f"{status_text(verdict.status)}  {verdict.message}", highlight=False, soft_wrap=True, markup=False)
     print_diagnostics(verdict, console)
     if json_out is not None:
