@@ -22,6 +22,11 @@ def worst(findings: Iterable[Any]) -> Severity | None:
     return None
 
 
+def is_proof(found: Any) -> bool:
+    """Whether ``found`` (a finding or None) accuses: HACK."""
+    return found is not None and found.severity is Severity.HACK
+
+
 def ordered(findings: Iterable[Finding]) -> tuple[Finding, ...]:
     """One finding per (detector, entries): the first, with ``(+N more)`` when the same detector
     fired again (on other input sets); most severe first, stable within a level."""

@@ -67,9 +67,10 @@ class Diagnostics:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        self._ref_dir: str | None = None  #: the reference's toolchain caches during a profile
 
     def _reference_builds(self) -> str:
-        if getattr(self, "_ref_dir", None) is None:
+        if self._ref_dir is None:
             self._ref_dir = tempfile.mkdtemp(prefix="kbv-ref-tool-")
         return self._ref_dir
 
@@ -119,7 +120,7 @@ class Diagnostics:
             if self.ctx.config.ncu_profile:
                 self._profile()
         finally:
-            if getattr(self, "_ref_dir", None):
+            if self._ref_dir is not None:
                 shutil.rmtree(self._ref_dir, ignore_errors=True)
                 self._ref_dir = None
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from kbv.checks.timing_rules import PAUSED_CPU_SLACK_MS, PAUSED_TRIES, ran_while_paused
+from kbv.model.findings import is_proof
 from kbv.model.records import Finding
 from kbv.processes.candidate import CandidateProcess, cpu_spent_ms
 
@@ -43,8 +44,7 @@ class PausedCpu:
 
     def needs_confirmation(self) -> bool:
         """The stopped tree spent over the slack over the blocks, and that is not proof yet."""
-        found = self.finding()
-        return self.cpu_ms > PAUSED_CPU_SLACK_MS and not (found is not None and found.severity.value == "HACK")
+        return self.cpu_ms > PAUSED_CPU_SLACK_MS and not is_proof(self.finding())
 
 
 def time_paused(worker: CandidateProcess, paused: PausedCpu, block: Callable[[], Any]) -> Any:
