@@ -10,6 +10,7 @@
 #   bash bench/gpu_trusted_side.sh suite   # the cuda suite's groups at once (no batch), issue 24's diagnostics
 #                                     # rows beside them, then `kbv profile` on the demo ReLU (README's example)
 #   bash bench/gpu_trusted_side.sh focus   # the same without the rest group (a short call)
+#   bash bench/gpu_trusted_side.sh diag    # issue 24's diagnostics tests and `kbv profile` alone
 # Then, here: `PYTHONPATH=src python3 bench/rerun_coverage.py compare DIR` on the two stores that came back.
 T0=$(date +%s)  # LIMIT counts the wheels' install too
 [ -d .whl ] && [ ! -d /tmp/site/fastapi ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
@@ -62,7 +63,13 @@ case "$1" in
       timeout 120 python3 -m kbv profile src/kbv/data/problems/level1/1_ReLU.py src/kbv/data/candidates/relu_cuda.py \
         --device cuda --json "$O/profile.json" > "$O/profile_cli.log" 2>&1; } & p5=$!
     for p in $p1 $p2 $p3 $p5; do wait $p; done ;;
-  *) echo "usage: $0 alone|beside|rest|suite|focus" >&2; exit 2 ;;
+  diag)  # issue 24's rows alone: the diagnostics tests, `kbv profile` (README), one --sanitize of each tool's cost
+    nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+    timeout $(( $(left) - 150 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider -s \
+      tests/e2e/test_diagnostics_gpu.py > "$O/diagnostics.log" 2>&1
+    timeout $(( $(left) - 20 )) python3 -m kbv profile src/kbv/data/problems/level1/1_ReLU.py \
+      src/kbv/data/candidates/relu_cuda.py --device cuda --json "$O/profile.json" > "$O/profile_cli.log" 2>&1 ;;
+  *) echo "usage: $0 alone|beside|rest|suite|focus|diag" >&2; exit 2 ;;
 esac
 echo "$1: wall $(( $(date +%s) - t0 )) s" >> "$O/summary.txt"
 for f in "$O"/*.log; do echo "== $f: $(grep -E "passed|failed|error" "$f" | tail -1 | cut -c1-200)"; done

@@ -14,6 +14,17 @@ worker keeps kbv's for CUDA IPC: the target takes its inputs from a file, so it 
 then cannot signal the tool's host process (which would leave no report) or kbv's processes.
 ``own_uid=False`` runs it at kbv's uid (:func:`kbv.pipeline.diagnostics` retries so when a tool
 left no report under a uid of the target's own).
+
+Its namespaces (root on Linux, util-linux's ``setpriv`` and ``unshare``, :func:`namespace_wrapper`):
+the tool and its target share new network, System V IPC, mount and PID namespaces made here. The
+target cannot make network and IPC namespaces of its own as a candidate worker does: the tools reach
+their target through abstract unix sockets, which are per network namespace (on the H200 of
+2026-12-05 compute-sanitizer said "No attachable process found" and ncu waited until killed). In the
+shared empty network namespace the target still reaches nothing of the host's (no kbv serve on
+loopback). The PID namespace is the tool's lifetime: the wrapper dies with the process that started
+it (``PR_SET_PDEATHSIG``), its child (the tool, the namespace's init) with it, and the kernel then
+kills everything in the namespace (ncu's launcher and the target, which leave the tool's process
+group) even when kbv was killed with no chance to clean up.
 """
 
 from __future__ import annotations
@@ -62,6 +73,17 @@ class ToolRunResult:
         return self.returncode == RAISED_EXIT
 
 
+def namespace_wrapper() -> list[str]:
+    """The command prefix that runs the tool in the namespaces of the module doc: empty (the host's
+    namespaces, the tool's process group killed by kbv only) when this process is not root or
+    ``setpriv``/``unshare`` are missing."""
+    setpriv, unshare = shutil.which("setpriv"), shutil.which("unshare")
+    if sys.platform != "linux" or os.geteuid() != 0 or not setpriv or not unshare:
+        return []
+    return [setpriv, "--pdeathsig", "KILL", "--", unshare, "--fork", "--pid", "--mount-proc", "--net", "--ipc",
+            "--kill-child=SIGKILL", "--"]
+
+
 def _tail(path: Path) -> str:
     try:
         with open(path, "rb") as f:
@@ -97,9 +119,11 @@ def run_tool(command: Sequence[str], *, device: str, build_dir: Path, module_pat
     timed_out = False
     try:
         # the target's output in its own scratch tmpfs: bounded by that mount's quota, off the host's disk
+        wrapper = namespace_wrapper()
         setup = WorkerSetup(workdir=str(work), build_dir=str(build_dir), log_path=str(work / "target.log"),
                             device=device, cgroup=jail.cgroup, uid=jail.uid, shm_bytes=shm_quota_bytes(),
-                            max_tasks=max_tasks(), parent_notes=(*jail.notes, note))
+                            max_tasks=max_tasks(), parent_notes=(*jail.notes, note),
+                            namespaces_from_parent=bool(wrapper))
         env = worker_environment(setup)
         src = str(Path(__file__).resolve().parents[2])  # the directory that holds the kbv package
         env["PYTHONPATH"] = src
@@ -114,7 +138,7 @@ def run_tool(command: Sequence[str], *, device: str, build_dir: Path, module_pat
         for p in (spec_path, inputs_path):
             os.chmod(p, 0o644)
         log = base / LOG_NAME
-        argv = [a.replace("{log}", str(log)) for a in command] + [sys.executable, "-m", "kbv.sandbox.tool_target",
+        argv = wrapper + [a.replace("{log}", str(log)) for a in command] + [sys.executable, "-m", "kbv.sandbox.tool_target",
                                                                   str(spec_path)]
         with open(base / "tool.out", "wb") as out:
             proc = subprocess.Popen(argv, env=env, cwd=str(work), stdin=subprocess.DEVNULL, stdout=out,
@@ -143,4 +167,4 @@ def run_tool(command: Sequence[str], *, device: str, build_dir: Path, module_pat
             scratch.sweep_shm(shm_before or {}, jail.uid)
 
 
-__all__ = ["ToolRunResult", "run_tool", "LOG_NAME"]
+__all__ = ["ToolRunResult", "run_tool", "namespace_wrapper", "LOG_NAME"]

@@ -90,6 +90,11 @@ class WorkerSetup:
     max_tasks: int = 4096  #: its RLIMIT_NPROC margin (:func:`kbv.sandbox.limits.max_tasks`).
     #: what the parent set up for it (cgroup limits, scratch quota), one note each, for the evidence.
     parent_notes: tuple[str, ...] = ()
+    #: the network and System V IPC namespaces were made by the parent for this worker and the process
+    #: that started it together (an external tool's run, :mod:`kbv.processes.tool_run`: the tool reaches its
+    #: target through abstract unix sockets, which a network namespace of the target's own would cut): the
+    #: worker keeps them instead of making its own.
+    namespaces_from_parent: bool = False
 
 
 @functools.cache
@@ -353,8 +358,11 @@ def apply_sandbox(setup: WorkerSetup, log_fd: int | None = None) -> list[str]:
     # not dumpable: another candidate worker of the same user cannot ptrace this one or read its
     # /proc/<pid>/mem (kbv.processes.procfs.undumpable does the same for the trusted processes)
     dumpable = "ptrace: not dumpable" if prctl(PR_SET_DUMPABLE, 0) else f"ptrace: dumpable ({_errno()})"
-    notes = [_join_cgroup(setup.cgroup), *setup.parent_notes, _isolate_network(), limits.isolate_ipc(setup.device),
-             dumpable]
+    if setup.namespaces_from_parent:
+        isolated = ["network and System V IPC: the namespaces the parent made for the tool and this process"]
+    else:
+        isolated = [_isolate_network(), limits.isolate_ipc(setup.device)]
+    notes = [_join_cgroup(setup.cgroup), *setup.parent_notes, *isolated, dumpable]
     _limit_resources()
     if log_fd is None:  # else the write end of a pipe the parent drains into a capped log
         log_fd = os.open(setup.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
