@@ -94,3 +94,21 @@ def test_the_stage_is_not_applicable_on_cpu(tmp_path, monkeypatch):
     ctx, stage = _stage(tmp_path, monkeypatch, OOB)
     stage._diagnose(already_wrong=False)  # the config asks, the device is cpu: nothing runs
     assert not ctx.state.findings and "not applicable on cpu" in ctx.state.evidence["diagnostics"]
+
+
+def test_a_memcheck_report_folds_into_an_incorrect_verdict_with_every_set_passed(tmp_path, monkeypatch):
+    """The stage's Stop(WRONG) becomes a verdict: INCORRECT though every input set passed (on the H200
+    of 2026-12-05 the verdict's own check refused it, "INCORRECT needs a failed input set", and the
+    verification ended EVAL_ERROR)."""
+    from kbv.pipeline.judging import Judging
+    from kbv.pipeline.verdict import VerdictStage
+    from kbv.model.records import InputKind, InputSetResult, Status
+
+    ctx, stage = _stage(tmp_path, monkeypatch, OOB)
+    with pytest.raises(Stop) as stop:
+        stage._sanitize(already_wrong=False)
+    ctx.state.input_sets.append(InputSetResult(name="nominal-0", kind=InputKind.NOMINAL, transform="get_inputs()",
+                                               seed=1, passed=True, policy_passed={"kbv": True}))
+    v = VerdictStage(ctx, Judging(ctx))._verdict(stop.value.outcome, stop.value.message, None)
+    assert v.status is Status.INCORRECT and "compute-sanitizer memcheck" in v.message
+    assert "sanitize:memcheck" in {f.check for f in v.findings}

@@ -51,6 +51,15 @@ def test_nothing_of_kbvs_environment_reaches_the_target(tmp_path, monkeypatch):
     assert "environ 0 False" in r.target_output, r.target_output
 
 
+def test_the_tools_settings_reach_the_target_through_its_sandbox(tmp_path):
+    """``extra_env`` (PYTORCH_NO_CUDA_MEMORY_CACHING under compute-sanitizer) survives the sandbox's
+    reset of the environment: without it every tensor sat inside the caching allocator's segments
+    and memcheck saw no out-of-bounds read (the H200, 2026-12-05)."""
+    r = _run(tmp_path, "print('caching', os.environ.get('PYTORCH_NO_CUDA_MEMORY_CACHING'))",
+             extra_env={"PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})
+    assert "caching 1" in r.target_output, r.target_output
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="a uid of the target's own needs root")
 def test_the_target_cannot_signal_the_tool_or_kbv(tmp_path):
     """At a uid of its own the target's kill() of its parent (the tool's host process) and of kbv's

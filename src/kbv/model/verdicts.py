@@ -13,13 +13,18 @@ from kbv.model.codec import _build, _decode_floats, _encode
 from kbv.model.config import POLICIES, SWEEP_KEYS, EvalConfig
 from kbv.model.measurements import Measurement, MemoryMeasurement
 
+#: checks whose finding makes a verdict INCORRECT with every input set passed: a memory access
+#: compute-sanitizer memcheck saw outside what the kernel owns (kbv.pipeline.diagnostics).
+WRONG_WITHOUT_A_FAILED_SET = frozenset({"sanitize:memcheck"})
+
 
 @dataclass(frozen=True)
 class Verdict:
     """The outcome of verifying one candidate against one problem.
 
     Construction fails when the fields contradict the status: a PASS has every input set passed
-    and a candidate timing; an INCORRECT has a failed input set; only a PASS or SHORTCUT carries
+    and a candidate timing; an INCORRECT has a failed input set (or a finding of
+    :data:`WRONG_WITHOUT_A_FAILED_SET`); only a PASS or SHORTCUT carries
     ``speedup`` (a candidate timed but not correct keeps its figures in ``unverified_speedup``);
     an error status has a message.
     """
@@ -67,8 +72,9 @@ class Verdict:
                 raise ValueError("PASS needs at least one judged input set and all of them passed")
             if "candidate" not in self.timing:
                 raise ValueError("PASS needs a candidate timing")
-        if s is Status.INCORRECT and not any(r.passed is False for r in judged):
-            raise ValueError("INCORRECT needs a failed input set")
+        if (s is Status.INCORRECT and not any(r.passed is False for r in judged)
+                and not any(f.check in WRONG_WITHOUT_A_FAILED_SET for f in self.findings)):
+            raise ValueError("INCORRECT needs a failed input set or a memory error compute-sanitizer saw")
         if s in (Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT, Status.CRASH, Status.EVAL_ERROR):
             if not self.message:
                 raise ValueError(f"{s.value} needs a message")

@@ -1,10 +1,12 @@
 """A Triton ReLU with an out-of-bounds read that passes every input set (issue 24, memcheck row).
 
-Each program also loads the element after each of its own (``offs + 1``, masked by ``offs < n``,
-so the last program reads one element past the input's end) and stores it into a scratch
-buffer nothing reads: the output is right, and in kbv's timed process the stray read lands inside
-the caching allocator's segment, where nothing faults. Under ``--sanitize memcheck`` (every tensor
-its own allocation) it is an invalid global read: INCORRECT with ``sanitize:memcheck``.
+Each program also loads eight floats of a four-float tensor of its own (``tiny``, indices ``offs & 7``)
+and stores them into a scratch buffer nothing reads: the output is right, and in kbv's timed
+process the stray read lands inside the 512-byte block torch's caching allocator gives ``tiny``, where
+nothing ever faults. Under ``--sanitize memcheck`` (every tensor its own ``cudaMalloc``) it is an
+invalid global read 16-31 bytes past a 16-byte allocation: INCORRECT with ``sanitize:memcheck``.
+(A read one element past the input's end instead faults in a timed run whenever the input closes
+its allocator segment: on the H200 of 2026-12-05 it did, a RUNTIME_ERROR.)
 """
 import torch
 import torch.nn as nn
@@ -15,13 +17,13 @@ BLOCK = 1024
 
 
 @triton.jit
-def _relu_peek(x_ptr, out_ptr, scratch_ptr, n, BLOCK: tl.constexpr):
+def _relu_peek(x_ptr, out_ptr, tiny_ptr, scratch_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask)
-    after = tl.load(x_ptr + offs + 1, mask=mask)  # one past the end at offs = n - 1
+    stray = tl.load(tiny_ptr + (offs & 7), mask=mask)  # indices 4-7 are past tiny's four floats
     tl.store(out_ptr + offs, tl.maximum(x, 0.0), mask=mask)
-    tl.store(scratch_ptr + offs, after, mask=mask)
+    tl.store(scratch_ptr + offs, stray, mask=mask)
 
 
 class ModelNew(nn.Module):
@@ -29,6 +31,7 @@ class ModelNew(nn.Module):
         x = x.contiguous()
         out = torch.empty_like(x)
         scratch = torch.empty_like(x)
+        tiny = torch.zeros(4, device=x.device, dtype=x.dtype)
         n = x.numel()
-        _relu_peek[(triton.cdiv(n, BLOCK),)](x, out, scratch, n, BLOCK=BLOCK)
+        _relu_peek[(triton.cdiv(n, BLOCK),)](x, out, tiny, scratch, n, BLOCK=BLOCK)
         return out
