@@ -45,3 +45,10 @@ def test_a_blank_line_after_the_header_is_skipped():
     at = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))
     text = "\n".join(lines[:at + 1] + [""] + lines[at + 1:])
     assert [k.name for k in nr.parse_csv(text)] == ["_leaky", "void at::native::vectorized_elementwise_kernel"]
+
+
+def test_dram_throughput_under_the_speed_of_light_sections_hopper_name():
+    """ncu 2025.3 on Hopper names it ``gpu__dram_throughput`` (the H200 and H100 runs of 2026-12-05
+    showed DRAM % empty for every kernel when only ``dram__throughput`` was read)."""
+    (k,) = nr.parse_csv(CSV.replace('"dram__throughput.', '"gpu__dram_throughput.').split('"1","4242"')[0])
+    assert k.dram_pct == 81.25

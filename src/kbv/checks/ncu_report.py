@@ -11,8 +11,9 @@ separators (``"1,234.5"``).
 Figures per launch (ncu's metric names):
 
 * ``duration_ms``: ``gpu__time_duration.sum``, converted from its unit to ms;
-* ``sm_pct`` / ``dram_pct``: ``sm__throughput`` / ``dram__throughput``
-  ``.avg.pct_of_peak_sustained_elapsed`` (speed of light, % of peak);
+* ``sm_pct`` / ``dram_pct``: ``sm__throughput`` / ``dram__throughput`` (``gpu__dram_throughput`` in
+  the speed-of-light section of newer ncu, :data:`DRAM_METRICS`) ``.avg.pct_of_peak_sustained_elapsed``
+  (speed of light, % of peak);
 * ``memory_pct``: ``gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed``;
 * ``occupancy_pct``: ``sm__warps_active.avg.pct_of_peak_sustained_active`` (achieved occupancy);
 * ``registers``: ``launch__registers_per_thread``; ``shared_bytes``: static plus dynamic shared
@@ -32,6 +33,10 @@ from dataclasses import dataclass, field
 SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats")
 #: stall reasons kept per kernel.
 TOP_STALLS = 3
+#: DRAM throughput's raw metric, first found: ncu's older name, then the speed-of-light section's on
+#: Hopper with ncu 2025.3 (where the H200 and H100 runs of 2026-12-05 had no ``dram__throughput``).
+DRAM_METRICS = ("dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed")
 _TIME_UNITS = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3, "msecond": 1.0, "ms": 1.0,
                "second": 1e3, "s": 1e3}
 _BYTE_UNITS = {"byte": 1, "Kbyte": 1000, "Mbyte": 1000 ** 2, "Gbyte": 1000 ** 3, "KB": 1024, "MB": 1024 ** 2,
@@ -120,7 +125,7 @@ def parse_csv(text: str) -> list[KernelFigures]:
         out.append(KernelFigures(
             name=r.get("Kernel Name", "?"), duration_ms=dur,
             sm_pct=value("sm__throughput.avg.pct_of_peak_sustained_elapsed"),
-            dram_pct=value("dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+            dram_pct=next((v for v in map(value, DRAM_METRICS) if v is not None), None),
             memory_pct=value("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"),
             occupancy_pct=value("sm__warps_active.avg.pct_of_peak_sustained_active"),
             registers=None if regs is None else int(regs),
