@@ -407,3 +407,21 @@ def test_verdict_message_keeps_its_taxonomy_tag_on_the_terminal():
     buf = io.StringIO()
     kc.print_verdict(v, Console(file=buf, width=300, color_system=None))
     assert "[taxonomy 8 identity/passthrough/constant]" in buf.getvalue()
+
+
+def test_kbv_profiles_status_line_is_styled_and_its_message_plain():
+    """``kbv profile``'s first line (kbv.console.print_status_line): the status without its markup
+    tags (the H200 run printed ``[bold green]PASS[/]``), the message's brackets kept."""
+    import dataclasses
+    import io
+
+    from rich.console import Console
+
+    from kbv import console as kc
+    from verdict_factory import make_batch
+
+    v = make_batch(runs=("m",), levels={1: 1}, samples=1)[0]
+    v = dataclasses.replace(v, message="x.py: correct [taxonomy 8]")
+    buf = io.StringIO()
+    kc.print_status_line(v, Console(file=buf, width=300, color_system=None))
+    assert buf.getvalue() == f"{v.status.value}  x.py: correct [taxonomy 8]\n"

@@ -119,11 +119,16 @@ def failure_details(v: Verdict, *, verbose: bool = False) -> list[str]:
     return ["worker log, last lines (--verbose for more):", *tail] if tail else []
 
 
+def print_status_line(v: Verdict, console: Console) -> None:
+    """The verdict's status, styled, and its message as plain text (``[...]`` in a message is no markup)."""
+    console.print(f"{status_text(v.status)}  {escape(v.message)}", highlight=False, soft_wrap=True)
+
+
 def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool = False) -> None:
     """Verdict, each input set, times, speedups and memory; below a failure its cause
     (:func:`failure_details`, all of it with ``verbose``)."""
     c = console or Console()
-    c.print(f"{status_text(v.status)}  {escape(v.message)}", highlight=False, soft_wrap=True)
+    print_status_line(v, c)
     for line in failure_details(v, verbose=verbose):
         c.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
     c.print(f"problem {v.problem.path}  candidate {v.candidate.path} ({v.candidate.backend})  "

@@ -96,7 +96,7 @@ def profile_cmd(
     side's forward runs twice under ncu in kbv's sandbox and the second call is profiled; the
     candidate's whole verification comes with them (as kbv eval --profile). On cpu there is
     nothing to profile: it says so on stderr, writes nothing and exits 0."""
-    from kbv.console import print_diagnostics, status_text
+    from kbv.console import print_diagnostics, print_status_line
     from kbv.model.records import to_json
 
     pref, cref = _problem_and_candidate(problem, candidate, json_out)
@@ -107,7 +107,7 @@ def profile_cmd(
         raise typer.Exit(0)
     config = make_config(dev, "fp32", None, 30, 5, None, "kbv", None, (), True)
     verdict = _evaluate(pref, cref, config, dev, f"profiling {candidate.name} and {problem.name} under ncu...")
-    console.print(f"{status_text(verdict.status)}  {verdict.message}", highlight=False, soft_wrap=True, markup=False)
+    print_status_line(verdict, console)
     print_diagnostics(verdict, console)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
