@@ -80,16 +80,17 @@ def test_timed_call_reports_are_checked_before_the_trusted_side_reads_them():
     """``CallTimed.cpu_ms`` (the repeat-gain cost on cpu) and ``memory`` (the output-memory report)
     come from the untrusted worker: the decoder refuses them in any other type."""
     from kbv.sandbox import protocol
+    from kbv.processes.reply_decoding import decode_reply
 
     ok = protocol.CallTimed(time_ms=1.0, clock="perf_counter", outputs=(), cpu_ms=0.5,
                             memory="output 0 is over managed memory")
-    back = protocol.decode_reply(protocol.encode(ok))
+    back = decode_reply(protocol.encode(ok))
     assert back.cpu_ms == 0.5 and back.memory == ok.memory
     for bad in (dict(cpu_ms="0.5"), dict(memory=3), dict(memory=("managed",))):
         with pytest.raises(protocol.ProtocolError, match="cpu_ms|memory"):
-            protocol.decode_reply(protocol.encode(protocol.CallTimed(time_ms=1.0, clock="c", outputs=(), **bad)))
+            decode_reply(protocol.encode(protocol.CallTimed(time_ms=1.0, clock="c", outputs=(), **bad)))
     with pytest.raises(protocol.ProtocolError, match="memory"):
-        protocol.decode_reply(protocol.encode(protocol.Outputs(tensors=(), structure="tensor", memory=1)))
+        decode_reply(protocol.encode(protocol.Outputs(tensors=(), structure="tensor", memory=1)))
 
 
 def test_rank_sum_p_is_the_exact_permutation_p_value():

@@ -49,18 +49,18 @@ def test_the_probes_tables_and_bound_torch_entry_points_are_watched():
         profiling._profile = object
         profiling._modules = {}
         flags._TF32_SWITCHES["eager-fp32"] = (True, True, "high")
-        protocol._ALLOWED.add(("os", "system"))
+        protocol._FIELDS[protocol.Ping] = ("forged",)
         changed = g.check()
         assert set(changed) == {"kbv.sandbox.profiling.NO_MATH_OPS", "kbv.sandbox.profiling._profile",
                                 "kbv.sandbox.profiling._modules", "kbv.sandbox.numeric_flags._TF32_SWITCHES items",
-                                "kbv.sandbox.protocol._ALLOWED items"}, changed
+                                "kbv.sandbox.protocol._FIELDS items"}, changed
         assert (profiling.NO_MATH_OPS, profiling._profile, profiling._modules) == saved[:3]
-        assert flags._TF32_SWITCHES == saved[3] and ("os", "system") not in protocol._ALLOWED
+        assert flags._TF32_SWITCHES == saved[3] and protocol._FIELDS[protocol.Ping] == ()
         assert g.check() == []
     finally:
         profiling.NO_MATH_OPS, profiling._profile, profiling._modules = saved[:3]
         flags._TF32_SWITCHES.update(saved[3])
-        protocol._ALLOWED.discard(("os", "system"))
+        protocol._FIELDS[protocol.Ping] = ()
 
 
 def test_a_closure_cell_and_a_static_method_are_watched():

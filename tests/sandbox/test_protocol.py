@@ -10,10 +10,11 @@ import pytest
 import torch
 
 from kbv.sandbox import protocol
+from kbv.processes.reply_decoding import decode_reply
 
 
 def roundtrip(msg):
-    return protocol.decode_reply(protocol.encode(msg))
+    return decode_reply(protocol.encode(msg))
 
 
 def test_outputs_with_tensors_roundtrip():
@@ -32,7 +33,7 @@ def test_a_pickle_that_runs_code_is_refused(tmp_path):
 
     data = pickle.dumps(protocol.Failed("forward", "X", "y", traceback=Evil()))  # noqa: S301
     with pytest.raises(protocol.ProtocolError, match="does not allow"):
-        protocol.decode_reply(data)
+        decode_reply(data)
     assert not marker.exists()
 
 
@@ -48,16 +49,16 @@ def test_a_tensor_subclass_is_refused():
 
 def test_non_protocol_objects_are_refused():
     with pytest.raises(protocol.ProtocolError, match="not a protocol message"):
-        protocol.decode_reply(pickle.dumps({"status": "PASS"}))
+        decode_reply(pickle.dumps({"status": "PASS"}))
     with pytest.raises(protocol.ProtocolError, match="undecodable"):
-        protocol.decode_reply(b"\x80\x05garbage")
+        decode_reply(b"\x80\x05garbage")
 
 
 def test_requests_are_not_decodable_as_replies():
     buf = io.BytesIO()
     pickle.dump(protocol.Shutdown(), buf)
     with pytest.raises(protocol.ProtocolError):
-        protocol.decode_reply(buf.getvalue())
+        decode_reply(buf.getvalue())
 
 
 # Tampering reports ------------------------------------------------------------------------------
@@ -105,7 +106,7 @@ def test_a_forged_tampering_report_is_refused(fields):
     buf = io.BytesIO()  # the candidate's own pickle: the objects' state as it set it, no __init__
     ForkingPickler(buf, pickle.HIGHEST_PROTOCOL).dump(reply)
     with pytest.raises(protocol.ProtocolError, match="malformed report"):
-        protocol.decode_reply(buf.getvalue())
+        decode_reply(buf.getvalue())
 
 
 def test_a_reducer_the_candidate_registers_for_a_reply_class_changes_nothing_sent():

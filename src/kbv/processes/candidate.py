@@ -14,6 +14,7 @@ from kbv.processes.handles import (WorkerDied, WorkerTimeout, deadline, environ_
     spawn_context, tell_sentinel, wait_readable)
 from kbv.processes.jail import ProcessJail
 from kbv.processes.logs import CappedLog
+from kbv.processes.reply_decoding import decode_reply
 from kbv.processes import custody, scratch, zygote
 from kbv.sandbox import protocol
 from kbv.sandbox.confinement import InheritedFd, WorkerSetup, worker_environment
@@ -200,7 +201,7 @@ class CandidateProcess:
         # own sharer made the fetch wait forever, row t26-jam-fd-sharer)
         with deadline(timeout, lambda: kill_group(self.proc)) as expired:
             try:
-                reply = protocol.decode_reply(data)
+                reply = decode_reply(data)
             except Exception:
                 if not expired.is_set():
                     raise

@@ -4,12 +4,9 @@ Requests go trusted → untrusted; replies come back. Both are small frozen data
 here once. Tensors travel with ``torch.multiprocessing``'s reducers: CUDA tensors as CUDA IPC
 handles, CPU tensors as shared-memory file descriptors.
 
-Replies are decoded by :class:`RestrictedUnpickler`, which resolves only the globals a tensor or a
-reply from this module needs (its reply classes and :class:`Tampering`); :func:`decode_reply` then
-checks the report fields the trusted side reads. A candidate that writes its own pickle into the
-pipe (to run code in the trusted process on unpickling, or to smuggle a Tensor subclass or a lazy
-object back) gets :class:`ProtocolError` instead, and the reference worker turns that into a
-verdict.
+Replies are decoded on the trusted side only, by :mod:`kbv.processes.reply_decoding` (which resolves
+only the globals a tensor or a reply from this module needs): no code of that decoding is in this
+package, which the candidate's process imports.
 """
 
 from __future__ import annotations
@@ -335,83 +332,6 @@ def encode(msg: Any) -> bytes:
 
 def send(conn: Connection, msg: Any) -> None:
     conn.send_bytes(encode(msg))
-
-
-# Decoding what a candidate sent ------------------------------------------------------------
-
-_ALLOWED_REDUCTIONS = {
-    "rebuild_tensor",
-    "rebuild_cuda_tensor",
-    "rebuild_typed_storage",
-    "rebuild_typed_storage_child",
-    "rebuild_storage_fd",
-    "rebuild_storage_filename",
-    "rebuild_storage_empty",
-}
-_ALLOWED = {
-    ("torch", "Tensor"),
-    ("torch", "Size"),
-    ("torch", "device"),
-    ("torch.storage", "UntypedStorage"),
-    ("torch.storage", "TypedStorage"),
-    ("multiprocessing.resource_sharer", "DupFd"),
-    ("collections", "OrderedDict"),
-}
-
-
-class RestrictedUnpickler(pickle.Unpickler):
-    """Resolves only tensor-rebuilding functions, dtypes and this module's reply classes."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        import torch
-
-        if module == "torch.multiprocessing.reductions" and name in _ALLOWED_REDUCTIONS:
-            return super().find_class(module, name)
-        if (module, name) in _ALLOWED:
-            return super().find_class(module, name)
-        if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
-            return getattr(torch, name)
-        if module == __name__ and name in {c.__name__ for c in (*REPLY_TYPES, *PAYLOAD_TYPES)}:
-            return globals()[name]
-        raise ProtocolError(f"reply refers to {module}.{name}, which the protocol does not allow")
-
-
-def decode_reply(data: bytes) -> Any:
-    """Decode a candidate's reply; raise :class:`ProtocolError` on anything unexpected."""
-    try:
-        msg = RestrictedUnpickler(io.BytesIO(data)).load()
-    except ProtocolError:
-        raise
-    except Exception as exc:  # malformed pickle, failed storage rebuild, ...
-        raise ProtocolError(f"undecodable reply: {type(exc).__name__}: {exc}") from None
-    if type(msg) not in REPLY_TYPES:
-        raise ProtocolError(f"reply is a {type(msg).__name__}, not a protocol message")
-    _check_reports(msg)
-    return msg
-
-
-def _check_reports(msg: Any) -> None:
-    """``msg.flag_changes`` is a tuple of ``str``, ``msg.tampering`` a tuple of well-formed
-    :class:`Tampering` values, ``msg.memory`` a ``str`` and ``msg.cpu_ms`` a float or None.
-    Unpickling sets an object's fields without calling ``__init__``, so a report the candidate
-    wrote itself is checked here: exactly the two fields, a known kind, a ``str`` detail. Raises
-    :class:`ProtocolError` otherwise."""
-    changes = getattr(msg, "flag_changes", ())
-    if type(changes) is not tuple or any(type(c) is not str for c in changes):
-        raise ProtocolError(f"{type(msg).__name__}.flag_changes is not a tuple of strings")
-    if type(getattr(msg, "memory", "")) is not str:
-        raise ProtocolError(f"{type(msg).__name__}.memory is not a string")
-    cpu = getattr(msg, "cpu_ms", None)
-    if cpu is not None and type(cpu) is not float:
-        raise ProtocolError(f"{type(msg).__name__}.cpu_ms is not a float")
-    reports = getattr(msg, "tampering", ())
-    if type(reports) is not tuple:
-        raise ProtocolError(f"{type(msg).__name__}.tampering is not a tuple")
-    for t in reports:
-        fields = vars(t) if type(t) is Tampering else {}
-        if (fields.keys() != {"kind", "detail"} or fields["kind"] not in TAMPERING_KINDS
-                or type(fields["detail"]) is not str):
-            raise ProtocolError(f"{type(msg).__name__}.tampering holds a malformed report ({type(t).__name__})")
 
 
 def recv_request(conn: Connection) -> Any:

@@ -1,0 +1,97 @@
+"""What a candidate worker sent, decoded on the trusted side (the reference worker) and nowhere else.
+
+:class:`RestrictedUnpickler` resolves only the globals a tensor or a reply of
+:mod:`kbv.sandbox.protocol` needs (its reply classes and :class:`kbv.sandbox.protocol.Tampering`);
+:func:`decode_reply` then checks the report fields the trusted side reads. A candidate that writes
+its own pickle into the pipe (to run code in the trusted process on unpickling, or to smuggle a
+Tensor subclass or a lazy object back) gets :class:`kbv.sandbox.protocol.ProtocolError` instead,
+and the reference worker turns that into a verdict.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+from typing import Any
+
+from kbv.sandbox import protocol
+
+#: the classes a reply may name, by name (the protocol's reply and payload classes).
+_CLASSES = {c.__name__: c for c in (*protocol.REPLY_TYPES, *protocol.PAYLOAD_TYPES)}
+
+_ALLOWED_REDUCTIONS = {
+    "rebuild_tensor",
+    "rebuild_cuda_tensor",
+    "rebuild_typed_storage",
+    "rebuild_typed_storage_child",
+    "rebuild_storage_fd",
+    "rebuild_storage_filename",
+    "rebuild_storage_empty",
+}
+_ALLOWED = {
+    ("torch", "Tensor"),
+    ("torch", "Size"),
+    ("torch", "device"),
+    ("torch.storage", "UntypedStorage"),
+    ("torch.storage", "TypedStorage"),
+    ("multiprocessing.resource_sharer", "DupFd"),
+    ("collections", "OrderedDict"),
+}
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """Resolves only tensor-rebuilding functions, dtypes and the protocol's reply classes."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        import torch
+
+        if module == "torch.multiprocessing.reductions" and name in _ALLOWED_REDUCTIONS:
+            return super().find_class(module, name)
+        if (module, name) in _ALLOWED:
+            return super().find_class(module, name)
+        if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
+            return getattr(torch, name)
+        if module == protocol.__name__ and name in _CLASSES:
+            return _CLASSES[name]
+        raise protocol.ProtocolError(f"reply refers to {module}.{name}, which the protocol does not allow")
+
+
+def decode_reply(data: bytes) -> Any:
+    """Decode a candidate's reply; raise :class:`protocol.ProtocolError` on anything unexpected."""
+    try:
+        msg = RestrictedUnpickler(io.BytesIO(data)).load()
+    except protocol.ProtocolError:
+        raise
+    except Exception as exc:  # malformed pickle, failed storage rebuild, ...
+        raise protocol.ProtocolError(f"undecodable reply: {type(exc).__name__}: {exc}") from None
+    if type(msg) not in protocol.REPLY_TYPES:
+        raise protocol.ProtocolError(f"reply is a {type(msg).__name__}, not a protocol message")
+    _check_reports(msg)
+    return msg
+
+
+def _check_reports(msg: Any) -> None:
+    """``msg.flag_changes`` is a tuple of ``str``, ``msg.tampering`` a tuple of well-formed
+    :class:`kbv.sandbox.protocol.Tampering` values, ``msg.memory`` a ``str`` and ``msg.cpu_ms`` a float or None.
+    Unpickling sets an object's fields without calling ``__init__``, so a report the candidate
+    wrote itself is checked here: exactly the two fields, a known kind, a ``str`` detail. Raises
+    :class:`protocol.ProtocolError` otherwise."""
+    changes = getattr(msg, "flag_changes", ())
+    if type(changes) is not tuple or any(type(c) is not str for c in changes):
+        raise protocol.ProtocolError(f"{type(msg).__name__}.flag_changes is not a tuple of strings")
+    if type(getattr(msg, "memory", "")) is not str:
+        raise protocol.ProtocolError(f"{type(msg).__name__}.memory is not a string")
+    cpu = getattr(msg, "cpu_ms", None)
+    if cpu is not None and type(cpu) is not float:
+        raise protocol.ProtocolError(f"{type(msg).__name__}.cpu_ms is not a float")
+    reports = getattr(msg, "tampering", ())
+    if type(reports) is not tuple:
+        raise protocol.ProtocolError(f"{type(msg).__name__}.tampering is not a tuple")
+    for t in reports:
+        fields = vars(t) if type(t) is protocol.Tampering else {}
+        if (fields.keys() != {"kind", "detail"} or fields["kind"] not in protocol.TAMPERING_KINDS
+                or type(fields["detail"]) is not str):
+            raise protocol.ProtocolError(f"{type(msg).__name__}.tampering holds a malformed report ({type(t).__name__})")
+
+
+__all__ = ["RestrictedUnpickler", "decode_reply"]
