@@ -40,3 +40,38 @@ def test_probe_sets_reuse_the_nominal_sets_input_rounding_term():
     assert len(forwards) == 2  # no second float64 forward for the probe
     assert errors[INPUT_ROUNDING] == j.ctx._nominal_rounding and "eager-fp32" in errors
     assert ref[0].shape == oracle[0].shape
+
+
+def test_a_hidden_sets_input_rounding_term_is_measured_only_where_the_set_fails_without_it():
+    """A D-set (made again from its seed) defers its term to the judgement (issue 21: the term only
+    where a set would fail without it): outputs along a range of errors get, deferred, the same
+    verdict, error and, where they fail, the same budget as measured up front; the float64 forwards
+    run only for the failing ones."""
+    import torch
+
+    cfg = EvalConfig(device="cpu")
+    rp = build_reference(problem("level1/5_Small_Softmax.py"), cfg)
+    j = Judging(Context(rp, CandidateRef("/c/x.py", "b" * 64, "torch"), cfg, Environment("0", "3", "2", "cpu")))
+    forwards = []
+    real = j.ctx.oracle.input_rounding_errors
+    j.ctx.oracle.input_rounding_errors = lambda *a, **k: forwards.append(1) or real(*a, **k)
+    (d1,) = inp.hidden_sets(rp.module.get_inputs, ["D1"], device=rp.device)
+    assert j.defers_rounding(d1, probe=False) and not j.defers_rounding(d1, probe=True)
+    eager = j._reference_side(d1, d1.args)
+    ref, oracle, note, errors = eager
+    assert INPUT_ROUNDING in errors and len(forwards) == 1
+    deferred = j._reference_side(d1, d1.args, defer_rounding=True)
+    assert INPUT_ROUNDING not in deferred[3] and len(forwards) == 1
+    d1.release()
+    outcomes = set()
+    for t in (0.0, 1e-7, 1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 1e-3):
+        outs = [(o * (1 + t)).to(torch.float32) for o in oracle]
+        want = j._judge(d1, outs, rp.structure, ref, oracle, note, errors)
+        before = len(forwards)
+        got = j._judge(d1, outs, rp.structure, deferred[0], deferred[1], deferred[2], deferred[3], deferred=True)
+        assert (got.passed, got.oracle_error) == (want.passed, want.oracle_error), t
+        assert len(forwards) == before + (0 if got.passed else 1), t
+        if not got.passed:
+            assert got.error_budget == want.error_budget and INPUT_ROUNDING in got.baseline_errors, t
+        outcomes.add(got.passed)
+    assert outcomes == {True, False}  # the range crosses the budget

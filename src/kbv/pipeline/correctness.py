@@ -80,7 +80,9 @@ class Correctness:
             return self.judge._dropped(s, s.drop_reason)
         args = inp.to_device(s.args, self.ctx.rp.device, cfg.precision)
         s.release()  # ``args`` is the one copy held (a set with a maker is made again when needed)
-        side = self.judge._reference_side(s, args, self.ctx._nominal_rounding if probe else None)
+        deferred = self.judge.defers_rounding(s, probe)
+        side = self.judge._reference_side(s, args, self.ctx._nominal_rounding if probe else None,
+                                          defer_rounding=deferred)
         if isinstance(side, InputSetResult):
             return side
         ref, oracle, oracle_note, baselines = side
@@ -89,7 +91,7 @@ class Correctness:
             self.ctx.state.nominal_args = s
         outs = self._candidate_outputs(worker, args, buffers=buffers, ref=ref, label=s.name)
         del args
-        result = self.judge._judge(s, outs, self.ctx._last_structure, ref, oracle, oracle_note, baselines)
+        result = self.judge._judge(s, outs, self.ctx._last_structure, ref, oracle, oracle_note, baselines, deferred)
         if cfg.integrity:
             self._remember(s.name, outs, ref, result.passed, worker)
         if keep_outputs:  # a digest, not the outputs: one output's bytes less held (repeatability)

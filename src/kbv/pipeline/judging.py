@@ -27,6 +27,12 @@ from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import timer as timing
 
 
+#: a problem's outputs up to this many bytes leave room for the candidate's beside a deferred
+#: input-rounding run (:meth:`Judging.defers_rounding`; kbv choice: a quarter of the bound's 1 GiB
+#: slack).
+DEFER_ROUNDING_MAX_OUTPUT_BYTES = 256 << 20
+
+
 class Judging:
     """Reference side and judgement of one input set."""
 
@@ -59,7 +65,8 @@ class Judging:
                             memory_footprint=fp.evidence(self.ctx.rp.device)) from None
             return None, f"fp64 oracle unavailable ({exc}); the kbv policy fell back to allclose"
 
-    def _reference_side(self, s: inp.InputSet, args: list, rounding: list | None = None) -> tuple | InputSetResult:
+    def _reference_side(self, s: inp.InputSet, args: list, rounding: list | None = None,
+                        defer_rounding: bool = False) -> tuple | InputSetResult:
         """Reference, oracle and the baselines' errors against it on ``args`` (already on the
         device), or a dropped result. Baseline outputs are reduced to their errors at once, so at
         most the reference and the oracle outputs stay held for the candidate's.
@@ -67,7 +74,9 @@ class Judging:
         The input-rounding term of the budget (a second fp64 forward) is measured on every set
         except where ``rounding`` gives it: the probes and timed re-checks on ``get_inputs()``
         draws take the largest the nominal sets measured (:attr:`_nominal_rounding`, the same
-        distribution); the nominal sets' own figures are collected here."""
+        distribution); the nominal sets' own figures are collected here. ``defer_rounding``: not
+        measured here; :meth:`_judge` measures it only where the set fails without it
+        (:meth:`_rounding_later`)."""
         try:
             ref = run_reference(self.ctx.rp, inp.clone_args(args), self.ctx.fp32_flags, original=args)
         except BaseException as exc:  # noqa: BLE001 - reference raised on this distribution
@@ -97,7 +106,7 @@ class Judging:
                 del tf32
         if oracle is not None and rounding is not None:
             errors[INPUT_ROUNDING] = list(rounding)
-        elif oracle is not None:  # the problem's own sensitivity to fp32 rounding (kbv.reference.policy.INPUT_ROUNDING)
+        elif oracle is not None and not defer_rounding:  # the problem's own sensitivity to fp32 rounding
             moved = self.ctx.oracle.input_rounding_errors(args, oracle, ref)
             if moved is not None:
                 errors[INPUT_ROUNDING] = moved
@@ -105,8 +114,35 @@ class Judging:
                     self.ctx._nominal_rounding = largest_errors(self.ctx._nominal_rounding, moved)
         return ref, oracle, oracle_note, errors
 
+    def defers_rounding(self, s: inp.InputSet, probe: bool) -> bool:
+        """Whether ``s``'s input-rounding term waits for the candidate's outputs (:meth:`_judge`): a set
+        made again from its seed (:attr:`kbv.reference.inputs.InputSet.remakeable`), not nominal (the
+        nominal sets' terms are the probes' and timed re-checks'), not a probe, and a problem whose
+        outputs leave room for the candidate's beside the term's own fp64 run (their bytes at most
+        half the inputs', or at most :data:`DEFER_ROUNDING_MAX_OUTPUT_BYTES`: kbv's memory bound,
+        4·B + 1 GiB)."""
+        out, inb = max(self.ctx.rp.output_bytes, 0), self.ctx._input_bytes
+        return (s.remakeable and not probe and s.kind is not InputKind.NOMINAL
+                and (2 * out <= inb or out <= DEFER_ROUNDING_MAX_OUTPUT_BYTES))
+
+    def _rounding_later(self, s: inp.InputSet, ref: list, oracle: list) -> list | None:
+        """The input-rounding term of a deferred set (:meth:`defers_rounding`), on its inputs made
+        again from its seed (the values the candidate got), then released."""
+        args = inp.to_device(s.args, self.ctx.rp.device, self.ctx.config.precision)
+        s.release()
+        try:
+            return self.ctx.oracle.input_rounding_errors(args, oracle, ref)
+        finally:
+            del args
+
     def _judge(self, s: inp.InputSet, outs: list, structure: str | None, ref: list, oracle: list | None,
-               oracle_note: str | None, baselines: dict) -> InputSetResult:
+               oracle_note: str | None, baselines: dict, deferred: bool = False) -> InputSetResult:
+        """``outs`` judged on ``s`` under both policies. ``deferred``: ``baselines`` lack the
+        input-rounding term (:meth:`defers_rounding`); it is measured only where the kbv rule fails
+        without it, and the rule applied again with it. The budget only grows with that term
+        (:func:`kbv.reference.policy.budget` takes the greatest baseline error), so a set that passes
+        without it passes with it: the verdict is the eager one's, and a passing set's
+        ``baseline_errors`` has no ``input-rounding`` entry."""
         cfg = self.ctx.config
         c: Comparison = compare(outs, ref, atol=cfg.atol, rtol=cfg.rtol)
         ref_structure = getattr(self.ctx.rp, "structure", None)
@@ -128,6 +164,12 @@ class Judging:
         if oracle is not None:
             k = kbv_check(outs, ref, oracle, k=cfg.kbv_k, floor_eps=cfg.kbv_floor_eps,
                               tf32_floor=cfg.kbv_tf32_floor, baseline_errors=baselines)
+            if deferred and not k.passed and INPUT_ROUNDING not in baselines:
+                moved = self._rounding_later(s, ref, oracle)
+                if moved is not None:
+                    baselines = {**baselines, INPUT_ROUNDING: moved}
+                    k = kbv_check(outs, ref, oracle, k=cfg.kbv_k, floor_eps=cfg.kbv_floor_eps,
+                                  tf32_floor=cfg.kbv_tf32_floor, baseline_errors=baselines)
             kbv_passed, kbv_fault = k.passed, k.fault
             worst_base = max((v for n, v in k.baseline_errors.items() if n != INPUT_ROUNDING), default=0.0)
             if worst_base > VACUOUS_BASELINE_ERROR:

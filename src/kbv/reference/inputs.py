@@ -54,6 +54,8 @@ class InputSet:
         self._reason_known = maker is None or drop_reason is not None
         self._args = list(args) if args is not None else None
         self._maker = maker
+        #: the tensors can be made again from the seed after :meth:`release` (a maker was given).
+        self.remakeable = maker is not None
 
     @property
     def args(self) -> list[Any]:
