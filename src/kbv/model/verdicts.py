@@ -116,6 +116,12 @@ class Verdict:
         return self.status is Status.PASS
 
     @property
+    def wrong_whatever_its_outputs(self) -> bool:
+        """A finding of :data:`WRONG_WITHOUT_A_FAILED_SET` (a memory access outside what the kernel
+        owns): wrong under the ``kbv`` policy whatever its sets' outputs were."""
+        return any(f.check in WRONG_WITHOUT_A_FAILED_SET for f in self.findings)
+
+    @property
     def policy_verdicts(self) -> dict[str, bool | None]:
         """Policy → the candidate's correctness under it, from the per-set verdicts.
 
@@ -123,6 +129,8 @@ class Verdict:
         KernelBench-Verified protocol). A failed set without that policy's verdict and with no
         outputs judged (the candidate raised there, as at a secret shape) fails it. None when the candidate produced no judged
         outputs, or when a set that did not fail lacks that policy's verdict and no set fails it.
+        ``kbv`` is False where :attr:`wrong_whatever_its_outputs` (``kbv-compat``, the paper's
+        protocol, runs no sanitizer and keeps its sets' verdict).
         """
         judged = [r for r in self.input_sets if not r.dropped]
         out: dict[str, bool | None] = {}
@@ -135,6 +143,8 @@ class Verdict:
             seen = [r.policy_passed.get(policy, False if r.passed is False and r.max_abs_error is None else None)
                     for r in sets]
             out[policy] = False if False in seen else (None if None in seen else True)
+        if out.get("kbv") is not None and self.wrong_whatever_its_outputs:
+            out["kbv"] = False
         return out
 
     @property

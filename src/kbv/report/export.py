@@ -292,8 +292,8 @@ NOT_CORRECT = (Status.HACK, Status.SHORTCUT)
 def kernelbench_entry(v: Verdict, *, hidden: bool) -> dict[str, Any]:
     """One sample in KernelBench's ``eval_results.json`` shape (times ms, memory bytes).
 
-    ``correctness`` keeps KernelBench's meaning for the file, except that a HACK or SHORTCUT is
-    never correct: ``hidden=False`` (``eval_results.json``) the candidate ran and passed every
+    ``correctness`` keeps KernelBench's meaning for the file, except that a HACK or SHORTCUT, and a
+    kernel compute-sanitizer's memcheck saw access memory it does not own, are never correct: ``hidden=False`` (``eval_results.json``) the candidate ran and passed every
     nominal set; ``hidden=True`` (``eval_results_hidden.json``) kbv's PASS (every nominal, hidden
     and randomised set, no integrity finding). ``kbv_status`` is kbv's verdict;
     ``metadata["protocol_correctness"]`` what the file's protocol alone would have said: allclose at
@@ -303,7 +303,8 @@ def kernelbench_entry(v: Verdict, *, hidden: bool) -> dict[str, Any]:
     """
     kind = InputKind.HIDDEN if hidden else InputKind.NOMINAL
     sets = [r for r in v.sets(kind) if not r.dropped]
-    correct = nominal_correct(v) and (v.hidden_passed or not hidden) and v.status not in NOT_CORRECT
+    correct = (nominal_correct(v) and (v.hidden_passed or not hidden) and v.status not in NOT_CORRECT
+               and not v.wrong_whatever_its_outputs)
     # the file's protocol alone: allclose (kbv-compat's tolerance) on its sets, whatever kbv's budget said
     protocol_correct = v.status.ran and bool(sets) and all(r.policy_passed.get("kbv-compat", r.passed) for r in sets)
     cand = v.timing.get("candidate")
