@@ -298,3 +298,21 @@ def test_eval_with_diagnostics_on_cpu_runs_without_them(tmp_path):
     record = json.loads(out.read_text())  # what was asked is on the record, and that it did not apply
     assert record["status"] == "PASS" and record["config"]["sanitize"] == ["memcheck", "racecheck"]
     assert record["config"]["ncu_profile"] and "not applicable on cpu" in record["evidence"]["diagnostics"]
+
+
+def test_eval_reads_the_hidden_test_file_beside_the_problem_or_the_one_given(tmp_path):
+    """Newcomer 2026-12-05: ``kbv eval`` ignored ``hidden_tests/level1/1_hidden.py`` beside the
+    problems, which ``kbv run`` reads. Found as kbv run finds it, or given; a folder without the
+    problem's file exits 2 naming it."""
+    import json
+
+    fast = ("--device", "cpu", "--seeds", "1", "--trials", "3", "--warmup", "0", "--secret-shapes", "0")
+    cand = DATA / "candidates" / "relu_torch.py"
+    r = kbv("eval", PROBLEM, cand, *fast, "--json", tmp_path / "v.json")
+    assert r.returncode == 0 and "hidden test file:" in r.stdout and "1_hidden.py" in r.stdout, (r.stdout, r.stderr)
+    names = {s["name"] for s in json.loads((tmp_path / "v.json").read_text())["input_sets"]}
+    assert {"HT1", "HT2", "HT3", "HT4"} <= names
+    empty = tmp_path / "hidden_tests"
+    empty.mkdir()
+    r = kbv("eval", PROBLEM, cand, *fast, "--hidden-tests", empty)
+    assert r.returncode == 2 and "holds no level1/1_hidden.py" in r.stderr and str(empty) in r.stderr, r.stderr

@@ -545,3 +545,24 @@ def test_feedback_gives_the_candidates_own_kernel_figures_never_the_references()
     assert "compute-sanitizer memcheck: 1 report(s); first: Invalid __global__ read" in text
     assert "compute-sanitizer racecheck: clean." in text
     assert "at_native_secret_kernel" not in text
+
+
+def test_refine_says_a_providers_failure_and_asks_cpu_verification_for_cpp(keys, tmp_path):
+    """Newcomer 2026-12-05: a refine against an unreachable server printed only "no turn produced
+    code" and exited 0, and ``--device cpu`` asked the model for CUDA."""
+    import socket
+
+    problems = tmp_path / "problems" / "level1"
+    problems.mkdir(parents=True)
+    (problems / BUILTIN_RELU.name).write_text(BUILTIN_RELU.read_text())
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    out = tmp_path / "refined"
+    res = runner.invoke(app, ["refine", str(problems.parent), "--provider", "openai", "--model", "m",
+                              "--base-url", f"http://127.0.0.1:{port}/v1", "--turns", "1", "--out", str(out),
+                              "--device", "cpu", "--max-retries", "0", "--no-cache"])
+    assert res.exit_code == 1, res.output
+    assert "provider error" in res.output and "level 1 problem 1 sample 0 turn 1" in res.output, res.output
+    record = json.loads((out / "refine" / "level_1_problem_1_sample_0" / "turn_1.json").read_text())
+    assert record["parameters"]["backend"] == "cpp" and "Connection" in record["error"]

@@ -141,7 +141,9 @@ def refine_cmd(
     turns: int = typer.Option(3, "--turns", min=1, metavar="N", help="Turns of generate -> verify -> feedback."),
     samples: int = typer.Option(1, "--samples", min=1, metavar="N", help="Independent refinements per problem."),
     level: Optional[List[str]] = _LEVEL, problem_ids: Optional[List[str]] = _IDS,
-    temperature: Optional[float] = _TEMP, max_tokens: int = _MAXTOK, backend: BackendOpt = _BACKEND,
+    temperature: Optional[float] = _TEMP, max_tokens: int = _MAXTOK,
+    backend: Optional[BackendOpt] = typer.Option(None, "--backend", help="Kernel language asked for: cuda, triton "
+                                                 "or cpp (default: cpp when verifying on cpu, else cuda)."),
     precision: GenPrecision = _PREC, input_blind: bool = _BLIND, stream: bool = _STREAM,
     device: str = typer.Option("auto", "--device", help="Where to verify: cpu, cuda or auto."),
     seeds: int = typer.Option(3, min=1, metavar="N", help="Nominal input sets per verification."),
@@ -153,7 +155,8 @@ def refine_cmd(
 ) -> None:
     """Refine kernels over K turns: each answer is verified (sandboxed, as kbv eval) and the verdict
     turned into feedback that holds no hidden input, seed or reference output; every turn is kept
-    and the best one becomes the run's sample."""
+    and the best one becomes the run's sample. A provider's failure (a wrong URL, key or model) is
+    said on stderr and makes the exit code 1."""
     from kbv.generate.providers import ProviderError
     from kbv.generate.refine import refine_one
     from kbv.batch.evaluator import EvaluationError, Evaluator
@@ -162,9 +165,10 @@ def refine_cmd(
     if device not in ("auto", "cpu", "cuda"):
         cli.fail(f"--device {device}: use cpu, cuda or auto")
     refs = _problems(problems, level, problem_ids)
+    dev = cli.resolve_device(cli.Device(device))
+    backend = backend or (BackendOpt.cpp if dev == "cpu" else BackendOpt.cuda)  # what the device can run
     settings = _settings(provider, model, base_url, temperature, max_tokens, backend, precision, input_blind,
                          stream, price_in, price_out, max_retries)
-    dev = cli.resolve_device(cli.Device(device))
     config = cli.make_config(dev, precision.value, seeds, trials, warmup, timeout)
     cache = _cache(cache_dir, no_cache)
     code = 0
@@ -172,6 +176,13 @@ def refine_cmd(
         for p in refs:
             for s in range(samples):
                 def show(t, p=p, s=s):
+                    nonlocal code
+                    if t.error is not None:  # a wrong URL, key or model must not read as a model that wrote nothing
+                        cli.err_console.print(f"kbv: level {p.level} problem {p.problem_id} sample {s} turn {t.turn}: "
+                                              f"provider error: {t.error}", highlight=False, markup=False,
+                                              soft_wrap=True)
+                        code = max(code, 1)
+                        return
                     sp = f", {t.speedup:.3g}x" if t.speedup else ""
                     wrong = f", not the {backend.value} backend asked for" if t.wrong_backend else ""
                     cli.console.print(f"level {p.level} problem {p.problem_id} sample {s} turn {t.turn}: "

@@ -32,7 +32,32 @@ def _problem_and_candidate(problem: Path, candidate: Path, json_out: Optional[Pa
     return pref, cref
 
 
-def _evaluate(pref, cref, config, dev: str, status: str):
+def _hidden_test_file(pref, given: Optional[Path]) -> Optional[str]:
+    """The KernelBench-Verified hidden test file of problem ``pref``: ``given`` (a
+    ``<pid>_hidden.py`` file, or a ``hidden_tests`` folder holding ``level<L>/<pid>_hidden.py``),
+    else the one found as ``kbv run`` finds it (a ``hidden_tests`` folder in or beside the folder
+    of the problem's ``levelN`` folder), else None. A ``given`` that holds none exits 2."""
+    from kbv.intake.layout import discover_hidden_tests, find_hidden_tests_root
+
+    key = (pref.level, pref.problem_id)
+    if given is not None:
+        if given.is_file():
+            return str(given.resolve())
+        if not given.is_dir():
+            fail(f"--hidden-tests {given}: no such file or folder")
+        found = discover_hidden_tests(given).get(key) if None not in key else None
+        if found is None:
+            fail(f"--hidden-tests {given}: holds no level{pref.level}/{pref.problem_id}_hidden.py for {pref.path}")
+        return str(found)
+    if None in key:
+        return None
+    root = Path(pref.path).resolve().parent.parent
+    where = find_hidden_tests_root(root, root.parent)
+    found = discover_hidden_tests(where).get(key) if where else None
+    return str(found) if found else None
+
+
+def _evaluate(pref, cref, config, dev: str, status: str, hidden_tests: Optional[str] = None):
     """One verification in an evaluator of its own, under a console status line; a broken problem
     exits 2, kbv's own failure 3."""
     from kbv.batch.evaluator import EvaluationError, Evaluator
@@ -41,7 +66,7 @@ def _evaluate(pref, cref, config, dev: str, status: str):
     with console.status(status):
         try:
             with Evaluator(dev) as ev:
-                return ev.evaluate(pref, cref, config)
+                return ev.evaluate(pref, cref, config, hidden_tests=hidden_tests)
         except ProblemError as exc:
             fail(str(exc))
         except EvaluationError as exc:
@@ -62,6 +87,10 @@ def eval_cmd(
     secret_shapes: Optional[int] = typer.Option(None, "--secret-shapes", min=0, max=8, metavar="N", help=SHAPES_HELP),
     sanitize: Optional[str] = typer.Option(None, "--sanitize", metavar="memcheck,racecheck", help=SANITIZE_HELP),
     profile: bool = typer.Option(False, "--profile", help=PROFILE_HELP),
+    hidden_tests: Optional[Path] = typer.Option(None, "--hidden-tests", help="KernelBench-Verified hidden test "
+                                                "file (<pid>_hidden.py) or hidden_tests folder; its "
+                                                "get_hidden_inputs() sets are checked as HT1, HT2, ... (default: "
+                                                "looked for beside the problems, as kbv run does)."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show the whole build log and traceback of a "
                                  "COMPILE_ERROR or RUNTIME_ERROR (default: the compiler's first errors, or the "
                                  "exception and its last frames)."),
@@ -76,7 +105,11 @@ def eval_cmd(
     dev = resolve_device(device)
     tools, ncu = diagnostics_options(dev, sanitize, profile)
     config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value, secret_shapes, tools, ncu)
-    verdict = _evaluate(pref, cref, config, dev, f"verifying {candidate.name} against {problem.name} on {dev}...")
+    ht = _hidden_test_file(pref, hidden_tests)
+    if ht is not None:
+        console.print(f"hidden test file: {ht} (its sets are checked as HT1, HT2, ...)", highlight=False,
+                          markup=False, soft_wrap=True)
+    verdict = _evaluate(pref, cref, config, dev, f"verifying {candidate.name} against {problem.name} on {dev}...", ht)
     print_verdict(verdict, console, verbose=verbose)
     _warn_if_flagged(pref, verdict)
     if json_out is not None:

@@ -92,6 +92,7 @@ class Turn:
     feedback: str
     status_score: float | None = None  #: the verdict's score before the backend rule (ties between turns).
     wrong_backend: bool = False  #: the answer is not in the backend the prompt asked for.
+    error: str | None = None  #: the provider's failure (``PROVIDER_ERROR``), one line.
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,9 @@ def refine_one(problem: ProblemRef, settings: GenerationSettings, config: EvalCo
             record.update(completion_meta(settings, req, None), error=str(exc))
             path = tdir / f"turn_{k}.json"
             write_atomic(path, json.dumps(record, indent=2) + "\n")
-            done_turns.append(Turn(k, None, str(path), "PROVIDER_ERROR", 0.0, None, ""))
+            done_turns.append(Turn(k, None, str(path), "PROVIDER_ERROR", 0.0, None, "", error=str(exc)))
+            if on_turn is not None:
+                on_turn(done_turns[-1])
             break
         record.update(completion_meta(settings, req, done))
         verdict = None
