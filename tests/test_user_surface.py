@@ -363,6 +363,8 @@ ninja: build stopped: subcommand failed.
 
 
 def test_compile_error_shows_the_compilers_error_line():
+    import dataclasses
+
     from kbv.console import compiler_errors, failure_details
 
     lines = compiler_errors(GCC_LOG)
@@ -374,6 +376,10 @@ def test_compile_error_shows_the_compilers_error_line():
     short, full = failure_details(v), failure_details(v, verbose=True)
     assert any("error: 'foo' was not declared" in ln for ln in short) and len(short) < 10
     assert any("ninja: build stopped" in ln for ln in full) and any("Traceback" in ln for ln in full)
+    # a build log that the exception message holds too is shown once (newcomer, 2026-12-05)
+    both = dataclasses.replace(v, evidence={"traceback": v.evidence["traceback"] + "\n" + GCC_LOG, "log_tail": GCC_LOG})
+    once = failure_details(both, verbose=True)
+    assert sum("ninja: build stopped" in ln for ln in once) == 1 and not any("worker log" in ln for ln in once)
 
 
 def test_runtime_error_shows_the_exception_and_last_frames():

@@ -106,8 +106,11 @@ def failure_details(v: Verdict, *, verbose: bool = False) -> list[str]:
         out = []
         if tb:
             out += ["traceback:", *tb.rstrip().splitlines()]
-        if log:
-            out += ["worker log (tail):", *log.rstrip().splitlines()]
+        # the worker's log repeats a build's output that the exception message already holds
+        shown = {ln.strip() for ln in tb.splitlines() if ln.strip()}
+        rest = [ln for ln in log.rstrip().splitlines() if ln.strip() and ln.strip() not in shown]
+        if rest:
+            out += ["worker log (tail, lines not in the traceback):" if tb else "worker log (tail):", *rest]
         return out
     errors = compiler_errors(tb + "\n" + log)
     if errors:
