@@ -301,7 +301,8 @@ def test_markdown_and_csvs_mark_noise_and_a_partial_batch(tmp_path):
         text = full["markdown"].read_text()
         assert "Partial results" not in text
         m = load_metrics(s).run("m").overall
-        assert f"~{m.correct_speedup:.2f}× (1 noisy)" in text
+        # as the HTML page: what the geomean averages over (n of N), and the clipped all-problems column
+        assert f"~{m.correct_speedup:.2f}× (2 of 2, 1 noisy)" in text and "All-problems max(1, s)" in text
         board = list(csv.DictReader(full["leaderboard_csv"].open()))
         assert {r["noisy_problems"] for r in board if r["scope"] == "all"} == {"1"}
         samples = {r["problem_id"]: r for r in csv.DictReader(full["samples_csv"].open())}

@@ -130,6 +130,26 @@ def fmt_ratio(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}×"
 
 
+def speed_cell(value: float | None, n: int, of: int, noisy: int) -> str:
+    """A geomean with what it averages over (``n of N``) and how many of those are noisy."""
+    if value is None:
+        return f"– (0 of {of})"
+    return f"{'~' if noisy else ''}{fmt_ratio(value)} ({n} of {of}{f', {noisy} noisy' if noisy else ''})"
+
+
+#: the head of KernelBench's all-problems aggregate wherever it is shown: it is no speedup but a
+#: geomean of max(1, s), so a run slower than eager everywhere reads 1.00×, never below.
+CLIPPED_HEAD = "All-problems max(1, s), clipped at 1×"
+
+
+def clipped_cell(value: float | None, solved: int) -> str:
+    """KernelBench's clipped all-problems aggregate as a cell: ``1.00× (none above 1×)`` when no
+    solved problem is faster than the baseline (every one clipped), so it never reads as parity."""
+    if value is not None and value == 1.0 and solved:
+        return f"{fmt_ratio(value)} (none above 1×)"
+    return fmt_ratio(value)
+
+
 def fmt_pct(x: float | None) -> str:
     """A fraction in [0, 1] as ``52.0%``, or ``–`` when undefined."""
     return "–" if x is None else f"{100 * x:.1f}%"
@@ -228,15 +248,13 @@ def write_metrics_markdown(metrics: BatchMetrics, path: Path | str, *, title: st
     if missing:
         lines += [f"**{missing}**", ""]
     lines += ["## Leaderboard", ""]
-    head = ["run", "scope", "problems", "correct", "correct speedup", *(f"fast_{p:g}" for p in p_cols),
+    head = ["run", "scope", "problems", "correct", "correct speedup", CLIPPED_HEAD, *(f"fast_{p:g}" for p in p_cols),
             "mem. eff.", "mem-efficient", "pass@1", "HACK", "SHORTCUT"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for m in metrics.rows():
-        speed = fmt_ratio(m.correct_speedup)
-        if m.correct_speedup is not None and m.noisy_problems:
-            speed = f"~{speed} ({m.noisy_problems} noisy)"
         cells = [m.run or "(unnamed)", m.label, m.problems, fmt_pct(m.correct_frac),
-                 speed, *(fmt_pct(m.fast_p[p]) for p in p_cols),
+                 speed_cell(m.correct_speedup, m.speedup_problems, m.problems, m.noisy_problems),
+                 clipped_cell(m.all_problems_speedup, m.solved), *(fmt_pct(m.fast_p[p]) for p in p_cols),
                  fmt_ratio(m.memory_efficiency), fmt_pct(m.memory_efficient_frac),
                  fmt_pct(m.pass_at_k.get(1)), m.status_counts["HACK"], m.status_counts["SHORTCUT"]]
         lines.append("| " + " | ".join(_md(c) for c in cells) + " |")

@@ -29,8 +29,8 @@ from kbv.report.export import (fmt_pct, fmt_ratio, missing_baseline, write_eval_
     write_metrics_markdown, write_samples_csv)
 from kbv.report import plots as report_plots
 from kbv.batch.paired import paired_comparisons
-from kbv.report.views import (CLIPPED_HEAD, SHOWN_P, anchor, clipped_cell, comparison_rows, leaderboard, mean_std,
-    problem_views, status_matrix)
+from kbv.report.export import CLIPPED_HEAD, clipped_cell
+from kbv.report.views import SHOWN_P, anchor, comparison_rows, leaderboard, mean_std, problem_views, status_matrix
 from kbv.batch.results import SPEEDUP_COLUMNS
 from kbv.batch.store import Store
 

@@ -18,7 +18,7 @@ from kbv.batch.metrics import BatchMetrics, LevelMetrics
 from kbv.batch.results import SPEEDUP_COLUMNS
 from kbv.batch.scoring import speedup_interval, speedup_noisy
 from kbv.model.records import Status, Verdict, to_dict
-from kbv.report.export import fmt_pct, fmt_ratio
+from kbv.report.export import CLIPPED_HEAD, clipped_cell, fmt_pct, fmt_ratio, speed_cell
 
 #: Longest message / evidence text shown per sample (characters); the rest is cut with a note.
 MAX_TEXT_CHARS = 20_000
@@ -47,26 +47,6 @@ def _num(x: float | None) -> str:
     return "" if x is None else repr(float(x))
 
 
-def _speed_cell(value: float | None, n: int, of: int, noisy: int) -> str:
-    """A geomean with what it averages over (``n of N``) and how many of those are noisy."""
-    if value is None:
-        return f"– (0 of {of})"
-    return f"{'~' if noisy else ''}{fmt_ratio(value)} ({n} of {of}{f', {noisy} noisy' if noisy else ''})"
-
-
-#: the head of KernelBench's all-problems aggregate wherever it is shown: it is no speedup but a
-#: geomean of max(1, s), so a run slower than eager everywhere reads 1.00×, never below.
-CLIPPED_HEAD = "All-problems max(1, s), clipped at 1×"
-
-
-def clipped_cell(value: float | None, solved: int) -> str:
-    """KernelBench's clipped all-problems aggregate as a cell: ``1.00× (none above 1×)`` when no
-    solved problem is faster than the baseline (every one clipped), so it never reads as parity."""
-    if value is not None and value == 1.0 and solved:
-        return f"{fmt_ratio(value)} (none above 1×)"
-    return fmt_ratio(value)
-
-
 def comparison_rows(comparisons) -> list[dict[str, Any]]:
     """The paired comparisons of runs (:func:`kbv.batch.paired.paired_comparisons`) as table rows."""
     return [{"a": c.run_a or "(unnamed)", "b": c.run_b or "(unnamed)", "common": c.common, "paired": c.paired,
@@ -93,7 +73,7 @@ def leaderboard(metrics: BatchMetrics) -> tuple[list[tuple[str, int]], list[str]
             (m.run or "(unnamed)", m.run), (m.label, str(m.level if m.level is not None else -1)),
             (problems, str(m.problems)), (str(m.samples), str(m.samples)),
             (f"{fmt_pct(m.correct_frac)} ({m.solved})", _num(m.correct_frac)),
-            (_speed_cell(m.correct_speedup, m.speedup_problems, m.problems, m.noisy_problems), _num(m.correct_speedup)),
+            (speed_cell(m.correct_speedup, m.speedup_problems, m.problems, m.noisy_problems), _num(m.correct_speedup)),
             (clipped_cell(m.all_problems_speedup, m.solved), _num(m.all_problems_speedup)),
             *((fmt_pct(m.fast_p.get(p)), _num(m.fast_p.get(p))) for p in SHOWN_P),
             (fmt_ratio(m.memory_efficiency), _num(m.memory_efficiency)),
