@@ -70,7 +70,9 @@ def score_candidate(problem: ProblemRef, source: str, config: EvalConfig, evalua
         try:
             cref = load_candidate(path)
         except CandidateError as exc:
-            verdict = rejection_verdict(problem, rejected_candidate(path, run=None, sample_id=None), config, str(exc))
+            # the file is kbv's copy of the source given: the message names it as the sender knows it
+            why = str(exc).replace(str(path), path.name)
+            verdict = rejection_verdict(problem, rejected_candidate(path, run=None, sample_id=None), config, why)
         else:
             verdict = evaluator.evaluate(problem, cref, config)
         return reward(verdict, input_blind=input_blind, backend=backend), verdict
