@@ -156,3 +156,38 @@ def test_a_killed_kbv_leaves_nothing_of_the_tool_run(tmp_path):
 
 def _pids(needle: bytes) -> list[str]:
     return [p for p in os.listdir("/proc") if p.isdigit() and needle in _cmdline(p)]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.isdir("/run"), reason="the hiding mount needs root and /run")
+def test_a_cpu_target_reaches_no_unix_socket_of_the_host_under_run(tmp_path):
+    """Red team 2026-12-05: a root-owned 0600 pathname socket answered the target (a read-only mount
+    does not stop ``connect()``, and CAP_DAC_OVERRIDE passes the mode). On cpu /run is an empty
+    tmpfs in the candidate's mount namespace (the sandbox a candidate worker applies too)."""
+    import socket
+    import threading
+
+    path = f"/run/kbv-test-{os.getpid()}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(path)
+    os.chmod(path, 0o600)
+    server.listen(1)
+    server.settimeout(20)
+    threading.Thread(target=lambda: _answer(server), daemon=True).start()
+    try:
+        r = _run(tmp_path, "import socket\nu = socket.socket(socket.AF_UNIX)\n"
+                           f"try:\n    u.connect({path!r}); print('reached', u.recv(16))\n"
+                           "except OSError as e:\n    print('refused', e.errno, sorted(os.listdir('/run')))")
+    finally:
+        server.close()
+        os.unlink(path)
+    assert "refused" in r.target_output and "reached" not in r.target_output, r.target_output
+    assert "refused 2 []" in r.target_output, r.target_output  # ENOENT: /run is empty there
+
+
+def _answer(server) -> None:
+    try:
+        conn, _ = server.accept()
+        conn.sendall(b"host-secret")
+        conn.close()
+    except OSError:
+        pass

@@ -242,7 +242,9 @@ def _mount_readonly(writable: list[str], hide_proc: bool) -> tuple[list[str], st
     undumpable, and the candidate has no ``CAP_SYS_PTRACE``), so it can neither read their /proc
     files nor write the few that a non-owner with ``CAP_DAC_OVERRIDE`` could (``oom_score_adj``,
     ``autogroup``); on cuda the host's stays (whether the driver's IPC looks up the other worker
-    there is unverified). Returns the mounts it could not make read-only and the note on /proc.
+    there is unverified); with it, /run and /var/run are an empty tmpfs
+    (:func:`kbv.sandbox.limits.hide_runtime_dirs`). Returns the mounts it could not make read-only
+    and the note on /proc.
 
     Raises:
         OSError: no private mount namespace (not root, multi-threaded, or refused).
@@ -263,13 +265,19 @@ def _mount_readonly(writable: list[str], hide_proc: bool) -> tuple[list[str], st
         proc = "/proc: kbv's processes hidden (hidepid=2)"
     else:
         proc = f"/proc: kbv's processes visible (proc hidepid=2: {_errno()})"
+    from kbv.sandbox import limits
+
+    hidden = limits.hide_runtime_dirs(writable) if hide_proc else []
+    if hidden:
+        proc += f"; {', '.join(hidden)}: hidden (an empty tmpfs: the host's unix sockets and secrets there)"
     proc_ro = [p for p in _PROC_READONLY if os.path.exists(p)]
     for path in writable + proc_ro:  # own mounts, so that their flags can differ from their parent's
         if not mount(path, MS_BIND | MS_REC, source=path):
             raise OSError(ctypes.get_errno(), f"bind {path}: {_errno()}")
     left = []
     for point, opts, _ in mounts():
-        if _under(point, writable) or (_under(point, ["/proc"]) and not _under(point, proc_ro)):
+        if _under(point, writable) or (_under(point, ["/proc"]) and not _under(point, proc_ro)) \
+                or any(_under(point, [h]) and point != h for h in hidden):  # under a hiding tmpfs
             continue
         if not mount(point, MS_BIND | MS_REMOUNT | MS_RDONLY | sum(_MOUNT_FLAGS.get(o, 0) for o in opts)):
             left.append(f"{point} ({_errno()})")

@@ -59,7 +59,7 @@ PR_SET_SECUREBITS = 28
 SECBIT_NO_SETUID_FIXUP = 1 << 2
 CAP_DAC_OVERRIDE = 1
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
-MS_NOSUID, MS_NODEV = 0x2, 0x4
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 CLONE_NEWIPC = 0x08000000
 
 
@@ -233,6 +233,27 @@ def user_tasks(uid: int) -> int:
         except (OSError, KeyError, ValueError, IndexError):
             continue
     return total
+
+
+#: runtime folders hidden from a cpu candidate under an empty tmpfs: the host's unix sockets (a
+#: read-only mount does not stop a ``connect()``, and ``CAP_DAC_OVERRIDE`` passes a socket's mode)
+#: and the secrets a container runtime puts there (red team, 2026-12-05).
+RUNTIME_DIRS = ("/run", "/var/run")
+
+
+def hide_runtime_dirs(writable: list[str]) -> list[str]:
+    """In the worker's private mount namespace (root): an empty, read-only tmpfs mounted on each of
+    :data:`RUNTIME_DIRS` that exists (its real path, once) and holds none of ``writable``. Returns
+    the folders hidden."""
+    hidden: list[str] = []
+    for d in RUNTIME_DIRS:
+        real = os.path.realpath(d)
+        if real in hidden or not os.path.isdir(real) or any(w == real or w.startswith(real + "/") for w in writable):
+            continue
+        if _libc().mount(b"tmpfs", real.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                         b"size=4k,mode=755") == 0:
+            hidden.append(real)
+    return hidden
 
 
 def private_shm(size_bytes: int) -> str:
