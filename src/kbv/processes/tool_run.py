@@ -84,6 +84,26 @@ def namespace_wrapper() -> list[str]:
             "--kill-child=SIGKILL", "--"]
 
 
+def _link(path: str) -> str | None:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
+
+
+def _wait_gone(namespace: str, timeout_s: float = 10.0) -> bool:
+    """Wait until no process is left in PID namespace ``namespace`` (a ``pid:[inode]`` link): its
+    init's death has the kernel kill the rest, but not before the wrapper's wait returns (a
+    process the target started was still alive when a run returned, full suite 2026-12-05).
+    True when none is left within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(_link(f"/proc/{p}/ns/pid") == namespace for p in os.listdir("/proc") if p.isdigit()):
+            return True
+        time.sleep(0.01)
+    return False
+
+
 def _tail(path: Path) -> str:
     try:
         with open(path, "rb") as f:
@@ -153,7 +173,10 @@ def run_tool(command: Sequence[str], *, device: str, build_dir: Path, module_pat
         target = _tail(work / "target.log")
         return ToolRunResult(returncode, report, target, time.perf_counter() - t0, timed_out, jail.uid is not None)
     finally:
+        namespace = None
         if proc is not None:
+            if proc.poll() is None:  # the run's PID namespace, while its wrapper lives
+                namespace = _link(f"/proc/{proc.pid}/ns/pid_for_children")
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except OSError:
@@ -161,6 +184,8 @@ def run_tool(command: Sequence[str], *, device: str, build_dir: Path, module_pat
             proc.wait()
             tell_sentinel(-proc.pid)
         jail.kill()
+        if namespace is not None:
+            _wait_gone(namespace)
         scratch.release_scratch(str(work))
         shutil.rmtree(base, ignore_errors=True)
         if jail.uid is not None or shm_before is not None:  # by its uid, else what appeared
