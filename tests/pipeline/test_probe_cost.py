@@ -19,13 +19,19 @@ def test_largest_errors_keeps_the_larger_figure_per_output():
     assert largest_errors([None], [4e-7]) == [4e-7]
 
 
-def test_probe_sets_reuse_the_nominal_sets_input_rounding_term():
+def _counting_judge():
+    """A cpu Judging on the small softmax whose input-rounding runs are counted (one entry each)."""
     cfg = EvalConfig(device="cpu")
     rp = build_reference(problem("level1/5_Small_Softmax.py"), cfg)
     j = Judging(Context(rp, CandidateRef("/c/x.py", "b" * 64, "torch"), cfg, Environment("0", "3", "2", "cpu")))
-    forwards = []
+    forwards: list = []
     real = j.ctx.oracle.input_rounding_errors
     j.ctx.oracle.input_rounding_errors = lambda *a, **k: forwards.append(1) or real(*a, **k)
+    return rp, j, forwards
+
+
+def test_probe_sets_reuse_the_nominal_sets_input_rounding_term():
+    rp, j, forwards = _counting_judge()
     sides = []
     for seed in (1, 2):  # nominal sets measure the term and collect the largest
         s = inp.InputSet(f"nominal-{seed}", InputKind.NOMINAL, "get_inputs()", seed,
@@ -49,12 +55,7 @@ def test_a_hidden_sets_input_rounding_term_is_measured_only_where_the_set_fails_
     run only for the failing ones."""
     import torch
 
-    cfg = EvalConfig(device="cpu")
-    rp = build_reference(problem("level1/5_Small_Softmax.py"), cfg)
-    j = Judging(Context(rp, CandidateRef("/c/x.py", "b" * 64, "torch"), cfg, Environment("0", "3", "2", "cpu")))
-    forwards = []
-    real = j.ctx.oracle.input_rounding_errors
-    j.ctx.oracle.input_rounding_errors = lambda *a, **k: forwards.append(1) or real(*a, **k)
+    rp, j, forwards = _counting_judge()
     (d1,) = inp.hidden_sets(rp.module.get_inputs, ["D1"], device=rp.device)
     assert j.defers_rounding(d1, probe=False) and not j.defers_rounding(d1, probe=True)
     eager = j._reference_side(d1, d1.args)
