@@ -162,14 +162,15 @@ class Judging:
         t_min = math.inf if c.nonfinite_mismatches else c.min_tolerance
         sweep = {sweep_key(t): t_min <= t for t in SWEEP_TOLERANCES}
         if oracle is not None:
-            k = kbv_check(outs, ref, oracle, k=cfg.kbv_k, floor_eps=cfg.kbv_floor_eps,
-                              tf32_floor=cfg.kbv_tf32_floor, baseline_errors=baselines)
+            def rule(errors: dict):
+                return kbv_check(outs, ref, oracle, k=cfg.kbv_k, floor_eps=cfg.kbv_floor_eps,
+                                 tf32_floor=cfg.kbv_tf32_floor, baseline_errors=errors)
+
+            k = rule(baselines)
             if deferred and not k.passed and INPUT_ROUNDING not in baselines:
                 moved = self._rounding_later(s, ref, oracle)
                 if moved is not None:
-                    baselines = {**baselines, INPUT_ROUNDING: moved}
-                    k = kbv_check(outs, ref, oracle, k=cfg.kbv_k, floor_eps=cfg.kbv_floor_eps,
-                                  tf32_floor=cfg.kbv_tf32_floor, baseline_errors=baselines)
+                    k = rule({**baselines, INPUT_ROUNDING: moved})
             kbv_passed, kbv_fault = k.passed, k.fault
             worst_base = max((v for n, v in k.baseline_errors.items() if n != INPUT_ROUNDING), default=0.0)
             if worst_base > VACUOUS_BASELINE_ERROR:
