@@ -316,3 +316,15 @@ def test_eval_reads_the_hidden_test_file_beside_the_problem_or_the_one_given(tmp
     empty.mkdir()
     r = kbv("eval", PROBLEM, cand, *fast, "--hidden-tests", empty)
     assert r.returncode == 2 and "holds no level1/1_hidden.py" in r.stderr and str(empty) in r.stderr, r.stderr
+    # a broken hidden test file is said, not passed over (fresh helper, 2026-12-05)
+    broken = tmp_path / "broken" / "level1"
+    broken.mkdir(parents=True)
+    (broken / "1_hidden.py").write_text("def get_hidden_inputs():\n    raise ValueError('boom')\n")
+    r = kbv("eval", PROBLEM, cand, *fast, "--hidden-tests", broken.parent)
+    assert r.returncode == 0 and "hidden tests not checked" in r.stderr and "boom" in r.stderr, r.stderr
+    # a problem outside a levelN folder: the folder cannot name its file
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / PROBLEM.name).write_text(PROBLEM.read_text())
+    r = kbv("eval", flat / PROBLEM.name, cand, *fast, "--hidden-tests", broken.parent)
+    assert r.returncode == 2 and "levelNone" not in r.stderr and "not a levelN/<id>_Name.py problem" in r.stderr, r.stderr

@@ -45,7 +45,10 @@ def _hidden_test_file(pref, given: Optional[Path]) -> Optional[str]:
             return str(given.resolve())
         if not given.is_dir():
             fail(f"--hidden-tests {given}: no such file or folder")
-        found = discover_hidden_tests(given).get(key) if None not in key else None
+        if None in key:
+            fail(f"--hidden-tests {given}: {pref.path} is not a levelN/<id>_Name.py problem, so no file of the "
+                 "folder is its own: give its <id>_hidden.py file itself")
+        found = discover_hidden_tests(given).get(key)
         if found is None:
             fail(f"--hidden-tests {given}: holds no level{pref.level}/{pref.problem_id}_hidden.py for {pref.path}")
         return str(found)
@@ -112,6 +115,9 @@ def eval_cmd(
     verdict = _evaluate(pref, cref, config, dev, f"verifying {candidate.name} against {problem.name} on {dev}...", ht)
     print_verdict(verdict, console, verbose=verbose)
     _warn_if_flagged(pref, verdict)
+    if verdict.evidence.get("hidden_tests_error"):  # recorded, not fatal (as in kbv run): said here
+        err_console.print(f"kbv: warning: hidden tests not checked: {verdict.evidence['hidden_tests_error']}",
+                          highlight=False, markup=False, soft_wrap=True)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(to_json(verdict) + "\n")
