@@ -15,6 +15,7 @@ process's and is not counted; nor are ops on other threads of this process (none
 tensor work runs on one). B is one call's input bytes plus output bytes (the reference's). The
 figure is per phase as well (the pipeline's own phase marks, ``Context._phase_peak``: ``bound-pass``
 holds the timed rounds too, which end at its mark), with the ops that moved the most. A view (``slice``, ``view``, ``detach``, ...) moves nothing and is not counted;
+``set_`` (a tensor pointed at a storage, as the shared-memory copies are made) moves nothing either;
 an in-place op counts what it reads and what it writes.
 
 Default problem: the demo's ``level1/1_ReLU`` (16 x 16384 float32: B = 2 MiB); candidate:
@@ -66,11 +67,12 @@ def measure(problem: Path, candidate: Path, device: str) -> dict:
     by_phase: collections.Counter = collections.Counter()
     by_op: collections.Counter = collections.Counter()
     ops = [0]
+    NO_BYTES = {torch.ops.aten.set_}  # a tensor pointed at another storage: nothing read or written
 
     class Count(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
-            if getattr(func, "is_view", False):  # a view moves no bytes (slice, view, detach, expand, ...)
+            if getattr(func, "is_view", False) or func.overloadpacket in NO_BYTES:  # moves no bytes
                 return out
             n = _nbytes(args) + _nbytes(kwargs or {}) + _nbytes(out)
             since[0] += n
@@ -107,7 +109,7 @@ def measure(problem: Path, candidate: Path, device: str) -> dict:
             "wall_s": wall,
             "by_phase_x_B": {k: round(n / b, 1) for k, n in by_phase.most_common()},
             "top_ops_x_B": {k: round(n / b, 1) for k, n in by_op.most_common(12)},
-            "top_ops_by_phase_x_B": {ph: {k: round(n / b, 1) for k, n in c.most_common(6)}
+            "top_ops_by_phase_x_B": {ph: {k: round(n / b, 1) for k, n in c.most_common(10)}
                                      for ph, c in phase_ops.items() if sum(c.values()) > b}}
 
 

@@ -30,7 +30,10 @@ def test_honest_tf32_matmul_passes_the_kbv_policy(gpu_evaluator, gpu_config, nam
     v = gpu_evaluator.evaluate(demo_problem("level1/4_Square_matmul.py"), cand, gpu_config)
     assert v.status in (Status.PASS, Status.SHORTCUT), v.message  # torch.mm in TF32 is a SHORTCUT
     for r in _judged(v):
-        assert set(r.baseline_errors) == {"eager-fp32", "eager-tf32", "input-rounding"}, r.name
+        # the input-rounding term is measured up front on the nominal sets and probes, and on other
+        # sets only where they would fail without it (Judging.defers_rounding)
+        assert {"eager-fp32", "eager-tf32"} <= set(r.baseline_errors) <= {"eager-fp32", "eager-tf32", "input-rounding"}
+        assert r.kind is not InputKind.NOMINAL or "input-rounding" in r.baseline_errors, r.name
         assert r.oracle_device == "cuda"
         assert r.oracle_error <= r.error_budget, r.name
     # TF32 is what set the budget: its error is far above strict fp32's on the nominal inputs

@@ -68,7 +68,7 @@ def test_honest_reordered_fp32_matmul_passes_the_kbv_policy(cpu_evaluator, fast_
     assert v.policy_verdicts == {"kbv": True, "kbv-compat": True}
     judged = [r for r in v.input_sets if not r.dropped]
     assert len(judged) >= 12
-    assert all(r.oracle_error <= r.error_budget for r in judged)
+    assert all(r.exact or r.oracle_error <= r.error_budget for r in judged)
 
 
 def test_softmax_without_max_subtraction_fails_on_a_large_magnitude_distribution(cpu_evaluator, fast_config):
@@ -106,7 +106,8 @@ def test_honest_triton_layernorm_over_a_large_row_passes_the_kbv_policy(monkeypa
     assert v.status is Status.PASS, v.message
     judged = [r for r in v.input_sets if not r.dropped]
     assert {r.name for r in judged} >= {"normal", "wide-range", "outliers", "offset", "heavy-tail"}
-    worst = max(r.oracle_error / r.error_budget for r in judged)
+    # sets whose outputs equal the reference's were judged without the oracle (Judging.exact_result)
+    worst = max((r.oracle_error / r.error_budget for r in judged if not r.exact), default=0.0)
     assert worst < 0.5, worst  # comfortably inside the budget, not at its edge
 
 

@@ -75,7 +75,8 @@ class InputSetResult:
     verdict. The ``kbv`` figures (``oracle_error``, ``error_budget``, ``baseline_errors``) are
     normalised errors against the float64 oracle (``kbv.reference.oracle``) of the *binding* output, the
     one with the largest error / budget; they are None when the outputs could not be compared
-    (count, shape or dtype mismatch) or the set has only integer outputs.
+    (count, shape or dtype mismatch), the set has only integer outputs, or the outputs equal the
+    reference's (``exact``).
     """
 
     name: str  #: ``nominal-0`` .. ``nominal-(n-1)``, ``D1`` .. ``D4``, a randomised distribution's name.
@@ -105,6 +106,10 @@ class InputSetResult:
     #: sweep key (``1e-02``, ``1e-03``, ``1e-04``) → allclose(out, ref32, atol=t, rtol=t) passed.
     tolerance_sweep: Mapping[str, bool] = field(default_factory=dict)
     oracle_device: str | None = None  #: where the float64 oracle ran (``cuda`` / ``cpu``).
+    #: the outputs equal the eager-fp32 reference's value for value, so the set passes every policy
+    #: whatever the oracle says and no oracle ran (``kbv.pipeline.judging.Judging.exact_result``):
+    #: the ``kbv`` figures are None.
+    exact: bool = False
 
     def __post_init__(self) -> None:
         if self.dropped and (self.policy_passed or self.tolerance_sweep):

@@ -73,7 +73,9 @@ class Correctness:
                    keep_outputs: bool = False, probe: bool = False) -> InputSetResult:
         """The candidate judged on input set ``s`` (one forward call with the per-call probes).
         ``probe``: a cache probe, whose budget takes its input-rounding term from the nominal sets
-        (:meth:`_reference_side`)."""
+        (:meth:`Judging._oracle_side`). Where memory allows (:meth:`Judging.oracle_after_outputs`)
+        the oracle side runs after the candidate's call, and not at all where its outputs equal the
+        reference's (:meth:`Judging.exact_result`)."""
         cfg = self.ctx.config
         if s.drop_reason:
             s.release()
@@ -81,17 +83,32 @@ class Correctness:
         args = inp.to_device(s.args, self.ctx.rp.device, cfg.precision)
         s.release()  # ``args`` is the one copy held (a set with a maker is made again when needed)
         deferred = self.judge.defers_rounding(s, probe)
-        side = self.judge._reference_side(s, args, self.ctx._nominal_rounding if probe else None,
-                                          defer_rounding=deferred)
+        rounding = self.ctx._nominal_rounding if probe else None
+        # the oracle side after the candidate's outputs where memory allows: outputs equal to the
+        # reference's need none (Judging.exact_result)
+        later = self.judge.oracle_after_outputs()
+        side = (self.judge._reference_run(s, args) if later
+                else self.judge._reference_side(s, args, rounding, defer_rounding=deferred))
         if isinstance(side, InputSetResult):
             return side
-        ref, oracle, oracle_note, baselines = side
+        ref = side if later else side[0]
         self.ctx.state.summaries[s.name] = vetting.summarise(ref, cfg.atol, cfg.rtol)
         if s.kind is InputKind.NOMINAL and self.ctx.state.nominal_args is None:
             self.ctx.state.nominal_args = s
         outs = self._candidate_outputs(worker, args, buffers=buffers, ref=ref, label=s.name)
+        structure = self.ctx._last_structure
+        result = self.judge.exact_result(s, outs, structure, ref, args) if later else None
+        if result is None and later:
+            side = self.judge._oracle_side(s, args, ref, rounding, defer_rounding=deferred)
+            side = side if isinstance(side, InputSetResult) else (ref, *side)
         del args
-        result = self.judge._judge(s, outs, self.ctx._last_structure, ref, oracle, oracle_note, baselines, deferred)
+        if isinstance(side, InputSetResult):
+            return side
+        if result is None:
+            _, oracle, oracle_note, baselines = side
+            result = self.judge._judge(s, outs, structure, ref, oracle, oracle_note, baselines, deferred)
+            del oracle
+        del side
         if cfg.integrity:
             self._remember(s.name, outs, ref, result.passed, worker)
         if keep_outputs:  # a digest, not the outputs: one output's bytes less held (repeatability)

@@ -22,7 +22,7 @@ from kbv.reference import inputs as inp
 from kbv.reference import oracle as orc
 from kbv.reference.build import first_line, run_reference
 from kbv.reference.mutation import apply_mutation
-from kbv.reference.comparison import Comparison, compare, reference_is_finite
+from kbv.reference.comparison import Comparison, compare, equals_reference, reference_is_finite
 from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import timer as timing
 
@@ -68,15 +68,20 @@ class Judging:
     def _reference_side(self, s: inp.InputSet, args: list, rounding: list | None = None,
                         defer_rounding: bool = False) -> tuple | InputSetResult:
         """Reference, oracle and the baselines' errors against it on ``args`` (already on the
-        device), or a dropped result. Baseline outputs are reduced to their errors at once, so at
-        most the reference and the oracle outputs stay held for the candidate's.
+        device), or a dropped result: :meth:`_reference_run`, then :meth:`_oracle_side`."""
+        ref = self._reference_run(s, args)
+        if isinstance(ref, InputSetResult):
+            return ref
+        side = self._oracle_side(s, args, ref, rounding, defer_rounding)
+        return side if isinstance(side, InputSetResult) else (ref, *side)
 
-        The input-rounding term of the budget (a second fp64 forward) is measured on every set
-        except where ``rounding`` gives it: the probes and timed re-checks on ``get_inputs()``
-        draws take the largest the nominal sets measured (:attr:`_nominal_rounding`, the same
-        distribution); the nominal sets' own figures are collected here. ``defer_rounding``: not
-        measured here; :meth:`_judge` measures it only where the set fails without it
-        (:meth:`_rounding_later`)."""
+    def _reference_run(self, s: inp.InputSet, args: list) -> list | InputSetResult:
+        """The eager-fp32 reference's outputs on ``args`` (already on the device), or a dropped
+        result (it raised, or an output is not finite).
+
+        Raises:
+            ProblemError: it raised on a nominal set (``get_inputs()``'s own draw).
+        """
         try:
             ref = run_reference(self.ctx.rp, inp.clone_args(args), self.ctx.fp32_flags, original=args)
         except BaseException as exc:  # noqa: BLE001 - reference raised on this distribution
@@ -88,6 +93,21 @@ class Judging:
             return self._dropped(s, f"reference raised {type(exc).__name__}: {first_line(exc)}")
         if not reference_is_finite(ref):
             return self._dropped(s, "reference output has NaN/Inf")
+        return ref
+
+    def _oracle_side(self, s: inp.InputSet, args: list, ref: list, rounding: list | None = None,
+                     defer_rounding: bool = False) -> tuple | InputSetResult:
+        """The fp64 oracle on ``args`` and the baselines' errors against it: ``(oracle,
+        oracle_note, errors)``, or a dropped result (the oracle is not finite). Baseline outputs
+        are reduced to their errors at once, so at most the reference and the oracle outputs stay
+        held for the candidate's.
+
+        The input-rounding term of the budget (a second fp64 forward) is measured on every set
+        except where ``rounding`` gives it: the probes and timed re-checks on ``get_inputs()``
+        draws take the largest the nominal sets measured (:attr:`_nominal_rounding`, the same
+        distribution); the nominal sets' own figures are collected here. ``defer_rounding``: not
+        measured here; :meth:`_judge` measures it only where the set fails without it
+        (:meth:`_rounding_later`)."""
         oracle, oracle_note = self._oracle(args, ref)
         if oracle is not None and not reference_is_finite(oracle):
             return self._dropped(s, "fp64 oracle output has NaN/Inf")
@@ -112,7 +132,38 @@ class Judging:
                 errors[INPUT_ROUNDING] = moved
                 if s.kind is InputKind.NOMINAL:
                     self.ctx._nominal_rounding = largest_errors(self.ctx._nominal_rounding, moved)
-        return ref, oracle, oracle_note, errors
+        return oracle, oracle_note, errors
+
+    def oracle_after_outputs(self) -> bool:
+        """Whether a set's oracle side waits for the candidate's outputs (:meth:`exact_result`): a
+        problem whose outputs leave room for the candidate's beside the oracle's fp64 run (the
+        condition of :meth:`defers_rounding`, kbv's memory bound 4·B + 1 GiB)."""
+        out, inb = max(self.ctx.rp.output_bytes, 0), self.ctx._input_bytes
+        return 2 * out <= inb or out <= DEFER_ROUNDING_MAX_OUTPUT_BYTES
+
+    def exact_result(self, s: inp.InputSet, outs: list, structure: str | None, ref: list,
+                     args: list) -> InputSetResult | None:
+        """``s`` judged without the fp64 oracle where the candidate's outputs equal the eager-fp32
+        reference's, value for value (:func:`kbv.reference.comparison.equals_reference`), else None.
+
+        Why every check holds: the ``kbv`` rule bounds the candidate's error against the oracle by
+        ``k × max(baseline errors) + floor`` with ``k >= 1`` (``EvalConfig``) and eager-fp32 among
+        the baselines; outputs equal to eager-fp32's have exactly its error, so they pass whatever the
+        oracle; ``kbv-compat`` (allclose with the reference) and the tolerance sweep pass at 0. The
+        set's ``oracle_error``, ``error_budget`` and ``baseline_errors`` stay unset and
+        ``exact`` says why. On cuda the TF32 op count (:meth:`_tf32_inert`) still runs once, for the
+        timing stage. Cost: one read of each output (the equality) in place of the oracle's forward
+        and about 60 × the outputs' bytes of error passes (docs/scale.md, "Bytes per job")."""
+        ref_structure = getattr(self.ctx.rp, "structure", None)
+        if (ref_structure and structure != ref_structure) or not equals_reference(outs, ref):
+            return None
+        if self.ctx.rp.device.type == "cuda" and self.ctx.rp.tf32_inert is None:
+            self._tf32_inert(args)
+        n = sum(r.numel() for r in ref)
+        return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=True, max_abs_error=0.0, max_rel_error=0.0,
+                              mismatched_elements=0, total_elements=n, policy_passed={p: True for p in POLICIES},
+                              allclose_tolerance=0.0, tolerance_sweep={sweep_key(t): True for t in SWEEP_TOLERANCES},
+                              exact=True)
 
     def defers_rounding(self, s: inp.InputSet, probe: bool) -> bool:
         """Whether ``s``'s input-rounding term waits for the candidate's outputs (:meth:`_judge`): a set
@@ -222,20 +273,32 @@ class Judging:
                        else f"1/{round(1 / share)} of its elements from set {mix[0]}, ")
                 s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL,
                                  f"timing set {k}, {how}{len(mutation)} element(s) changed", 0, args)
-                side = self._reference_side(s, args, self.ctx._nominal_rounding)
-                s.release()  # the call's inputs are not needed once its reference side is made
-                del args
+                side = self._reference_run(s, args)
             else:
-                s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL, f"timing set {k}", 0, sets[k])
-                if k not in state.refs:
-                    state.refs[k] = self._reference_side(s, sets[k], self.ctx._nominal_rounding)
+                args = sets[k]
+                s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL, f"timing set {k}", 0, args)
+                if k not in state.refs:  # the reference run, then (where needed) the oracle side, kept per set
+                    state.refs[k] = self._reference_run(s, args)
                 side = state.refs[k]
+            # ``outs`` are this process's own copies, taken while the worker was stopped; outputs
+            # equal to the reference's need no oracle (:meth:`exact_result`)
+            ref = side[0] if isinstance(side, tuple) else side
+            r = None if isinstance(side, InputSetResult) else self.exact_result(s, outs, self.ctx.rp.structure, ref, args)
+            if r is None and isinstance(side, list):
+                more = self._oracle_side(s, args, ref, self.ctx._nominal_rounding)
+                side = more if isinstance(more, InputSetResult) else (ref, *more)
+                if not (mix or mutation):
+                    state.refs[k] = side
+            if mix or mutation:
+                s.release()
+            del args
             if isinstance(side, InputSetResult):
                 continue
-            ref, oracle, note, baselines = side
-            # ``outs`` are this process's own copies, taken while the worker was stopped
-            r = self._judge(s, outs, self.ctx.rp.structure, ref, oracle, note, baselines)
-            del outs, ref, oracle, side
+            if r is None:
+                ref, oracle, note, baselines = side
+                r = self._judge(s, outs, self.ctx.rp.structure, ref, oracle, note, baselines)
+                del oracle
+            del outs, ref, side
             state.checked.append(call)
             if r.passed is False:
                 self._probe_failed("probe:timed-recheck", (5, 6, 11), r,

@@ -48,7 +48,9 @@ def trials_within_budget(planned: int, cost_ms: float, budget_ms: float, minimum
 class Recheck:
     """What the timed re-checks of one verification carry from round to round."""
 
-    refs: dict = field(default_factory=dict)  #: timing set index → reference side (or its failure)
+    #: timing set index → the reference's outputs (a list), its whole reference side (a tuple) once a
+    #: call on it needed the oracle, or the dropped result
+    refs: dict = field(default_factory=dict)
     checked: list = field(default_factory=list)  #: timed-call indices judged
     failed: bool = False
 

@@ -48,6 +48,21 @@ def reference_is_finite(outputs: Sequence[torch.Tensor]) -> bool:
     return all(all_finite(o, CHUNK_ELEMENTS) for o in outputs)
 
 
+def equals_reference(outputs: Sequence[torch.Tensor], reference: Sequence[torch.Tensor]) -> bool:
+    """The candidate's ``outputs`` equal ``reference`` value for value: as many, each of the same
+    shape, dtype and device, and ``torch.equal`` (``-0.0`` equals ``0.0``; a NaN equals nothing, so
+    a finite reference is matched only by finite outputs). One read of each; no temporary beyond
+    torch's own comparison."""
+    if len(outputs) != len(reference):
+        return False
+    for o, r in zip(outputs, reference):
+        if o.shape != r.shape or o.dtype != r.dtype or o.device != r.device:
+            return False
+        if not torch.equal(o, r):
+            return False
+    return True
+
+
 #: the tolerance sweep's figure (``Comparison.min_tolerance``) under ``min(atol, rtol)`` by this
 #: relative margin proves every element of a chunk within ``atol + rtol * |ref|``, so the count of
 #: elements outside is not computed there (rounding of the float64 figures is ~1e-16 relative).
