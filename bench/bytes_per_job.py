@@ -3,7 +3,7 @@ job and reports it as a multiple of B"; goal <= 500 x B, measured ~4,650 x B at 
 H200 before the issue's work).
 
     PYTHONPATH=src .venv/bin/python bench/bytes_per_job.py [--problem P] [--candidate C]
-        [--device cpu|cuda] [--json OUT]
+        [--device cpu|cuda] [--json OUT] [--sites]
 
 This process plays the reference worker: it builds the reference and runs one whole verification
 (``kbv.pipeline.run.verify``, the default config, every check on) with its candidate worker as kbv
@@ -16,6 +16,7 @@ tensor work runs on one). B is one call's input bytes plus output bytes (the ref
 figure is per phase as well (the pipeline's own phase marks, ``Context._phase_peak``: ``bound-pass``
 holds the timed rounds too, which end at its mark), with the ops that moved the most. A view (``slice``, ``view``, ``detach``, ...) moves nothing and is not counted;
 ``set_`` (a tensor pointed at a storage, as the shared-memory copies are made) moves nothing either;
+``index`` (a gather of sampled positions) counts its indices and the elements it picks, not its source;
 an in-place op counts what it reads and what it writes.
 
 Default problem: the demo's ``level1/1_ReLU`` (16 x 16384 float32: B = 2 MiB); candidate:
@@ -47,7 +48,18 @@ def _nbytes(x) -> int:
     return 0
 
 
-def measure(problem: Path, candidate: Path, device: str) -> dict:
+def _site() -> str:
+    """The innermost kbv frame calling the op, ``module:function:line``."""
+    f = sys._getframe(2)
+    while f is not None:
+        name = f.f_code.co_filename
+        if "/kbv/" in name and "/bench/" not in name:
+            return f"{Path(name).stem}:{f.f_code.co_name}:{f.f_lineno}"
+        f = f.f_back
+    return "?"
+
+
+def measure(problem: Path, candidate: Path, device: str, sites: bool = False) -> dict:
     """One verification counted (module doc): totals, per phase and per op."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -67,17 +79,24 @@ def measure(problem: Path, candidate: Path, device: str) -> dict:
     by_phase: collections.Counter = collections.Counter()
     by_op: collections.Counter = collections.Counter()
     ops = [0]
+    by_site: collections.Counter = collections.Counter()
     NO_BYTES = {torch.ops.aten.set_}  # a tensor pointed at another storage: nothing read or written
+    GATHERS = {torch.ops.aten.index}  # an index by a tensor of positions (samples of an output)
 
     class Count(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             if getattr(func, "is_view", False) or func.overloadpacket in NO_BYTES:  # moves no bytes
                 return out
-            n = _nbytes(args) + _nbytes(kwargs or {}) + _nbytes(out)
+            if func.overloadpacket in GATHERS:  # reads the indices and the elements they pick, not the source
+                n = _nbytes(args[1:]) + 2 * _nbytes(out)
+            else:
+                n = _nbytes(args) + _nbytes(kwargs or {}) + _nbytes(out)
             since[0] += n
             by_op[str(func.overloadpacket)] += n
             pending[str(func.overloadpacket)] += n
+            if sites:
+                by_site[(_site(), str(func.overloadpacket))] += n
             ops[0] += 1
             return out
 
@@ -110,7 +129,9 @@ def measure(problem: Path, candidate: Path, device: str) -> dict:
             "by_phase_x_B": {k: round(n / b, 1) for k, n in by_phase.most_common()},
             "top_ops_x_B": {k: round(n / b, 1) for k, n in by_op.most_common(12)},
             "top_ops_by_phase_x_B": {ph: {k: round(n / b, 1) for k, n in c.most_common(10)}
-                                     for ph, c in phase_ops.items() if sum(c.values()) > b}}
+                                     for ph, c in phase_ops.items() if sum(c.values()) > b},
+            **({"top_sites_x_B": {f"{site} {op}": round(n / b, 1) for (site, op), n in by_site.most_common(25)}}
+               if sites else {})}
 
 
 def main() -> None:
@@ -119,8 +140,9 @@ def main() -> None:
     ap.add_argument("--candidate", type=Path, default=ROOT / "tests/data/candidates/relu_torch.py")
     ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--sites", action="store_true", help="also the kbv call sites that moved the most")
     args = ap.parse_args()
-    out = measure(args.problem, args.candidate, args.device)
+    out = measure(args.problem, args.candidate, args.device, args.sites)
     text = json.dumps(out, indent=2)
     print(text)
     if args.json:

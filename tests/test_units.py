@@ -454,3 +454,23 @@ def test_a_set_that_raised_fails_the_policies_it_has_no_verdict_from():
     assert v.policy_verdicts["kbv"] is False
     ok = make_verdict("PASS", speedup=2.0)
     assert ok.policy_verdicts == {"kbv": True, "kbv-compat": True}
+
+
+def test_mix_mask_draws_one_byte_an_element_where_the_fraction_allows():
+    """The timed calls' mix (kbv.sandbox.timer.mix_values) draws its positions from one random byte an
+    element for fractions in 1/256 steps: the same positions from the same seed, about that fraction."""
+    import torch
+
+    from kbv.sandbox.timer import _mix_mask
+
+    def mask(fraction, seed):
+        g = torch.Generator()
+        g.manual_seed(seed)
+        return _mix_mask(torch.Size([1 << 16]), fraction, g, torch.device("cpu"))
+
+    m = mask(0.125, 5)
+    assert torch.equal(m, mask(0.125, 5)) and not torch.equal(m, mask(0.125, 6))
+    assert abs(float(m.float().mean()) - 0.125) < 0.01
+    assert abs(float(mask(0.5, 1).float().mean()) - 0.5) < 0.01
+    assert abs(float(mask(0.3, 1).float().mean()) - 0.3) < 0.01  # not a multiple of 1/256: float draws
+    assert not bool(mask(0.0, 1).any()) and bool(mask(1.0, 1).all())

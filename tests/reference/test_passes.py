@@ -221,3 +221,31 @@ def test_the_reference_workers_malloc_reuses_the_passes_temporaries_instead_of_f
 
     untuned, tuned = faults("0"), faults("1")
     assert tuned < untuned, (tuned, untuned)  # measured 4K-6K against 12K-180K
+
+
+def test_summarise_reads_the_extremes_in_the_outputs_own_dtype():
+    """``zeros_pass`` from the extremes (``aminmax``, before the float64 upcast): a NaN fails it, an
+    integer or boolean output is summarised too, and the sums and RMS are the float64 ones."""
+    import math
+
+    from kbv.reference import vetting
+
+    x = torch.tensor([3.0, -4.0] * 1000)
+    s = vetting.summarise([x], 1e-3, 1e-3)
+    assert s.sums == (-1000.0,) and math.isclose(s.rms, math.sqrt(12.5), rel_tol=1e-12) and not s.zeros_pass
+    assert not vetting.summarise([torch.tensor([0.0, float("nan")])], 1e-3, 1e-3).zeros_pass
+    assert vetting.summarise([torch.tensor([-1e-4, 1e-4])], 1e-3, 1e-3).zeros_pass  # |min| counts as |max| does
+    assert not vetting.summarise([torch.tensor([-0.5, 1e-4])], 1e-3, 1e-3).zeros_pass
+    b = vetting.summarise([torch.tensor([True, False])], 1e-3, 1e-3)
+    assert b.sums == (1.0,) and not b.zeros_pass
+
+
+def test_shared_clone_makes_each_cpu_tensor_once_in_shared_memory():
+    from kbv.reference.inputs import shared_clone
+
+    a = torch.arange(12.0).reshape(3, 4).t()  # not contiguous: the copy is, with the same values
+    out = shared_clone([a, 7, torch.zeros(0)])
+    assert out[0].is_shared() and out[0].is_contiguous() and torch.equal(out[0], a)
+    assert out[1] == 7 and out[2].numel() == 0 and out[2].is_shared()
+    out[0][0, 0] = 100.0
+    assert a[0, 0] == 0.0  # a copy, not a view

@@ -177,10 +177,22 @@ def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip
                 flat, src = a.view(-1), b.reshape(-1)
                 for s in range(0, flat.numel(), MIX_CHUNK_ELEMENTS):
                     part = flat[s:s + MIX_CHUNK_ELEMENTS]
-                    mask = torch.rand(part.shape, generator=g, device=a.device) < fraction
+                    mask = _mix_mask(part.shape, fraction, g, a.device)
                     torch.where(mask, src[s:s + MIX_CHUNK_ELEMENTS], part, out=part)  # no index gather
         out.append(a)
     return out
+
+
+def _mix_mask(shape: torch.Size, fraction: float, g: torch.Generator, device: torch.device) -> torch.Tensor:
+    """Boolean mask with each element True with probability ``fraction``, from ``g``: one random byte
+    an element where ``fraction`` is a multiple of 1/256 (:data:`MIX_FRACTION` and the bound pass's
+    1/2 are), a float32 draw otherwise."""
+    steps = fraction * 256
+    if steps >= 256 or steps <= 0:
+        return torch.full(shape, steps > 0, device=device, dtype=torch.bool)
+    if steps == int(steps):
+        return torch.randint(0, 256, shape, generator=g, device=device, dtype=torch.uint8) < int(steps)
+    return torch.rand(shape, generator=g, device=device) < fraction
 
 
 #: bytes between the output elements :func:`touch_pages` reads (the smallest page size).
