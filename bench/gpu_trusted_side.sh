@@ -3,8 +3,7 @@
 # the first run's intervals, the bound's precision, the serve lane busy), in three foreground device calls made back to back on one warm machine
 # (carry [".whl"]; each call's logs go straight to $OUT; LIMIT seconds each, default 560):
 #   bash bench/gpu_trusted_side.sh alone   # one job profiled (bench/job_profile.py), the 40-kernel batch alone
-#                                     # (rerun_coverage first), the output copy's paths
-#                                     # (bench/copy_paths.py), the bound's precision, two honest verifications
+#                                     # (rerun_coverage first), bytes per job on cuda (bench/bytes_per_job.py), the bound's precision, two honest verifications
 #   bash bench/gpu_trusted_side.sh beside  # the same batch again beside the cuda suite's four groups (BATCH=second)
 #   bash bench/gpu_trusted_side.sh rest    # the serve GPU lane under eight clients, then the red-team group alone
 #   bash bench/gpu_trusted_side.sh suite   # the cuda suite's groups at once (no batch), issue 24's diagnostics
@@ -26,7 +25,10 @@ case "$1" in
     timeout $(( $(left) - 200 )) python3 bench/rerun_coverage.py first /tmp/w --deadline-s $(( $(left) - 215 )) \
       > "$O/batch_first.log" 2>&1
     cp /tmp/w/first.db "$O/" 2>/dev/null
-    timeout 60 python3 bench/copy_paths.py --mib 1024 --json "$O/copy_paths.json" > "$O/copy_paths.log" 2>&1
+    timeout 45 python3 bench/bytes_per_job.py --device cuda --sites --candidate src/kbv/data/candidates/relu_cuda.py \
+      --json "$O/bytes_relu_cuda.json" > "$O/bytes_relu_cuda.log" 2>&1
+    timeout 45 python3 bench/bytes_per_job.py --device cuda --sites --problem src/kbv/data/problems/level1/4_Square_matmul.py \
+      --candidate src/kbv/data/candidates/matmul_tf32.py --json "$O/bytes_matmul.json" > "$O/bytes_matmul.log" 2>&1
     timeout $(( $(left) - 70 )) python3 bench/bound_precision.py --device cuda --json "$O/bound_precision.json" \
       > "$O/bound_precision.log" 2>&1
     timeout $(( $(left) - 5 )) bash bench/gpu_bound_check.sh --alone-only > "$O/alone_evals.log" 2>&1 ;;
