@@ -57,4 +57,6 @@ def test_oracle_runs_on_the_gpu_and_randomised_sets_are_recorded(gpu_evaluator, 
     # every randomised distribution but the break-* ones, built only where a draw shows their structure
     assert [r.name for r in rnd] == [n for n in gpu_config.distributions if not DISTRIBUTIONS[n].structure]
     assert all(r.seed >= 0 for r in rnd)
-    assert all(r.oracle_device == "cuda" for r in _judged(v))
+    # a set whose outputs equal the reference's needs no oracle (Judging.exact_result)
+    assert all(r.exact or r.oracle_device == "cuda" for r in _judged(v))
+    assert any(not r.exact for r in _judged(v))

@@ -23,6 +23,7 @@ from typing import Sequence
 
 import torch
 
+from kbv.reference import fused
 from kbv.reference.passes import all_finite, chunk_elements, host_threads
 
 CHUNK_ELEMENTS = 1 << 22  #: elements compared at a time on a device (32 MiB of float64 per operand; host: kbv.reference.passes).
@@ -117,6 +118,13 @@ def compare(
             o = o.to(r.device)
         n = r.numel()
         total += n
+        if r.is_floating_point() and fused.available(r.device):  # one read of each (kbv.reference.fused); None: a NaN or Inf
+            figures = fused.allclose_figures(o, r, atol, rtol)
+            if figures is not None:
+                c_abs, c_rel, c_t, c_bad = figures
+                max_abs, max_rel, t_min = max(max_abs, c_abs), max(max_rel, c_rel), max(t_min, c_t)
+                bad += c_bad
+                continue
         of = o.reshape(-1)
         rf = r.reshape(-1)
         step = chunk_elements(rf.device, CHUNK_ELEMENTS)

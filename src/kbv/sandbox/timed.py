@@ -159,6 +159,13 @@ class TimedRequests:
         sets = self.bound_sets if req.bound_inputs else self.timing_sets
         if req.bound_inputs and (req.refresh or req.warmup + req.trials > len(sets)):
             raise ValueError(f"{req.warmup + req.trials} bound calls for {len(sets)} bound input sets")
+        if req.bound_inputs:
+            # the trusted side wrote this pass's values from its own process, past these tensors'
+            # version counters: bump them as a write here would, so code relying on PyTorch's rule
+            # (same tensor, same version, same values: a cache keyed on ``_version``, honest) is not
+            # handed new values under an old version (row t11-cache-by-ptr-version)
+            self.torch.autograd.graph.increment_version(
+                [a for s in sets[:req.warmup + req.trials] for a in s if isinstance(a, self.torch.Tensor)])
         times, clock = self._time_calls(
             self.model, sets, device=self.device, warmup=req.warmup, trials=req.trials,
             flush_bytes=req.l2_flush_bytes, first_set=req.first_set, refresh=req.refresh,
