@@ -238,6 +238,11 @@ def test_summarise_reads_the_extremes_in_the_outputs_own_dtype():
     assert not vetting.summarise([torch.tensor([-0.5, 1e-4])], 1e-3, 1e-3).zeros_pass
     b = vetting.summarise([torch.tensor([True, False])], 1e-3, 1e-3)
     assert b.sums == (1.0,) and not b.zeros_pass
+    # integers: an int8 minimum whose |.| does not fit int8, and uint16 (no cpu aminmax), both
+    # summarised after the upcast (red-team helper, 2026-12-05)
+    assert not vetting.summarise([torch.tensor([-128, 0], dtype=torch.int8)], 1e-3, 1e-3).zeros_pass
+    u = vetting.summarise([torch.tensor([0, 7], dtype=torch.uint16)], 1e-3, 1e-3)
+    assert u.sums == (7.0,) and not u.zeros_pass
 
 
 def test_shared_clone_makes_each_cpu_tensor_once_in_shared_memory():

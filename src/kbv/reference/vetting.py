@@ -65,6 +65,10 @@ class OutputSummary:
     zeros_pass: bool  #: allclose(zeros, ref, atol, rtol) on every output.
 
 
+#: dtypes whose extremes :func:`summarise` reads before the float64 upcast.
+_OWN_EXTREMES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
 def summarise(outputs: Sequence[torch.Tensor], atol: float, rtol: float) -> OutputSummary:
     """Shapes, strided samples, sums, RMS and the zeros-pass test, in float64 chunks."""
     from kbv.reference.passes import chunk_elements, host_threads
@@ -83,14 +87,16 @@ def summarise(outputs: Sequence[torch.Tensor], atol: float, rtol: float) -> Outp
         with host_threads(flat.device):
             for s in range(0, flat.numel(), chunk):
                 part = flat[s:s + chunk]
-                if part.dtype == torch.bool or part.is_complex():
-                    part = part.abs() if part.is_complex() else part.to(torch.uint8)
-                # |0 - ref| <= atol + rtol * |ref|  <=>  |ref| * (1 - rtol) <= atol; the extremes are
-                # exact in the output's own dtype, so read before the upcast
-                lo, hi = torch.aminmax(part)
+                if part.is_complex():
+                    part = part.abs()
+                c = part.to(torch.float64)
+                # |0 - ref| <= atol + rtol * |ref|  <=>  |ref| * (1 - rtol) <= atol; a float output's
+                # extremes are exact in its own dtype, so read before the upcast; integers (whose
+                # |minimum| may not fit their dtype, and whose aminmax cpu lacks for uint16-64)
+                # after it
+                lo, hi = torch.aminmax(part if part.dtype in _OWN_EXTREMES else c)
                 top = float(torch.maximum(lo.abs(), hi.abs()))  # NaN stays NaN: the test fails
                 zeros_pass = zeros_pass and top * (1 - rtol) <= atol
-                c = part.to(torch.float64)
                 total += float(c.sum())
                 if o.is_floating_point():
                     sq += float(torch.linalg.vector_norm(c)) ** 2
