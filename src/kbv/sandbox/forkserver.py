@@ -33,6 +33,11 @@ PRELOAD = ("torch", "torch.multiprocessing", "kbv.sandbox.worker", "kbv.sandbox.
            "kbv.sandbox.pickling", "kbv.sandbox.rawcopy", "kbv.sandbox.timed", "multiprocessing.connection")
 #: cuda workers also load Inductor's config before their snapshots (kbv.sandbox.worker._Server._warm_runtime).
 PRELOAD_CUDA = ("torch._inductor.config",)
+#: what candidates' own files import, where installed: each load then starts without the import
+#: (``torch.utils.cpp_extension`` brings setuptools, 0.105 s on the 2-core dev machine; ``triton`` 0.107
+#: s; a job loads its candidate twice, the second time for the secret shape). Neither starts a
+#: thread or CUDA on import (:func:`single_threaded` is checked after).
+PRELOAD_CANDIDATE = ("torch.utils.cpp_extension", "triton", "triton.language")
 #: bytes of one request (a pickled WorkerSetup) at most.
 MAX_REQUEST = 1 << 16
 #: seconds a forked worker waits to be re-parented before it gives up (exit 1, said on stderr): the
@@ -43,11 +48,17 @@ READY = b"ready"
 
 
 def preload(device: str) -> None:
-    """Import what every candidate worker imports before candidate code (:data:`PRELOAD`)."""
+    """Import what every candidate worker imports before candidate code (:data:`PRELOAD`), and what
+    candidates commonly import (:data:`PRELOAD_CANDIDATE`)."""
     import importlib
 
     for name in PRELOAD + (PRELOAD_CUDA if device == "cuda" else ()):
         importlib.import_module(name)
+    for name in PRELOAD_CANDIDATE:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - not installed or broken here: the candidate's own import says so
+            pass
 
 
 def single_threaded() -> str:
