@@ -81,6 +81,9 @@ class Context:
         self._repeat_costs: dict = {"fresh": [], "repeat": []}
         #: the largest input-rounding errors the nominal sets measured (kbv.pipeline.judging), per output.
         self._nominal_rounding: list | None = None
+        #: the candidate's native objects read by ``nm`` while the job goes on (``kbv.processes.elf.Prefetched``,
+        #: started once it is loaded; the profile stage reads their imports)
+        self.elf_prefetch = None
         self._slots = None  #: the candidate worker's output slot buffer, shared (kbv.sandbox.protocol.TimingReady).
         self._slot_bytes = 0  #: bytes per slot.
         self._slot_count = 0  #: slots in the buffer.

@@ -160,7 +160,7 @@ class ProfileCheck:
                 unreadable.append(f"the objects' symbols: over {elf.SCAN_BUDGET_S:g} s or {elf.MAX_SYMBOLS} symbols")
                 break
             try:
-                imports, own = elf.symbols(obj, nm)
+                imports, own = (self.ctx.elf_prefetch or elf).symbols(obj, nm)
             except elf.ElfError as exc:
                 unreadable.append(first_line(exc))
                 continue

@@ -35,6 +35,7 @@ from kbv.pipeline.load import Load
 from kbv.pipeline.memory_stage import MemoryStage
 from kbv.pipeline.outcome import Outcome, Stop
 from kbv.pipeline.profile_stage import ProfileCheck
+from kbv.processes import elf
 from kbv.pipeline.repeat import RepeatGain
 from kbv.pipeline.roofline import Roofline
 from kbv.pipeline.secret_shapes import SecretShapes
@@ -95,6 +96,8 @@ class Verification:
                 if shape_first:
                     self.shapes._secret_shapes()  # in a worker of its own
                 self.loader._load(worker)
+                if ctx.config.integrity and (nm := elf.reader()) is not None:  # its objects' imports, read meanwhile
+                    ctx.elf_prefetch = elf.Prefetched([worker.setup.build_dir, str(worker.workdir)], nm)
                 if shape_first:
                     self.shapes._shape_built_nominally()
                 if ctx.on_loaded is not None:
@@ -132,6 +135,8 @@ class Verification:
                            f"({type(exc).__name__}: {first_line(exc)}); not the candidate's fault")
             finally:
                 bl.apply_flags(ctx.fp32_flags)
+                if ctx.elf_prefetch is not None:  # nothing of this job's reads runs on into the next job
+                    ctx.elf_prefetch.wait()
                 if worker.proc.pid is not None:
                     cand_peak = fp.host_peak_bytes(worker.proc.pid)
         return self.verdict._verdict(outcome, message, cand_peak)
