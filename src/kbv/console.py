@@ -155,9 +155,13 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
             base = max(r.baseline_errors.values()) if r.baseline_errors else None
             compat = r.policy_passed.get("kbv-compat")
             compat_text = "-" if compat is None else ("pass" if compat else "[red]fail[/]")
-            t.add_row(r.name, r.kind.value, r.transform, res, fmt_err(r.oracle_error), fmt_err(r.error_budget),
+            err = "exact" if r.exact else fmt_err(r.oracle_error)  # equal to eager-fp32's: no oracle run
+            t.add_row(r.name, r.kind.value, r.transform, res, err, fmt_err(r.error_budget),
                       fmt_err(base), fmt_err(r.allclose_tolerance), compat_text)
         c.print(t)
+        if any(r.exact for r in v.input_sets):
+            c.print("  exact: the outputs equal the eager-fp32 reference's value for value, which passes every "
+                    "policy, so no fp64 oracle ran (no err, budget or baseline err)", highlight=False, soft_wrap=True)
         for n in group_notes(notes):
             c.print(f"  {n}", highlight=False, markup=False, soft_wrap=True)
         pv = v.policy_verdicts
