@@ -354,3 +354,24 @@ def test_policy_is_part_of_the_config_hash_and_one_store_holds_one_policy(tmp_pa
     with Store(tmp_path / "c.db") as store:
         check_config(store, compat)
         check_config(store, compat)
+
+
+def test_a_store_of_an_older_kbv_resumes_where_the_new_config_fields_are_at_their_defaults(tmp_path):
+    """A store whose recorded config lacks fields added since (``ncu_profile``, ``sanitize``,
+    ``user_set``) resumes when this run leaves them at their defaults, and refuses one that sets
+    them (a newcomer's store of an earlier session was refused with the same options)."""
+    import json
+
+    from kbv.batch.runner import ConfigMismatch, check_config
+    from kbv.model.records import to_dict
+
+    old = {k: v for k, v in to_dict(CONFIG).items() if k not in ("ncu_profile", "sanitize", "user_set")}
+    with Store(tmp_path / "s.db") as store:
+        store.set_meta("config", json.dumps(old, sort_keys=True))
+        check_config(store, CONFIG)  # resumes
+        assert "sanitize" in json.loads(store.get_meta("config"))  # recorded whole from now on
+        check_config(store, CONFIG)
+    with Store(tmp_path / "t.db") as store:
+        store.set_meta("config", json.dumps(old, sort_keys=True))
+        with pytest.raises(ConfigMismatch, match="ncu_profile"):
+            check_config(store, dataclasses.replace(CONFIG, ncu_profile=True))

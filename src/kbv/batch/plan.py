@@ -210,7 +210,8 @@ class ConfigMismatch(ValueError):
 
 
 def check_config(store: Store, config: EvalConfig) -> None:
-    """Record the batch configuration in a new store; refuse a store made with another one.
+    """Record the batch configuration in a new store; refuse a store made with another one (fields
+    added to :class:`EvalConfig` since the store was made count as their defaults).
 
     One store holds one configuration, so every sample of a candidate is counted once by the
     metrics (a second configuration would add a second verdict per candidate).
@@ -224,6 +225,15 @@ def check_config(store: Store, config: EvalConfig) -> None:
         store.set_meta("config", json.dumps(mine, sort_keys=True))
         return
     theirs = json.loads(text)
+    # a field this kbv has and the store's kbv had not counts as its default (the job keys do the
+    # same, kbv.batch.jobs.config_hash): a store of an older kbv resumes
+    defaults = json.loads(json.dumps(to_dict(EvalConfig()), sort_keys=True))
+    added = {k: defaults[k] for k in mine if k not in theirs and k in defaults}
+    if added:
+        theirs = {**theirs, **added}
+        if theirs == mine:
+            store.set_meta("config", json.dumps(mine, sort_keys=True))
+            return
     if theirs != mine:
         diff = [f"{k} {theirs.get(k)!r} -> {mine.get(k)!r}" for k in sorted(set(theirs) | set(mine))
                 if theirs.get(k) != mine.get(k)]
