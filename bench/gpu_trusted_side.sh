@@ -10,6 +10,8 @@
 #                                     # rows beside them, then `kbv profile` on the demo ReLU (README's example)
 #   bash bench/gpu_trusted_side.sh focus   # the same without the rest group (a short call)
 #   bash bench/gpu_trusted_side.sh diag    # issue 24's diagnostics tests and `kbv profile` alone
+#   bash bench/gpu_trusted_side.sh verify  # the judging cuda rows (red team, honest, gpu) and bytes per job on cuda
+#   bash bench/gpu_trusted_side.sh gap     # the 40-kernel batch alone (gap between verdicts), one job profiled
 # Then, here: `PYTHONPATH=src python3 bench/rerun_coverage.py compare DIR` on the two stores that came back.
 T0=$(date +%s)  # LIMIT counts the wheels' install too
 [ -d .whl ] && [ ! -d /tmp/site/fastapi ] && python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
@@ -71,7 +73,23 @@ case "$1" in
       tests/e2e/test_diagnostics_gpu.py > "$O/diagnostics.log" 2>&1
     timeout $(( $(left) - 20 )) python3 -m kbv profile src/kbv/data/problems/level1/1_ReLU.py \
       src/kbv/data/candidates/relu_cuda.py --device cuda --json "$O/profile.json" > "$O/profile_cli.log" 2>&1 ;;
-  *) echo "usage: $0 alone|beside|rest|suite|focus|diag" >&2; exit 2 ;;
+  verify)  # after a change to the judging passes: the cuda rows that judge, and the bytes per job on cuda
+    nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+    py="timeout $(( $(left) - 15 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
+    $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
+    $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
+    $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py > "$O/gpu.log" 2>&1 & p3=$!
+    { timeout 60 python3 bench/bytes_per_job.py --device cuda --sites --candidate src/kbv/data/candidates/relu_cuda.py \
+        --json "$O/bytes_relu_cuda.json" > "$O/bytes_relu_cuda.log" 2>&1
+      timeout 60 python3 bench/bytes_per_job.py --device cuda --sites --problem src/kbv/data/problems/level1/4_Square_matmul.py \
+        --candidate src/kbv/data/candidates/matmul_tf32.py --json "$O/bytes_matmul.json" > "$O/bytes_matmul.log" 2>&1; } & p4=$!
+    for p in $p1 $p2 $p3 $p4; do wait $p; done ;;
+  gap)  # the 40-kernel batch alone (its gap between verdicts) and one job profiled
+    timeout $(( $(left) - 80 )) python3 bench/rerun_coverage.py first /tmp/w --deadline-s $(( $(left) - 95 )) \
+      > "$O/batch_first.log" 2>&1
+    cp /tmp/w/first.db "$O/" 2>/dev/null
+    timeout $(( $(left) - 5 )) python3 bench/job_profile.py --json "$O/job_profile.json" > "$O/job_profile.log" 2>&1 ;;
+  *) echo "usage: $0 alone|beside|rest|suite|focus|diag|verify|gap" >&2; exit 2 ;;
 esac
 echo "$1: wall $(( $(date +%s) - t0 )) s" >> "$O/summary.txt"
 for f in "$O"/*.log; do echo "== $f: $(grep -E "passed|failed|error" "$f" | tail -1 | cut -c1-200)"; done
