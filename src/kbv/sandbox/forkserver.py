@@ -33,10 +33,11 @@ PRELOAD = ("torch", "torch.multiprocessing", "kbv.sandbox.worker", "kbv.sandbox.
            "kbv.sandbox.pickling", "kbv.sandbox.rawcopy", "kbv.sandbox.timed", "multiprocessing.connection")
 #: cuda workers also load Inductor's config before their snapshots (kbv.sandbox.worker._Server._warm_runtime).
 PRELOAD_CUDA = ("torch._inductor.config",)
-#: what candidates' own files import, where installed: each load then starts without the import
-#: (``torch.utils.cpp_extension`` brings setuptools, 0.105 s on the 2-core dev machine; ``triton`` 0.107
-#: s; a job loads its candidate twice, the second time for the secret shape). Neither starts a
-#: thread or CUDA on import (:func:`single_threaded` is checked after).
+#: what candidates' own files import, where installed, for cpu workers: each load then starts without
+#: the import (``torch.utils.cpp_extension`` brings setuptools, 0.105 s on the 2-core dev machine;
+#: ``triton`` 0.107 s; a job loads its candidate twice, the second time for the secret shape). Not for
+#: cuda workers: with these imported before the fork, every forked cuda worker died at its first CUDA
+#: call ("Cannot re-initialize CUDA in forked subprocess", H100, 2026-12-05).
 PRELOAD_CANDIDATE = ("torch.utils.cpp_extension", "triton", "triton.language")
 #: bytes of one request (a pickled WorkerSetup) at most.
 MAX_REQUEST = 1 << 16
@@ -54,7 +55,7 @@ def preload(device: str) -> None:
 
     for name in PRELOAD + (PRELOAD_CUDA if device == "cuda" else ()):
         importlib.import_module(name)
-    for name in PRELOAD_CANDIDATE:
+    for name in PRELOAD_CANDIDATE if device == "cpu" else ():
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - not installed or broken here: the candidate's own import says so
