@@ -214,17 +214,15 @@ def test_kbv_vet_on_a_folder_names_a_broken_file_and_vets_the_rest(tmp_path):
     assert "1 problem(s) vetted: 0 flagged, 1 broken" in r.stdout, r.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="open (docs/anti-cheat.md, Limits): on cpu a torch-only candidate that re-runs "
-                   "the reference's dominant op and replaces a cheap one is PASS; weighting the op coverage by the "
-                   "reference's op time per family also called three honest algorithmic rewrites SHORTCUT")
 def test_a_torch_candidate_that_reruns_the_references_dominant_op_is_a_shortcut(cpu_evaluator, fast_config):
-    """addmm (the reference's GEMM, most of its op time) with clamp_min for its ReLU: not every op of
-    the reference, but its speed is PyTorch's GEMM (newcomer, 2026-12-05: PASS on cpu; on cuda the
-    kernel profile's own share, 0 %, makes it a SHORTCUT)."""
+    """addmm (the reference's GEMM on the same sizes, most of its op time) with clamp_min for its
+    ReLU: not every op of the reference, but its speed is PyTorch's GEMM (newcomer, 2026-12-05: was
+    PASS on cpu; on cuda the kernel profile's own share, 0 %, makes it a SHORTCUT)."""
     from kbv.demo import data_path
 
     v = cpu_evaluator.evaluate(load_problem(data_path("problems_cpu", "level2/1_Gemm_Bias_ReLU_Scale.py")),
                                candidate("gemm_addmm_clamp_torch.py"), fast_config)
     assert v.status is Status.SHORTCUT, v.message
     f = [f for f in v.findings if f.check == "probe:reference-ops"]
-    assert f, v.findings
+    assert f and "same sizes" in f[0].detail and "aten.linear" in f[0].detail, v.findings
+    assert v.evidence["profile"]["reference_work_covered"] >= 0.5

@@ -130,6 +130,58 @@ def reference_covered(reference_ops: OpCount | Mapping[str, int],
         return None
 
 
+#: share of the reference's op time (cpu) that :func:`reference_work_covered` needs the candidate
+#: to have re-run for it to be covered (kbv choice): most of the reference's work left to PyTorch's
+#: own kernels; a candidate that kept only a cheap op of torch's stays well under it.
+WORK_COVERED_MIN = 0.5
+
+
+def _work(key: str) -> tuple[str, str]:
+    op, _, sizes = key.partition("|")
+    return _family(op), sizes
+
+
+def reference_work_covered(reference: OpCount, candidate_shaped: Mapping[str, int]) -> tuple[float, list[str]] | None:
+    """The share of the reference's op time that the candidate re-ran as the same work, and those
+    ops, when it reaches :data:`WORK_COVERED_MIN`; else None.
+
+    The same work: an op of the same family (:data:`OP_FAMILIES`) on arguments of the same sizes
+    (``aten.linear`` of x[32,1024] and W[512,1024] is ``aten.addmm`` of x and W.t()), at least as
+    many times as the reference ran it. ``reference`` is the reference's
+    :func:`kbv.sandbox.profiling.recorded_ops` with its times (the trusted side's);
+    ``candidate_shaped`` the candidate's ``shaped`` count (a claim, as every op count is). A
+    candidate that re-ran the reference's GEMM and wrote its ReLU as ``clamp_min`` is not
+    :func:`reference_covered`, but its speed is PyTorch's GEMM (taxonomy 15); a GEMM collapsed into a
+    GEMV, or run on blocks of a triangle, is other work (honest rows in tests/e2e/test_honest.py).
+    None also when a count failed or the reference recorded no time. Never raises.
+    """
+    try:
+        if not isinstance(reference, OpCount) or reference.error is not None or not isinstance(candidate_shaped, Mapping):
+            return None
+        need: dict[tuple, int] = {}
+        spent: dict[tuple, float] = {}
+        names: dict[tuple, set] = {}
+        for k, n in reference.shaped.items():
+            w = _work(k)
+            need[w] = need.get(w, 0) + int(n)
+            spent[w] = spent.get(w, 0.0) + max(0.0, float(reference.time_us.get(k, 0.0)))
+            names.setdefault(w, set()).add(k.partition("|")[0])
+        total = sum(spent.values())
+        if not total > 0:
+            return None
+        have: dict[tuple, int] = {}
+        for k, n in candidate_shaped.items():
+            if isinstance(k, str) and type(n) is int and n > 0:
+                have[_work(k)] = have.get(_work(k), 0) + n
+        kept = [w for w, n in need.items() if have.get(w, 0) >= n]
+        share = sum(spent[w] for w in kept) / total
+        if share < WORK_COVERED_MIN:
+            return None
+        return share, sorted(set().union(*(names[w] for w in kept)))
+    except BaseException:  # noqa: BLE001
+        return None
+
+
 #: Below this share of device time the candidate's own kernels "did no measurable work". An honest
 #: candidate's own kernels carry the computation (shares near 100 %, the library part being a
 #: few allocations, fills or copies); a ghost kernel or silent fallback gives exactly 0 %. 1 %

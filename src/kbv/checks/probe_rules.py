@@ -129,8 +129,8 @@ def call_findings(reply: Any, outs: list, args: list, ref: list | None, label: s
 
 
 def op_counts_ok(reply: Any) -> bool:
-    """The worker's op-count reply has the shapes the trusted side reads: ``ops`` and ``recorded``
-    map str to int, ``kernels`` holds (name, µs, own) triples, ``own_share`` is a number or None.
+    """The worker's op-count reply has the shapes the trusted side reads: ``ops``, ``recorded`` and
+    ``recorded_shaped`` map str to int, ``kernels`` holds (name, µs, own) triples, ``own_share`` is a number or None.
     (The restricted decoder admits only plain types; this checks how they are put together.)"""
     def counts(d: Any) -> bool:
         return isinstance(d, dict) and all(isinstance(k, str) and type(v) is int for k, v in d.items())
@@ -139,7 +139,8 @@ def op_counts_ok(reply: Any) -> bool:
         return (isinstance(k, (tuple, list)) and len(k) == 3 and isinstance(k[0], str)
                 and type(k[1]) in (int, float) and type(k[2]) is bool)
 
-    return (counts(reply.ops) and counts(reply.recorded) and isinstance(reply.kernels, (tuple, list))
+    return (counts(reply.ops) and counts(reply.recorded) and counts(getattr(reply, "recorded_shaped", {}))
+            and isinstance(reply.kernels, (tuple, list))
             and all(triple(k) for k in reply.kernels)
             and (reply.own_share is None or type(reply.own_share) in (int, float))
             and all(e is None or isinstance(e, str) for e in (reply.error, reply.recorded_error))

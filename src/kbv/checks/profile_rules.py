@@ -44,6 +44,15 @@ def reference_ops(covered: Sequence[str], fallback: bool) -> Finding:
                    f"forward ran the reference's own torch compute ops: {', '.join(covered)}")
 
 
+def reference_work(share: float, ops: Sequence[str]) -> Finding:
+    """Forward re-ran the reference's own torch ops on the same sizes (``ops``), ``share`` of the
+    reference's op time (:func:`kbv.checks.op_coverage.reference_work_covered`): PyTorch's kernels
+    did most of the work, SHORTCUT (taxonomy 15)."""
+    return finding("probe:reference-ops", (15,), Severity.SHORTCUT,
+                   f"forward re-ran the reference's own torch ops {', '.join(ops)} on the same sizes, "
+                   f"{share:.0%} of the reference's op time: most of the work is PyTorch's own kernels")
+
+
 def own_share(reason: str | None) -> Finding | None:
     """The kernel profile's verdict (:func:`kbv.checks.op_coverage.shortcut_reason`): the candidate's own
     kernels did almost none of the device time, SHORTCUT; None without a reason."""

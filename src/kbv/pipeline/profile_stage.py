@@ -9,7 +9,7 @@ import time
 import torch
 
 from kbv.checks.native import aten_kernel_imports, native_covered, torch_registrations
-from kbv.checks.op_coverage import reference_covered, refused_counts, shortcut_reason
+from kbv.checks.op_coverage import reference_covered, reference_work_covered, refused_counts, shortcut_reason
 from kbv.sandbox.kernels import KernelProfile
 from kbv.checks.probe_rules import op_counts_ok
 from kbv.checks import profile_rules as prof_rule
@@ -100,6 +100,15 @@ class ProfileCheck:
         # itself: torch ops handed to a thread or run with the Python dispatch key excluded (taxonomy 15)
         if covered is None and not (reply.recorded_error or ref_recorded.error):
             covered = reference_covered(ref_recorded.ops, dict(reply.recorded))
+        # on cpu (no kernel profile there: kbv.sandbox.kernels is cuda's), a torch-only candidate that
+        # re-ran most of the reference's work as the reference's own ops, by the reference's op time
+        if covered is None and self.ctx.rp.device.type == "cpu" and self.ctx.candidate.backend == "torch" \
+                and not reply.recorded_error:
+            by_work = reference_work_covered(ref_recorded, dict(reply.recorded_shaped))
+            if by_work is not None:
+                evidence["reference_work_covered"] = round(by_work[0], 3)
+                self.ctx._add(prof_rule.reference_work(*by_work))
+                return
         # PyTorch's kernels the extension calls past the dispatcher, which neither count sees; the
         # reference's and the candidate's ops from the same count (a candidate whose counts both
         # failed is judged on its imports alone)

@@ -75,6 +75,7 @@ class ProbeRequests:
         changes = self._check_flags()
         return self.protocol.OpCounts(ops=dict(ops.ops), kernels=kernels, own_share=share, error=error,
                                       recorded=dict(recorded.ops), recorded_error=recorded.error,
+                                      recorded_shaped=dict(recorded.shaped),
                                       flag_changes=changes, probe_failed=probe_failed,
                                       recorded_probe_failed=recorded.probe_failed, kernel_busy_us=busy)
 

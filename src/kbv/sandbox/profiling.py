@@ -132,6 +132,12 @@ class OpCount:
 
     ops: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    #: :func:`recorded_ops` only: the same ops keyed ``"aten.addmm|32,512,512,1024,1024"`` (the sizes of
+    #: every tensor argument, sorted: the same work whatever the argument order or a transpose)
+    shaped: dict[str, int] = field(default_factory=dict)
+    #: :func:`recorded_ops` only: µs of wall time in the calling or worker thread per :attr:`shaped`
+    #: key (the profiler's ``cpu_time_total``, children included), summed over its calls.
+    time_us: dict[str, float] = field(default_factory=dict)
     #: the counter itself failed (it would not start, a harness error), not the counted call: never
     #: the candidate's, set where the failure is caught.
     probe_failed: bool = False
@@ -340,11 +346,13 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
     """
     error = None
     top: dict[str, int] = {}
+    shaped: dict[str, int] = {}
+    spent: dict[str, float] = {}
     try:
         cfg = _experimental_all_threads()
         kwargs = {"experimental_config": cfg} if cfg is not None else {}
         with _no_grad(), _quiet_stderr():
-            with _profile(use_cpu=True, use_kineto=True, **kwargs) as prof:
+            with _profile(use_cpu=True, use_kineto=True, record_shapes=True, **kwargs) as prof:
                 try:
                     fn(*args)
                 except BaseException as exc:  # noqa: BLE001 - untrusted code
@@ -368,7 +376,12 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
                 parent = parent.cpu_parent
             if parent is None:
                 top[key] = top.get(key, 0) + 1
-        return OpCount(ops=top, error=error)
+                sizes = sorted(int(d) for shape in (getattr(ev, "input_shapes", None) or ())
+                               if isinstance(shape, (list, tuple)) for d in shape if isinstance(d, int))
+                work = f"{key}|{','.join(map(str, sizes))}"
+                shaped[work] = shaped.get(work, 0) + 1
+                spent[work] = spent.get(work, 0.0) + float(getattr(ev, "cpu_time_total", 0.0) or 0.0)
+        return OpCount(ops=top, error=error, shaped=shaped, time_us=spent)
     except BaseException as exc:  # noqa: BLE001 - probe failure
         return OpCount(ops=top, error=f"recorded_ops failed: {describe_failure(exc)}", probe_failed=True)
 

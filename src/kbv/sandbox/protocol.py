@@ -234,6 +234,8 @@ class OpCounts:
     tampering: tuple = ()  #: :class:`Tampering` reports.
     recorded: dict = field(default_factory=dict)  #: top-level aten ops, every thread (kbv.sandbox.profiling.recorded_ops).
     recorded_error: str | None = None
+    #: the same ops keyed with their arguments' sizes (:attr:`kbv.sandbox.profiling.OpCount.shaped`).
+    recorded_shaped: dict = field(default_factory=dict)
     #: ``error`` / ``recorded_error`` came from the probe itself failing, not from the forward
     #: (``OpCount.probe_failed``, ``KernelProfile.probe_failed``): not the candidate's.
     probe_failed: bool = False

@@ -1,0 +1,33 @@
+"""kbv.checks.op_coverage.reference_work_covered: the reference's work re-run by a torch candidate."""
+
+from __future__ import annotations
+
+from kbv.checks.op_coverage import WORK_COVERED_MIN, reference_work_covered
+from kbv.sandbox.profiling import OpCount
+
+LINEAR = "aten.linear|32,512,512,1024,1024"
+GEMM = OpCount(ops={"aten.linear": 1, "aten.relu": 1, "aten.mul": 1},
+               shaped={LINEAR: 1, "aten.relu|32,512": 1, "aten.mul|32,512": 1},
+               time_us={LINEAR: 950.0, "aten.relu|32,512": 30.0, "aten.mul|32,512": 20.0})
+
+
+def test_the_same_op_family_on_the_same_sizes_is_the_same_work():
+    share, ops = reference_work_covered(GEMM, {"aten.addmm|32,512,512,1024,1024": 1, "aten.clamp_min|32,512": 1,
+                                               "aten.mul|32,512": 1})
+    assert abs(share - 0.97) < 1e-9 and ops == ["aten.linear", "aten.mul"]
+
+
+def test_a_gemv_or_a_blocked_gemm_is_other_work():
+    assert reference_work_covered(GEMM, {"aten.mv|32,1024,1024": 1, "aten.mul|32,512": 1}) is None
+    assert reference_work_covered(GEMM, {"aten.addmm|16,512,512,1024,1024": 2}) is None  # two half blocks
+    assert reference_work_covered(GEMM, {"aten.mul|32,512": 1}) is None  # 2 % of the time
+    assert WORK_COVERED_MIN == 0.5
+
+
+def test_calls_are_counted_and_failed_or_timeless_counts_give_none():
+    two = OpCount(ops={"aten.mm": 2}, shaped={"aten.mm|8,8,8,8": 2}, time_us={"aten.mm|8,8,8,8": 10.0})
+    assert reference_work_covered(two, {"aten.mm|8,8,8,8": 1}) is None
+    assert reference_work_covered(two, {"aten.matmul|8,8,8,8": 2})[0] == 1.0
+    assert reference_work_covered(OpCount(ops={"aten.mm": 1}, shaped={"aten.mm|8,8,8,8": 1}),
+                                  {"aten.mm|8,8,8,8": 1}) is None  # no times
+    assert reference_work_covered(OpCount(error="raised"), {"aten.mm|8,8,8,8": 1}) is None
