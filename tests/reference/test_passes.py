@@ -254,3 +254,18 @@ def test_shared_clone_makes_each_cpu_tensor_once_in_shared_memory():
     assert out[1] == 7 and out[2].numel() == 0 and out[2].is_shared()
     out[0][0, 0] = 100.0
     assert a[0, 0] == 0.0  # a copy, not a view
+
+
+def test_under_tolerance_says_why_zeros_pass_where_the_reference_is_zero():
+    """An all-zero reference makes zeros right under every policy; the finding says so instead of
+    claiming the kbv policy still rejects them (newcomer, 2026-12-05)."""
+    from kbv.model.records import VetFlag
+    from kbv.reference import vetting
+
+    zero = {"nominal-0": vetting.summarise([torch.zeros(64)], 1e-3, 1e-3)}
+    small = {"nominal-0": vetting.summarise([torch.full((64,), 1e-4)], 1e-3, 1e-3)}
+    for summaries, says in ((zero, "right under every policy"), (small, "still rejects zeros")):
+        findings, _ = vetting.findings_from(summaries, ["nominal-0"], difference=None, nominal_failures=0,
+                                            nominal_total=1, atol=1e-3)
+        (f,) = [f for f in findings if f.flag is VetFlag.UNDER_TOLERANCE]
+        assert says in f.reason

@@ -180,10 +180,11 @@ def findings_from(summaries: dict[str, OutputSummary], nominal: Sequence[str], *
     nom = [n for n in nominal if n in summaries]
     if nom and all(summaries[n].zeros_pass for n in nom):
         worst = max(summaries[n].rms for n in nom)
+        why = ("the reference's output is all zeros there, so an all-zeros output is right under every policy"
+               if worst == 0 else f"reference rms up to {worst:.3g}; the kbv policy's normalised error still "
+               "rejects zeros")
         findings.append(VetFinding(VetFlag.UNDER_TOLERANCE,
-                                   f"an all-zeros output passes allclose(atol={atol:g}) on every nominal set "
-                                   f"(reference rms up to {worst:.3g}; the kbv policy's normalised error "
-                                   "still rejects zeros)"))
+                                   f"an all-zeros output passes allclose(atol={atol:g}) on every nominal set ({why})"))
     zeros_elsewhere = [n for n in names if n not in nom and summaries[n].zeros_pass]
     if zeros_elsewhere:
         notes.append(f"an all-zeros output passes allclose on {', '.join(zeros_elsewhere)}")
