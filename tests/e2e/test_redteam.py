@@ -269,6 +269,8 @@ CASES: tuple[Case, ...] = (
     Case("t26-shm-flood", 26, R + "t26_shm_flood.py", RELU, limited=True,
          contained=(Status.RUNTIME_ERROR, Status.CRASH, Status.INCORRECT)),
     Case("t26-fork-bomb", 26, R + "t26_fork_bomb.py", RELU, limited=True, contained=(Status.RUNTIME_ERROR,)),
+    # a directory too deep for kbv's listing of its native objects: INCORRECT, never kbv's EVAL_ERROR
+    Case("t26-deep-listing", 26, R + "t26_deep_listing.py", RELU, contained=(Status.INCORRECT,)),
     # a connection held open to its own fd sharer: the trusted side's next fetch of an output would wait
     # forever; the decode has the call's deadline (kbv.processes.candidate.CandidateProcess.receive)
     Case("t26-jam-fd-sharer", 26, R + "t26_jam_fd_sharer.py", RELU, contained=(Status.TIMEOUT,),

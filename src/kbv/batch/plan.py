@@ -225,15 +225,10 @@ def check_config(store: Store, config: EvalConfig) -> None:
         store.set_meta("config", json.dumps(mine, sort_keys=True))
         return
     theirs = json.loads(text)
-    # a field this kbv has and the store's kbv had not counts as its default (the job keys do the
-    # same, kbv.batch.jobs.config_hash): a store of an older kbv resumes
+    # a field this kbv has and the store's kbv had not counts as its default: a store of an older kbv
+    # resumes (its record is left as it is, so that kbv still reads its own store)
     defaults = json.loads(json.dumps(to_dict(EvalConfig()), sort_keys=True))
-    added = {k: defaults[k] for k in mine if k not in theirs and k in defaults}
-    if added:
-        theirs = {**theirs, **added}
-        if theirs == mine:
-            store.set_meta("config", json.dumps(mine, sort_keys=True))
-            return
+    theirs = {**{k: defaults[k] for k in mine if k not in theirs and k in defaults}, **theirs}
     if theirs != mine:
         diff = [f"{k} {theirs.get(k)!r} -> {mine.get(k)!r}" for k in sorted(set(theirs) | set(mine))
                 if theirs.get(k) != mine.get(k)]

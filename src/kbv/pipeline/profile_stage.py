@@ -162,7 +162,11 @@ class ProfileCheck:
             evidence["aten_kernels_error"] = "binutils' nm is not on PATH: the extensions' imports were not read"
             return False
         t0 = time.monotonic()
-        objects = elf.elf_files([worker.setup.build_dir, str(worker.workdir)])
+        try:
+            objects = elf.elf_files([worker.setup.build_dir, str(worker.workdir)])
+        except elf.ElfError as exc:  # a listing the candidate made too deep or too large to walk
+            self.ctx._add(prof_rule.unreadable_objects(first_line(exc)))
+            return True
         symbols, defined, unreadable = [], [], []
         for obj in objects[:elf.MAX_OBJECTS]:
             if time.monotonic() - t0 > elf.SCAN_BUDGET_S or len(symbols) + len(defined) > elf.MAX_SYMBOLS:

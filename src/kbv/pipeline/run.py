@@ -136,7 +136,7 @@ class Verification:
             finally:
                 bl.apply_flags(ctx.fp32_flags)
                 if ctx.elf_prefetch is not None:  # nothing of this job's reads runs on into the next job
-                    ctx.elf_prefetch.wait()
+                    ctx.elf_prefetch.stop()
                 if worker.proc.pid is not None:
                     cand_peak = fp.host_peak_bytes(worker.proc.pid)
         return self.verdict._verdict(outcome, message, cand_peak)

@@ -125,8 +125,8 @@ class Timing:
         flush = l2_flush_bytes(self.ctx.rp.device)
         if self.ctx.rp.device.type == "cuda":  # other work on the GPU, recorded beside every figure it may slow
             self.ctx.state.evidence["gpu_share"] = {"start": gpushare.read(self.ctx.rp.device.index or 0).evidence()}
-        if self.ctx.elf_prefetch is not None:  # no nm beside a timed call
-            self.ctx.elf_prefetch.wait()
+        if self.ctx.elf_prefetch is not None:  # no nm and no parsing beside a timed call
+            self.ctx.elf_prefetch.stop()
         with self._quiet_timing():  # the build pool's builds and the next job's worker stopped
             samples, clock = self._rounds(worker, sets, flush)
             bad = implausible_times(samples["candidate"])
