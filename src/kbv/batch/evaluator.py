@@ -17,6 +17,7 @@ from kbv.intake.sizes import workload_runs
 from kbv.model.records import (CandidateRef, Environment, EvalConfig, ProblemRef, Status, Verdict,
     verdict_from_dict)
 from kbv.model.records import VettingReport, vetting_from_dict
+from kbv.model.source import file_sha256
 from kbv.pipeline.diagnostics import TOOL_TIMEOUT_S
 from kbv.pipeline.reference_worker import reference_main
 from kbv.processes.reference import NOT_RUNNING, ReferenceProcess, minimal_environment
@@ -56,15 +57,11 @@ def rejected_candidate(path: Path | str, *, run: str | None, sample_id: int | No
     """Identity of a candidate file that failed static vetting: the SHA-256 of its bytes (streamed,
     so a huge file is hashed without being held), or of its path when it cannot be read."""
     path = Path(path).resolve()
-    h = hashlib.sha256()
     try:
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
+        digest = file_sha256(path)
     except OSError:
-        h = hashlib.sha256(f"unreadable:{path}".encode())
-    return CandidateRef(path=str(path), sha256=h.hexdigest(), backend=UNVETTED_BACKEND, run=run,
-                        sample_id=sample_id)
+        digest = hashlib.sha256(f"unreadable:{path}".encode()).hexdigest()
+    return CandidateRef(path=str(path), sha256=digest, backend=UNVETTED_BACKEND, run=run, sample_id=sample_id)
 
 
 def rejection_verdict(problem: ProblemRef, candidate: CandidateRef, config: EvalConfig, fault: str) -> Verdict:

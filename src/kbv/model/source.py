@@ -22,6 +22,19 @@ def _files(root: Path) -> list[Path]:
     return sorted((p for p in root.rglob("*.py") if "__pycache__" not in p.parts), key=lambda p: p.as_posix())
 
 
+def file_sha256(path: str | Path) -> str:
+    """SHA-256 (hex) of a file's bytes, read 1 MiB at a time (a huge file is never held whole).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def source_hash(root: Path | None = None) -> str:
     """SHA-256 (hex) of kbv's source files under ``root`` (default: the imported package)."""
     root = root or package_root()

@@ -84,28 +84,28 @@ class Correctness:
         s.release()  # ``args`` is the one copy held (a set with a maker is made again when needed)
         deferred = self.judge.defers_rounding(s, probe)
         rounding = self.ctx._nominal_rounding if probe else None
+        ref = self.judge._reference_run(s, args)
+        if isinstance(ref, InputSetResult):
+            return ref
         # the oracle side after the candidate's outputs where memory allows: outputs equal to the
         # reference's need none (Judging.exact_result)
         later = self.judge.oracle_after_outputs()
-        side = (self.judge._reference_run(s, args) if later
-                else self.judge._reference_side(s, args, rounding, defer_rounding=deferred))
+        side = None if later else self.judge._oracle_side(s, args, ref, rounding, defer_rounding=deferred)
         if isinstance(side, InputSetResult):
             return side
-        ref = side if later else side[0]
         self.ctx.state.summaries[s.name] = vetting.summarise(ref, cfg.atol, cfg.rtol)
         if s.kind is InputKind.NOMINAL and self.ctx.state.nominal_args is None:
             self.ctx.state.nominal_args = s
         outs = self._candidate_outputs(worker, args, buffers=buffers, ref=ref, label=s.name)
         structure = self.ctx._last_structure
         result = self.judge.exact_result(s, outs, structure, ref, args) if later else None
-        if result is None and later:
+        if result is None and side is None:
             side = self.judge._oracle_side(s, args, ref, rounding, defer_rounding=deferred)
-            side = side if isinstance(side, InputSetResult) else (ref, *side)
         del args
         if isinstance(side, InputSetResult):
             return side
         if result is None:
-            _, oracle, oracle_note, baselines = side
+            oracle, oracle_note, baselines = side
             result = self.judge._judge(s, outs, structure, ref, oracle, oracle_note, baselines, deferred)
             del oracle
         del side

@@ -273,32 +273,29 @@ class Judging:
                        else f"1/{round(1 / share)} of its elements from set {mix[0]}, ")
                 s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL,
                                  f"timing set {k}, {how}{len(mutation)} element(s) changed", 0, args)
-                side = self._reference_run(s, args)
+                entry = [self._reference_run(s, args), None]
             else:
                 args = sets[k]
                 s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL, f"timing set {k}", 0, args)
-                if k not in state.refs:  # the reference run, then (where needed) the oracle side, kept per set
-                    state.refs[k] = self._reference_run(s, args)
-                side = state.refs[k]
+                if k not in state.refs:  # the reference run, and its oracle side once a call needs it
+                    state.refs[k] = [self._reference_run(s, args), None]
+                entry = state.refs[k]
+            ref, side = entry
             # ``outs`` are this process's own copies, taken while the worker was stopped; outputs
             # equal to the reference's need no oracle (:meth:`exact_result`)
-            ref = side[0] if isinstance(side, tuple) else side
-            r = None if isinstance(side, InputSetResult) else self.exact_result(s, outs, self.ctx.rp.structure, ref, args)
-            if r is None and isinstance(side, list):
-                more = self._oracle_side(s, args, ref, self.ctx._nominal_rounding)
-                side = more if isinstance(more, InputSetResult) else (ref, *more)
-                if not (mix or mutation):
-                    state.refs[k] = side
+            r = None if isinstance(ref, InputSetResult) else self.exact_result(s, outs, self.ctx.rp.structure, ref, args)
+            if r is None and side is None and not isinstance(ref, InputSetResult):
+                side = entry[1] = self._oracle_side(s, args, ref, self.ctx._nominal_rounding)
             if mix or mutation:
                 s.release()
             del args
-            if isinstance(side, InputSetResult):
+            if isinstance(ref, InputSetResult) or isinstance(side, InputSetResult):
                 continue
             if r is None:
-                ref, oracle, note, baselines = side
+                oracle, note, baselines = side
                 r = self._judge(s, outs, self.ctx.rp.structure, ref, oracle, note, baselines)
                 del oracle
-            del outs, ref, side
+            del outs, ref, side, entry
             state.checked.append(call)
             if r.passed is False:
                 self._probe_failed("probe:timed-recheck", (5, 6, 11), r,

@@ -48,8 +48,8 @@ def trials_within_budget(planned: int, cost_ms: float, budget_ms: float, minimum
 class Recheck:
     """What the timed re-checks of one verification carry from round to round."""
 
-    #: timing set index → the reference's outputs (a list), its whole reference side (a tuple) once a
-    #: call on it needed the oracle, or the dropped result
+    #: timing set index → [the reference's outputs (or the dropped result), its oracle side
+    #: (``Judging._oracle_side``) once a call on it needed the oracle, else None]
     refs: dict = field(default_factory=dict)
     checked: list = field(default_factory=list)  #: timed-call indices judged
     failed: bool = False

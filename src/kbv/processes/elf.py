@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 from typing import Iterable
 
+from kbv.model.source import file_sha256
+
 #: the first bytes of every ELF file.
 ELF_MAGIC = b"\x7fELF"
 #: at most this many ELF files are read per candidate (a build directory holds an object file and
@@ -228,17 +230,11 @@ def symbols(path: str | os.PathLike, nm: str, stop=None) -> tuple[list[str], lis
 
 
 def _digest(path: str | os.PathLike) -> str | None:
-    """SHA-256 of the file's bytes, or None when it cannot be read."""
-    import hashlib
-
-    h = hashlib.sha256()
+    """SHA-256 of the file's bytes (:func:`kbv.model.source.file_sha256`), or None when it cannot be read."""
     try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
+        return file_sha256(path)
     except OSError:
         return None
-    return h.hexdigest()
 
 
 class Prefetched:
@@ -266,7 +262,7 @@ class Prefetched:
         t0 = time.monotonic()
         try:
             paths = elf_files(self._roots)[:MAX_OBJECTS]
-        except (ElfError, RecursionError, OSError):
+        except (ElfError, OSError):
             return  # the profile stage lists them again and says why they could not be read
         with tempfile.TemporaryDirectory(prefix="kbv-elf-") as tmp:
             for k, path in enumerate(paths):

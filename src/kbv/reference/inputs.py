@@ -136,15 +136,6 @@ def clone_args(args: Sequence[Any]) -> list[Any]:
     return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
 
 
-def _contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """Row-major strides, in elements, of a tensor of ``shape``."""
-    strides, step = [], 1
-    for n in reversed(tuple(shape)):
-        strides.append(step)
-        step *= max(int(n), 1)
-    return tuple(reversed(strides))
-
-
 def shared_clone(args: Sequence[Any]) -> list[Any]:
     """:func:`clone_args` for sending to another process: CPU tensors are made in shared memory
     and filled there (one copy of each; cloning first and then sharing holds two), cuda tensors
@@ -154,7 +145,7 @@ def shared_clone(args: Sequence[Any]) -> list[Any]:
         if isinstance(a, torch.Tensor) and a.device.type == "cpu":
             # made in shared memory at once: ``share_memory_()`` of a new tensor would copy it there
             storage = torch.UntypedStorage._new_shared(a.numel() * a.element_size())
-            t = torch.empty(0, dtype=a.dtype).set_(storage, 0, a.shape, _contiguous_strides(a.shape))
+            t = torch.empty(0, dtype=a.dtype).set_(storage, 0, a.shape)  # contiguous strides
             t.copy_(a)
             a = t
         elif isinstance(a, torch.Tensor):
