@@ -22,7 +22,7 @@ from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference.passes import host_threads
 from kbv.reference import vetting
-from kbv.reference.build import hidden_test_sets
+from kbv.reference.hidden_tests import hidden_test_sets
 from kbv.reference.distributions import DISTRIBUTIONS
 from kbv.reference.mutation import content_digest, perturbed
 from kbv.sandbox import protocol
@@ -194,7 +194,7 @@ class Correctness:
             sets += inp.randomised_sets(get_inputs, self.ctx.config.distributions, self.ctx.rp.domains, dev)
         if self.ctx.hidden_tests:
             try:
-                sets += hidden_test_sets(self.ctx.hidden_tests)
+                sets += hidden_test_sets(self.ctx.hidden_tests, dev)
             except ProblemError as exc:
                 self.ctx.state.evidence["hidden_tests_error"] = str(exc)
         for k, s in enumerate(nominal):
@@ -202,7 +202,11 @@ class Correctness:
         if self.ctx.config.integrity and nominal and all(r.passed for r in self.ctx.state.input_sets):
             self._cache_probes(worker, nominal[-1])
         for s in sets:
-            self.ctx.state.input_sets.append(self._check_set(worker, s))
+            try:
+                self.ctx.state.input_sets.append(self._check_set(worker, s))
+            except ProblemError as exc:  # a hidden test file's later call failed (its sets come last)
+                self.ctx.state.evidence["hidden_tests_error"] = str(exc)
+                break
         few_places = [n for n, d in DISTRIBUTIONS.items() if d.rewrite is not None]
         self.ctx.state.findings += off_nominal_findings([r for r in self.ctx.state.input_sets if not r.dropped], few_places)
         self.ctx._kept_outputs = None

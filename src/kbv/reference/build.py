@@ -1,5 +1,5 @@
-"""The reference problem built in the reference worker: import, construction, reference runs,
-and hidden test files.
+"""The reference problem built in the reference worker: import, construction and reference runs
+(hidden test files: :mod:`kbv.reference.hidden_tests`).
 
 Runs only in the reference worker (it imports problem code, which is trusted as the benchmark's).
 """
@@ -17,7 +17,7 @@ import torch
 
 from kbv.checks.outputs import bitwise_equal, has_zero_stride
 from kbv.intake.problems import ProblemError
-from kbv.model.records import EvalConfig, InputKind, ProblemRef
+from kbv.model.records import EvalConfig, ProblemRef
 from kbv.reference import domains as dom
 from kbv.reference import inputs as inp
 from kbv.reference import workloads as wl
@@ -191,30 +191,3 @@ def run_reference(rp: ReferenceProblem, args: list, flags: dict, original: list 
     if rp.device.type == "cuda":
         torch.cuda.synchronize(rp.device)
     return out
-
-
-def hidden_test_sets(path: str) -> list:
-    """Input sets from a KernelBench-Verified hidden test file (``get_hidden_inputs()`` → list of
-    input lists), drawn under one secret seed: ``HT1``, ``HT2``, ... (kind hidden).
-
-    Raises:
-        ProblemError: the file fails to import, or ``get_hidden_inputs`` is missing or raises.
-    """
-    import hashlib
-
-    raw = Path(path).read_bytes()
-    name = f"kbv_hidden_{hashlib.sha256(raw).hexdigest()[:16]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ProblemError(path, "cannot be imported as a module")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-        fn = getattr(module, "get_hidden_inputs")
-        seed = inp.secret_seed()
-        inp.seed_everything(seed)
-        lists = list(fn())
-    except BaseException as exc:  # noqa: BLE001 - a broken hidden test file is the problem's fault
-        raise ProblemError(path, f"get_hidden_inputs() failed: {type(exc).__name__}: {first_line(exc)}") from None
-    return [inp.InputSet(f"HT{k + 1}", InputKind.HIDDEN, f"hidden_tests[{k}]", seed, list(args))
-            for k, args in enumerate(lists)]

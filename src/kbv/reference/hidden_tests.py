@@ -1,0 +1,264 @@
+"""Input sets from a KernelBench-Verified hidden test file, made on the problem's device, one at a
+time.
+
+A hidden test file (``hidden_tests/level<L>/<pid>_hidden.py``) defines ``get_hidden_inputs()``, which
+returns every set at once: KernelBench-Verified's files make four draws of the problem's
+``get_inputs()`` scaled x1, x3, x0.01 and x-1. Made together, the four sets of a full-size problem
+are four times its inputs (five while the last is scaled: 40 GiB for the 8 GiB of
+``4_Matrix_vector_multiplication_``), over kbv's memory bound of ``4·B + 1 GiB``
+(:mod:`kbv.processes.footprint`). So:
+
+1. **A trace on the meta device.** ``get_hidden_inputs()`` runs once under ``torch.device("meta")``
+   with a dispatch mode that records every aten operation, what it read and what it wrote: the
+   number of sets and, for each set, the operations its tensors come from. No memory, no random
+   draw.
+2. **Set k is made by a call that runs only set k's operations** on the problem's device (under
+   ``torch.device(device)``, as :func:`kbv.reference.inputs.draw` makes ``get_inputs()``: a cuda
+   input never passes through host memory); every other operation runs on the meta device. kbv
+   holds one set at a time, the file's call included, and draws each set once: the real work of
+   all ``n`` calls is that of one plain call.
+3. **The draws are kbv's own**, under one secret seed: set k's values come from the generator as
+   set k's operations alone leave it, the same on every remake (same seed, same device), with the
+   file's distributions.
+
+A call whose operations differ from the trace (control flow that depends on values or on the
+device), or a file the meta device cannot run (an operation without a meta kernel, a ``.item()``),
+gets one plain call that makes every set; they are then handed out one at a time.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
+
+from kbv.intake.problems import ProblemError
+from kbv.model.records import InputKind
+from kbv.reference import inputs as inp
+from kbv.reference.build import first_line
+
+META = torch.device("meta")
+
+#: views that copy nothing and draw nothing: run where their input is, never counted in a call's
+#: sequence (torch dispatches a ``detach`` after a factory whose result landed on another device,
+#: so the meta trace has some that a real call has not)
+_PASS_THROUGH = frozenset({torch.ops.aten.detach.default, torch.ops.aten.alias.default})
+
+
+def _tensors(tree: Any) -> list[torch.Tensor]:
+    return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
+
+
+def _key(t: torch.Tensor) -> int:
+    """The storage ``t`` reads or writes (views share it); unique while the trace keeps it alive."""
+    return t.untyped_storage()._cdata
+
+
+def _on_meta(v: Any) -> Any:
+    return v.to(META) if isinstance(v, torch.Tensor) and v.device.type != "meta" else v
+
+
+def _meta_call(func, args: tuple, kwargs: dict) -> Any:
+    """``func`` on the meta device: tensor arguments moved there (metadata only), a factory's device too."""
+    args, kwargs = tree_map(_on_meta, (args, kwargs))
+    if "device" in kwargs and any(a.name == "device" for a in func._schema.arguments):
+        kwargs["device"] = META
+    return func(*args, **kwargs)
+
+
+class _Trace(TorchDispatchMode):
+    """Every aten operation of a call, run on the meta device: its overload, the storages it read
+    and wrote. The call runs under the same device context as the real calls, so both see the
+    same operations."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops: list[tuple[Any, set[int]]] = []
+        self.writers: dict[int, list[int]] = {}
+        self._alive: list[Any] = []  # storage keys stay unique while their tensors live
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        args, kwargs = tree_map(_on_meta, (args, kwargs))
+        out = _meta_call(func, args, kwargs)
+        if func in _PASS_THROUGH:  # the same storage: nothing to record
+            return out
+        i = len(self.ops)
+        read = {_key(t) for t in _tensors((args, kwargs))}
+        written = {_key(t) for t in _tensors(out)}
+        schema_args = func._schema.arguments
+        for a, v in zip(schema_args, args):  # in-place and out= arguments
+            if a.alias_info is not None and a.alias_info.is_write:
+                written |= {_key(t) for t in _tensors(v)}
+        for name, v in kwargs.items():
+            if any(a.name == name and a.alias_info is not None and a.alias_info.is_write for a in schema_args):
+                written |= {_key(t) for t in _tensors(v)}
+        self.ops.append((func, read))
+        for k in written:
+            self.writers.setdefault(k, []).append(i)
+        self._alive.append((args, kwargs, out))
+        return out
+
+    def needed(self, tensors: list[torch.Tensor]) -> set[int]:
+        """The operations that ``tensors``' values come from: their storages' writers, those writers'
+        inputs' writers, and so on."""
+        ops: set[int] = set()
+        stack, seen = [_key(t) for t in tensors], set()
+        while stack:
+            k = stack.pop()
+            if k in seen:
+                continue
+            seen.add(k)
+            for i in self.writers.get(k, ()):
+                if i not in ops:
+                    ops.add(i)
+                    stack.extend(self.ops[i][1])
+        return ops
+
+
+class _Diverged(Exception):
+    """A real call's operations differ from the trace's."""
+
+
+class _Only(TorchDispatchMode):
+    """A real call that runs the operations in ``needed`` and every other one on the meta device."""
+
+    def __init__(self, trace: _Trace, needed: set[int]):
+        super().__init__()
+        self.trace, self.needed, self.i = trace, needed, 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in _PASS_THROUGH:
+            return func(*args, **kwargs)
+        i, self.i = self.i, self.i + 1
+        if i >= len(self.trace.ops) or self.trace.ops[i][0] is not func:
+            raise _Diverged(f"operation {i} is {func}, the trace's "
+                            f"{self.trace.ops[i][0] if i < len(self.trace.ops) else 'end'}")
+        if i in self.needed:
+            return func(*args, **kwargs)
+        return _meta_call(func, args, kwargs)
+
+
+def _load(path: str) -> Callable[[], Any]:
+    raw = Path(path).read_bytes()
+    name = f"kbv_hidden_{hashlib.sha256(raw).hexdigest()[:16]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ProblemError(path, "cannot be imported as a module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, "get_hidden_inputs")
+
+
+def _checked(path: str, lists: Any) -> list[list[Any]]:
+    lists = list(lists)
+    if not all(isinstance(a, (list, tuple)) for a in lists):
+        raise ProblemError(path, "get_hidden_inputs() must return a list of input lists")
+    return [list(a) for a in lists]
+
+
+class _Maker:
+    """The sets of one file under one secret seed, made on ``device`` one at a time (module
+    docstring); ``trace`` None: one plain call makes them all."""
+
+    def __init__(self, path: str, fn: Callable[[], Any], seed: int, device: torch.device | str | None,
+                 trace: _Trace | None, count: int):
+        self.path, self.fn, self.seed, self.count, self.trace = path, fn, seed, count, trace
+        self.device = None if device is None or torch.device(device).type == "cpu" else torch.device(device)
+        self.pending: dict[int, list[Any]] = {}
+        #: each set's tensors in the trace (meta)
+        self.shapes: list[list[torch.Tensor]] = []
+        self.made: set[int] = set()
+        #: calls of ``get_hidden_inputs()`` on a real device (the meta trace not counted)
+        self.calls = 0
+
+    def set_seed(self, k: int) -> int:
+        """Set k's own seed: the sets are independent draws, as the file's plain call makes them."""
+        return (self.seed + 0x9E3779B1 * (k + 1)) % (1 << 31)
+
+    def call(self, only: TorchDispatchMode | None = None, seed: int | None = None) -> list[list[Any]]:
+        """One call under ``seed`` (default the file's) on the device (``only``: a dispatch mode
+        around it)."""
+        inp.seed_everything(self.seed if seed is None else seed)
+        self.calls += 1
+        try:
+            with torch.device(self.device) if self.device is not None else _nothing(), only or _nothing():
+                lists = self.fn()
+            lists = _checked(self.path, lists)
+        except (_Diverged, ProblemError):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a broken hidden test file is the problem's fault
+            raise ProblemError(self.path, f"get_hidden_inputs() failed: {type(exc).__name__}: "
+                                          f"{first_line(exc)}") from None
+        if self.count < 0:
+            self.count = len(lists)
+        elif len(lists) != self.count:
+            raise ProblemError(self.path, f"get_hidden_inputs() returned {self.count} sets in the size pass "
+                                          f"and {len(lists)} now")
+        return lists
+
+    def set_args(self, k: int) -> tuple[list[Any], str | None]:
+        if k in self.pending:
+            self.made.add(k)
+            return self.pending.pop(k), None
+        if self.trace is not None:
+            try:
+                args = self.call(_Only(self.trace, self.trace.needed(self.shapes[k])), self.set_seed(k))[k]
+                if any(t.device.type == "meta" for t in _tensors(args)):
+                    raise _Diverged(f"set {k} holds a tensor the trace did not tie to it")
+                self.made.add(k)
+                return args, None
+            except _Diverged:
+                self.trace = None  # this file gets plain calls from now on
+        lists = self.call()
+        self.pending.update({j: a for j, a in enumerate(lists) if j != k and j not in self.made})
+        args = lists[k]
+        del lists
+        self.made.add(k)
+        return args, None
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def hidden_test_sets(path: str, device: torch.device | str | None = None) -> list[inp.InputSet]:
+    """Input sets ``HT1``, ``HT2``, ... (kind hidden) from hidden test file ``path``, drawn under one
+    secret seed, each made on ``device`` (default the CPU) when first used and held one at a time
+    (module docstring). Made again after release, a set has the same values.
+
+    Raises:
+        ProblemError: the file fails to import, ``get_hidden_inputs`` is missing, raises, or returns
+            no list of input lists; later, from a set's ``args``, when a call raises or returns
+            another number of sets.
+    """
+    try:
+        fn = _load(path)
+    except ProblemError:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a broken hidden test file is the problem's fault
+        raise ProblemError(path, f"get_hidden_inputs() failed: {type(exc).__name__}: {first_line(exc)}") from None
+    seed = inp.secret_seed()
+    maker = _Maker(path, fn, seed, device, _Trace(), -1)
+    try:
+        shapes = maker.call(maker.trace)
+        if any(t.device.type != "meta" for t in _tensors(shapes)):
+            raise RuntimeError("a tensor made off the meta device")
+        maker.shapes = [_tensors(s) for s in shapes]
+        maker.calls = 0
+    except BaseException:  # noqa: BLE001 - no trace for this file: one plain call makes every set
+        maker = _Maker(path, fn, seed, device, None, -1)
+        maker.pending = dict(enumerate(maker.call()))
+    return [inp.InputSet(f"HT{k + 1}", InputKind.HIDDEN, f"hidden_tests[{k}]", seed,
+                         maker=functools.partial(maker.set_args, k)) for k in range(maker.count)]

@@ -1,0 +1,142 @@
+"""Hidden test files made one set at a time (kbv.reference.hidden_tests): the meta trace, set k's
+call running set k's operations only, the sets' values, the plain-call fallback, and a broken
+file's errors."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+import torch
+
+from kbv.intake.problems import ProblemError
+from kbv.model.records import InputKind
+from kbv.reference import hidden_tests as ht
+
+#: a KernelBench-Verified-style file: four draws of the inputs, scaled x1, x3, x0.01, x-1; ``DRAWN``
+#: records the device of every draw the file makes
+TEMPLATE = '''
+import torch
+DRAWN = []
+
+def get_inputs():
+    x = torch.rand(8, 64)
+    DRAWN.append(x.device.type)
+    return [x, 7]
+
+def _scale(args, f):
+    return [a * f if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args]
+
+def get_hidden_inputs():
+    {extra}return [_scale(get_inputs(), f) for f in (1.0, 3.0, 0.01, -1.0)]
+'''
+FACTORS = (1.0, 3.0, 0.01, -1.0)
+
+
+def _write(tmp_path, extra: str = "") -> str:
+    path = tmp_path / "1_hidden.py"
+    path.write_text(TEMPLATE.format(extra=extra))
+    return str(path)
+
+
+def _maker(sets) -> ht._Maker:
+    return sets[0]._maker.func.__self__  # a partial of the file's _Maker.set_args
+
+
+def _drawn(sets) -> list[str]:
+    return _maker(sets).fn.__globals__["DRAWN"]
+
+
+def _in_range(t: torch.Tensor, factor: float) -> None:
+    """``t`` is a draw of ``torch.rand`` scaled by ``factor``."""
+    lo, hi = sorted((0.0, factor))
+    assert t.shape == (8, 64) and bool((t >= lo).all()) and bool((t <= hi).all()) and t.abs().max() > 0
+
+
+def test_the_sets_have_the_files_distributions_and_values_of_their_own(tmp_path):
+    sets = ht.hidden_test_sets(_write(tmp_path))
+    assert [s.name for s in sets] == ["HT1", "HT2", "HT3", "HT4"]
+    assert {s.kind for s in sets} == {InputKind.HIDDEN}
+    made = [s.args for s in sets]
+    for args, factor in zip(made, FACTORS):
+        assert args[1] == 7 and args[0].device.type == "cpu"
+        _in_range(args[0], factor)
+    # independent draws, as the file's own call makes them (not one draw scaled four ways)
+    assert not torch.allclose(made[1][0], made[0][0] * 3)
+
+
+def test_set_k_is_made_by_a_call_that_draws_set_k_only(tmp_path):
+    sets = ht.hidden_test_sets(_write(tmp_path))
+    drawn = _drawn(sets)
+    assert drawn == ["meta"] * 4  # the trace
+    for k, s in enumerate(sets):
+        _ = s.args
+        s.release()
+        call = drawn[4 * (k + 1):4 * (k + 2)]
+        assert call.count("cpu") == 1 and call.index("cpu") == k, drawn
+    assert _maker(sets).calls == 4
+
+
+def test_only_the_set_being_judged_is_held(tmp_path):
+    sets = ht.hidden_test_sets(_write(tmp_path))
+    seen = []
+    for s in sets:
+        args = s.args
+        seen.append(weakref.ref(args[0]))
+        s.release()
+        del args
+        gc.collect()
+        assert all(r() is None for r in seen)  # nothing of a released set is kept
+
+
+def test_a_set_made_again_has_the_same_values(tmp_path):
+    sets = ht.hidden_test_sets(_write(tmp_path))
+    before = [s.args[0].clone() for s in sets]
+    for s in sets:
+        s.release()
+    for s, b in zip(reversed(sets), reversed(before)):
+        assert torch.equal(s.args[0], b)
+
+
+def test_sets_are_made_on_the_given_device(tmp_path):
+    # the meta device stands in for cuda: the file's factory calls follow the device given
+    sets = ht.hidden_test_sets(_write(tmp_path), device="meta")
+    assert all(s.args[0].device.type == "meta" for s in sets)
+
+
+@pytest.mark.parametrize("extra", [
+    "float(torch.rand(1).sum())\n    ",  # a value read: the meta device cannot run it
+    "DRAWN.append(torch.zeros(1)) if len(DRAWN) > 4 else None\n    ",  # control flow the trace did not see
+])
+def test_a_file_the_trace_cannot_follow_gets_one_plain_call(tmp_path, extra):
+    sets = ht.hidden_test_sets(_write(tmp_path, extra))
+    made = [s.args for s in sets]
+    for args, factor in zip(made, FACTORS):
+        _in_range(args[0], factor)
+    assert _maker(sets).trace is None
+
+
+@pytest.mark.parametrize("body,fault", [
+    ("def get_hidden_inputs():\n    raise ValueError('boom')\n", "get_hidden_inputs() failed: ValueError: boom"),
+    ("x = 1\n", "get_hidden_inputs() failed: AttributeError"),
+    ("import nonexistent_module_xyz\n", "get_hidden_inputs() failed: ModuleNotFoundError"),
+    ("def get_hidden_inputs():\n    return [1, 2]\n", "must return a list of input lists"),
+])
+def test_a_broken_file_is_a_problem_error_naming_it(tmp_path, body, fault):
+    path = tmp_path / "2_hidden.py"
+    path.write_text(body)
+    with pytest.raises(ProblemError) as err:
+        for s in ht.hidden_test_sets(str(path)):
+            _ = s.args
+    assert str(path) in str(err.value) and fault in str(err.value)
+
+
+def test_a_file_whose_set_count_changes_between_calls_is_a_problem_error(tmp_path):
+    path = tmp_path / "3_hidden.py"
+    path.write_text("import torch\nN = [0]\n"
+                    "def get_hidden_inputs():\n    N[0] += 1\n    return [[torch.rand(2)] for _ in range(2 + (N[0] > 1))]\n")
+    sets = ht.hidden_test_sets(str(path))
+    assert len(sets) == 2  # the trace's count
+    with pytest.raises(ProblemError, match="2 sets in the size pass and 3 now"):
+        _ = sets[0].args
