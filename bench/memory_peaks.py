@@ -17,6 +17,7 @@ highest sample per second. Bytes throughout; ``wall_s`` is the seconds of ``Eval
 
 Usage (repo root):
     nice -n 5 .venv/bin/python bench/memory_peaks.py                       # 1 GiB ReLU, the figure
+    nice -n 5 .venv/bin/python bench/memory_peaks.py --lean --hidden-tests bench/problems/hidden_tests/level1/19_hidden.py
     .venv/bin/python bench/memory_peaks.py --problem tests/data/memory/level1/1_ReLU_256MiB.py
 Writes ``docs/data/memory-<problem stem>-cpu.json`` unless ``--out`` says otherwise; exit status 0
 when the verdict is PASS or SHORTCUT and every peak is within the bound, else 1.
@@ -124,6 +125,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--problem", default=str(PROBLEM))
     ap.add_argument("--candidate", default=str(CANDIDATE))
+    ap.add_argument("--hidden-tests", help="a hidden test file (<pid>_hidden.py) whose sets are checked too, e.g. "
+                    "bench/problems/hidden_tests/level1/19_hidden.py for the 1 GiB ReLU")
     ap.add_argument("--interval", type=float, default=0.1, help="seconds between RSS samples")
     ap.add_argument("--out", help="JSON file (default docs/data/memory-<problem stem>-cpu.json)")
     ap.add_argument("--lean", action="store_true",
@@ -146,7 +149,7 @@ def main() -> int:
     sampler.start()
     t0 = time.perf_counter()
     with Evaluator("cpu") as ev:
-        verdict = ev.evaluate(problem, candidate, config)
+        verdict = ev.evaluate(problem, candidate, config, hidden_tests=args.hidden_tests)
     wall = time.perf_counter() - t0
     sampler.stop()
     print(f"{verdict.status.value}: {verdict.message}", flush=True)  # before anything else can fail
@@ -173,7 +176,9 @@ def main() -> int:
                    "timing_rounds": config.timing_rounds, "warmup": config.warmup},
         "findings": [f.describe() for f in verdict.findings],
     }
-    stem = Path(args.problem).stem + ("-lean" if args.lean else "")
+    record["hidden_tests"] = args.hidden_tests
+    record["hidden_sets"] = [r.name for r in verdict.input_sets if r.name.startswith("HT")]
+    stem = Path(args.problem).stem + ("-lean" if args.lean else "") + ("-hidden" if args.hidden_tests else "")
     out = Path(args.out) if args.out else ROOT / "docs" / "data" / f"memory-{stem}-cpu.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1) + "\n")
