@@ -45,6 +45,15 @@ def test_check_fits_names_what_is_needed_and_what_is_free():
     assert fp.bound_bytes(1 << 30, 1 << 30) == 9 << 30  # 4 * 2 GiB + 1 GiB
 
 
+def test_check_fits_on_cpu_needs_room_for_the_outputs_in_the_candidates_dev_shm(monkeypatch):
+    """An output whose slot buffer cannot fit the candidate's /dev/shm is kbv's EVAL_ERROR before
+    anything runs, never the candidate's RUNTIME_ERROR when the buffer is shared."""
+    monkeypatch.setenv("KBV_CANDIDATE_SHM_BYTES", str(64 << 20))
+    fp.check_fits(1 << 20, 16 << 20, torch.device("cpu"))  # 3 x 16 MiB + 1 MiB fits 64 MiB
+    with pytest.raises(fp.DoesNotFit, match=r"in the candidate's /dev/shm .* quota is 0.1 GiB"):
+        fp.check_fits(1 << 20, 32 << 20, torch.device("cpu"))
+
+
 def test_input_sets_are_made_when_used_and_dropped_after():
     calls = []
 

@@ -223,6 +223,25 @@ class ModelNew(nn.Module):
 '''
 
 
+FSIZE_PROBE = '''
+"""Right only where the largest file the worker may write is at least its private /dev/shm: kbv
+shares its output slot buffer there (twice one call's outputs, over 1 GiB for an output of 512 MiB)."""
+import os, resource
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        st = os.statvfs("/dev/shm")
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        self.ok = soft == resource.RLIM_INFINITY or soft >= st.f_blocks * st.f_frsize
+
+    def forward(self, x):
+        return torch.relu(x) if self.ok else x
+'''
+
+
 def _evaluate(evaluator, config, path: Path, source: str):
     path.write_text(source)
     return evaluator.evaluate(problem("level1/1_Small_ReLU.py"), load_candidate(path), config)
@@ -274,6 +293,20 @@ def test_candidate_runs_in_a_fresh_directory_and_sees_no_secret(tmp_path, monkey
     monkeypatch.setenv("KBV_FAKE_API_KEY", secret)  # inherited by the reference worker
     with Evaluator("cpu") as ev:
         v = _evaluate(ev, fast_config, tmp_path / "env_probe.py", ENV_PROBE.format(secret=secret))
+    _assert_right(v)
+
+
+@pytest.mark.e2e
+@linux_only
+def test_the_workers_file_size_limit_holds_its_private_dev_shm(tmp_path, monkeypatch, fast_config):
+    """Regression: on cpu the worker's RLIMIT_FSIZE was 1 GiB whatever its /dev/shm, so the slot
+    buffer of a 1 GiB output failed with EFBIG and an honest ReLU got RUNTIME_ERROR ("time raised
+    ... File too large"; bench/memory_peaks.py, 2026-12-05)."""
+    from kbv.batch.evaluator import Evaluator
+
+    monkeypatch.setenv("KBV_CANDIDATE_SHM_BYTES", str(3 << 30))  # a tmpfs size: no memory is used
+    with Evaluator("cpu") as ev:
+        v = _evaluate(ev, fast_config, tmp_path / "fsize_probe.py", FSIZE_PROBE)
     _assert_right(v)
 
 

@@ -169,6 +169,11 @@ def tensor_bytes(xs: Any) -> int:
     return 0
 
 
+#: one call's outputs the candidate's /dev/shm must hold at once on cpu: a slot of the output slot
+#: buffer (two) and an output it shares (one).
+SHM_OUTPUTS = 3
+
+
 def needed_bytes(input_bytes: int, output_bytes: int) -> int:
     """The reference worker's need for one verification (see the module docstring): one input set,
     the fp32 outputs, the float64 oracle's outputs and the float64 inputs of one oracle call, and
@@ -206,6 +211,16 @@ def check_fits(input_bytes: int, output_bytes: int, device: torch.device, held_b
     if need > free:
         raise DoesNotFit(f"needs ~{need / 2**30:.1f} GiB {where} ({input_bytes / 2**30:.2f} GiB of inputs, "
                          f"{output_bytes / 2**30:.2f} GiB of outputs per call), {free / 2**30:.1f} GiB free")
+    if device.type == "cpu":
+        from kbv.sandbox.limits import shm_quota_bytes
+
+        # the candidate's private /dev/shm holds its output slot buffer (two outputs a slot,
+        # kbv.pipeline.timing_rounds.SLOT_SLACK) and the output of a call it shares
+        shm_need, quota = SHM_OUTPUTS * output_bytes + (1 << 20), shm_quota_bytes()
+        if shm_need > quota:
+            raise DoesNotFit(f"needs ~{shm_need / 2**30:.1f} GiB in the candidate's /dev/shm "
+                             f"({output_bytes / 2**30:.2f} GiB of outputs per call), its quota is "
+                             f"{quota / 2**30:.1f} GiB (KBV_CANDIDATE_SHM_BYTES)")
 
 
 def evidence(device: torch.device, candidate_pid: int | None = None,
