@@ -33,6 +33,33 @@ def test_a_timed_calls_inputs_mixed_in_place_are_the_values_the_trusted_side_reb
         want = apply_mutation(timing.mix_values(sets[index], sets[mix[0]], *mix[1:]), mutate)
         assert got is buf and all(torch.equal(a, b) for a, b in zip(got[:2], want[:2])) and got[2] == 3.0
     assert not torch.equal(buf[0], sets[0][0])  # mixed: not the set's own values
+    odd = [torch.empty(100, 64).t(), torch.empty(7), 3.0]  # a buffer that is not contiguous: mixed apart
+    got = timing.call_inputs(odd, sets, 2, (1, 4242), ())
+    want = timing.mix_values(sets[2], sets[1], 4242)
+    assert all(torch.equal(a, b) for a, b in zip(got[:2], want[:2]))
+
+
+def test_a_mixed_input_is_written_from_both_sets_in_one_pass():
+    """call_inputs writes a mixed input with one ``where`` per chunk from the set and the mix's
+    source, with no copy of the set into the buffer first (issue 21: bytes per timed call)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.append(func.__name__)
+            return func(*args, **(kwargs or {}))
+
+    g = torch.Generator().manual_seed(2)
+    sets = [[torch.randn(64, 100, generator=g)] for _ in range(2)]
+    buf = [sets[0][0].clone()]
+    with Ops() as ops:
+        timing.call_inputs(buf, sets, 0, (1, 5), ())
+    assert not any(name.startswith("copy_") for name in ops.seen), ops.seen
+    assert any(name.startswith("where") for name in ops.seen), ops.seen
     a = torch.randn(8, 9, generator=g).t()  # not contiguous: mixed into a new tensor, left unwritten
     before = a.clone()
     out = timing.mix_values([a], [torch.randn(9, 8, generator=g)], 3, inplace=True)

@@ -153,32 +153,47 @@ MIX_FRACTION = 0.125
 MIX_CHUNK_ELEMENTS = 1 << 22
 
 
+def _mixes(ai: int, a: object, b: object, skip: Collection[int]) -> bool:
+    """Whether :func:`mix_values` changes input ``ai`` (``a``, with ``b`` of the source set)."""
+    return ai not in skip and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
+        and a.numel() > 0
+
+
 def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip: Collection[int] = (),
-               fraction: float = MIX_FRACTION, *, inplace: bool = False) -> list:
+               fraction: float = MIX_FRACTION, *, inplace: bool = False, into: Sequence[object] | None = None) -> list:
     """``args`` where a random ``fraction`` of each tensor's elements (all of them at 1) take the values the
     same-shaped tensor of ``source`` (another timing set, so inside the problem's domain, and with
     any structure tied to positions kept) has there. Positions come from ``seed`` on the tensors'
     device, so the trusted side rebuilds exactly the values a timed call got. Inputs at positions in
     ``skip`` (declared domains a position-wise mix would break) are left as they are. New tensors;
     the inputs are not written, except with ``inplace``: contiguous tensors of ``args`` (buffers the
-    caller owns) then take the mixed values themselves, the same values, with no full-size copy."""
+    caller owns) then take the mixed values themselves, the same values, with no full-size copy.
+    With ``into`` (per input a buffer of its shape, contiguous, owned by the caller, or None) a mixed
+    input with a buffer is written there from ``args`` and ``source`` in one pass (no copy of
+    ``args`` first), and the buffer is what comes back for it."""
     out = []
     for ai, (a, b) in enumerate(zip(args, source)):
-        if ai not in skip and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
-                and a.numel():
+        if _mixes(ai, a, b, skip):
             g = torch.Generator(device=a.device)
             g.manual_seed((int(seed) + ai) % (1 << 63))
             b = b.to(device=a.device, dtype=a.dtype)
+            target = into[ai] if into is not None and ai < len(into) else None
             own = inplace and a.is_contiguous()
             if fraction >= 1:
-                a = a.copy_(b) if own else b.clone()
+                a = target.copy_(b) if target is not None else a.copy_(b) if own else b.clone()
             else:  # in chunks: no full-size mask or random tensor beside the result
-                a = a if own else a.clone(memory_format=torch.contiguous_format)
+                base = a.reshape(-1)
+                if target is None:
+                    a = a if own else a.clone(memory_format=torch.contiguous_format)
+                    base = a.view(-1)
+                else:
+                    a = target
                 flat, src = a.view(-1), b.reshape(-1)
                 for s in range(0, flat.numel(), MIX_CHUNK_ELEMENTS):
                     part = flat[s:s + MIX_CHUNK_ELEMENTS]
                     mask = _mix_mask(part.shape, fraction, g, a.device)
-                    torch.where(mask, src[s:s + MIX_CHUNK_ELEMENTS], part, out=part)  # no index gather
+                    # no index gather; from ``base`` (``args`` itself, or ``a`` when mixed in place)
+                    torch.where(mask, src[s:s + MIX_CHUNK_ELEMENTS], base[s:s + MIX_CHUNK_ELEMENTS], out=part)
         out.append(a)
     return out
 
@@ -221,16 +236,24 @@ def call_inputs(buffer: list, sets: Sequence[Sequence[object]], index: int, mix:
     changes). The same values on both sides of the trust boundary."""
     n = len(sets)
     src = sets[index % n]
+    direct: set[int] = set()
+    if mix:  # a mixed input is written from both sets in one pass, with no copy of the set first
+        source, seed, *rest = mix
+        other = sets[int(source) % n]
+        skip = rest[0] if rest else ()
+        direct = {k for k, (a, b) in enumerate(zip(src, other)) if _mixes(k, a, b, skip)
+                  and isinstance(buffer[k], torch.Tensor) and buffer[k].is_contiguous() and buffer[k].shape == a.shape}
     for k, a in enumerate(src):
         if isinstance(a, torch.Tensor):
-            buffer[k].copy_(a)
+            if k not in direct:
+                buffer[k].copy_(a)
         else:
             buffer[k] = a
     if mix:
-        source, seed, *rest = mix
-        for k, a in enumerate(mix_values(buffer, sets[int(source) % n], seed, *rest, inplace=True)):
-            if isinstance(a, torch.Tensor) and a is not buffer[k]:
-                buffer[k].copy_(a)
+        into = [buffer[k] if k in direct else None for k in range(len(src))]
+        for k, a in enumerate(mix_values(src, other, seed, *rest, into=into)):
+            if isinstance(a, torch.Tensor) and a is not buffer[k] and a is not src[k]:
+                buffer[k].copy_(a)  # mixed apart (a buffer that is not contiguous)
     for ai, where, value in mutate:
         buffer[ai][tuple(where)] = value
     return buffer
