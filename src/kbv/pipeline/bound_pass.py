@@ -197,13 +197,15 @@ class BoundStage:
                 raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: {exc}") from None
             fp.drop_view(self.ctx._slots)
             del reply
-        self._null_wait_share = 0.0
-        null, null_cpu, floors = self._trusted_loops(worker, bound_sets, flush, calls, warmup,
-                                                     lambda: self._write_pass_inputs(sets, bound_sets, plan))
+        # the judged calls first: their inputs and outputs are dropped before the trusted loops make
+        # their own outputs (a 1 GiB ReLU's pass went 0.45 GiB over 4·B + 1 GiB holding both)
         recheck = Recheck()
         self.judge._recheck(entries, judged_inputs, recheck)
         self.ctx.state.evidence.setdefault("bound_rechecks", []).extend(recheck.checked)
-        del judged_inputs
+        del judged_inputs, recheck
+        self._null_wait_share = 0.0
+        null, null_cpu, floors = self._trusted_loops(worker, bound_sets, flush, calls, warmup,
+                                                     lambda: self._write_pass_inputs(sets, bound_sets, plan))
         cpu_figures = {}
         if cpu and threads1 and all1.get("worker") is not None and all0.get("worker") is not None:
             spent = [ms - threads0.get(tid, 0.0) for tid, ms in threads1.items()]
@@ -267,8 +269,8 @@ class BoundStage:
         floors, cpu = {}, {}
         with worker.paused():  # one stop: the candidate writes nothing into the shared sets meanwhile
             rewrite()
-            with torch.no_grad():
-                made = rp.model(*inp.clone_args(bound_sets[0]))
+            with torch.no_grad():  # the set itself where the reference writes no input (no clone held)
+                made = rp.model(*(inp.clone_args(bound_sets[0]) if rp.mutates_inputs else bound_sets[0]))
             made = tuple(made) if isinstance(made, (tuple, list)) else (made,)
             tid = threading.get_native_id()
             wait0, t0 = procfs.run_delay_ms(os.getpid(), tid), time.perf_counter()
