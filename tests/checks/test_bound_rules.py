@@ -210,6 +210,16 @@ def test_slot_copy_and_view_give_back_every_element(make):
     assert a.shape == t.shape and torch.equal(a, t) and torch.equal(b, t * 2)
 
 
+def test_a_slot_buffer_written_only_in_part_still_takes_outputs_into_its_slack():
+    """On cpu the slots are shared memory written up to ``touch_bytes`` when made; an output larger
+    than that (a padded or wider one) lands in the slack behind it, whole."""
+    c = rawcopy.SlotCopier(torch.device("cpu"), 8192, 2, touch_bytes=512)
+    assert c.buffer.is_shared() and c.buffer.numel() == 2 * 8192
+    t = torch.arange(1500.0)  # 6000 bytes: past the 512 bytes written when the buffer was made
+    a, b = rawcopy.view(c.buffer, c.copy((t, t[:10]), 1))
+    assert torch.equal(a, t) and torch.equal(b, t[:10])
+
+
 def test_the_copy_runs_no_torch_function_override_and_refuses_subclasses():
     calls = []
 

@@ -247,7 +247,7 @@ class BoundStage:
         per call minus the null's, ms})."""
         rp = self.ctx.rp
         bl.apply_flags(self.ctx.fp32_flags)
-        copier = rawcopy.SlotCopier(rp.device, self.ctx._slot_bytes, calls)
+        copier = rawcopy.SlotCopier(rp.device, self.ctx._slot_bytes, calls, self.ctx._slot_touch)
 
         def loop(fn) -> tuple[float, float, float]:
             """(wall, busiest thread's CPU, all threads' CPU) per call of this process, ms."""

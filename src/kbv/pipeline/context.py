@@ -86,6 +86,7 @@ class Context:
         self.elf_prefetch = None
         self._slots = None  #: the candidate worker's output slot buffer, shared (kbv.sandbox.protocol.TimingReady).
         self._slot_bytes = 0  #: bytes per slot.
+        self._slot_touch = 0  #: bytes of each slot written when it is made, on cpu (0: all).
         self._slot_count = 0  #: slots in the buffer.
         self._views: list = []  #: the last timed call's outputs, views of slot 0 (kbv.sandbox.rawcopy.view).
         self._kept_times: dict = {}  #: candidate times of judged and of other timed calls (plan leak evidence).

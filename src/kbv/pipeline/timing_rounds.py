@@ -115,8 +115,12 @@ class Timing:
         # it is made), and its size was 256 MiB for a 1 MiB ReLU whose passes fill 64 slots
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
         slots = min(slots, bound_plan.max_bound_calls(in_bytes, self.ctx.rp.device.type))
+        # on cpu each slot is written up to the reference's outputs (plus a page) when it is made:
+        # the slack behind them is backed only where an output needs it
+        touch = min(slot_bytes, -(-(max(self.ctx.rp.output_bytes, 0) + 4096) // rawcopy.ALIGN) * rawcopy.ALIGN)
+        self.ctx._slot_touch = touch
         ready = self.ctx._call(worker, protocol.SetTimingInputs(tuple(tuple(inp.shared_clone(s)) for s in sets),
-                                                            slot_bytes, slots, cfg.held_output_bytes),
+                                                            slot_bytes, slots, cfg.held_output_bytes, touch),
                            "time", cfg.call_timeout_s)
         if (not isinstance(ready, protocol.TimingReady) or type(ready.slots) is not torch.Tensor
                 or ready.slots.dtype != torch.uint8 or ready.slots.numel() < slot_bytes * slots):

@@ -52,14 +52,10 @@ class ProbeRequests:
         from kbv.sandbox import kernels as kernel_timeline
         from kbv.sandbox import profiling
 
-        args = self.timing_sets[req.set_index]
-        if req.mix:
-            args = self.timing.mix_values(args, self.timing_sets[int(req.mix[0]) % len(self.timing_sets)], req.mix[1],
-                                          tuple(req.mix[2]) if len(req.mix) > 2 else ())
-        if req.mutate:
-            args = [a.clone() if isinstance(a, self.torch.Tensor) else a for a in args]
-            for ai, where, value in req.mutate:
-                args[ai][tuple(where)] = value
+        # made in a call buffer as a timed call's inputs are (kbv.sandbox.timer.call_inputs): the
+        # same values as a mix into new tensors, with no input-sized copy beside the worker's sets
+        mix = (*req.mix[:2], tuple(req.mix[2]) if len(req.mix) > 2 else ()) if req.mix else ()
+        args = self._call_inputs(self._call_buffers[0], self.timing_sets, req.set_index, mix, tuple(req.mutate))
         ops = profiling.compute_ops(self.model, args)
         # the same call again under the profiler, which records every thread and the dispatcher
         # itself (ops run on the candidate's threads or with the Python key excluded)

@@ -72,6 +72,9 @@ class SetTimingInputs:
     slot_bytes: int = 1 << 20
     slots: int = 1
     hold_bytes: int = 128 << 20
+    #: bytes of each slot written when the buffer is made, on cpu (0: all; the rest is slack,
+    #: backed by memory only where an output needs it: :class:`kbv.sandbox.rawcopy.SlotCopier`)
+    touch_bytes: int = 0
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ _device_of = _TB.device.__get__
 _dispatch_keys = torch._C._dispatch_keys
 _NoTorchFunction = torch._C.DisableTorchFunction
 _memmove = ctypes.memmove
+_memset = ctypes.memset
 _Tensor = torch.Tensor
 _copyto = _np.copyto
 _as_strided = _np.lib.stride_tricks.as_strided
@@ -123,15 +124,24 @@ class SlotCopier:
     """Copies outputs into a slot buffer: ``slots`` regions of ``slot_bytes`` each, in one byte tensor
     allocated on ``device`` before any timed call (shared on cpu, so the trusted side maps it)."""
 
-    def __init__(self, device: torch.device, slot_bytes: int, slots: int):
+    def __init__(self, device: torch.device, slot_bytes: int, slots: int, touch_bytes: int = 0):
+        """``touch_bytes``: on cpu, the bytes of each slot written now (0: all of it), so that the
+        copies into them take no page faults; the rest of a slot (slack for outputs larger than the
+        reference's) is backed by memory only once an output is copied there."""
         self.device = device
         self.slot_bytes = int(slot_bytes)
         self.slots = max(1, int(slots))
-        self.buffer = torch.empty(self.slot_bytes * self.slots, dtype=torch.uint8, device=device)
-        if device.type == "cpu":
-            self.buffer.share_memory_()
+        size = self.slot_bytes * self.slots
+        if device.type == "cpu":  # made in shared memory at once, written only where it is touched
+            self.buffer = torch.empty(0, dtype=torch.uint8).set_(torch.UntypedStorage._new_shared(size), 0, (size,))
+        else:
+            self.buffer = torch.empty(size, dtype=torch.uint8, device=device)
         with _NoTorchFunction():
             self._base = int(_data_ptr(self.buffer))
+        if device.type == "cpu" and size:
+            touch = self.slot_bytes if touch_bytes <= 0 else min(self.slot_bytes, int(touch_bytes))
+            for k in range(self.slots):
+                _memset(self._base + k * self.slot_bytes, 0, touch)
         self._lib = pointers.copier() if device.type == "cuda" else None
 
     def copy(self, outs: Sequence[Any], slot: int) -> tuple:

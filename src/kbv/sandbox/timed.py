@@ -63,7 +63,7 @@ class TimedRequests:
         #: (call number, held through call number, bytes, tensors, spans) of earlier timed calls' outputs
         self._held_outputs: list = []
         self._hold_bytes = int(req.hold_bytes)
-        self._slots = rawcopy.SlotCopier(self.device, req.slot_bytes, req.slots)
+        self._slots = rawcopy.SlotCopier(self.device, req.slot_bytes, req.slots, int(req.touch_bytes))
         own = []
         if self.model is not None and isinstance(self.model, torch.nn.Module):
             own = [t for t in (*self.model.parameters(), *self.model.buffers()) if type(t) is torch.Tensor
