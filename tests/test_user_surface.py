@@ -397,6 +397,31 @@ def test_runtime_error_shows_the_exception_and_last_frames():
     assert failure_details(make_verdict("PASS")) == []
 
 
+def test_a_chained_exception_shows_the_candidates_frames_and_the_last_exception_only():
+    """A constructor's TypeError re-raised by the worker with what get_init_inputs() gave: no kbv
+    frame and no chain boilerplate in the summary (newcomer, 2026-12-05); --verbose has it all."""
+    from kbv.console import failure_details
+
+    tb = ("Traceback (most recent call last):\n"
+          "  File \"/src/kbv/sandbox/worker.py\", line 188, in load\n    model = cls(*req.init_args)\n"
+          "  File \"/runs/c.py\", line 6, in __init__\n    self.w = make(hidden)\n"
+          "TypeError: make() missing 1 required positional argument: 'n'\n\n"
+          "The above exception was the direct cause of the following exception:\n\n"
+          "Traceback (most recent call last):\n"
+          "  File \"/src/kbv/sandbox/worker.py\", line 347, in serve\n    reply = handler(req)\n"
+          "  File \"/src/kbv/sandbox/worker.py\", line 192, in load\n    raise TypeError(...)\n"
+          "TypeError: ModelNew(*get_init_inputs()) with 0 argument(s) (): make() missing 1 required "
+          "positional argument: 'n'\n")
+    v = make_verdict("COMPILE_ERROR", message="c.py: building ModelNew raised TypeError", evidence={"traceback": tb})
+    lines = failure_details(v)
+    assert lines[1:] == ['  File "/runs/c.py", line 6, in __init__', "    self.w = make(hidden)",
+                         "TypeError: ModelNew(*get_init_inputs()) with 0 argument(s) (): make() missing 1 required "
+                         "positional argument: 'n'"]
+    only_kbv = tb.replace('  File "/runs/c.py", line 6, in __init__\n    self.w = make(hidden)\n', "")
+    assert failure_details(make_verdict("COMPILE_ERROR", evidence={"traceback": only_kbv}))[1:] == [lines[-1]]
+    assert any("worker.py" in ln for ln in failure_details(v, verbose=True))
+
+
 def test_verdict_message_keeps_its_taxonomy_tag_on_the_terminal():
     """A message holding ``[taxonomy 8 ...]`` is printed as text, not read as rich markup (the tag
     vanished from kbv eval's summary line)."""

@@ -70,24 +70,48 @@ def compiler_errors(text: str, *, errors: int = 3, context: int = 2) -> list[str
     return out
 
 
-def exception_summary(tb: str, *, frames: int = 3) -> list[str]:
-    """The last ``frames`` frames (file line and code line) of a Python traceback and its final
-    exception line(s); [] for an empty traceback. Candidate frames stay, harness frames are kept
-    only when the candidate has none."""
-    lines = tb.rstrip().splitlines()
-    if not lines:
-        return []
+#: the lines that join the tracebacks of a chained exception (``raise ... from``, or one raised while
+#: another was handled)
+_CHAIN = ("The above exception was the direct cause of the following exception:",
+          "During handling of the above exception, another exception occurred:")
+
+
+def _frames_and_text(lines: list[str]) -> tuple[list[list[str]], list[str]]:
+    """One traceback's frames (file line and code lines each) and its exception text."""
     starts = [i for i, ln in enumerate(lines) if ln.startswith('  File "')]
     if not starts:
-        return lines[-5:]
+        return [], [ln for ln in lines if ln.strip() and not ln.startswith("Traceback (")]
     blocks = [lines[s:e] for s, e in zip(starts, starts[1:] + [None])]
     last = blocks[-1]
     # the exception text follows the last frame's code lines (they are indented by 4)
     k = next((j for j, ln in enumerate(last[1:], 1) if not ln.startswith("    ")), len(last))
-    blocks[-1], exc = last[:k], last[k:]
+    blocks[-1] = last[:k]
+    return blocks, last[k:]
+
+
+def exception_summary(tb: str, *, frames: int = 3) -> list[str]:
+    """The candidate's last ``frames`` frames (file line and code line) of a Python traceback and
+    the final exception's line(s); [] for an empty traceback. A chained traceback gives the frames
+    of every link and the last link's exception. kbv's own frames and installed packages' are left
+    out (``--verbose`` shows them): where the candidate has none, the exception alone."""
+    lines = tb.rstrip().splitlines()
+    if not lines:
+        return []
+    links, cur = [], []
+    for ln in lines:
+        if ln.strip() in _CHAIN:
+            links.append(cur)
+            cur = []
+        else:
+            cur.append(ln)
+    links.append(cur)
+    blocks: list[list[str]] = []
+    exc: list[str] = []
+    for link in links:
+        bs, exc = _frames_and_text(link)
+        blocks += bs
     own = [b for b in blocks if "/kbv/" not in b[0] and "site-packages" not in b[0]]
-    shown = (own or blocks)[-frames:]
-    body = [ln for b in shown for ln in b]
+    body = [ln for b in own[-frames:] for ln in b]
     exc = [ln for ln in exc if ln.strip()]
     if len(exc) > 8:  # a long message (a build log): its start and its end
         exc = exc[:4] + ["  ..."] + exc[-3:]
