@@ -419,6 +419,10 @@ def test_a_chained_exception_shows_the_candidates_frames_and_the_last_exception_
                          "positional argument: 'n'"]
     only_kbv = tb.replace('  File "/runs/c.py", line 6, in __init__\n    self.w = make(hidden)\n', "")
     assert failure_details(make_verdict("COMPILE_ERROR", evidence={"traceback": only_kbv}))[1:] == [lines[-1]]
+    # where that exception is the status line's own text, nothing more is shown
+    said = make_verdict("COMPILE_ERROR", message="c.py: building ModelNew raised " + lines[-1],
+                        evidence={"traceback": only_kbv})
+    assert failure_details(said) == []
     assert any("worker.py" in ln for ln in failure_details(v, verbose=True))
 
 

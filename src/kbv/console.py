@@ -140,8 +140,10 @@ def failure_details(v: Verdict, *, verbose: bool = False) -> list[str]:
     if errors:
         return ["compiler errors (--verbose for the whole build log):", *errors]
     summary = exception_summary(tb)
-    if summary:
+    if summary and not all(ln.strip() in (v.message or "") for ln in summary):  # else the status line said it
         return ["exception (--verbose for the whole traceback):", *summary]
+    if summary:
+        return []
     tail = [ln for ln in log.splitlines() if ln.strip()][-8:]
     return ["worker log, last lines (--verbose for more):", *tail] if tail else []
 
