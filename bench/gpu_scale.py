@@ -98,10 +98,11 @@ class GpuActivity:
             self._thread.join()
 
 
-def run_kbv(work: Path, name: str, args: list[str], env: dict, timeout: float) -> dict:
+def run_kbv(work: Path, name: str, args: list[str], env: dict, timeout: float,
+            ok_exits: tuple[int, ...] = (0, 130)) -> dict:
     """``kbv run`` of the batch into ``work/<name>.db``, stdout read line by line (each verdict
     line timestamped); a run past ``timeout`` gets SIGTERM (kbv releases its jobs) and is reported
-    as ``timed_out`` with what it stored."""
+    as ``timed_out`` with what it stored. An exit status outside ``ok_exits`` ends the bench."""
     db = work / f"{name}.db"
     cmd = [sys.executable, "-m", "kbv", "run", str(work / "problems"), str(work / "runs"), "--store", str(db), *args]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -135,7 +136,7 @@ def run_kbv(work: Path, name: str, args: list[str], env: dict, timeout: float) -
             out.update(builds=int(m[1]), build_cpu_s=float(m[2]), build_wall_s=float(m[3]), builds_stopped_s=float(m[4]))
         if m := LANES_LINE.match(ln):
             out.update(lanes=int(m[1]), lane_busy_s=float(m[2]))
-    if proc.returncode not in (0, 130) and not timed_out:
+    if proc.returncode not in ok_exits and not timed_out:
         raise SystemExit(f"{name}: kbv run exited {proc.returncode}:\n" + "\n".join(ln for _, ln in lines[-40:]))
     out.update(read_store(db))
     return out
