@@ -130,18 +130,14 @@ class BoundStage:
             plan.append((k, src, secrets.randbits(62), timed_mutation(sets[k], sets[(k + 1) % n], g, skip, self.ctx._kinds())))
         return plan
 
-    def _write_pass_inputs(self, sets: list, bound_sets: list, plan: list, keep: tuple = ()) -> dict:
+    def _write_pass_inputs(self, sets: list, bound_sets: list, plan: list) -> None:
         """Write ``plan``'s values (:meth:`_pass_plan`) into ``bound_sets`` (the worker stopped: the
-        candidate's calls see them when it runs again, and the trusted loops get them again, whatever
-        the candidate wrote into the shared sets). Returns clones of the values of the calls in ``keep``."""
+        candidate's calls see them when it runs again, and the trusted loops and the re-checks get
+        them again, whatever the candidate wrote into the shared sets)."""
         skip = self.ctx._structured()
-        kept = {}
-        for j, (target, (k, src, seed, changes)) in enumerate(zip(bound_sets, plan)):
+        for target, (k, src, seed, changes) in zip(bound_sets, plan):
             # in place (kbv.sandbox.timer.call_inputs): no input-sized temporary beside the sets
             call_inputs(target, sets, k, (src, seed, skip, BOUND_MIX_FRACTION) if src is not None else (), changes)
-            if j in keep:
-                kept[j] = inp.clone_args(target)
-        return kept
 
     def _bound_pass(self, worker: CandidateProcess, sets: list, bound_sets: list, flush: int | None, calls: int,
                     attempt: int) -> rule.BoundPass:
@@ -173,9 +169,7 @@ class BoundStage:
         cpu = self.ctx.rp.device.type == "cpu"
         plan = self._pass_plan(sets, len(bound_sets))
         with worker.paused():  # the values written and the clock started before the worker runs again
-            kept = self._write_pass_inputs(sets, bound_sets, plan, tuple(warmup + i for i in judged))
-            judged_inputs = [kept[warmup + i] for i in judged]
-            del kept
+            self._write_pass_inputs(sets, bound_sets, plan)
             if self.ctx.rp.device.type == "cuda":
                 torch.cuda.synchronize(self.ctx.rp.device)
             threads0, all0 = worker.tree_cpu()
@@ -197,12 +191,16 @@ class BoundStage:
                 raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: {exc}") from None
             fp.drop_view(self.ctx._slots)
             del reply
-        # the judged calls first: their inputs and outputs are dropped before the trusted loops make
-        # their own outputs (a 1 GiB ReLU's pass went 0.45 GiB over 4·B + 1 GiB holding both)
-        recheck = Recheck()
-        self.judge._recheck(entries, judged_inputs, recheck)
+        # the judged calls first, on their values written again into the pass's own sets while the
+        # worker is stopped (it may have written into them): no copy of them is held through the
+        # pass, and their outputs are dropped before the trusted loops make their own (a 1 GiB
+        # ReLU's pass went 0.45 GiB over 4·B + 1 GiB holding both, a 1 GiB row sum's 0.33 GiB)
+        with worker.paused():
+            self._write_pass_inputs(sets, bound_sets, plan)
+            recheck = Recheck()
+            self.judge._recheck(entries, [bound_sets[warmup + i] for i in judged], recheck)
         self.ctx.state.evidence.setdefault("bound_rechecks", []).extend(recheck.checked)
-        del judged_inputs, recheck
+        del recheck
         self._null_wait_share = 0.0
         null, null_cpu, floors = self._trusted_loops(worker, bound_sets, flush, calls, warmup,
                                                      lambda: self._write_pass_inputs(sets, bound_sets, plan))

@@ -77,10 +77,11 @@ class TimedRequests:
         pass's values into them while this process is stopped): no copy."""
         self.bound_sets = [list(s) for s in req.input_sets]
         self._prefault(self.bound_sets)
-        # the first two serve as the timed calls' two buffers from now on (the same shapes): the
-        # worker's own are freed, so the pass's sets add no input-sized memory here
-        if len(self.bound_sets) >= 2:
-            self._call_buffers = [list(s) for s in self.bound_sets[:2]]
+        # the first two (or the one) serve as the timed calls' buffers from now on (the same
+        # shapes): the worker's own are freed, so the pass's sets add no input-sized memory here
+        # (a pass over a large input has one set: a 1 GiB row sum's worker went 1.2 GiB over
+        # 4·B + 1 GiB holding it beside both buffers)
+        self._call_buffers = [list(s) for s in self.bound_sets[:2]] + self._call_buffers[len(self.bound_sets):2]
         self._sync()
         return self.protocol.Pong()
 
