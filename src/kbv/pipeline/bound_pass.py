@@ -20,6 +20,7 @@ loop's own cost) and with each baseline (how disturbed this pass was), on its ow
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import threading
@@ -168,8 +169,11 @@ class BoundStage:
         entries = []
         cpu = self.ctx.rp.device.type == "cpu"
         plan = self._pass_plan(sets, len(bound_sets))
+        judged_inputs = None
         with worker.paused():  # the values written and the clock started before the worker runs again
             self._write_pass_inputs(sets, bound_sets, plan)
+            if not cpu:  # a stopped process's queued GPU work still runs: the judged values copied now
+                judged_inputs = [inp.clone_args(bound_sets[warmup + i]) for i in judged]
             if self.ctx.rp.device.type == "cuda":
                 torch.cuda.synchronize(self.ctx.rp.device)
             threads0, all0 = worker.tree_cpu()
@@ -191,16 +195,19 @@ class BoundStage:
                 raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: {exc}") from None
             fp.drop_view(self.ctx._slots)
             del reply
-        # the judged calls first, on their values written again into the pass's own sets while the
-        # worker is stopped (it may have written into them): no copy of them is held through the
-        # pass, and their outputs are dropped before the trusted loops make their own (a 1 GiB
-        # ReLU's pass went 0.45 GiB over 4·B + 1 GiB holding both, a 1 GiB row sum's 0.33 GiB)
-        with worker.paused():
-            self._write_pass_inputs(sets, bound_sets, plan)
-            recheck = Recheck()
-            self.judge._recheck(entries, [bound_sets[warmup + i] for i in judged], recheck)
+        # the judged calls first, their outputs dropped before the trusted loops make their own (a
+        # 1 GiB ReLU's pass went 0.45 GiB over 4·B + 1 GiB holding both). On cpu their values are
+        # written again into the pass's own sets while the worker is stopped (a stopped process
+        # writes nothing; it may have written into them during the pass): no copy of them is held
+        # through the pass (a 1 GiB row sum's went 0.33 GiB over)
+        recheck = Recheck()
+        with worker.paused() if cpu else contextlib.nullcontext():
+            if cpu:
+                self._write_pass_inputs(sets, bound_sets, plan)
+                judged_inputs = [bound_sets[warmup + i] for i in judged]
+            self.judge._recheck(entries, judged_inputs, recheck)
         self.ctx.state.evidence.setdefault("bound_rechecks", []).extend(recheck.checked)
-        del recheck
+        del recheck, judged_inputs
         self._null_wait_share = 0.0
         null, null_cpu, floors = self._trusted_loops(worker, bound_sets, flush, calls, warmup,
                                                      lambda: self._write_pass_inputs(sets, bound_sets, plan))

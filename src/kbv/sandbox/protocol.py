@@ -62,7 +62,8 @@ class Forward:
 
 @dataclass(frozen=True)
 class SetTimingInputs:
-    """Input sets the timed calls rotate through (copied into the worker's memory), and the output
+    """Input sets the timed calls rotate through (kept as sent on cpu, in memory the trusted side
+    no longer maps; copied into the worker's memory on cuda), and the output
     slots: ``slots`` regions of ``slot_bytes`` each, allocated now, before any timed call, into which
     every timed call's outputs are copied without the dispatcher (:mod:`kbv.sandbox.rawcopy`);
     ``hold_bytes``: bytes of earlier calls' outputs held between timed calls

@@ -47,7 +47,7 @@ class TimedRequests:
     """The timing handlers of the worker's request loop (mixed into its server)."""
 
     def set_timing_inputs(self, req: Any) -> Any:
-        """Copy the timing sets in, make the two call buffers, allocate the output slots
+        """Keep the timing sets (copied in on cuda), make the two call buffers, allocate the output slots
         (:class:`kbv.sandbox.rawcopy.SlotCopier`) and note the byte spans of ModelNew's parameters
         and buffers, all before any timed call: nothing of the candidate's is called after a timed
         call's clock stops."""
@@ -55,7 +55,10 @@ class TimedRequests:
 
         torch = self.torch
         self.last_args = None  # the correctness calls' inputs: no forward reuses them after this
-        self.timing_sets = [self._own(s) for s in req.input_sets]
+        # on cpu the sets stay where they came, in memory only this process maps once the trusted
+        # side has sent them (a copy here held them twice while it was made: a 1 GiB row sum's
+        # worker went 1.2 GiB over 4·B + 1 GiB); cuda's come by CUDA IPC and are copied
+        self.timing_sets = [list(s) if self.device.type == "cpu" else self._own(s) for s in req.input_sets]
         #: two buffers per call alternate, so no call gets its inputs at the previous call's addresses
         self._call_buffers = [[a.clone() if isinstance(a, torch.Tensor) else a for a in self.timing_sets[0]]
                               for _ in range(2)]
