@@ -95,3 +95,16 @@ def test_timed_calls_judged_as_they_return_still_catch_a_candidate_wrong_only_wh
     assert v.evidence["timed_rechecks"], v.evidence  # judged calls, two a round (the outputs are over the budget)
     checks = {f.check for f in v.findings}
     assert ("probe:timed-recheck" in checks) == (expect == "HACK"), v.findings
+
+
+def test_cpu_output_slots_fit_a_quarter_of_the_candidates_dev_shm(monkeypatch):
+    """The slot buffer lives in the candidate's private /dev/shm on cpu: with a 64 MiB quota it
+    takes at most 16 MiB however many slots memory would allow (red team 2026-12-05: 256 MiB of
+    slots in a small tmpfs would fault when written)."""
+    from kbv.pipeline.timing_rounds import slot_plan
+
+    monkeypatch.setenv("KBV_CANDIDATE_SHM_BYTES", str(64 << 20))
+    per, slots = slot_plan(64 << 10, torch.device("cpu"))
+    assert slots > 1 and per * slots <= 16 << 20
+    monkeypatch.setenv("KBV_CANDIDATE_SHM_BYTES", str(4 << 30))
+    assert slot_plan(64 << 10, torch.device("cpu"))[1] > slots

@@ -68,14 +68,15 @@ def test_the_sets_have_the_files_distributions_and_values_of_their_own(tmp_path)
 
 def test_set_k_is_made_by_a_call_that_draws_set_k_only(tmp_path):
     sets = ht.hidden_test_sets(_write(tmp_path))
-    drawn = _drawn(sets)
-    assert drawn == ["meta"] * 4  # the trace
+    drawn = _drawn(sets)  # the real calls' import (the trace had one of its own)
+    assert drawn == []
     for k, s in enumerate(sets):
         _ = s.args
         s.release()
-        call = drawn[4 * (k + 1):4 * (k + 2)]
+        call = drawn[4 * k:4 * (k + 1)]
         assert call.count("cpu") == 1 and call.index("cpu") == k, drawn
     assert _maker(sets).calls == 4
+    assert not any(s.remakeable for s in sets)  # a file may keep state between calls
 
 
 def test_only_the_set_being_judged_is_held(tmp_path):
@@ -134,9 +135,61 @@ def test_a_broken_file_is_a_problem_error_naming_it(tmp_path, body, fault):
 
 def test_a_file_whose_set_count_changes_between_calls_is_a_problem_error(tmp_path):
     path = tmp_path / "3_hidden.py"
-    path.write_text("import torch\nN = [0]\n"
-                    "def get_hidden_inputs():\n    N[0] += 1\n    return [[torch.rand(2)] for _ in range(2 + (N[0] > 1))]\n")
+    count = tmp_path / "calls"  # state that outlives an import: each call of kbv's imports afresh
+    path.write_text(f"import torch\nfrom pathlib import Path\nC = Path({str(count)!r})\n"
+                    "def get_hidden_inputs():\n    n = int(C.read_text()) + 1 if C.exists() else 1\n"
+                    "    C.write_text(str(n))\n    return [[torch.rand(2)] for _ in range(2 + (n > 1))]\n")
     sets = ht.hidden_test_sets(str(path))
     assert len(sets) == 2  # the trace's count
     with pytest.raises(ProblemError, match="2 sets in the size pass and 3 now"):
         _ = sets[0].args
+
+
+# red-team rows (2026-12-05): files that keep state, write tensors made at import, or seed themselves
+
+def _file(tmp_path, text: str) -> str:
+    path = tmp_path / "9_hidden.py"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("fill", ["_buf.normal_()", "torch.randn(64, 512, out=_buf)"])
+def test_a_tensor_made_at_import_and_written_in_place_gives_each_set_its_values(tmp_path, fill):
+    """The trace keys a tensor the file made before the call by its own storage, so its in-place
+    writer is tied to the sets that read it (the sets came out all zeros)."""
+    text = ("import torch\n_buf = torch.zeros(64, 512)\ndef get_hidden_inputs():\n    out = []\n"
+            f"    for f in (1.0, 3.0, 0.01, -1.0):\n        {fill}\n        out.append([_buf * f])\n    return out\n")
+    sets = ht.hidden_test_sets(_file(tmp_path, text))
+    for s, f in zip(sets, FACTORS):
+        t = s.args[0]
+        assert 0.5 * abs(f) < float(t.std()) < 1.5 * abs(f), (f, float(t.std()))  # N(0, 1) scaled, not zeros
+    assert _maker(sets).trace is not None
+
+
+def test_a_file_that_caches_its_sets_gets_them_made_on_a_real_device(tmp_path):
+    """The trace's import is the trace's own: its meta tensors never reach a real call's cache (an
+    honest kernel got EVAL_ERROR "Cannot copy out of meta tensor")."""
+    text = ("import torch\n_cache = []\ndef get_hidden_inputs():\n    if not _cache:\n"
+            "        _cache.extend([[torch.rand(8, 64) * f] for f in (1.0, 3.0, 0.01, -1.0)])\n    return _cache\n")
+    sets = ht.hidden_test_sets(_file(tmp_path, text))
+    for s, f in zip(sets, FACTORS):
+        _in_range(s.args[0], f)
+
+
+def test_a_file_that_seeds_itself_still_gets_independent_secret_draws(tmp_path):
+    text = ("import torch\ndef get_hidden_inputs():\n    torch.manual_seed(42)\n"
+            "    return [[torch.randn(64, 512) * f] for f in (1.0, 3.0, 0.01, -1.0)]\n")
+    path = _file(tmp_path, text)
+    seeders = (torch.manual_seed, torch.random.manual_seed, torch.cuda.manual_seed_all)
+    one, two = [s.args[0] for s in ht.hidden_test_sets(path)], [s.args[0] for s in ht.hidden_test_sets(path)]
+    assert not torch.equal(one[3], -one[0])  # not one base draw scaled four ways
+    assert not torch.equal(one[0], two[0])  # not the file's fixed seed: kbv's secret one
+    assert (torch.manual_seed, torch.random.manual_seed, torch.cuda.manual_seed_all) == seeders  # restored
+
+
+def test_a_file_of_many_operations_gets_one_plain_call(tmp_path, monkeypatch):
+    monkeypatch.setattr(ht, "MAX_TRACE_OPS", 4)
+    sets = ht.hidden_test_sets(_write(tmp_path))  # 4 draws and 4 scalings: 8 operations
+    assert _maker(sets).trace is None
+    for s, f in zip(sets, FACTORS):
+        _in_range(s.args[0], f)

@@ -46,6 +46,7 @@ from kbv.reference.mutation import timed_mutation
 from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import protocol, rawcopy
 from kbv.sandbox.peak_memory import nbytes
+from kbv.sandbox.limits import shm_quota_bytes
 from kbv.sandbox.timer import l2_flush_bytes, time_calls
 
 #: bytes reserved per call in the output slots: the reference's outputs twice (an honest output with
@@ -63,10 +64,13 @@ def slot_plan(output_bytes: int, device: torch.device) -> tuple[int, int]:
     """(bytes per slot, slots) of the candidate worker's output slot buffer (:mod:`kbv.sandbox.rawcopy`):
     each slot holds one call's outputs (``output_bytes``, the reference's, times :data:`SLOT_SLACK`
     plus 4 KiB, 256-byte aligned); as many slots as fit in :data:`SLOT_MEMORY_FRACTION` of free memory
-    and :data:`SLOT_BUFFER_CAP`, between 1 and :data:`MAX_SLOTS`."""
+    and :data:`SLOT_BUFFER_CAP` (on cpu also a quarter of the candidate's /dev/shm quota), between 1
+    and :data:`MAX_SLOTS`."""
     per = -(-(int(output_bytes) * SLOT_SLACK + 4096) // rawcopy.ALIGN) * rawcopy.ALIGN
     free = fp.device_free_bytes(device) if device.type == "cuda" else fp.host_available_bytes()
     budget = min(SLOT_BUFFER_CAP.get(device.type, 256 << 20), free * SLOT_MEMORY_FRACTION)
+    if device.type == "cpu":  # the buffer lives in the candidate's /dev/shm, beside an output it shares
+        budget = min(budget, shm_quota_bytes() // 4)
     return per, int(max(1, min(MAX_SLOTS, budget // per)))
 
 

@@ -17,17 +17,22 @@ are four times its inputs (five while the last is scaled: 40 GiB for the 8 GiB o
    input never passes through host memory); every other operation runs on the meta device. kbv
    holds one set at a time, the file's call included, and draws each set once: the real work of
    all ``n`` calls is that of one plain call.
-3. **The draws are kbv's own**, under one secret seed: set k's values come from the generator as
-   set k's operations alone leave it, the same on every remake (same seed, same device), with the
-   file's distributions.
+3. **The draws are kbv's own**: set k's call runs under a secret seed of its own (independent
+   draws, as a plain call gives), with the file's own seeding (``torch.manual_seed``,
+   ``random.seed``, ...) switched off while kbv calls it. The trace and the real calls each import
+   the file afresh, so state it keeps between calls (a cache, a generator) is not shared between
+   them; for the same reason a set is not made twice for one check (``remakeable`` is False).
 
 A call whose operations differ from the trace (control flow that depends on values or on the
-device), or a file the meta device cannot run (an operation without a meta kernel, a ``.item()``),
-gets one plain call that makes every set; they are then handed out one at a time.
+device, a set holding a tensor the trace did not tie to it), a file the meta device cannot run (an
+operation without a meta kernel, a ``.item()``) or one of more than :data:`MAX_TRACE_OPS`
+operations gets one plain call of a fresh import that makes every set; they are then handed out one
+at a time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -44,6 +49,10 @@ from kbv.reference import inputs as inp
 from kbv.reference.build import first_line
 
 META = torch.device("meta")
+
+#: operations a trace follows at most; a file with more gets one plain call (the dispatch mode costs
+#: ~0.5 ms an operation, a KernelBench-Verified file has 7 to 14)
+MAX_TRACE_OPS = 2000
 
 #: views that copy nothing and draw nothing: run where their input is, never counted in a call's
 #: sequence (torch dispatches a ``detach`` after a factory whose result landed on another device,
@@ -85,11 +94,14 @@ class _Trace(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        args, kwargs = tree_map(_on_meta, (args, kwargs))
         out = _meta_call(func, args, kwargs)
         if func in _PASS_THROUGH:  # the same storage: nothing to record
             return out
+        if len(self.ops) >= MAX_TRACE_OPS:
+            raise _Diverged(f"more than {MAX_TRACE_OPS} operations")
         i = len(self.ops)
+        # keys of the tensors as given: a tensor the file made before the call (at import) keeps
+        # its own storage's key, so its in-place writers are tied to what reads it
         read = {_key(t) for t in _tensors((args, kwargs))}
         written = {_key(t) for t in _tensors(out)}
         schema_args = func._schema.arguments
@@ -147,6 +159,9 @@ class _Only(TorchDispatchMode):
 
 
 def _load(path: str) -> Callable[[], Any]:
+    """``get_hidden_inputs`` of a fresh import of ``path``: the trace and the real calls each get
+    their own module, so state a file keeps between calls (a cache, a generator) is never shared
+    between them."""
     raw = Path(path).read_bytes()
     name = f"kbv_hidden_{hashlib.sha256(raw).hexdigest()[:16]}"
     spec = importlib.util.spec_from_file_location(name, path)
@@ -164,14 +179,35 @@ def _checked(path: str, lists: Any) -> list[list[Any]]:
     return [list(a) for a in lists]
 
 
+#: the seeding calls a file may make itself, made no-ops while kbv calls it: every draw then follows
+#: kbv's secret seeds (a file that seeds itself would otherwise give every set one base draw when
+#: set k's call runs set k's operations alone, and the same values at every verification)
+_SEEDERS = (("torch", "manual_seed"), ("torch.random", "manual_seed"), ("torch.cuda", "manual_seed"),
+            ("torch.cuda", "manual_seed_all"), ("random", "seed"), ("numpy.random", "seed"))
+
+
+@contextlib.contextmanager
+def _own_seeds():
+    saved = []
+    try:
+        for mod, name in _SEEDERS:
+            module = importlib.import_module(mod)
+            saved.append((module, name, getattr(module, name)))
+            setattr(module, name, lambda *a, **k: None)
+        yield
+    finally:
+        for module, name, fn in saved:
+            setattr(module, name, fn)
+
+
 class _Maker:
     """The sets of one file under one secret seed, made on ``device`` one at a time (module
     docstring); ``trace`` None: one plain call makes them all."""
 
-    def __init__(self, path: str, fn: Callable[[], Any], seed: int, device: torch.device | str | None,
-                 trace: _Trace | None, count: int):
-        self.path, self.fn, self.seed, self.count, self.trace = path, fn, seed, count, trace
+    def __init__(self, path: str, seed: int, device: torch.device | str | None, trace: _Trace | None):
+        self.path, self.seed, self.count, self.trace = path, seed, -1, trace
         self.device = None if device is None or torch.device(device).type == "cpu" else torch.device(device)
+        self.fn = _load(path)
         self.pending: dict[int, list[Any]] = {}
         #: each set's tensors in the trace (meta)
         self.shapes: list[list[torch.Tensor]] = []
@@ -183,14 +219,15 @@ class _Maker:
         """Set k's own seed: the sets are independent draws, as the file's plain call makes them."""
         return (self.seed + 0x9E3779B1 * (k + 1)) % (1 << 31)
 
-    def call(self, only: TorchDispatchMode | None = None, seed: int | None = None) -> list[list[Any]]:
-        """One call under ``seed`` (default the file's) on the device (``only``: a dispatch mode
-        around it)."""
+    def call(self, fn: Callable[[], Any], only: TorchDispatchMode | None = None,
+             seed: int | None = None) -> list[list[Any]]:
+        """One call of ``fn`` under ``seed`` (default the file's) on the device (``only``: a
+        dispatch mode around it), the file's own seeding switched off."""
         inp.seed_everything(self.seed if seed is None else seed)
-        self.calls += 1
         try:
-            with torch.device(self.device) if self.device is not None else _nothing(), only or _nothing():
-                lists = self.fn()
+            with _own_seeds(), torch.device(self.device) if self.device is not None else _nothing(), \
+                    only or _nothing():
+                lists = fn()
             lists = _checked(self.path, lists)
         except (_Diverged, ProblemError):
             raise
@@ -204,20 +241,41 @@ class _Maker:
                                           f"and {len(lists)} now")
         return lists
 
+    def plain(self) -> list[list[Any]]:
+        """One plain call of a fresh import: every set, none on the meta device."""
+        self.calls += 1
+        try:
+            fn = _load(self.path)
+        except ProblemError:
+            raise
+        except BaseException as exc:  # noqa: BLE001
+            raise ProblemError(self.path, f"get_hidden_inputs() failed: {type(exc).__name__}: "
+                                          f"{first_line(exc)}") from None
+        lists = self.call(fn)
+        if self._stray_meta(lists):
+            raise ProblemError(self.path, "get_hidden_inputs() returned tensors on the meta device")
+        return lists
+
+    def _stray_meta(self, tree: Any) -> bool:
+        """A meta tensor where the sets belong on a real device."""
+        return (self.device is None or self.device.type != "meta") and any(
+            t.device.type == "meta" for t in _tensors(tree))
+
     def set_args(self, k: int) -> tuple[list[Any], str | None]:
         if k in self.pending:
             self.made.add(k)
             return self.pending.pop(k), None
         if self.trace is not None:
             try:
-                args = self.call(_Only(self.trace, self.trace.needed(self.shapes[k])), self.set_seed(k))[k]
-                if any(t.device.type == "meta" for t in _tensors(args)):
+                self.calls += 1
+                args = self.call(self.fn, _Only(self.trace, self.trace.needed(self.shapes[k])), self.set_seed(k))[k]
+                if self._stray_meta(args):
                     raise _Diverged(f"set {k} holds a tensor the trace did not tie to it")
                 self.made.add(k)
                 return args, None
             except _Diverged:
                 self.trace = None  # this file gets plain calls from now on
-        lists = self.call()
+        lists = self.plain()
         self.pending.update({j: a for j, a in enumerate(lists) if j != k and j not in self.made})
         args = lists[k]
         del lists
@@ -236,7 +294,7 @@ class _nothing:
 def hidden_test_sets(path: str, device: torch.device | str | None = None) -> list[inp.InputSet]:
     """Input sets ``HT1``, ``HT2``, ... (kind hidden) from hidden test file ``path``, drawn under one
     secret seed, each made on ``device`` (default the CPU) when first used and held one at a time
-    (module docstring). Made again after release, a set has the same values.
+    (module docstring). The sets are not ``remakeable``: a file may keep state between calls.
 
     Raises:
         ProblemError: the file fails to import, ``get_hidden_inputs`` is missing, raises, or returns
@@ -250,15 +308,21 @@ def hidden_test_sets(path: str, device: torch.device | str | None = None) -> lis
     except BaseException as exc:  # noqa: BLE001 - a broken hidden test file is the problem's fault
         raise ProblemError(path, f"get_hidden_inputs() failed: {type(exc).__name__}: {first_line(exc)}") from None
     seed = inp.secret_seed()
-    maker = _Maker(path, fn, seed, device, _Trace(), -1)
+    maker = _Maker(path, seed, device, _Trace())
     try:
-        shapes = maker.call(maker.trace)
+        shapes = maker.call(fn, maker.trace)  # the trace: an import of its own (fn)
         if any(t.device.type != "meta" for t in _tensors(shapes)):
             raise RuntimeError("a tensor made off the meta device")
         maker.shapes = [_tensors(s) for s in shapes]
-        maker.calls = 0
-    except BaseException:  # noqa: BLE001 - no trace for this file: one plain call makes every set
-        maker = _Maker(path, fn, seed, device, None, -1)
-        maker.pending = dict(enumerate(maker.call()))
-    return [inp.InputSet(f"HT{k + 1}", InputKind.HIDDEN, f"hidden_tests[{k}]", seed,
+    except BaseException:  # noqa: BLE001 - no trace for this file: one plain call makes every set (and
+        # says what is wrong with a broken one)
+        maker.trace, maker.count = None, -1
+        maker.pending = dict(enumerate(maker.plain()))
+    sets = [inp.InputSet(f"HT{k + 1}", InputKind.HIDDEN, f"hidden_tests[{k}]", seed,
                          maker=functools.partial(maker.set_args, k)) for k in range(maker.count)]
+    for s in sets:
+        # a file may keep state between calls (a generator of its own): a set made again need not
+        # have the same values, so nothing kbv measures on a set is measured on a second making
+        # (kbv.pipeline.judging.Judging.defers_rounding)
+        s.remakeable = False
+    return sets

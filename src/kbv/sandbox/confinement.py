@@ -11,7 +11,7 @@ process is still single-threaded, as ``unshare`` and per-thread credentials requ
   starts, even one that calls ``setsid`` and double-forks, is killed with it;
 * an empty network namespace (root on Linux), and on cpu its own IPC namespace (System V shared
   memory, semaphores and message queues die with it; on cuda the host's is kept);
-* no core dumps, files of at most :data:`MAX_FILE_BYTES` (or its /dev/shm's size, if larger); stdout/stderr to a pipe the parent drains
+* no core dumps, files of at most :data:`MAX_FILE_BYTES` (on cpu its /dev/shm's size, if larger); stdout/stderr to a pipe the parent drains
   into a capped log (:class:`kbv.processes.logs.CappedLog`), so printing never fills the disk or kills it;
 * a read-only filesystem except its fresh workdir (a tmpfs of bounded size that the parent
   mounted, :mod:`kbv.processes.scratch`), its content-hash build directory and ``/dev/shm``
@@ -58,8 +58,8 @@ _KEEP_ENV = (
     "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS",
 )
 
-#: largest file the worker may write (bytes), at the least: extension builds need tens of MB. The
-#: limit is the larger of this and the worker's private /dev/shm (``WorkerSetup.shm_bytes``): on cpu
+#: largest file the worker may write (bytes), at the least: extension builds need tens of MB. On cpu
+#: the limit is the larger of this and the worker's private /dev/shm (``WorkerSetup.shm_bytes``):
 #: the output slot buffer kbv asks the worker to share there holds twice one call's outputs, over
 #: 1 GiB for an output of 512 MiB or more, and no file in that tmpfs can outgrow it anyway.
 MAX_FILE_BYTES = 1 << 30
@@ -374,7 +374,8 @@ def apply_sandbox(setup: WorkerSetup, log_fd: int | None = None) -> list[str]:
     else:
         isolated = [_isolate_network(), limits.isolate_ipc(setup.device)]
     notes = [_join_cgroup(setup.cgroup), *setup.parent_notes, *isolated, dumpable]
-    _limit_resources(max(MAX_FILE_BYTES, setup.shm_bytes))
+    # on cpu the output slot buffer lives in its private /dev/shm; on cuda on the device
+    _limit_resources(max(MAX_FILE_BYTES, setup.shm_bytes) if setup.device == "cpu" else MAX_FILE_BYTES)
     if log_fd is None:  # else the write end of a pipe the parent drains into a capped log
         log_fd = os.open(setup.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log_fd, 1)
