@@ -79,12 +79,12 @@ class TimedRequests:
         """Keep the bound pass's input sets as sent (shared with the trusted side, which writes each
         pass's values into them while this process is stopped): no copy."""
         self.bound_sets = [list(s) for s in req.input_sets]
-        self._prefault(self.bound_sets)
         # the first two (or the one) serve as the timed calls' buffers from now on (the same
         # shapes): the worker's own are freed, so the pass's sets add no input-sized memory here
         # (a pass over a large input has one set: a 1 GiB row sum's worker went 1.2 GiB over
-        # 4·B + 1 GiB holding it beside both buffers)
+        # 4·B + 1 GiB holding it beside both buffers); freed before the sets are paged in
         self._call_buffers = [list(s) for s in self.bound_sets[:2]] + self._call_buffers[len(self.bound_sets):2]
+        self._prefault(self.bound_sets)
         self._sync()
         return self.protocol.Pong()
 
