@@ -44,10 +44,6 @@ def _maker(sets) -> ht._Maker:
     return sets[0]._maker.func.__self__  # a partial of the file's _Maker.set_args
 
 
-def _drawn(sets) -> list[str]:
-    return _maker(sets).fn.__globals__["DRAWN"]
-
-
 def _in_range(t: torch.Tensor, factor: float) -> None:
     """``t`` is a draw of ``torch.rand`` scaled by ``factor``."""
     lo, hi = sorted((0.0, factor))
@@ -67,14 +63,19 @@ def test_the_sets_have_the_files_distributions_and_values_of_their_own(tmp_path)
 
 
 def test_set_k_is_made_by_a_call_that_draws_set_k_only(tmp_path):
-    sets = ht.hidden_test_sets(_write(tmp_path))
-    drawn = _drawn(sets)  # the real calls' import (the trace had one of its own)
-    assert drawn == []
+    log = tmp_path / "drawn"  # each call imports the file afresh: the record lives on disk
+    text = TEMPLATE.format(extra="").replace(
+        "    DRAWN.append(x.device.type)\n",
+        f"    open({str(log)!r}, 'a').write(x.device.type + ' ')\n")
+    path = tmp_path / "1_hidden.py"
+    path.write_text(text)
+    sets = ht.hidden_test_sets(str(path))
+    assert log.read_text().split() == ["meta"] * 4  # the trace
     for k, s in enumerate(sets):
         _ = s.args
         s.release()
-        call = drawn[4 * k:4 * (k + 1)]
-        assert call.count("cpu") == 1 and call.index("cpu") == k, drawn
+        call = log.read_text().split()[4 * (k + 1):4 * (k + 2)]
+        assert call.count("cpu") == 1 and call.index("cpu") == k, call
     assert _maker(sets).calls == 4
     assert not any(s.remakeable for s in sets)  # a file may keep state between calls
 
@@ -108,7 +109,8 @@ def test_sets_are_made_on_the_given_device(tmp_path):
 
 @pytest.mark.parametrize("extra", [
     "float(torch.rand(1).sum())\n    ",  # a value read: the meta device cannot run it
-    "DRAWN.append(torch.zeros(1)) if len(DRAWN) > 4 else None\n    ",  # control flow the trace did not see
+    "torch.zeros(1) if __import__('os').path.exists(__file__ + '.seen') else open(__file__ + '.seen', 'w')\n    ",
+    # control flow the trace did not see (state on disk: each call imports the file afresh)
 ])
 def test_a_file_the_trace_cannot_follow_gets_one_plain_call(tmp_path, extra):
     sets = ht.hidden_test_sets(_write(tmp_path, extra))
@@ -193,3 +195,66 @@ def test_a_file_of_many_operations_gets_one_plain_call(tmp_path, monkeypatch):
     assert _maker(sets).trace is None
     for s, f in zip(sets, FACTORS):
         _in_range(s.args[0], f)
+
+
+# second red-team pass (2026-12-05)
+
+@pytest.mark.parametrize("fill", ["_buf[i].normal_()", "_buf[i] = torch.randn(512)",
+                                  "torch.randn(512, out=_buf[i])"])
+def test_writes_through_a_view_of_a_tensor_made_at_import_reach_the_sets(tmp_path, fill):
+    text = ("import torch\n_buf = torch.zeros(4, 512)\ndef get_hidden_inputs():\n    out = []\n"
+            f"    for i, f in enumerate((1.0, 3.0, 0.01, -1.0)):\n        {fill}\n        out.append([_buf[i] * f])\n"
+            "    return out\n")
+    sets = ht.hidden_test_sets(_file(tmp_path, text))
+    for s, f in zip(sets, FACTORS):
+        assert 0.5 * abs(f) < float(s.args[0].std()) < 1.5 * abs(f)  # not all zeros
+
+
+def test_state_a_file_adds_to_starts_afresh_for_each_set(tmp_path):
+    text = ("import torch\n_acc = torch.zeros(4096)\ndef get_hidden_inputs():\n    out = []\n"
+            "    for f in (1.0, 3.0, 0.01, -1.0):\n        _acc.add_(torch.randn(4096))\n"
+            "        out.append([_acc.clone() * f])\n    return out\n")
+    sets = ht.hidden_test_sets(_file(tmp_path, text))
+    # a plain call: set k holds the sum of k + 1 draws (std sqrt(k + 1)), never more
+    for k, (s, f) in enumerate(zip(sets, FACTORS)):
+        ratio = float(s.args[0].std()) / abs(f)
+        assert 0.85 * (k + 1) ** 0.5 < ratio < 1.15 * (k + 1) ** 0.5, (k, ratio)
+
+
+@pytest.mark.parametrize("seeding", [
+    "from torch import manual_seed\n", "", "_g = torch.Generator()\n"])
+def test_a_file_seeding_past_kbvs_switch_gets_a_plain_call_not_one_draw_four_times(tmp_path, seeding):
+    call = {"from torch import manual_seed\n": "    manual_seed(42)\n",
+            "": "    torch.default_generator.manual_seed(42)\n",
+            "_g = torch.Generator()\n": ""}[seeding]
+    draw = "torch.randn(64, 512, generator=_g)" if "Generator" in seeding else "torch.randn(64, 512)"
+    text = (f"import torch\n{seeding}def get_hidden_inputs():\n{call}"
+            f"    return [[{draw} * f] for f in (1.0, 3.0, 0.01, -1.0)]\n")
+    sets = ht.hidden_test_sets(_file(tmp_path, text))
+    one, two = sets[0].args[0], sets[1].args[0]
+    assert not torch.allclose(two, 3 * one)  # independent draws, as a plain call gives
+    assert _maker(sets).trace is None
+
+
+def test_an_interrupt_is_not_turned_into_a_problem_error(tmp_path):
+    text = "def get_hidden_inputs():\n    raise KeyboardInterrupt\n"
+    with pytest.raises(KeyboardInterrupt):
+        ht.hidden_test_sets(_file(tmp_path, text))
+
+
+def test_a_file_whose_second_import_fails_is_a_problem_error(tmp_path):
+    flag = tmp_path / "imported"
+    text = (f"from pathlib import Path\nimport torch\nF = Path({str(flag)!r})\n"
+            "if F.exists():\n    raise RuntimeError('only once')\nF.write_text('1')\n"
+            "def get_hidden_inputs():\n    return [[torch.rand(4)] for _ in range(2)]\n")
+    with pytest.raises(ProblemError, match="only once"):
+        for s in ht.hidden_test_sets(_file(tmp_path, text)):
+            _ = s.args
+
+
+def test_a_module_in_a_set_with_weights_left_on_meta_gets_a_plain_call(tmp_path):
+    text = ("import torch\ndef get_hidden_inputs():\n"
+            "    return [[torch.rand(2, 4), torch.nn.Linear(4, 4)] for _ in range(2)]\n")
+    sets = ht.hidden_test_sets(_file(tmp_path, text))
+    for s in sets:
+        assert s.args[1].weight.device.type == "cpu"

@@ -15,16 +15,20 @@ are four times its inputs (five while the last is scaled: 40 GiB for the 8 GiB o
 2. **Set k is made by a call that runs only set k's operations** on the problem's device (under
    ``torch.device(device)``, as :func:`kbv.reference.inputs.draw` makes ``get_inputs()``: a cuda
    input never passes through host memory); every other operation runs on the meta device. kbv
-   holds one set at a time, the file's call included, and draws each set once: the real work of
-   all ``n`` calls is that of one plain call.
+   holds one set at a time, the file's call included, and draws each set once: the tensor work of
+   all ``n`` calls is that of one plain call (Python and numpy work in the file runs in every call:
+   ``n`` times).
 3. **The draws are kbv's own**: set k's call runs under a secret seed of its own (independent
    draws, as a plain call gives), with the file's own seeding (``torch.manual_seed``,
-   ``random.seed``, ...) switched off while kbv calls it. The trace and the real calls each import
-   the file afresh, so state it keeps between calls (a cache, a generator) is not shared between
-   them; for the same reason a set is not made twice for one check (``remakeable`` is False).
+   ``random.seed``, ...) switched off while kbv calls it. The trace and each set's call import the
+   file afresh, so state it keeps between calls (a cache, a generator, a tensor it adds to) starts
+   as in a plain call; for the same reason a set is not made twice for one check (``remakeable``
+   is False). A tensor the file made at import maps, with all its views, onto one meta storage in
+   the trace, so writes through any view of it are tied to what reads it.
 
 A call whose operations differ from the trace (control flow that depends on values or on the
-device, a set holding a tensor the trace did not tie to it), a file the meta device cannot run (an
+device, a set holding a tensor the trace did not tie to it), a draw from a generator of the file's
+own, a file that seeds torch's generator past kbv's switch, a file the meta device cannot run (an
 operation without a meta kernel, a ``.item()``) or one of more than :data:`MAX_TRACE_OPS`
 operations gets one plain call of a fresh import that makes every set; they are then handed out one
 at a time.
@@ -61,7 +65,14 @@ _PASS_THROUGH = frozenset({torch.ops.aten.detach.default, torch.ops.aten.alias.d
 
 
 def _tensors(tree: Any) -> list[torch.Tensor]:
-    return [t for t in tree_flatten(tree)[0] if isinstance(t, torch.Tensor)]
+    """The tensors of ``tree`` (a module's parameters and buffers too)."""
+    out = []
+    for leaf in tree_flatten(tree)[0]:
+        if isinstance(leaf, torch.Tensor):
+            out.append(leaf)
+        elif isinstance(leaf, torch.nn.Module):
+            out += [*leaf.parameters(), *leaf.buffers()]
+    return out
 
 
 def _key(t: torch.Tensor) -> int:
@@ -91,17 +102,34 @@ class _Trace(TorchDispatchMode):
         self.ops: list[tuple[Any, set[int]]] = []
         self.writers: dict[int, list[int]] = {}
         self._alive: list[Any] = []  # storage keys stay unique while their tensors live
+        #: a real tensor's storage -> the one meta storage every view of it maps onto
+        self._twins: dict[int, Any] = {}
+
+    def _twin(self, v: Any) -> Any:
+        """``v`` on the meta device; a real tensor (one the file made before the call, at import)
+        as a view of one meta storage per real storage, so that writes through any view of it and
+        reads of it share a key."""
+        if not isinstance(v, torch.Tensor) or v.device.type == "meta":
+            return v
+        storage = v.untyped_storage()
+        twin = self._twins.get(storage._cdata)
+        if twin is None:
+            twin = torch.empty(storage.nbytes(), dtype=torch.uint8, device=META).untyped_storage()
+            self._twins[storage._cdata] = twin
+            self._alive.append((storage, twin))
+        return torch.empty(0, dtype=v.dtype, device=META).set_(twin, v.storage_offset(), v.shape, v.stride())
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if kwargs.get("generator") is not None:  # the file's own generator: not kbv's secret seed
+            raise _Diverged("a draw from a generator of the file's own")
+        args, kwargs = tree_map(self._twin, (args, kwargs))
         out = _meta_call(func, args, kwargs)
         if func in _PASS_THROUGH:  # the same storage: nothing to record
             return out
         if len(self.ops) >= MAX_TRACE_OPS:
             raise _Diverged(f"more than {MAX_TRACE_OPS} operations")
         i = len(self.ops)
-        # keys of the tensors as given: a tensor the file made before the call (at import) keeps
-        # its own storage's key, so its in-place writers are tied to what reads it
         read = {_key(t) for t in _tensors((args, kwargs))}
         written = {_key(t) for t in _tensors(out)}
         schema_args = func._schema.arguments
@@ -172,6 +200,16 @@ def _load(path: str) -> Callable[[], Any]:
     return getattr(module, "get_hidden_inputs")
 
 
+def _fresh(path: str) -> Callable[[], Any]:
+    """:func:`_load`, its failures the file's (:class:`ProblemError`)."""
+    try:
+        return _load(path)
+    except (ProblemError, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a broken hidden test file is the problem's fault
+        raise ProblemError(path, f"get_hidden_inputs() failed: {type(exc).__name__}: {first_line(exc)}") from None
+
+
 def _checked(path: str, lists: Any) -> list[list[Any]]:
     lists = list(lists)
     if not all(isinstance(a, (list, tuple)) for a in lists):
@@ -183,7 +221,8 @@ def _checked(path: str, lists: Any) -> list[list[Any]]:
 #: kbv's secret seeds (a file that seeds itself would otherwise give every set one base draw when
 #: set k's call runs set k's operations alone, and the same values at every verification)
 _SEEDERS = (("torch", "manual_seed"), ("torch.random", "manual_seed"), ("torch.cuda", "manual_seed"),
-            ("torch.cuda", "manual_seed_all"), ("random", "seed"), ("numpy.random", "seed"))
+            ("torch.cuda", "manual_seed_all"), ("torch.cuda.random", "manual_seed"),
+            ("torch.cuda.random", "manual_seed_all"), ("random", "seed"), ("numpy.random", "seed"))
 
 
 @contextlib.contextmanager
@@ -207,7 +246,6 @@ class _Maker:
     def __init__(self, path: str, seed: int, device: torch.device | str | None, trace: _Trace | None):
         self.path, self.seed, self.count, self.trace = path, seed, -1, trace
         self.device = None if device is None or torch.device(device).type == "cpu" else torch.device(device)
-        self.fn = _load(path)
         self.pending: dict[int, list[Any]] = {}
         #: each set's tensors in the trace (meta)
         self.shapes: list[list[torch.Tensor]] = []
@@ -229,7 +267,7 @@ class _Maker:
                     only or _nothing():
                 lists = fn()
             lists = _checked(self.path, lists)
-        except (_Diverged, ProblemError):
+        except (_Diverged, ProblemError, KeyboardInterrupt):
             raise
         except BaseException as exc:  # noqa: BLE001 - a broken hidden test file is the problem's fault
             raise ProblemError(self.path, f"get_hidden_inputs() failed: {type(exc).__name__}: "
@@ -244,14 +282,7 @@ class _Maker:
     def plain(self) -> list[list[Any]]:
         """One plain call of a fresh import: every set, none on the meta device."""
         self.calls += 1
-        try:
-            fn = _load(self.path)
-        except ProblemError:
-            raise
-        except BaseException as exc:  # noqa: BLE001
-            raise ProblemError(self.path, f"get_hidden_inputs() failed: {type(exc).__name__}: "
-                                          f"{first_line(exc)}") from None
-        lists = self.call(fn)
+        lists = self.call(_fresh(self.path))
         if self._stray_meta(lists):
             raise ProblemError(self.path, "get_hidden_inputs() returned tensors on the meta device")
         return lists
@@ -268,9 +299,17 @@ class _Maker:
         if self.trace is not None:
             try:
                 self.calls += 1
-                args = self.call(self.fn, _Only(self.trace, self.trace.needed(self.shapes[k])), self.set_seed(k))[k]
+                seed = self.set_seed(k)
+                # an import of its own: state the file keeps between calls starts afresh, as in a
+                # plain call that makes every set once
+                args = self.call(_fresh(self.path), _Only(self.trace, self.trace.needed(self.shapes[k])), seed)[k]
                 if self._stray_meta(args):
                     raise _Diverged(f"set {k} holds a tensor the trace did not tie to it")
+                if torch.initial_seed() != seed or (self.device is not None and self.device.type == "cuda"
+                                                     and torch.cuda.initial_seed() != seed):
+                    # the file seeded a generator itself (a name bound before kbv's switch,
+                    # torch.default_generator...): every set would be the same first draw after it
+                    raise _Diverged("the file seeds torch's generator itself")
                 self.made.add(k)
                 return args, None
             except _Diverged:
@@ -301,12 +340,7 @@ def hidden_test_sets(path: str, device: torch.device | str | None = None) -> lis
             no list of input lists; later, from a set's ``args``, when a call raises or returns
             another number of sets.
     """
-    try:
-        fn = _load(path)
-    except ProblemError:
-        raise
-    except BaseException as exc:  # noqa: BLE001 - a broken hidden test file is the problem's fault
-        raise ProblemError(path, f"get_hidden_inputs() failed: {type(exc).__name__}: {first_line(exc)}") from None
+    fn = _fresh(path)
     seed = inp.secret_seed()
     maker = _Maker(path, seed, device, _Trace())
     try:
@@ -314,6 +348,12 @@ def hidden_test_sets(path: str, device: torch.device | str | None = None) -> lis
         if any(t.device.type != "meta" for t in _tensors(shapes)):
             raise RuntimeError("a tensor made off the meta device")
         maker.shapes = [_tensors(s) for s in shapes]
+        # the keys are recorded: nothing the call made needs to live on (data the file made with
+        # numpy would otherwise stay held for as long as the sets)
+        maker.trace._alive.clear()
+        maker.trace._twins.clear()
+    except KeyboardInterrupt:
+        raise
     except BaseException:  # noqa: BLE001 - no trace for this file: one plain call makes every set (and
         # says what is wrong with a broken one)
         maker.trace, maker.count = None, -1
