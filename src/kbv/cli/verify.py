@@ -115,13 +115,13 @@ def eval_cmd(
     verdict = _evaluate(pref, cref, config, dev, f"verifying {candidate.name} against {problem.name} on {dev}...", ht)
     print_verdict(verdict, console, verbose=verbose)
     _warn_if_flagged(pref, verdict)
-    if verdict.evidence.get("hidden_tests_error"):  # recorded, not fatal (as in kbv run): said here
-        err_console.print(f"kbv: warning: hidden tests not checked: {verdict.evidence['hidden_tests_error']}",
-                          highlight=False, markup=False, soft_wrap=True)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(to_json(verdict) + "\n")
         console.print(f"verdict record written to {json_out}")
+    if verdict.evidence.get("hidden_tests_error"):  # the verdict stands without them; the file given is bad
+        fail(f"hidden tests not checked: {verdict.evidence['hidden_tests_error']} (the verdict above is "
+             "without them)")
 
 
 def profile_cmd(
