@@ -331,3 +331,14 @@ def test_eval_reads_the_hidden_test_file_beside_the_problem_or_the_one_given(tmp
     (flat / PROBLEM.name).write_text(PROBLEM.read_text())
     r = kbv("eval", flat / PROBLEM.name, cand, *fast, "--hidden-tests", broken.parent)
     assert r.returncode == 2 and "levelNone" not in r.stderr and "not a levelN/<id>_Name.py problem" in r.stderr, r.stderr
+
+
+def test_a_cuda_candidate_that_fails_to_build_on_cpu_gets_a_note():
+    """The toolchain's own error ("CUDA_HOME environment variable is not set") does not say the
+    candidate needs a GPU (newcomer, 2026-12-05)."""
+    from kbv.cli.verify import cuda_on_cpu_note
+
+    assert "--device cuda" in cuda_on_cpu_note("COMPILE_ERROR", "cuda", "cpu")
+    assert cuda_on_cpu_note("COMPILE_ERROR", "cpp", "cpu") is None
+    assert cuda_on_cpu_note("COMPILE_ERROR", "cuda", "cuda") is None
+    assert cuda_on_cpu_note("PASS", "cuda", "cpu") is None

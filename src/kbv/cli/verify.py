@@ -115,6 +115,9 @@ def eval_cmd(
     verdict = _evaluate(pref, cref, config, dev, f"verifying {candidate.name} against {problem.name} on {dev}...", ht)
     print_verdict(verdict, console, verbose=verbose)
     _warn_if_flagged(pref, verdict)
+    note = cuda_on_cpu_note(verdict.status.value, verdict.candidate.backend, dev)
+    if note:
+        err_console.print(f"kbv: note: {note}", highlight=False, soft_wrap=True, markup=False)
     if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(to_json(verdict) + "\n")
@@ -152,6 +155,14 @@ def profile_cmd(
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(to_json(verdict) + "\n")
         console.print(f"verdict record written to {json_out}")
+
+
+def cuda_on_cpu_note(status: str, backend: str, device: str) -> str | None:
+    """What to say under a CUDA candidate that failed to build on cpu (its error is the toolchain's,
+    e.g. "CUDA_HOME environment variable is not set"), else None."""
+    if status == "COMPILE_ERROR" and backend == "cuda" and device == "cpu":
+        return "the candidate builds CUDA code and the device is cpu: verify it with --device cuda on a GPU host"
+    return None
 
 
 def _warn_if_flagged(pref, verdict) -> None:
