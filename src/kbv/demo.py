@@ -89,7 +89,8 @@ def demo_table(rows: list[tuple[DemoCase, Verdict | str]], device: str, policy: 
     t = Table(title=f"kbv demo on {device}", title_justify="left",
               caption="nominal = KernelBench protocol (eager-fp32 baseline, nominal inputs only); "
                       + VERIFIED_CAPTION[policy] +
-                      "x = baseline median / candidate median, timed side by side in one run; ~ = noisy (IQR over 10 % of a median), do not rank on it.",
+                      "x = baseline median / candidate median, timed side by side in one run; ~ = noisy (IQR over 10 % of a median), do not rank on it. "
+                      "mem = memory efficiency (baseline peak / candidate peak; - on cpu, where kbv measures no per-call peak).",
               caption_justify="left")
     # the names wrap in a narrow terminal; statuses and figures are never cut ("PA…")
     for col in ("problem", "candidate", "nominal", "x fp32", "verified", "x tf32", "mem", "expected"):
