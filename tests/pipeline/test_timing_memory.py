@@ -23,7 +23,9 @@ def test_kept_outputs_over_the_round_budget_are_judged_as_each_call_returns():
 
 
 def test_a_timed_calls_inputs_mixed_in_place_are_the_values_the_trusted_side_rebuilds(monkeypatch):
-    monkeypatch.setattr(timing, "MIX_CHUNK_ELEMENTS", 1000)  # several chunks
+    from kbv.sandbox import timed_inputs
+
+    monkeypatch.setattr(timed_inputs, "MIX_CHUNK_ELEMENTS", 1000)  # several chunks
     g = torch.Generator().manual_seed(1)
     sets = [[torch.randn(64, 100, generator=g), torch.randn(7, generator=g), 3.0] for _ in range(3)]
     buf = [t.clone() if isinstance(t, torch.Tensor) else t for t in sets[0]]

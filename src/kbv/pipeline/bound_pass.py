@@ -51,7 +51,7 @@ BOUND_JUDGED = 2
 #: the bound pass's calls start at this call id in findings and re-checks (apart from the rounds').
 BOUND_CALL_BASE = 100_000
 #: share of each input's elements taken from another timing set per call of a bound pass, at random
-#: positions (:func:`kbv.sandbox.timer.mix_values`, as the rounds' mix; kbv choice): no row or block
+#: positions (:func:`kbv.sandbox.timed_inputs.mix_values`, as the rounds' mix; kbv choice): no row or block
 #: of a call's inputs repeats one of a timing set's (a cache keyed on row content won while the mix
 #: moved whole rows, red-team row t11-bound-pass-row-cache), and a cache that patches its last
 #: answer where the inputs changed redoes at least half the work.
@@ -137,7 +137,7 @@ class BoundStage:
         them again, whatever the candidate wrote into the shared sets)."""
         skip = self.ctx._structured()
         for target, (k, src, seed, changes) in zip(bound_sets, plan):
-            # in place (kbv.sandbox.timer.call_inputs): no input-sized temporary beside the sets
+            # in place (kbv.sandbox.timed_inputs.call_inputs): no input-sized temporary beside the sets
             call_inputs(target, sets, k, (src, seed, skip, BOUND_MIX_FRACTION) if src is not None else (), changes)
 
     def _bound_pass(self, worker: CandidateProcess, sets: list, bound_sets: list, flush: int | None, calls: int,

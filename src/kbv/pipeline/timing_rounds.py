@@ -102,7 +102,7 @@ class Timing:
         if self.ctx.config.timing_input_bytes:
             budget = min(budget, self.ctx.config.timing_input_bytes / 3)
         # at least two, whatever the size: every timed call takes a fraction of its values from
-        # another set (kbv.sandbox.timer.mix_values), so no call repeats another's inputs
+        # another set (kbv.sandbox.timed_inputs.mix_values), so no call repeats another's inputs
         count = int(max(2, min(MAX_TIMING_SETS, budget // size, max(TIMING_SETS_SMALL_BYTES, 2 * size) // size)))
         sets = [first] + [inp.to_device(inp.draw(get_inputs, inp.secret_seed(), dev), dev,
                                          self.ctx.config.precision) for _ in range(count - 1)]
@@ -231,7 +231,7 @@ class Timing:
             keep = recheck_plan(per_round, self.ctx.rp.output_bytes, self.ctx.rp.device.type) if cfg.integrity else ()
             first = done % len(sets)
             # every timed call of the candidate: with two or more sets, 1/8 of its elements from another
-            # set (kbv.sandbox.timer.mix_values), so a whole-input or diff-and-patch cache never gains; then one
+            # set (kbv.sandbox.timed_inputs.mix_values), so a whole-input or diff-and-patch cache never gains; then one
             # element per tensor changed. One secret call per round of three or more instead gets the
             # values of this round's first warmup call with the single change only: a cache keyed by a
             # sample of the input hits there and answers wrongly, so it is named, not only defeated

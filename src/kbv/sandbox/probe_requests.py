@@ -52,7 +52,7 @@ class ProbeRequests:
         from kbv.sandbox import kernels as kernel_timeline
         from kbv.sandbox import profiling
 
-        # made in a call buffer as a timed call's inputs are (kbv.sandbox.timer.call_inputs): the
+        # made in a call buffer as a timed call's inputs are (kbv.sandbox.timed_inputs.call_inputs): the
         # same values as a mix into new tensors, with no input-sized copy beside the worker's sets
         mix = (*req.mix[:2], tuple(req.mix[2]) if len(req.mix) > 2 else ()) if req.mix else ()
         args = self._call_inputs(self._call_buffers[0], self.timing_sets, req.set_index, mix, tuple(req.mutate))

@@ -93,7 +93,7 @@ class Time:
     #: (timed-call index, ((arg index, index tuple, value), ...)) per timed call: elements changed in
     #: that call's inputs after the refresh copy (kbv.reference.mutation.timed_mutation).
     mutate: tuple = ()
-    #: (timed-call index, (source set index, seed)) per timed call (kbv.sandbox.timer.mix_values).
+    #: (timed-call index, (source set index, seed)) per timed call (kbv.sandbox.timed_inputs.mix_values).
     mix: tuple = ()
     #: every timed call's outputs copied into slot ``i`` (call i) of the slot buffer, their layouts in
     #: :attr:`Times.outputs`: the trusted side judges a subset it chooses after the reply (the bound pass).
@@ -127,7 +127,7 @@ class CountOps:
     the kernel profiler) of :mod:`kbv.sandbox.profiling`."""
 
     set_index: int = 0
-    #: (source set index, seed): the set's values mixed as a timed call's are (kbv.sandbox.timer.mix_values),
+    #: (source set index, seed): the set's values mixed as a timed call's are (kbv.sandbox.timed_inputs.mix_values),
     #: so a cache filled during the timed calls does not answer the counted call.
     mix: tuple = ()
     #: ``(arg index, index tuple, value)`` changes after the mix, as a timed call's
@@ -137,7 +137,7 @@ class CountOps:
 
 @dataclass(frozen=True)
 class TimedCall:
-    """Time one call on the inputs :func:`kbv.sandbox.timer.call_inputs` makes from timing set
+    """Time one call on the inputs :func:`kbv.sandbox.timed_inputs.call_inputs` makes from timing set
     ``set_index`` with ``mix`` and ``mutate`` (revealed with this call, never before), with an
     L2 flush first on cuda. The reply (:class:`CallTimed`) carries the output itself, shared;
     whether kbv judges it is decided after the call returned, on the trusted side. Warmup and
