@@ -37,7 +37,6 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 import statistics
 import sys
 import tempfile
@@ -47,7 +46,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from gpu_scale import run_kbv  # noqa: E402
+from gpu_scale import run_kbv, verdict_rows  # noqa: E402
 
 DATA = BENCH / "kbv-verified"
 QUICK = ["--seeds", "1", "--trials", "3", "--warmup", "1"]
@@ -80,15 +79,8 @@ def write_candidates(problems: Path, chosen: set[int], runs: Path) -> list[Path]
 
 def read_jobs(db: Path) -> dict:
     """Every verdict of ``db`` by problem id: status, message, phase seconds and memory figures."""
-    if not db.exists():
-        return {}
-    con = sqlite3.connect(db)
-    rows = con.execute("SELECT j.candidate_path, v.status, v.verdict_json FROM verdicts v JOIN jobs j USING (job_key)"
-                       ).fetchall()
-    con.close()
     jobs = {}
-    for path, status, vj in rows:
-        v = json.loads(vj)
+    for path, status, v in verdict_rows(db):
         mem = (v.get("evidence") or {}).get("memory_footprint") or {}
         bound = mem.get("bound_bytes")
         peaks = {k: mem.get(k) for k in ("reference_host_peak_bytes", "candidate_host_peak_bytes",

@@ -142,17 +142,22 @@ def run_kbv(work: Path, name: str, args: list[str], env: dict, timeout: float,
     return out
 
 
-def read_store(db: Path) -> dict:
-    """Status, candidate median and timing evidence of every verdict in ``db``, by file name."""
+def verdict_rows(db: Path) -> list[tuple[str, str, dict]]:
+    """(candidate path, status, verdict record) of every verdict in kbv's store ``db`` ([] if none)."""
     if not db.exists():
-        return {"verdicts": 0, "jobs": {}}
+        return []
     con = sqlite3.connect(db)
     rows = con.execute("SELECT j.candidate_path, v.status, v.verdict_json FROM verdicts v JOIN jobs j USING (job_key)"
                        ).fetchall()
     con.close()
+    return [(path, status, json.loads(vj)) for path, status, vj in rows]
+
+
+def read_store(db: Path) -> dict:
+    """Status, candidate median and timing evidence of every verdict in ``db``, by file name."""
+    rows = verdict_rows(db)
     jobs = {}
-    for path, status, vj in rows:
-        v = json.loads(vj)
+    for path, status, v in rows:
         cand = (v.get("timing") or {}).get("candidate")
         ev = v.get("evidence") or {}
         jobs[Path(path).name] = {
