@@ -29,3 +29,19 @@ class Stop(Exception):
         self.message = message
         self.evidence = evidence
         super().__init__(message)
+
+
+#: failed input sets named in a verdict's message before the rest are counted (kbv choice: a headline
+#: stays one readable line; the JSON's ``evidence.failed_sets`` lists them all).
+NAMED_SETS = 4
+
+
+def failed_sets_phrase(failed: list[str], judged: int) -> str:
+    """``failed`` input-set names as a verdict message says them: every name up to
+    :data:`NAMED_SETS`, else the first ones, the last one and a count, with how many sets were judged.
+    ``failed`` non-empty; ``judged`` >= ``len(failed)``."""
+    of = f"{len(failed)} of {judged} input sets"
+    if len(failed) <= NAMED_SETS:
+        return f"{', '.join(failed)}" if len(failed) < 2 else f"{of} ({', '.join(failed)})"
+    head = ", ".join(failed[:NAMED_SETS - 1])
+    return f"{of} ({head}, ... {failed[-1]}; evidence.failed_sets lists all)"

@@ -33,7 +33,7 @@ from kbv.pipeline.diagnostics import Diagnostics
 from kbv.pipeline.judging import Judging
 from kbv.pipeline.load import Load
 from kbv.pipeline.memory_stage import MemoryStage
-from kbv.pipeline.outcome import Outcome, Stop
+from kbv.pipeline.outcome import Outcome, Stop, failed_sets_phrase
 from kbv.pipeline.profile_stage import ProfileCheck
 from kbv.processes import elf
 from kbv.pipeline.repeat import RepeatGain
@@ -119,7 +119,8 @@ class Verification:
                 if failed:
                     first = failed[0]
                     outcome = Outcome.WRONG
-                    message = f"{ctx.name}: wrong on {', '.join(r.name for r in failed)}: {first.fault}"
+                    message = f"{ctx.name}: wrong on {failed_sets_phrase([r.name for r in failed], len(judged))}: " \
+                              f"{first.fault}"
                     state.evidence["failed_sets"] = [r.name for r in failed]
                 else:
                     message = f"{ctx.name}: correct on {len(judged)} input set(s)"
