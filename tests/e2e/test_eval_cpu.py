@@ -140,6 +140,11 @@ def test_same_weights_check_names_differing_parameters(cpu_evaluator, fast_confi
     good = cpu_evaluator.evaluate(p, candidate("linear_honest.py"), fast_config)
     assert good.status is Status.SHORTCUT, good.message  # torch.addmm: the reference's own op
     assert good.weight_mismatches == ()
+    assert "weights_unmatched" not in good.evidence
+    renamed = cpu_evaluator.evaluate(p, candidate("linear_renamed.py"), fast_config)
+    assert renamed.status is Status.INCORRECT and renamed.weight_mismatches == ()
+    assert renamed.evidence["weights_unmatched"] == ["linear.weight (48x64)", "linear.bias (48)"]
+    assert "linear.weight (48x64), linear.bias (48) match no ModelNew parameter" in renamed.message
 
 
 def test_global_flag_changes_are_recorded_and_reset(cpu_evaluator, fast_config):

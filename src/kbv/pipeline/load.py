@@ -65,6 +65,9 @@ class Load:
                 continue
             if r.dtype != t.dtype or not torch.equal(r.detach(), t.to(r.device)):
                 self.ctx.state.weight_mismatches.append(name)
+        unmatched = unmatched_weights(ref_state, reply.state)
+        if unmatched:
+            self.ctx.state.evidence["weights_unmatched"] = unmatched
         del reply
         self.ctx.state.phase_seconds["load"] = time.perf_counter() - t0
         self.ctx._phase_peak("load")
@@ -92,3 +95,24 @@ class Load:
         if not isinstance(reply, protocol.Loaded):
             raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: load: unexpected reply {type(reply).__name__}")
         return reply
+
+
+def unmatched_weights(reference: dict, candidate: dict) -> list[str]:
+    """Model's parameters and buffers (``name -> tensor``) that no tensor of ModelNew's state
+    (``name -> object``, as the worker sent it) matches, neither by name and shape nor by shape and
+    equal values: ``"name (d0xd1...)"`` each, in Model's order. ModelNew gets Model's weights only by
+    building them from the same seed in the same order, so these are the likely cause of an
+    INCORRECT whose weights were never compared (a ModelNew naming its parameters differently)."""
+    tensors = {n: t for n, t in candidate.items() if type(t) is torch.Tensor}
+    out = []
+    for name, r in reference.items():
+        shape = tuple(r.shape)
+        same_name = tensors.get(name)
+        if same_name is not None and tuple(same_name.shape) == shape:
+            continue
+        if any(tuple(t.shape) == shape and t.dtype == r.dtype and torch.equal(r.detach(), t.to(r.device))
+               for t in tensors.values()):
+            continue
+        out.append(f"{name} ({'x'.join(map(str, shape)) or 'scalar'})")
+    return out
+

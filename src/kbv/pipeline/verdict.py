@@ -61,6 +61,11 @@ class VerdictStage:
         if status is Status.INCORRECT and state.weight_mismatches:  # the likely cause, in the one line
             message += (f" (parameters differing from Model's after identical seeding: "
                         f"{', '.join(state.weight_mismatches[:4])}{', ...' if len(state.weight_mismatches) > 4 else ''})")
+        elif status is Status.INCORRECT and state.evidence.get("weights_unmatched"):
+            unmatched = state.evidence["weights_unmatched"]
+            message += (f" (Model's {', '.join(unmatched[:4])}{', ...' if len(unmatched) > 4 else ''} match no "
+                        "ModelNew parameter by name or value: ModelNew gets Model's weights only by making them "
+                        "in the same order under the same seed)")
         unverified = {}
         if status not in (Status.PASS, Status.SHORTCUT):
             # timed but not correct: the original protocol would have credited this speed

@@ -1,0 +1,34 @@
+"""Model's parameters that ModelNew matches neither by name nor by value (kbv.pipeline.load.unmatched_weights)."""
+
+import torch
+
+from kbv.pipeline.load import unmatched_weights
+
+
+def _ref():
+    g = torch.Generator().manual_seed(0)
+    return {"linear.weight": torch.randn(4, 3, generator=g), "linear.bias": torch.randn(4, generator=g)}
+
+
+def test_same_names_and_shapes_match_whatever_the_values():
+    ref = _ref()
+    cand = {"linear.weight": torch.zeros(4, 3), "linear.bias": torch.zeros(4)}
+    assert unmatched_weights(ref, cand) == []  # differing values are the same-weights check's to name
+
+
+def test_other_names_with_equal_values_match():
+    ref = _ref()
+    cand = {"w": ref["linear.weight"].clone(), "b": ref["linear.bias"].clone(), "extra": 3}
+    assert unmatched_weights(ref, cand) == []
+
+
+def test_other_names_and_values_are_listed_in_models_order_with_shapes():
+    ref = _ref() | {"scale": torch.tensor(2.0)}
+    cand = {"w": torch.zeros(4, 3), "b": torch.zeros(4), "scale": "not a tensor"}
+    assert unmatched_weights(ref, cand) == ["linear.weight (4x3)", "linear.bias (4)", "scale (scalar)"]
+
+
+def test_a_same_named_tensor_of_another_shape_does_not_match():
+    ref = _ref()
+    cand = {"linear.weight": torch.zeros(3, 4), "linear.bias": ref["linear.bias"].clone()}
+    assert unmatched_weights(ref, cand) == ["linear.weight (4x3)"]
