@@ -83,6 +83,12 @@ VERIFIED_CAPTION = {
 }
 
 
+def print_case_line(v: Verdict, console: Console) -> None:
+    """A case's status and the verdict's whole message, wrapped to the terminal (cut to its width, a
+    finding lost its point); the rest of the verdict is --verbose's and --json-dir's."""
+    console.print(f"{v.status.value:<10} {v.message}", highlight=False, markup=False, overflow="fold")
+
+
 def demo_table(rows: list[tuple[DemoCase, Verdict | str]], device: str, policy: str = "kbv") -> Table:
     """Nominal vs verified status and speedup per case, with geomeans over the passing cases
     (each cell names how many cases it averages); the caption says what ``policy`` ran."""
@@ -212,9 +218,7 @@ def run_demo(device: str, console: Console, *, json_dir: Path | None = None, tri
                 results[case] = str(exc)
             else:
                 results[case] = v
-                # one line per case; the full message is in the verdict (--verbose, --json-dir)
-                progress.console.print(f"{v.status.value:<10} {v.message}", highlight=False, markup=False,
-                                       no_wrap=True, overflow="ellipsis", crop=True)
+                print_case_line(v, progress.console)
                 if verbose:
                     print_verdict(v, progress.console, verbose=True)
                 if json_dir is not None:

@@ -342,3 +342,23 @@ def test_a_cuda_candidate_that_fails_to_build_on_cpu_gets_a_note():
     assert cuda_on_cpu_note("COMPILE_ERROR", "cpp", "cpu") is None
     assert cuda_on_cpu_note("COMPILE_ERROR", "cuda", "cuda") is None
     assert cuda_on_cpu_note("PASS", "cuda", "cpu") is None
+
+
+def test_demo_case_line_keeps_the_whole_message_at_80_columns():
+    """The demo's line per case was cut to the terminal ("forward ran the reference's own torch …",
+    newcomer report): it wraps now, so the finding's point is there."""
+    import dataclasses
+
+    from rich.console import Console
+
+    from kbv.demo import print_case_line
+    from verdict_factory import make_verdict
+
+    tail = "so the speed is torch's own, not the candidate's (taxonomy 15)"
+    v = dataclasses.replace(make_verdict("SHORTCUT", speedup=1.0),
+                            message="matmul_tf32.py: correct, but SHORTCUT probe:reference-ops: forward ran the "
+                                    "reference's own torch ops aten.mm, " + tail)
+    con = Console(width=80, record=True)
+    print_case_line(v, con)
+    text = con.export_text()
+    assert "…" not in text and text.replace("\n", "").endswith(tail), text
