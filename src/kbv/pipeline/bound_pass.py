@@ -20,7 +20,6 @@ loop's own cost) and with each baseline (how disturbed this pass was), on its ow
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import threading
@@ -140,6 +139,16 @@ class BoundStage:
             # in place (kbv.sandbox.timed_inputs.call_inputs): no input-sized temporary beside the sets
             call_inputs(target, sets, k, (src, seed, skip, BOUND_MIX_FRACTION) if src is not None else (), changes)
 
+    def _pass_call_inputs(self, sets: list, call: tuple) -> list:
+        """One call's values of a pass (``call`` one entry of :meth:`_pass_plan`) in new tensors of
+        this process: the values :meth:`_write_pass_inputs` writes for that call, by the same
+        function from the same seeds."""
+        k, src, seed, changes = call
+        buffer = [torch.empty_like(a, memory_format=torch.contiguous_format) if isinstance(a, torch.Tensor) else a
+                  for a in sets[k]]
+        return call_inputs(buffer, sets, k, (src, seed, self.ctx._structured(), BOUND_MIX_FRACTION)
+                           if src is not None else (), changes)
+
     def _bound_pass(self, worker: CandidateProcess, sets: list, bound_sets: list, flush: int | None, calls: int,
                     attempt: int) -> rule.BoundPass:
         """One bound pass (module docstring); two judged calls chosen here, never sent."""
@@ -169,11 +178,8 @@ class BoundStage:
         entries = []
         cpu = self.ctx.rp.device.type == "cpu"
         plan = self._pass_plan(sets, len(bound_sets))
-        judged_inputs = None
         with worker.paused():  # the values written and the clock started before the worker runs again
             self._write_pass_inputs(sets, bound_sets, plan)
-            if not cpu:  # a stopped process's queued GPU work still runs: the judged values copied now
-                judged_inputs = [inp.clone_args(bound_sets[warmup + i]) for i in judged]
             if self.ctx.rp.device.type == "cuda":
                 torch.cuda.synchronize(self.ctx.rp.device)
             threads0, all0 = worker.tree_cpu()
@@ -196,18 +202,25 @@ class BoundStage:
             fp.drop_view(self.ctx._slots)
             del reply
         # the judged calls first, their outputs dropped before the trusted loops make their own (a
-        # 1 GiB ReLU's pass went 0.45 GiB over 4·B + 1 GiB holding both). On cpu their values are
-        # written again into the pass's own sets while the worker is stopped (a stopped process
-        # writes nothing; it may have written into them during the pass): no copy of them is held
-        # through the pass (a 1 GiB row sum's went 0.33 GiB over)
+        # 1 GiB ReLU's pass went 0.45 GiB over 4·B + 1 GiB holding both). No copy of their values is
+        # held through the pass (a 1 GiB row sum's went 0.33 GiB over): on cpu they are written
+        # again into the pass's own sets while the worker is stopped (a stopped process writes
+        # nothing; it may have written into them during the pass); on cuda a stopped process's
+        # queued GPU work still runs, so each judged call's values are made again from the plan in
+        # this process's own memory, one call at a time
         recheck = Recheck()
-        with worker.paused() if cpu else contextlib.nullcontext():
-            if cpu:
+        if cpu:
+            with worker.paused():
                 self._write_pass_inputs(sets, bound_sets, plan)
-                judged_inputs = [bound_sets[warmup + i] for i in judged]
-            self.judge._recheck(entries, judged_inputs, recheck)
+                self.judge._recheck(entries, [bound_sets[warmup + i] for i in judged], recheck)
+        else:
+            while entries:
+                entry = entries.pop(0)
+                self.judge._recheck([entry], {entry[1]: self._pass_call_inputs(sets, plan[warmup + judged[entry[1]]])},
+                                    recheck)
+                del entry
         self.ctx.state.evidence.setdefault("bound_rechecks", []).extend(recheck.checked)
-        del recheck, judged_inputs
+        del recheck
         self._null_wait_share = 0.0
         null, null_cpu, floors = self._trusted_loops(worker, bound_sets, flush, calls, warmup,
                                                      lambda: self._write_pass_inputs(sets, bound_sets, plan))

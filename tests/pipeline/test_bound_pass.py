@@ -1,0 +1,47 @@
+"""The bound pass's judged values made again in the trusted process (kbv.pipeline.bound_pass):
+on cuda the re-check judges each judged call on values made from the pass's plan, so no copy of
+the shared pass sets is held through the pass; they must be the values the candidate's call got."""
+
+from types import SimpleNamespace
+
+import torch
+
+from kbv.pipeline.bound_pass import BoundStage
+
+
+def _stage(structured: tuple = ()) -> BoundStage:
+    stage = BoundStage.__new__(BoundStage)
+    stage.ctx = SimpleNamespace(_structured=lambda: structured, _kinds=lambda: {})
+    return stage
+
+
+def _sets(n: int = 3) -> list:
+    g = torch.Generator().manual_seed(7)
+    return [[torch.randn(33, 70, generator=g), torch.randn(70, generator=g), 2.5] for _ in range(n)]
+
+
+def test_a_judged_calls_values_made_again_equal_what_the_pass_wrote():
+    stage, sets = _stage(), _sets()
+    plan = stage._pass_plan(sets, 4)
+    written = [[a.clone() if isinstance(a, torch.Tensor) else a for a in sets[i % 3]] for i in range(4)]
+    stage._write_pass_inputs(sets, written, plan)
+    for call, target in zip(plan, written):
+        again = stage._pass_call_inputs(sets, call)
+        assert all(torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b for a, b in zip(again, target))
+        assert all(a.data_ptr() != b.data_ptr() for a, b in zip(again, target) if isinstance(a, torch.Tensor))
+    mixed = [c for c in plan if c[1] is not None]
+    assert mixed and any(not torch.equal(stage._pass_call_inputs(sets, c)[0], sets[c[0]][0]) for c in mixed)
+
+
+def test_made_again_after_the_shared_sets_were_written_by_someone_else():
+    """The candidate may write into the shared pass sets (queued GPU work runs on while its process
+    is stopped): the values made again come from the trusted timing sets and the plan alone."""
+    stage, sets = _stage(), _sets(2)
+    plan = stage._pass_plan(sets, 2)
+    written = [[a.clone() if isinstance(a, torch.Tensor) else a for a in sets[i % 2]] for i in range(2)]
+    stage._write_pass_inputs(sets, written, plan)
+    expected = [[a.clone() if isinstance(a, torch.Tensor) else a for a in w] for w in written]
+    for w in written:
+        w[0].fill_(0.0)
+    for call, want in zip(plan, expected):
+        assert torch.equal(stage._pass_call_inputs(sets, call)[0], want[0])
