@@ -67,14 +67,18 @@ def shape_mismatch(name: str, shapes: Sequence[tuple]) -> Finding | None:
                    f"{name}: output shape {got}, the reference's {want} (a smaller problem computed?)")
 
 
-def within_allclose(name: str, atol: float, rtol: float, error: float, budget: float) -> Finding:
+def within_allclose(name: str, atol: float, rtol: float, error: float, budget: float,
+                    weights: Sequence[str] = ()) -> Finding:
     """Set ``name`` passes allclose(atol, rtol) but its error against the fp64 oracle is over kbv's
     budget (taxonomy 10, 17, 19): a precision downgrade, garbage within tolerance or a numerical
-    shortcut, a WARNING (the kbv policy's own verdict fails the set)."""
+    shortcut, a WARNING (the kbv policy's own verdict fails the set). ``weights``: Model's parameters
+    that ModelNew's differ from or do not match (the load's check): then that is the likely cause, and
+    the finding says so instead."""
+    cause = (f"ModelNew's weights differ from Model's: {', '.join(weights[:4])}{', ...' if len(weights) > 4 else ''}"
+             if weights else "precision downgrade, garbage within tolerance or a numerical shortcut")
     return finding("oracle:within-allclose", (10, 17, 19), Severity.WARNING,
                    f"{name}: passes allclose(atol={atol:g}, rtol={rtol:g}) but its error vs the fp64 oracle is "
-                   f"{error:.3g}, over the budget {budget:.3g} (precision downgrade, garbage within tolerance or "
-                   "a numerical shortcut)")
+                   f"{error:.3g}, over the budget {budget:.3g} ({cause})")
 
 
 def reused_output(whose: str) -> Finding:

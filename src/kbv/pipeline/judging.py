@@ -229,7 +229,9 @@ class Judging:
             figures = dict(oracle_error=k.error, error_budget=k.budget, baseline_errors=k.baseline_errors,
                            oracle_device=self.ctx.oracle.device.type)
             if c.passed and not kbv_passed:
-                self.ctx._add(out_rule.within_allclose(s.name, cfg.atol, cfg.rtol, k.error, k.budget))
+                weights = list(self.ctx.state.weight_mismatches) + [
+                    w.split(" (")[0] for w in self.ctx.state.evidence.get("weights_unmatched", ())]
+                self.ctx._add(out_rule.within_allclose(s.name, cfg.atol, cfg.rtol, k.error, k.budget, weights))
         else:
             kbv_passed, kbv_fault, figures = c.passed, c.fault, {}
             self.ctx.state.evidence.setdefault("oracle_notes", {})[s.name] = oracle_note
