@@ -93,7 +93,9 @@ class Correctness:
         side = None if later else self.judge._oracle_side(s, args, ref, rounding, defer_rounding=deferred)
         if isinstance(side, InputSetResult):
             return side
-        self.ctx.state.summaries[s.name] = vetting.summarise(ref, cfg.atol, cfg.rtol)
+        summaries = self.ctx.state.summaries  # full on nominal sets: their RMS is in the under-tolerance rule
+        summaries[s.name] = vetting.summarise(ref, cfg.atol, cfg.rtol, full=s.kind is InputKind.NOMINAL
+                                              or vetting.needs_full_summary(summaries))
         if s.kind is InputKind.NOMINAL and self.ctx.state.nominal_args is None:
             self.ctx.state.nominal_args = s
         outs = self._candidate_outputs(worker, args, buffers=buffers, ref=ref, label=s.name)

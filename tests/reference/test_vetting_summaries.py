@@ -1,0 +1,51 @@
+"""Per-set output summaries made full only while the constant-output rule can still fire
+(kbv.reference.vetting.needs_full_summary): the same findings as with every summary full."""
+
+import torch
+
+from kbv.reference import vetting
+
+
+def _findings(outputs: dict, nominal: list, cut: bool) -> tuple:
+    summaries = {}
+    for name, out in outputs.items():
+        full = (not cut) or name in nominal or vetting.needs_full_summary(summaries)
+        summaries[name] = vetting.summarise([out], 1e-3, 1e-3, full=full)
+    found, notes = vetting.findings_from(summaries, nominal, difference=None, nominal_failures=0,
+                                         nominal_total=len(nominal), atol=1e-3)
+    return sorted(f.flag.value for f in found), notes, summaries
+
+
+def _cases() -> list:
+    g = torch.Generator().manual_seed(3)
+    r = lambda: torch.randn(3000, generator=g)  # noqa: E731
+    const = torch.full((3000,), 0.5)
+    tiny = torch.full((3000,), 1e-5)
+    return [
+        {"nominal-0": r(), "nominal-1": r(), "D1": r(), "normal": tiny},  # inputs matter; zeros pass elsewhere
+        {"nominal-0": const, "nominal-1": const.clone(), "D1": const.clone(), "normal": const.clone()},  # constant
+        {"nominal-0": const, "nominal-1": const.clone(), "D1": r(), "normal": tiny},  # differs late
+        {"nominal-0": tiny, "nominal-1": tiny * 2, "D1": r(), "normal": r()},  # under tolerance on nominal
+    ]
+
+
+def test_the_cut_gives_the_same_findings_and_notes():
+    for outputs in _cases():
+        nominal = [n for n in outputs if n.startswith("nominal")]
+        assert _findings(outputs, nominal, cut=True)[:2] == _findings(outputs, nominal, cut=False)[:2], outputs.keys()
+
+
+def test_summaries_after_a_difference_hold_the_zeros_test_only():
+    outputs = _cases()[0]
+    _, _, summaries = _findings(outputs, ["nominal-0", "nominal-1"], cut=True)
+    assert summaries["nominal-1"].full and not summaries["D1"].full and not summaries["normal"].full
+    assert summaries["normal"].zeros_pass and summaries["normal"].sums == () and summaries["normal"].samples == ()
+    constant = _cases()[1]
+    _, _, summaries = _findings(constant, ["nominal-0", "nominal-1"], cut=True)
+    assert all(s.full for s in summaries.values())  # the constant rule needs them all
+
+
+def test_an_integer_output_summarised_without_the_upcast_still_tests_zeros():
+    s = vetting.summarise([torch.tensor([0, 0, 0], dtype=torch.int64)], 1e-3, 1e-3, full=False)
+    assert s.zeros_pass and not s.full
+    assert not vetting.summarise([torch.tensor([0, 5], dtype=torch.int32)], 1e-3, 1e-3, full=False).zeros_pass
