@@ -32,3 +32,12 @@ def test_a_same_named_tensor_of_another_shape_does_not_match():
     ref = _ref()
     cand = {"linear.weight": torch.zeros(3, 4), "linear.bias": ref["linear.bias"].clone()}
     assert unmatched_weights(ref, cand) == ["linear.weight (4x3)"]
+
+
+def test_value_matches_are_tried_on_a_few_same_shaped_tensors_only():
+    from kbv.pipeline.load import MATCH_TRIES
+
+    ref = _ref()
+    decoys = {f"d{i}": torch.zeros(4, 3) for i in range(MATCH_TRIES)}
+    late = decoys | {"w": ref["linear.weight"].clone(), "linear.bias": torch.zeros(4)}
+    assert unmatched_weights(ref, late) == ["linear.weight (4x3)"]  # past the tries: named, not searched

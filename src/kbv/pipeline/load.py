@@ -97,6 +97,11 @@ class Load:
         return reply
 
 
+#: ModelNew tensors of a parameter's shape and dtype compared with it by value, at most (kbv choice:
+#: a model has few tensors of one shape; the candidate must not choose the trusted side's work).
+MATCH_TRIES = 8
+
+
 def unmatched_weights(reference: dict, candidate: dict) -> list[str]:
     """Model's parameters and buffers (``name -> tensor``) that no tensor of ModelNew's state
     (``name -> object``, as the worker sent it) matches, neither by name and shape nor by shape and
@@ -104,14 +109,17 @@ def unmatched_weights(reference: dict, candidate: dict) -> list[str]:
     building them from the same seed in the same order, so these are the likely cause of an
     INCORRECT whose weights were never compared (a ModelNew naming its parameters differently)."""
     tensors = {n: t for n, t in candidate.items() if type(t) is torch.Tensor}
+    by_kind: dict[tuple, list] = {}
+    for t in tensors.values():
+        by_kind.setdefault((tuple(t.shape), t.dtype), []).append(t)
     out = []
     for name, r in reference.items():
         shape = tuple(r.shape)
         same_name = tensors.get(name)
         if same_name is not None and tuple(same_name.shape) == shape:
             continue
-        if any(tuple(t.shape) == shape and t.dtype == r.dtype and torch.equal(r.detach(), t.to(r.device))
-               for t in tensors.values()):
+        # a few same-shaped tensors compared at most: the candidate chooses how many it has
+        if any(torch.equal(r.detach(), t.to(r.device)) for t in by_kind.get((shape, r.dtype), [])[:MATCH_TRIES]):
             continue
         out.append(f"{name} ({'x'.join(map(str, shape)) or 'scalar'})")
     return out
