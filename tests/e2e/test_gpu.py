@@ -52,10 +52,28 @@ def test_relu_hack_fails_d4_on_gpu(gpu_evaluator, gpu_config):
     ("layernorm_triton.py", "level1/3_LayerNorm.py"),
 ])
 def test_honest_gpu_kernels_pass(gpu_evaluator, gpu_config, name, prob):
+    from kbv.pipeline.reference_worker import LEFT_OVER_BYTES
+
     v = gpu_evaluator.evaluate(demo_problem(prob), demo_candidate(name), gpu_config)
     assert v.status is Status.PASS, v.message
     assert v.weight_mismatches == ()
     assert v.memory_efficiency is not None
+    assert v.evidence["reference_device_left_over_bytes"] <= LEFT_OVER_BYTES, v.evidence
+
+
+def test_inputs_a_candidate_keeps_do_not_stay_in_the_reference_worker(gpu_evaluator, gpu_config):
+    """The reference worker's device memory grew job after job at full size (CUDA IPC blocks of
+    killed candidate workers, seventh session): the worker releases what it was sent on shutdown,
+    and a reference worker left holding memory is replaced before the next job."""
+    from kbv.pipeline.reference_worker import LEFT_OVER_BYTES
+
+    cfg = dataclasses.replace(gpu_config, trials=6)
+    hoard = gpu_evaluator.evaluate(problem("level1/14_Square_matmul_4096.py"), candidate("matmul_hoards_inputs.py"), cfg)
+    assert hoard.status is not Status.EVAL_ERROR, hoard.message
+    after = gpu_evaluator.evaluate(demo_problem("level1/1_ReLU.py"), demo_candidate("relu_cuda.py"), cfg)
+    assert after.status is Status.PASS, after.message
+    assert after.evidence["reference_device_left_over_bytes"] <= LEFT_OVER_BYTES, (
+        hoard.evidence.get("reference_device_left_over_bytes"), after.evidence)
 
 
 def test_crash_and_timeout_on_gpu_then_next_job_runs(gpu_evaluator, gpu_config):

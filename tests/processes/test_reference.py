@@ -22,7 +22,8 @@ def test_replies_roundtrip_typed():
     for reply in (ReferenceReply(verdict={"status": "PASS"}),
                   ReferenceReply(problem_error=ProblemFailure("p/1_X.py", "get_inputs raised: a: b")),
                   ReferenceReply(error=WorkerError(ref.RAISED, "KeyError: 'x'", "Traceback ...")),
-                  ReferenceReply(built={"c.py": "ok"}, verdict={"status": "COMPILE_ERROR"})):
+                  ReferenceReply(built={"c.py": "ok"}, verdict={"status": "COMPILE_ERROR"}),
+                  ReferenceReply(verdict={"status": "PASS"}, restart=True)):
         assert wire(reply) == reply
     assert WorkerError(ref.RAISED, "KeyError: 'x'", "tb").describe() == "KeyError: 'x'\ntb"
     assert WorkerError(ref.TIMEOUT, "no answer").describe() == "no answer"
@@ -39,6 +40,7 @@ def test_replies_roundtrip_typed():
     {"error": {"kind": "raised", "message": "x", "extra": "y"}},  # a field too many
     {"verdict": "PASS"},  # an answer that is not an object
     {"built": ["c.py"]},
+    {"verdict": {}, "restart": "yes"},  # not a boolean
 ])
 def test_a_malformed_reply_is_an_error_of_its_own_kind(data):
     reply = ReferenceReply.from_json(data)
@@ -139,3 +141,19 @@ def test_a_job_that_never_reached_its_worker_is_sent_again_to_a_fresh_one(monkey
     with pytest.raises(ProblemError, match="second worker answered"):
         ev.evaluate(p, c, EvalConfig(device="cpu"))
     assert len(sent) == 2 and sent[0] == sent[1]
+
+
+def test_a_worker_asking_to_be_replaced_is_replaced_after_its_verdict():
+    """A reference worker that holds device memory it cannot free after a job (CUDA IPC blocks of a
+    killed candidate worker) says so; its verdict stands and the next job gets a fresh worker."""
+    from verdict_factory import make_verdict
+
+    from kbv.model.records import to_dict
+
+    v = to_dict(make_verdict("PASS", speedup=1.2))
+    ev, stub = _evaluator(ReferenceReply(verdict=v, restart=True))
+    assert ev.evaluate(PROBLEM, CANDIDATE, EvalConfig(device="cpu")).status is Status.PASS
+    assert stub.closed and ev._ref is None
+    ev, stub = _evaluator(ReferenceReply(verdict=v))
+    ev.evaluate(PROBLEM, CANDIDATE, EvalConfig(device="cpu"))
+    assert not stub.closed and ev._ref is stub

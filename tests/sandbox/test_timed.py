@@ -117,3 +117,24 @@ def timer_view(server, reply, i):
     from kbv.sandbox import rawcopy
 
     return rawcopy.view(server._slots.buffer, reply.outputs[i])
+
+
+def test_shutdown_releases_every_tensor_the_trusted_side_sent():
+    """On cuda the sets come by CUDA IPC, and a block a killed receiver held is never freed in the
+    sender (the reference worker's device memory grew job after job, seventh session's H100 run):
+    the worker drops them all on Shutdown."""
+    import weakref
+    from types import SimpleNamespace
+
+    import torch
+
+    from kbv.sandbox.worker import _Server
+
+    sent = torch.ones(8)
+    gone = weakref.ref(sent)
+    srv = SimpleNamespace(bound_sets=[[sent]], _call_buffers=[[sent]], timing_sets=[[sent]], last_args=[sent],
+                          device=torch.device("cpu"), torch=torch)
+    del sent
+    _Server.release_shared(srv)
+    assert gone() is None
+    assert srv.bound_sets == [] and srv._call_buffers == [] and srv.timing_sets == [] and srv.last_args is None

@@ -131,7 +131,7 @@ class Evaluator:
             return eval_error_verdict(problem, candidate, config,
                                       reply.error.describe() if reply.error else "reference worker sent no verdict")
         verdict = verdict_from_dict(reply.verdict)
-        if verdict.status is Status.EVAL_ERROR:
+        if verdict.status is Status.EVAL_ERROR or reply.restart:
             self._restart()  # a fresh reference worker for the next job (its memory, its state)
         return verdict
 

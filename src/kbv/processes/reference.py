@@ -84,6 +84,9 @@ class ReferenceReply:
     baselines: dict | None = None
     #: answer to a :class:`~kbv.processes.reference_jobs.BuildJob`: candidate path -> ``"ok"`` or the one-line failure.
     built: dict | None = None
+    #: the worker holds device memory it cannot free after this job (CUDA IPC blocks a candidate
+    #: worker held when it was killed): the orchestrator replaces it before the next job.
+    restart: bool | None = None
 
     def to_json(self) -> dict:
         """The wire form (the worker's side): the fields set, the errors as objects."""
@@ -111,6 +114,8 @@ class ReferenceReply:
         for name in ("verdict", "vetting", "baselines", "built"):
             if fields.get(name) is not None and not isinstance(fields[name], dict):
                 return bad(f"{name} is not an object")
+        if fields.get("restart") is not None and not isinstance(fields["restart"], bool):
+            return bad("restart is not a boolean")
         pe, err = fields.get("problem_error"), fields.get("error")
         if pe is not None:
             if not _strings(pe, {"path", "fault"}, {"path", "fault"}):

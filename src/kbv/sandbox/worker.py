@@ -315,6 +315,20 @@ class _Server(TimedRequests, ProbeRequests):
         self.timing.collect()
         return self.protocol.Pong()
 
+    def release_shared(self) -> None:
+        """Drop every tensor the trusted side sent (the bound pass's sets, the buffers made of them, the
+        last forward's inputs, the timing sets) and collect them, before the process exits. On cuda
+        they came by CUDA IPC: a block is freed in the sender only once each receiver released it,
+        and a receiver killed while holding it never does (the reference worker's device memory grew
+        job after job at full size, docs/gpu-runs.md, seventh session). A candidate that keeps such a
+        tensor itself keeps it held: the reference worker then replaces itself
+        (:func:`kbv.pipeline.reference_worker.device_left_over`)."""
+        import gc
+
+        self.bound_sets, self._call_buffers, self.timing_sets, self.last_args = [], [], [], None
+        gc.collect()
+        if self.device.type == "cuda":
+            self.torch.cuda.synchronize(self.device)
     def serve(self) -> None:
         p = self.protocol
         tampering = _Server._tampering  # the class's own, whatever the instance holds later
@@ -335,6 +349,7 @@ class _Server(TimedRequests, ProbeRequests):
             except EOFError:
                 return
             if isinstance(req, p.Shutdown):
+                self.release_shared()
                 return
             phase, handler = handlers[type(req)]
             full = type(req) in (p.Load, p.CountOps, p.MeasureMemory)  # the rest: a light registry read
