@@ -249,7 +249,7 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
         c.print(f"[yellow]parameters differing from Model's after identical seeding:[/] "
                 f"{escape(', '.join(v.weight_mismatches))}")
     unmatched = v.evidence.get("weights_unmatched") if isinstance(v.evidence, dict) else None
-    if unmatched and not v.weight_mismatches:
+    if unmatched and not v.weight_mismatches and v.status is Status.INCORRECT:  # a cause only where wrong
         c.print(f"[yellow]Model's parameters that no ModelNew parameter matches by name or value:[/] "
                 f"{escape(', '.join(unmatched))}")
     if v.flag_changes:

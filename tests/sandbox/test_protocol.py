@@ -150,3 +150,56 @@ def test_reports_of_the_wrong_shape_are_refused(reply):
 def test_a_tampering_report_is_no_reply_by_itself():
     with pytest.raises(protocol.ProtocolError, match="not a protocol message"):
         roundtrip(protocol.Tampering(protocol.HARNESS_PATCHED, "time.perf_counter"))
+
+
+class _MetaStorage:
+    def __reduce_ex__(self, proto):
+        import copyreg
+        return (copyreg.__newobj_ex__, (torch.storage.UntypedStorage, (1 << 10,), {"device": torch.device("meta")}))
+
+
+class _MetaTyped:
+    def __reduce__(self):
+        import torch.multiprocessing.reductions as r
+        return (r.rebuild_typed_storage, (_MetaStorage(), torch.float32))
+
+
+class _MetaTensor:
+    """Pickles as a plain torch.Tensor on a meta storage, through the allowed rebuild functions."""
+
+    def __reduce__(self):
+        import torch.multiprocessing.reductions as r
+        return (r.rebuild_tensor, (torch.Tensor, _MetaTyped(), (0, (4, 3), (3, 1), False)))
+
+
+def test_a_meta_tensor_built_from_allowed_parts_is_refused():
+    """A hand-written Loaded reply whose state held a meta tensor passed the unpickler, and the
+    trusted side's weight comparison raised on it: the candidate's verdict became kbv's EVAL_ERROR
+    (red-team helper, seventh session). Every tensor of a reply must be strided, on cpu or cuda."""
+    class P(pickle.Pickler):
+        def reducer_override(self, obj):
+            if type(obj) is protocol.Loaded:
+                return protocol.Loaded, tuple(object.__getattribute__(obj, f) for f in protocol._FIELDS[protocol.Loaded])
+            return NotImplemented
+
+    msg = protocol.Loaded(state={}, model_bytes=None, load_seconds=0.01)
+    object.__setattr__(msg, "state", {"evil": _MetaTensor()})
+    buf = io.BytesIO()
+    P(buf, 4).dump(msg)
+    with pytest.raises(protocol.ProtocolError, match="only strided tensors on cpu or cuda"):
+        decode_reply(buf.getvalue())
+    good = protocol.Loaded(state={"w": torch.ones(2)}, model_bytes=None, load_seconds=0.01)
+    assert torch.equal(roundtrip(good).state["w"], torch.ones(2))
+
+
+def test_deeply_nested_reply_fields_are_walked_without_recursion():
+    """A timed pass's reply nests its output descriptors; a depth limit refused an honest one (HACK
+    for a plain torch ReLU): the walk is iterative and bounded by the values it visits."""
+    nested: object = (torch.ones(1),)
+    for _ in range(5000):
+        nested = (nested,)
+    msg = protocol.Outputs(tensors=(torch.ones(2),), structure="tensor")
+    object.__setattr__(msg, "structure", nested)
+    from kbv.processes.reply_decoding import _check_tensors
+
+    _check_tensors(vars(msg), "Outputs")  # no RecursionError, nothing refused

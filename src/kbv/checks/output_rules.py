@@ -72,10 +72,11 @@ def within_allclose(name: str, atol: float, rtol: float, error: float, budget: f
     """Set ``name`` passes allclose(atol, rtol) but its error against the fp64 oracle is over kbv's
     budget (taxonomy 10, 17, 19): a precision downgrade, garbage within tolerance or a numerical
     shortcut, a WARNING (the kbv policy's own verdict fails the set). ``weights``: Model's parameters
-    that ModelNew's differ from or do not match (the load's check): then that is the likely cause, and
-    the finding says so instead."""
-    cause = (f"ModelNew's weights differ from Model's: {', '.join(weights[:4])}{', ...' if len(weights) > 4 else ''}"
-             if weights else "precision downgrade, garbage within tolerance or a numerical shortcut")
+    that ModelNew's differ from or do not match (the load's check): named first as the likelier cause."""
+    cause = "precision downgrade, garbage within tolerance or a numerical shortcut"
+    if weights:  # the likelier cause, named first; the others stay possible
+        cause = (f"ModelNew's weights differ from Model's or match none of them: {', '.join(weights[:4])}"
+                 f"{', ...' if len(weights) > 4 else ''}; else {cause}")
     return finding("oracle:within-allclose", (10, 17, 19), Severity.WARNING,
                    f"{name}: passes allclose(atol={atol:g}, rtol={rtol:g}) but its error vs the fp64 oracle is "
                    f"{error:.3g}, over the budget {budget:.3g} ({cause})")

@@ -97,30 +97,45 @@ class Load:
         return reply
 
 
-#: ModelNew tensors of a parameter's shape and dtype compared with it by value, at most (kbv choice:
-#: a model has few tensors of one shape; the candidate must not choose the trusted side's work).
+#: ModelNew tensors with a parameter's sample compared with it in full, at most (kbv choice: equal
+#: samples of unequal tensors are rare in a model; the candidate must not choose the trusted side's work).
 MATCH_TRIES = 8
 
 
 def unmatched_weights(reference: dict, candidate: dict) -> list[str]:
     """Model's parameters and buffers (``name -> tensor``) that no tensor of ModelNew's state
-    (``name -> object``, as the worker sent it) matches, neither by name and shape nor by shape and
-    equal values: ``"name (d0xd1...)"`` each, in Model's order. ModelNew gets Model's weights only by
-    building them from the same seed in the same order, so these are the likely cause of an
-    INCORRECT whose weights were never compared (a ModelNew naming its parameters differently)."""
+    (``name -> object``, as the worker sent it) matches, neither by name and shape nor by equal
+    values (as they are, or transposed for a 2-D one): ``"name (d0xd1...)"`` each, in Model's order.
+    ModelNew gets Model's weights only by building them from the same seed in the same order, so
+    these are a likely cause of an INCORRECT whose weights were never compared (a ModelNew naming
+    its parameters differently). Each candidate tensor is looked up by a strided sample of its
+    values; at most :data:`MATCH_TRIES` tensors with the same sample are compared in full."""
     tensors = {n: t for n, t in candidate.items() if type(t) is torch.Tensor}
-    by_kind: dict[tuple, list] = {}
+    by_sample: dict[tuple, list] = {}
     for t in tensors.values():
-        by_kind.setdefault((tuple(t.shape), t.dtype), []).append(t)
+        by_sample.setdefault(_sample_key(t), []).append(t)
+        if t.dim() == 2:
+            by_sample.setdefault(_sample_key(t.t()), []).append(t.t())
     out = []
     for name, r in reference.items():
         shape = tuple(r.shape)
         same_name = tensors.get(name)
         if same_name is not None and tuple(same_name.shape) == shape:
             continue
-        # a few same-shaped tensors compared at most: the candidate chooses how many it has
-        if any(torch.equal(r.detach(), t.to(r.device)) for t in by_kind.get((shape, r.dtype), [])[:MATCH_TRIES]):
+        # a few tensors with the same sample compared at most: the candidate chooses how many it has
+        if any(torch.equal(r.detach(), t.to(r.device)) for t in by_sample.get(_sample_key(r), [])[:MATCH_TRIES]):
             continue
         out.append(f"{name} ({'x'.join(map(str, shape)) or 'scalar'})")
     return out
+
+
+#: elements of a tensor :func:`_sample_key` reads (evenly strided).
+SAMPLE_ELEMENTS = 64
+
+
+def _sample_key(t: torch.Tensor) -> tuple:
+    """Shape, dtype and the bytes of :data:`SAMPLE_ELEMENTS` evenly strided values of ``t``."""
+    flat = t.detach().reshape(-1)
+    sample = flat[::max(1, flat.numel() // SAMPLE_ELEMENTS)][:SAMPLE_ELEMENTS].to("cpu").contiguous()
+    return tuple(t.shape), t.dtype, sample.view(torch.uint8).numpy().tobytes() if sample.numel() else b""
 

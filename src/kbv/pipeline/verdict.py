@@ -64,8 +64,8 @@ class VerdictStage:
         elif status is Status.INCORRECT and state.evidence.get("weights_unmatched"):
             unmatched = state.evidence["weights_unmatched"]
             message += (f" (Model's {', '.join(unmatched[:4])}{', ...' if len(unmatched) > 4 else ''} match no "
-                        "ModelNew parameter by name or value: ModelNew gets Model's weights only by making them "
-                        "in the same order under the same seed)")
+                        "ModelNew parameter by name or value; ModelNew that draws its own weights gets Model's only by "
+                        "making them in the same order under the same seed)")
         unverified = {}
         if status not in (Status.PASS, Status.SHORTCUT):
             # timed but not correct: the original protocol would have credited this speed

@@ -67,7 +67,38 @@ def decode_reply(data: bytes) -> Any:
     if type(msg) not in protocol.REPLY_TYPES:
         raise protocol.ProtocolError(f"reply is a {type(msg).__name__}, not a protocol message")
     _check_reports(msg)
+    _check_tensors(vars(msg) if hasattr(msg, "__dict__") else {}, type(msg).__name__)
     return msg
+
+
+#: containers and leaves :func:`_check_tensors` visits in one reply, at most (kbv choice: a timed
+#: pass's reply holds a few hundred calls' output descriptors).
+_MAX_NODES = 1_000_000
+
+
+def _check_tensors(obj: Any, where: str) -> None:
+    """Every tensor in a reply's fields is a plain strided ``torch.Tensor`` on cpu or cuda: the
+    unpickler rebuilds storages directly, so a hand-written pickle can make a meta tensor (or another
+    device's), whose first read in the trusted process raises there and would turn the candidate's
+    verdict into kbv's failure (red-team helper, seventh session). Walked without recursion (a
+    candidate chooses the nesting). Raises :class:`protocol.ProtocolError` otherwise, or past
+    :data:`_MAX_NODES`."""
+    import torch
+
+    stack, seen = [obj], 0
+    while stack:
+        o = stack.pop()
+        seen += 1
+        if seen > _MAX_NODES:
+            raise protocol.ProtocolError(f"{where} holds more than {_MAX_NODES} values")
+        if isinstance(o, torch.Tensor):
+            if type(o) is not torch.Tensor or o.layout is not torch.strided or o.device.type not in ("cpu", "cuda"):
+                raise protocol.ProtocolError(f"{where} holds a {type(o).__name__} on {o.device.type} ({o.layout}): "
+                                             "only strided tensors on cpu or cuda come back")
+        elif isinstance(o, dict):
+            stack.extend(o.values())
+        elif isinstance(o, (tuple, list)):
+            stack.extend(o)
 
 
 def _check_reports(msg: Any) -> None:
