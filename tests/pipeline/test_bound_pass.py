@@ -45,3 +45,18 @@ def test_made_again_after_the_shared_sets_were_written_by_someone_else():
         w[0].fill_(0.0)
     for call, want in zip(plan, expected):
         assert torch.equal(stage._pass_call_inputs(sets, call)[0], want[0])
+
+
+def test_made_again_with_the_sets_strides():
+    """The pass's sets keep a transposed input's strides (inp.shared_clone); the values made again
+    for the re-check have them too (red-team helper, seventh session: they were made contiguous)."""
+    stage = _stage()
+    g = torch.Generator().manual_seed(9)
+    sets = [[torch.randn(40, 24, generator=g).t(), torch.randn(24, generator=g)] for _ in range(2)]
+    plan = stage._pass_plan(sets, 2)
+    written = [[a.clone() for a in sets[i]] for i in range(2)]  # clone keeps the strides, as shared_clone
+    stage._write_pass_inputs(sets, written, plan)
+    for call, target in zip(plan, written):
+        again = stage._pass_call_inputs(sets, call)
+        assert again[0].stride() == sets[0][0].stride() and not again[0].is_contiguous()
+        assert all(torch.equal(a, b) for a, b in zip(again, target))

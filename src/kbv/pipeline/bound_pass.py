@@ -144,8 +144,8 @@ class BoundStage:
         this process: the values :meth:`_write_pass_inputs` writes for that call, by the same
         function from the same seeds."""
         k, src, seed, changes = call
-        buffer = [torch.empty_like(a, memory_format=torch.contiguous_format) if isinstance(a, torch.Tensor) else a
-                  for a in sets[k]]
+        # the set's strides, as the pass's sets have them (inp.shared_clone keeps a dense layout)
+        buffer = [torch.empty_like(a) if isinstance(a, torch.Tensor) else a for a in sets[k]]
         return call_inputs(buffer, sets, k, (src, seed, self.ctx._structured(), BOUND_MIX_FRACTION)
                            if src is not None else (), changes)
 
@@ -214,7 +214,7 @@ class BoundStage:
                 self._write_pass_inputs(sets, bound_sets, plan)
                 self.judge._recheck(entries, [bound_sets[warmup + i] for i in judged], recheck)
         else:
-            while entries:
+            while entries and not recheck.failed:  # a failed call ends the re-check (Judging._recheck)
                 entry = entries.pop(0)
                 self.judge._recheck([entry], {entry[1]: self._pass_call_inputs(sets, plan[warmup + judged[entry[1]]])},
                                     recheck)
