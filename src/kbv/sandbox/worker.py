@@ -349,7 +349,8 @@ class _Server(TimedRequests, ProbeRequests):
             except EOFError:
                 return
             if isinstance(req, p.Shutdown):
-                self.release_shared()
+                if self.device.type == "cuda":  # on cpu the exit itself unmaps what was shared
+                    self.release_shared()
                 return
             phase, handler = handlers[type(req)]
             full = type(req) in (p.Load, p.CountOps, p.MeasureMemory)  # the rest: a light registry read
