@@ -147,6 +147,8 @@ class _Server:
                               "measurements": {k: to_dict(m) for k, m in measured["measurements"].items()}}}
 
     def verify(self, job: VerifyJob) -> dict:
+        import torch
+
         from kbv.model.records import to_dict
         from kbv.pipeline import run as verify
         from kbv.pipeline.prestart import quiet
@@ -181,6 +183,9 @@ class _Server:
         if job.config.device == "cuda":  # the candidate's workers are closed: what this job left here
             left = device_left_over(rp)
             evidence["reference_device_left_over_bytes"] = left
+            # the device's free memory once the job's workers are gone: memory of theirs that this
+            # process still maps (an IPC handle it did not close) shows here, not in its allocator
+            evidence["device_free_after_bytes"] = int(torch.cuda.mem_get_info(rp.device)[0])
             restart = left > LEFT_OVER_BYTES or None
         verdict = dataclasses.replace(verdict, evidence=evidence)
         return ReferenceReply(verdict=to_dict(verdict), restart=restart).to_json()
