@@ -151,12 +151,17 @@ class Context:
 
     def _phase_peak(self, phase: str) -> None:
         """Record this process's peak resident bytes over the phase just ended, and start the next
-        phase's count (evidence ``memory_footprint["phase_peaks"]``)."""
+        phase's count (evidence ``memory_footprint["phase_peaks"]``); on cuda also the device peak
+        so far (``memory_footprint["phase_device_peaks"]``, not reset between phases)."""
         peak = fp.host_peak_bytes()
         if peak is not None:
             self.state.evidence.setdefault("phase_host_peaks", {})[phase] = peak
             self._peak = max(getattr(self, "_peak", 0), peak)
         fp.reset_host_peak()
+        if self.rp.device.type == "cuda":  # the device peak so far: the phase where it rose past the bound
+            from kbv.sandbox.peak_memory import process_peak_bytes
+
+            self.state.evidence.setdefault("phase_device_peaks", {})[phase] = process_peak_bytes(self.rp.device)
 
     def _structured(self) -> tuple:
         """Input positions whose declared domain (:data:`STRUCTURED_DOMAINS`) changes of single

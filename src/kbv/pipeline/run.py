@@ -22,8 +22,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, ContextManager
 
-import torch
-
 from kbv.intake.candidates import build_dir
 from kbv.model.records import CandidateRef, Environment, EvalConfig, InputKind, Verdict
 from kbv.pipeline.bound_pass import BoundStage
@@ -49,6 +47,7 @@ from kbv.processes.candidate import CandidateProcess
 from kbv.processes.procfs import FAULT_SIGNALS, caught_signals
 from kbv.reference.build import ReferenceProblem, first_line
 from kbv.sandbox import numeric_flags as bl
+from kbv.sandbox import peak_memory
 
 
 class Verification:
@@ -82,7 +81,7 @@ class Verification:
         bd = build_dir(ctx.candidate, ctx.config.device)
         fp.reset_host_peak()
         if ctx.rp.device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(ctx.rp.device)
+            peak_memory.reset_process_peak(ctx.rp.device)
         cand_peak = None
         with ctx.worker or CandidateProcess(device=ctx.config.device, build_dir=bd) as worker:
             try:

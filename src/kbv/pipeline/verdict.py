@@ -44,6 +44,8 @@ class VerdictStage:
             footprint["reference_host_peak_bytes"] = max(footprint["reference_host_peak_bytes"] or 0,
                                                          getattr(self.ctx, "_peak", 0))
             footprint["phase_peaks"] = state.evidence.pop("phase_host_peaks", {})
+            if "phase_device_peaks" in state.evidence:
+                footprint["phase_device_peaks"] = state.evidence.pop("phase_device_peaks")
             footprint["bound_bytes"] = fp.bound_bytes(self.ctx._input_bytes, max(self.ctx.rp.output_bytes, 0))
             state.evidence["memory_footprint"] = footprint
         except Exception:  # noqa: BLE001 - evidence only

@@ -233,7 +233,9 @@ def evidence(device: torch.device, candidate_pid: int | None = None,
     if candidate_peak is not None:
         out["candidate_host_peak_bytes"] = candidate_peak
     if device.type == "cuda":
-        out["reference_device_peak_bytes"] = int(torch.cuda.max_memory_allocated(device))
+        from kbv.sandbox.peak_memory import process_peak_bytes
+
+        out["reference_device_peak_bytes"] = process_peak_bytes(device)
     out["host_available_bytes"] = host_available_bytes()
     out["pid"] = os.getpid()
     return out

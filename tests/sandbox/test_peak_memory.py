@@ -1,0 +1,42 @@
+"""A verification's device peak survives the per-forward resets of the memory measurement
+(kbv.sandbox.peak_memory.process_peak_bytes), with torch's one counter per device faked on cpu."""
+
+import torch
+
+from kbv.sandbox import peak_memory
+
+
+class _FakeCuda:
+    """torch.cuda's allocator counters for one device: allocations move ``allocated`` and the peak."""
+
+    def __init__(self):
+        self.allocated, self.peak = 0, 0
+
+    def alloc(self, n):
+        self.allocated += n
+        self.peak = max(self.peak, self.allocated)
+
+    def install(self, monkeypatch):
+        monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda d=None: self.peak)
+        monkeypatch.setattr(torch.cuda, "memory_allocated", lambda d=None: self.allocated)
+        monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda d=None: setattr(self, "peak", self.allocated))
+        monkeypatch.setattr(torch.cuda, "synchronize", lambda d=None: None)
+
+
+def test_the_process_peak_keeps_what_a_forwards_measurement_reset(monkeypatch):
+    fake = _FakeCuda()
+    fake.install(monkeypatch)
+    dev = torch.device("cuda", 0)
+    peak_memory.reset_process_peak(dev)
+    fake.alloc(10 << 30)  # a correctness phase holds 10 GiB, then frees it
+    fake.alloc(-(10 << 30))
+
+    def forward():
+        fake.alloc(1 << 30)
+        fake.alloc(-(1 << 30))
+
+    assert peak_memory.forward_peak_bytes(forward, [], dev) == 1 << 30
+    assert torch.cuda.max_memory_allocated() == 1 << 30  # torch's own counter lost the 10 GiB
+    assert peak_memory.process_peak_bytes(dev) == 10 << 30
+    peak_memory.reset_process_peak(dev)
+    assert peak_memory.process_peak_bytes(dev) == 0
