@@ -181,12 +181,16 @@ class _Server:
         evidence = {**verdict.evidence, "kbv_source": self.source}
         restart = None
         if job.config.device == "cuda":  # the candidate's workers are closed: what this job left here
-            left = device_left_over(rp)
-            evidence["reference_device_left_over_bytes"] = left
-            # the device's free memory once the job's workers are gone: memory of theirs that this
-            # process still maps (an IPC handle it did not close) shows here, not in its allocator
-            evidence["device_free_after_bytes"] = int(torch.cuda.mem_get_info(rp.device)[0])
-            restart = left > LEFT_OVER_BYTES or None
+            try:
+                left = device_left_over(rp)
+                evidence["reference_device_left_over_bytes"] = left
+                # the device's free memory once the job's workers are gone: memory of theirs that this
+                # process still maps (an IPC handle it did not close) shows here, not in its allocator
+                evidence["device_free_after_bytes"] = int(torch.cuda.mem_get_info(rp.device)[0])
+                restart = left > LEFT_OVER_BYTES or None
+            except Exception as exc:  # noqa: BLE001 - the verdict stands; this worker is not reused
+                evidence["reference_device_left_over_error"] = f"{type(exc).__name__}: {exc}"[:300]
+                restart = True
         verdict = dataclasses.replace(verdict, evidence=evidence)
         return ReferenceReply(verdict=to_dict(verdict), restart=restart).to_json()
 
