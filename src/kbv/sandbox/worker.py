@@ -317,18 +317,18 @@ class _Server(TimedRequests, ProbeRequests):
 
     def release_shared(self) -> None:
         """Drop every tensor the trusted side sent (the bound pass's sets, the buffers made of them, the
-        last forward's inputs, the timing sets) and collect them, before the process exits. On cuda
+        last forward's inputs, the timing sets), before the process exits. On cuda
         they came by CUDA IPC: a block is freed in the sender only once each receiver released it,
         and a receiver killed while holding it never does (the reference worker's device memory grew
         job after job at full size, docs/gpu-runs.md, seventh session). A candidate that keeps such a
         tensor itself keeps it held: the reference worker then replaces itself
         (:func:`kbv.pipeline.reference_worker.device_left_over`)."""
-        import gc
-
+        # dropped by reference count, at once (no collection on the job's path: a cycle of the
+        # candidate's making that holds one is the candidate's, and costs it a fresh reference worker)
         self.bound_sets, self._call_buffers, self.timing_sets, self.last_args = [], [], [], None
-        gc.collect()
         if self.device.type == "cuda":
             self.torch.cuda.synchronize(self.device)
+
     def serve(self) -> None:
         p = self.protocol
         tampering = _Server._tampering  # the class's own, whatever the instance holds later
