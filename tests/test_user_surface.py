@@ -460,3 +460,16 @@ def test_kbv_profiles_status_line_is_styled_and_its_message_plain():
     buf = io.StringIO()
     kc.print_status_line(v, Console(file=buf, width=300, color_system=None))
     assert buf.getvalue() == f"{v.status.value}  x.py: correct [taxonomy 8]\n"
+
+
+def test_alike_faults_with_their_own_figures_are_printed_once():
+    """A wrong constant failed 17 sets with 17 lines that differed only in their figures (newcomer
+    report): one line, the first set's figures, the table above holds each set's."""
+    from kbv.console import group_notes
+
+    notes = [(f"s{i}", f"output: normalised error {1.5 + i / 10:.2e} vs the fp64 oracle exceeds the budget 2.3e-05")
+             for i in range(17)]
+    lines = group_notes(notes + [("D4", "output: shape (4, 10) but the reference has (4, 16)")])
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("17 sets (s0, s1, s2, ... s16): output: normalised error 1.50e+00")
+    assert lines[0].endswith("(s0's figures; each set's are in the table)")

@@ -312,18 +312,27 @@ def print_diagnostics(v: Verdict, c: Console) -> None:
     c.print(t)
 
 
+#: a number in a note (an error, a budget, a shape's size): notes that differ only there are alike.
+_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
 def group_notes(notes: list[tuple[str, str]]) -> list[str]:
-    """``(set name, note)`` pairs as lines, one per distinct note naming every set it applies to
-    (a wrong output shape fails all 15 sets with the same message: printed once)."""
-    by_note: dict[str, list[str]] = {}
+    """``(set name, note)`` pairs as lines, one per kind of note naming every set it applies to: a
+    wrong output shape fails all 15 sets with the same message, a wrong constant all 17 with the
+    same message but its own figures (newcomer report: 17 such lines buried the summary); alike
+    notes are printed once, with the first set's figures (every set's are in the table above)."""
+    by_kind: dict[str, list[tuple[str, str]]] = {}
     for name, note in notes:
-        by_note.setdefault(note, []).append(name)
+        by_kind.setdefault(_NUMBER.sub("#", note), []).append((name, note))
     out = []
-    for note, names in by_note.items():
+    for items in by_kind.values():
+        names = [n for n, _ in items]
+        note = items[0][1]
         who = names[0] if len(names) == 1 else (
             f"{len(names)} sets ({', '.join(names)})" if len(names) <= 4 else
             f"{len(names)} sets ({', '.join(names[:3])}, ... {names[-1]})")
-        out.append(f"{who}: {note}")
+        same = all(n == note for _, n in items)
+        out.append(f"{who}: {note}" if same else f"{who}: {note} ({names[0]}'s figures; each set's are in the table)")
     return out
 
 

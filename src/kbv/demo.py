@@ -204,7 +204,7 @@ def run_demo(device: str, console: Console, *, json_dir: Path | None = None, tri
     order = [c for c in cases if c not in builds] + builds
     results: dict[DemoCase, Verdict | str] = {}
     progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                        TimeElapsedColumn(), console=console)
+                        TimeElapsedColumn(), console=console, transient=True)  # no bar left between lines and table
     with Evaluator(device) as ev, _Builder(device, [refs[c] for c in builds], config) as builder, progress:
         task = progress.add_task("demo", total=len(cases))
         for case in order:

@@ -62,6 +62,14 @@ def test_missing_name_is_named(tmp_path, missing):
     assert str(p) in msg and missing in msg
 
 
+def test_a_candidate_given_as_the_problem_asks_whether_the_arguments_are_swapped(tmp_path):
+    """``kbv eval cand.py problem.py`` named only the missing names (newcomer report)."""
+    p = write(tmp_path, "1_Cand.py", "import torch.nn as nn\nclass ModelNew(nn.Module):\n    pass\n")
+    with pytest.raises(ProblemError) as e:
+        load_problem(p)
+    assert "arguments swapped? the problem comes first" in one_line(e.value)
+
+
 def test_syntax_error_names_the_line(tmp_path):
     p = write(tmp_path, "1_Bad.py", "import torch\ndef get_inputs(:\n")
     with pytest.raises(ProblemError) as e:

@@ -32,8 +32,8 @@ def off_nominal_findings(judged: Sequence[InputSetResult], few_places: Collectio
     if values:
         out.append(finding("inputs:off-nominal", (19, 20), Severity.WARNING,
                            f"right on every nominal set, wrong on {', '.join(r.name for r in values[:LISTED])}: "
-                           "a shortcut that holds only for get_inputs()'s value range (numerical shortcut or "
-                           "value-distribution exploit)"))
+                           "right only inside get_inputs()'s value range (a bug outside it, a numerical shortcut "
+                           "or a value-distribution exploit)"))
     if broken:
         what = "; ".join(f"{r.name} ({r.transform})" for r in broken[:LISTED])
         out.append(finding("inputs:pattern-broken", (20,), Severity.WARNING,

@@ -268,7 +268,8 @@ def demo_cmd(
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Print every case's full verdict."),
 ) -> None:
     """Evaluate the built-in problems and example candidates (honest and hacked) and show the
-    protocol's effect: nominal (FP32 baseline, nominal inputs) vs verified (TF32 baseline, D1–D4)."""
+    protocol's effect: nominal (FP32 baseline, nominal inputs) vs verified (TF32 baseline, D1–D4 and
+    randomised inputs, the fp64-oracle policy, the integrity checks)."""
     from kbv.demo import run_demo
 
     dev = resolve_device(device)

@@ -124,9 +124,11 @@ def load_problem(path: Path | str) -> ProblemRef:
     path = Path(path).resolve()
     text, raw = read_source(path, ProblemError)
     tree = parse_source(path, text, ProblemError)
-    missing = [n for n in REQUIRED_PROBLEM_NAMES if n not in top_level_names(tree)]
+    names = top_level_names(tree)
+    missing = [n for n in REQUIRED_PROBLEM_NAMES if n not in names]
     if missing:
-        raise ProblemError(path, f"not a KernelBench problem: missing {', '.join(missing)}")
+        swapped = " (a candidate: arguments swapped? the problem comes first)" if "ModelNew" in names else ""
+        raise ProblemError(path, f"not a KernelBench problem: missing {', '.join(missing)}{swapped}")
     level, pid, name = identify(path)
     return ProblemRef(
         path=str(path), name=name, level=level, problem_id=pid, sha256=hashlib.sha256(raw).hexdigest()

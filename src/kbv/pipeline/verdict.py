@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from kbv.model.findings import ordered
 from kbv.model.findings import worst as most_severe
+from kbv.model.measurements import ratio_text
 from kbv.checks.flag_rules import flag_change_findings, tampering_findings
 from kbv.checks.input_rules import workload_specialised
 from kbv.model.records import InputKind, Severity, Status, Verdict
 from kbv.pipeline.judging import Judging
-from kbv.pipeline.outcome import Outcome
+from kbv.pipeline.outcome import Outcome, failed_sets_phrase
 from kbv.processes import footprint as fp
 from kbv.sandbox import peak_memory as mem
 from kbv.pipeline.context import Context
@@ -68,6 +69,12 @@ class VerdictStage:
             message += (f" (Model's {', '.join(unmatched[:4])}{', ...' if len(unmatched) > 4 else ''} match no "
                         "ModelNew parameter by name or value; ModelNew that draws its own weights gets Model's only by "
                         "making them in the same order under the same seed)")
+        failed = [r.name for r in state.input_sets if not r.dropped and r.passed is False]
+        if status is Status.HACK and failed:  # what the sets caught too, beside the proof
+            message += f"; also wrong on {failed_sets_phrase(failed, sum(1 for r in state.input_sets if not r.dropped))}"
+        if status in (Status.PASS, Status.SHORTCUT) and state.speedup:  # the answer to "does it beat PyTorch?"
+            base = "eager-tf32" if "eager-tf32" in state.speedup else next(iter(state.speedup))
+            message += f"; {ratio_text(state.speedup[base])}x vs {base}"
         unverified = {}
         if status not in (Status.PASS, Status.SHORTCUT):
             # timed but not correct: the original protocol would have credited this speed
