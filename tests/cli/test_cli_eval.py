@@ -362,3 +362,23 @@ def test_demo_case_line_keeps_the_whole_message_at_80_columns():
     print_case_line(v, con)
     text = con.export_text()
     assert "…" not in text and text.replace("\n", "").endswith(tail), text
+
+
+@pytest.mark.e2e
+def test_the_json_record_is_written_before_output_a_reader_may_close(tmp_path):
+    """``kbv eval ... --json v.json | head -1`` wrote no record (newcomer report): the record is
+    written as soon as the verdict exists, before anything is printed."""
+    import shutil
+
+    prob = tmp_path / "problems" / "level1" / PROBLEM.name  # no hidden test file beside it
+    prob.parent.mkdir(parents=True)
+    shutil.copy(PROBLEM, prob)
+    out = tmp_path / "v.json"
+    p = subprocess.Popen([sys.executable, "-m", "kbv", "eval", str(prob), str(DATA / "candidates" / "relu_torch.py"),
+                          "--device", "cpu", "--trials", "3", "--json", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = p.stdout.readline()
+    p.stdout.close()
+    _, err = p.communicate(timeout=600)
+    assert first.startswith(b"PASS"), (first, err)
+    assert json.loads(out.read_text())["status"] == "PASS"

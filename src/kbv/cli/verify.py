@@ -102,7 +102,6 @@ def eval_cmd(
     randomised distributions, against a float64 oracle), speed vs eager-fp32 and eager-tf32, and
     peak memory. Warns when the problem is flagged by vetting."""
     from kbv.console import print_verdict
-    from kbv.model.records import to_json
 
     pref, cref = _problem_and_candidate(problem, candidate, json_out)
     dev = resolve_device(device)
@@ -113,14 +112,13 @@ def eval_cmd(
         console.print(f"hidden test file: {ht} (its sets are checked as HT1, HT2, ...)", highlight=False,
                           markup=False, soft_wrap=True)
     verdict = _evaluate(pref, cref, config, dev, f"verifying {candidate.name} against {problem.name} on {dev}...", ht)
+    _write_record(json_out, verdict)  # before any output: a reader that closes it early (| head) loses nothing
     print_verdict(verdict, console, verbose=verbose)
     _warn_if_flagged(pref, verdict)
     note = cuda_on_cpu_note(verdict.status.value, verdict.candidate.backend, dev)
     if note:
         err_console.print(f"kbv: note: {note}", highlight=False, soft_wrap=True, markup=False)
     if json_out is not None:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(to_json(verdict) + "\n")
         console.print(f"verdict record written to {json_out}")
     if verdict.evidence.get("hidden_tests_error"):  # the verdict stands without them; the file given is bad
         fail(f"hidden tests not checked: {verdict.evidence['hidden_tests_error']} (the verdict above is "
@@ -139,7 +137,6 @@ def profile_cmd(
     candidate's whole verification comes with them (as kbv eval --profile). On cpu there is
     nothing to profile: it says so on stderr, writes nothing and exits 0."""
     from kbv.console import print_diagnostics, print_status_line
-    from kbv.model.records import to_json
 
     pref, cref = _problem_and_candidate(problem, candidate, json_out)
     dev = resolve_device(device)
@@ -149,12 +146,20 @@ def profile_cmd(
         raise typer.Exit(0)
     config = make_config(dev, "fp32", None, 30, 5, None, "kbv", None, (), True)
     verdict = _evaluate(pref, cref, config, dev, f"profiling {candidate.name} and {problem.name} under ncu...")
+    _write_record(json_out, verdict)
     print_status_line(verdict, console)
     print_diagnostics(verdict, console)
     if json_out is not None:
+        console.print(f"verdict record written to {json_out}")
+
+
+def _write_record(json_out: Optional[Path], verdict) -> None:
+    """``--json``'s verdict record, written as soon as the verdict exists."""
+    from kbv.model.records import to_json
+
+    if json_out is not None:
         json_out.parent.mkdir(parents=True, exist_ok=True)
         json_out.write_text(to_json(verdict) + "\n")
-        console.print(f"verdict record written to {json_out}")
 
 
 def cuda_on_cpu_note(status: str, backend: str, device: str) -> str | None:
