@@ -203,3 +203,11 @@ def test_deeply_nested_reply_fields_are_walked_without_recursion():
     from kbv.processes.reply_decoding import _check_tensors
 
     _check_tensors(vars(msg), "Outputs")  # no RecursionError, nothing refused
+
+
+def test_a_large_honest_reply_is_walked_without_refusal():
+    """An op count of a forward of many small kernels holds a few values per launch: far under the
+    walk's bound (a bound of 10^6 values would have refused 300,000 launches as a forged reply)."""
+    from kbv.processes.reply_decoding import _check_tensors
+
+    _check_tensors({"kernels": tuple((f"k{i}", 1.0, True) for i in range(300_000))}, "OpCounts")

@@ -71,9 +71,10 @@ def decode_reply(data: bytes) -> Any:
     return msg
 
 
-#: containers and leaves :func:`_check_tensors` visits in one reply, at most (kbv choice: a timed
-#: pass's reply holds a few hundred calls' output descriptors).
-_MAX_NODES = 1_000_000
+#: containers and leaves :func:`_check_tensors` visits in one reply, at most (kbv choice: far over
+#: any honest reply: an op count of a forward of 10^6 kernel launches holds ~4·10^6 values, a timed
+#: pass's reply a few values per output per call; a reply past it is no protocol reply).
+_MAX_NODES = 50_000_000
 
 
 def _check_tensors(obj: Any, where: str) -> None:
