@@ -134,20 +134,19 @@ class BoundStage:
         """Write ``plan``'s values (:meth:`_pass_plan`) into ``bound_sets`` (the worker stopped: the
         candidate's calls see them when it runs again, and the trusted loops and the re-checks get
         them again, whatever the candidate wrote into the shared sets)."""
-        skip = self.ctx._structured()
-        for target, (k, src, seed, changes) in zip(bound_sets, plan):
-            # in place (kbv.sandbox.timed_inputs.call_inputs): no input-sized temporary beside the sets
-            call_inputs(target, sets, k, (src, seed, skip, BOUND_MIX_FRACTION) if src is not None else (), changes)
+        for target, call in zip(bound_sets, plan):
+            self._pass_call_inputs(sets, call, target)
 
-    def _pass_call_inputs(self, sets: list, call: tuple) -> list:
-        """One call's values of a pass (``call`` one entry of :meth:`_pass_plan`) in new tensors of
-        this process: the values :meth:`_write_pass_inputs` writes for that call, by the same
-        function from the same seeds."""
+    def _pass_call_inputs(self, sets: list, call: tuple, into: list | None = None) -> list:
+        """One call's values of a pass (``call`` one entry of :meth:`_pass_plan`), written into
+        ``into`` (in place, kbv.sandbox.timed_inputs.call_inputs: no input-sized temporary beside the
+        sets), or without it into new tensors of this process with the set's strides (as the pass's
+        sets have them: inp.shared_clone keeps a dense layout)."""
         k, src, seed, changes = call
-        # the set's strides, as the pass's sets have them (inp.shared_clone keeps a dense layout)
-        buffer = [torch.empty_like(a) if isinstance(a, torch.Tensor) else a for a in sets[k]]
-        return call_inputs(buffer, sets, k, (src, seed, self.ctx._structured(), BOUND_MIX_FRACTION)
-                           if src is not None else (), changes)
+        if into is None:
+            into = [torch.empty_like(a) if isinstance(a, torch.Tensor) else a for a in sets[k]]
+        mix = (src, seed, self.ctx._structured(), BOUND_MIX_FRACTION) if src is not None else ()
+        return call_inputs(into, sets, k, mix, changes)
 
     def _bound_pass(self, worker: CandidateProcess, sets: list, bound_sets: list, flush: int | None, calls: int,
                     attempt: int) -> rule.BoundPass:
