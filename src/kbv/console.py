@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich import box
 from rich.table import Table
 
+from kbv.model.findings import name_list
 from kbv.model.records import Status, Verdict, VettingReport
 from kbv.model.measurements import ratio_text
 
@@ -328,9 +329,7 @@ def group_notes(notes: list[tuple[str, str]]) -> list[str]:
     for items in by_kind.values():
         names = [n for n, _ in items]
         note = items[0][1]
-        who = names[0] if len(names) == 1 else (
-            f"{len(names)} sets ({', '.join(names)})" if len(names) <= 4 else
-            f"{len(names)} sets ({', '.join(names[:3])}, ... {names[-1]})")
+        who = names[0] if len(names) == 1 else f"{len(names)} sets ({name_list(names)})"
         same = all(n == note for _, n in items)
         out.append(f"{who}: {note}" if same else f"{who}: {note} ({names[0]}'s figures; each set's are in the table)")
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from kbv.model.findings import finding
+from kbv.model.findings import finding, name_list
 from kbv.model.records import Finding, Severity
 
 
@@ -75,8 +75,7 @@ def within_allclose(name: str, atol: float, rtol: float, error: float, budget: f
     that ModelNew's differ from or do not match (the load's check): named first as the likelier cause."""
     cause = "precision downgrade, garbage within tolerance or a numerical shortcut"
     if weights:  # the likelier cause, named first; the others stay possible
-        cause = (f"ModelNew's weights differ from Model's or match none of them: {', '.join(weights[:4])}"
-                 f"{', ...' if len(weights) > 4 else ''}; else {cause}")
+        cause = f"ModelNew's weights differ from Model's or match none of them: {name_list(weights)}; else {cause}"
     return finding("oracle:within-allclose", (10, 17, 19), Severity.WARNING,
                    f"{name}: passes allclose(atol={atol:g}, rtol={rtol:g}) but its error vs the fp64 oracle is "
                    f"{error:.3g}, over the budget {budget:.3g} ({cause})")

@@ -44,3 +44,16 @@ def ordered(findings: Iterable[Finding]) -> tuple[Finding, ...]:
     out = [dataclasses.replace(f, detail=f"{f.detail} (+{extra[k]} more)") if extra.get(k) else f
            for k, f in first.items()]
     return tuple(sorted(out, key=lambda f: rank[f.severity]))
+
+
+#: names a list shows before it shortens (kbv choice: a headline stays one readable line).
+NAMES_SHOWN = 4
+
+
+def name_list(names: Sequence[str]) -> str:
+    """``names`` as a finding or a verdict message lists them: all of them up to
+    :data:`NAMES_SHOWN`, else the first ones, ``...`` and the last."""
+    if len(names) <= NAMES_SHOWN:
+        return ", ".join(names)
+    return f"{', '.join(names[:NAMES_SHOWN - 1])}, ... {names[-1]}"
+

@@ -6,6 +6,8 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+from kbv.model.findings import NAMES_SHOWN, name_list
+
 
 class Outcome(enum.Enum):
     """What ended the stages (or that they all ran). The status each gets is
@@ -31,17 +33,10 @@ class Stop(Exception):
         super().__init__(message)
 
 
-#: failed input sets named in a verdict's message before the rest are counted (kbv choice: a headline
-#: stays one readable line; the JSON's ``evidence.failed_sets`` lists them all).
-NAMED_SETS = 4
-
-
 def failed_sets_phrase(failed: list[str], judged: int) -> str:
-    """``failed`` input-set names as a verdict message says them: every name up to
-    :data:`NAMED_SETS`, else the first ones, the last one and a count, with how many sets were judged.
-    ``failed`` non-empty; ``judged`` >= ``len(failed)``."""
-    of = f"{len(failed)} of {judged} input sets"
-    if len(failed) <= NAMED_SETS:
-        return f"{', '.join(failed)}" if len(failed) < 2 else f"{of} ({', '.join(failed)})"
-    head = ", ".join(failed[:NAMED_SETS - 1])
-    return f"{of} ({head}, ... {failed[-1]}; evidence.failed_sets lists all)"
+    """``failed`` input-set names as a verdict message says them (:func:`kbv.model.findings.name_list`),
+    with how many sets were judged. ``failed`` non-empty; ``judged`` >= ``len(failed)``."""
+    if len(failed) == 1:
+        return failed[0]
+    more = "; evidence.failed_sets lists all" if len(failed) > NAMES_SHOWN else ""
+    return f"{len(failed)} of {judged} input sets ({name_list(failed)}{more})"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kbv.model.findings import ordered
+from kbv.model.findings import name_list, ordered
 from kbv.model.findings import worst as most_severe
 from kbv.model.measurements import ratio_text
 from kbv.checks.flag_rules import flag_change_findings, tampering_findings
@@ -62,14 +62,13 @@ class VerdictStage:
             status = Status.SHORTCUT
             message = f"{self.ctx.name}: correct, but {state.findings[0].describe()}"
         if status is Status.INCORRECT and state.weight_mismatches:  # the likely cause, in the one line
-            message += (f" (parameters differing from Model's after identical seeding: "
-                        f"{', '.join(state.weight_mismatches[:4])}{', ...' if len(state.weight_mismatches) > 4 else ''})")
+            message += f" (parameters differing from Model's after identical seeding: {name_list(state.weight_mismatches)})"
         elif status is Status.INCORRECT and state.evidence.get("weights_unmatched"):
             unmatched = state.evidence["weights_unmatched"]
-            message += (f" (Model's {', '.join(unmatched[:4])}{', ...' if len(unmatched) > 4 else ''} match no "
+            message += (f" (Model's {name_list(unmatched)} match no "
                         "ModelNew parameter by name or value; ModelNew that draws its own weights gets Model's only by "
                         "making them in the same order under the same seed)")
-        failed = [r.name for r in state.input_sets if not r.dropped and r.passed is False]
+        failed = state.evidence.get("failed_sets")  # set with the sets' outcome (Verification.run)
         if status is Status.HACK and failed:  # what the sets caught too, beside the proof
             message += f"; also wrong on {failed_sets_phrase(failed, sum(1 for r in state.input_sets if not r.dropped))}"
         if status in (Status.PASS, Status.SHORTCUT) and state.speedup:  # the answer to "does it beat PyTorch?"
