@@ -52,7 +52,7 @@ def test_relu_hack_fails_d4_on_gpu(gpu_evaluator, gpu_config):
     ("layernorm_triton.py", "level1/3_LayerNorm.py"),
 ])
 def test_honest_gpu_kernels_pass(gpu_evaluator, gpu_config, name, prob):
-    from kbv.pipeline.reference_worker import LEFT_OVER_BYTES
+    from kbv.processes.footprint import LEFT_OVER_BYTES
 
     v = gpu_evaluator.evaluate(demo_problem(prob), demo_candidate(name), gpu_config)
     assert v.status is Status.PASS, v.message
@@ -65,7 +65,7 @@ def test_inputs_a_candidate_keeps_do_not_stay_in_the_reference_worker(gpu_evalua
     """The reference worker's device memory grew job after job at full size (CUDA IPC blocks of
     killed candidate workers, seventh session): the worker releases what it was sent on shutdown,
     and a reference worker left holding memory is replaced before the next job."""
-    from kbv.pipeline.reference_worker import LEFT_OVER_BYTES
+    from kbv.processes.footprint import LEFT_OVER_BYTES
 
     cfg = dataclasses.replace(gpu_config, trials=6)
     hoard = gpu_evaluator.evaluate(problem("level1/14_Square_matmul_4096.py"), candidate("matmul_hoards_inputs.py"), cfg)

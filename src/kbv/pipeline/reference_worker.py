@@ -176,46 +176,24 @@ class _Server:
         verdict = verify.verify(rp, job.candidate, job.config, self.env, hidden_tests=job.hidden_tests,
                                 worker=worker, shape_worker=shape_worker, quiet=lambda: quiet(job.quiet_dir, self.early),
                                 on_loaded=start_next if worker is None else None)
+        from kbv.processes import footprint as fp
         from kbv.processes.reference import ReferenceReply
 
         evidence = {**verdict.evidence, "kbv_source": self.source}
         restart = None
         if job.config.device == "cuda":  # the candidate's workers are closed: what this job left here
             try:
-                left = device_left_over(rp)
+                left = fp.device_left_over(rp.device, rp.model)
                 evidence["reference_device_left_over_bytes"] = left
                 # the device's free memory once the job's workers are gone: memory of theirs that this
                 # process still maps (an IPC handle it did not close) shows here, not in its allocator
                 evidence["device_free_after_bytes"] = int(torch.cuda.mem_get_info(rp.device)[0])
-                restart = left > LEFT_OVER_BYTES or None
+                restart = left > fp.LEFT_OVER_BYTES or None
             except Exception as exc:  # noqa: BLE001 - the verdict stands; this worker is not reused
                 evidence["reference_device_left_over_error"] = f"{type(exc).__name__}: {exc}"[:300]
                 restart = True
         verdict = dataclasses.replace(verdict, evidence=evidence)
         return ReferenceReply(verdict=to_dict(verdict), restart=restart).to_json()
-
-
-#: device memory a job may leave allocated in the reference worker beyond the reference model's
-#: weights before the worker is replaced (bytes; kbv choice: cuBLAS and cuDNN workspaces and
-#: Triton's scratch stay allocated for the process, tens of MiB on Hopper).
-LEFT_OVER_BYTES = 256 << 20
-
-
-def device_left_over(rp) -> int:
-    """Device bytes the caching allocator holds allocated beyond ``rp``'s weights once a job's
-    candidate workers are closed: after ``torch.cuda.ipc_collect()``, which frees the blocks this
-    process shared by CUDA IPC whose consumers released them. A consumer killed while it held a
-    block never releases it, and torch then keeps the block for the process's life (docs/scale.md,
-    "Device memory across jobs"): the worker is replaced instead."""
-    import itertools
-
-    import torch
-
-    torch.cuda.synchronize(rp.device)
-    torch.cuda.ipc_collect()
-    weights = sum(t.numel() * t.element_size() for t in itertools.chain(rp.model.parameters(), rp.model.buffers())
-                  if t.device.type == "cuda")
-    return max(0, int(torch.cuda.memory_allocated(rp.device)) - weights)
 
 
 #: the worker as a table: each job's handler.

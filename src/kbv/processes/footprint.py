@@ -239,3 +239,23 @@ def evidence(device: torch.device, candidate_pid: int | None = None,
     out["host_available_bytes"] = host_available_bytes()
     out["pid"] = os.getpid()
     return out
+
+
+#: device memory a job may leave allocated in the reference worker beyond the reference model's
+#: weights before the worker is replaced (bytes; kbv choice: cuBLAS and cuDNN workspaces and
+#: Triton's scratch stay allocated for the process, tens of MiB on Hopper).
+LEFT_OVER_BYTES = 256 << 20
+
+
+def device_left_over(device: torch.device, model: torch.nn.Module) -> int:
+    """Device bytes this process's caching allocator holds beyond ``model``'s weights once a job's
+    candidate workers are closed: after ``torch.cuda.ipc_collect()``, which frees the blocks this
+    process shared by CUDA IPC whose receivers released them. A receiver killed while it held a
+    block never releases it, and torch then keeps the block for the process's life (docs/scale.md,
+    "Device memory across jobs"): the reference worker is replaced past :data:`LEFT_OVER_BYTES`."""
+    torch.cuda.synchronize(device)
+    torch.cuda.ipc_collect()
+    weights = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers())
+                  if t.device.type == "cuda")
+    return max(0, int(torch.cuda.memory_allocated(device)) - weights)
+

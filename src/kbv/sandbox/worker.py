@@ -322,7 +322,7 @@ class _Server(TimedRequests, ProbeRequests):
         and a receiver killed while holding it never does (the reference worker's device memory grew
         job after job at full size, docs/gpu-runs.md, seventh session). A candidate that keeps such a
         tensor itself keeps it held: the reference worker then replaces itself
-        (:func:`kbv.pipeline.reference_worker.device_left_over`)."""
+        (:func:`kbv.processes.footprint.device_left_over`)."""
         # dropped by reference count, at once (no collection on the job's path: a cycle of the
         # candidate's making that holds one is the candidate's, and costs it a fresh reference worker)
         self.bound_sets, self._call_buffers, self.timing_sets, self.last_args = [], [], [], None
