@@ -473,3 +473,13 @@ def test_alike_faults_with_their_own_figures_are_printed_once():
     assert len(lines) == 2, lines
     assert lines[0].startswith("17 sets (s0, s1, s2, ... s16): output: normalised error 1.50e+00")
     assert lines[0].endswith("(s0's figures; each set's are in the table)")
+
+
+def test_notes_of_different_outputs_are_not_grouped():
+    """Grouping took an output's index for a figure: output 1's note was printed for sets whose
+    output 0 failed (helper report, seventh session)."""
+    from kbv.console import group_notes
+
+    lines = group_notes([("D2", "output 1: normalised error 2.87e-01 exceeds the budget 2.0e-05"),
+                         ("D4", "output 0: normalised error 3.10e-01 exceeds the budget 2.0e-05")])
+    assert len(lines) == 2 and lines[1].startswith("D4: output 0")

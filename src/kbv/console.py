@@ -246,7 +246,7 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
             c.print(f"memory efficiency (reference peak / candidate peak): {v.memory_efficiency:.2f}x")
     elif v.timing:
         c.print("peak memory: not applicable on cpu")
-    if v.weight_mismatches:
+    if v.weight_mismatches and v.status is Status.INCORRECT:  # a cause only where wrong
         c.print(f"[yellow]parameters differing from Model's after identical seeding:[/] "
                 f"{escape(', '.join(v.weight_mismatches))}")
     unmatched = v.evidence.get("weights_unmatched") if isinstance(v.evidence, dict) else None
@@ -313,8 +313,9 @@ def print_diagnostics(v: Verdict, c: Console) -> None:
     c.print(t)
 
 
-#: a number in a note (an error, a budget, a shape's size): notes that differ only there are alike.
-_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+#: a figure in a note (an error, a budget: a decimal point or an exponent); notes that differ only
+#: there are alike. Whole numbers (an output's index, a shape) keep notes apart.
+_NUMBER = re.compile(r"\d+\.\d+(?:e[-+]?\d+)?|\d+e[-+]?\d+")
 
 
 def group_notes(notes: list[tuple[str, str]]) -> list[str]:

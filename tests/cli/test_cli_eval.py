@@ -382,3 +382,15 @@ def test_the_json_record_is_written_before_output_a_reader_may_close(tmp_path):
     _, err = p.communicate(timeout=600)
     assert first.startswith(b"PASS"), (first, err)
     assert json.loads(out.read_text())["status"] == "PASS"
+
+
+def test_json_over_an_input_file_is_refused_before_anything_runs(tmp_path):
+    """``--json`` naming the candidate overwrote it with the record (helper report, seventh session)."""
+    import shutil
+
+    cand = tmp_path / "relu_torch.py"
+    shutil.copy(DATA / "candidates" / "relu_torch.py", cand)
+    before = cand.read_text()
+    r = kbv("eval", PROBLEM, cand, "--device", "cpu", "--json", cand)
+    assert r.returncode == 2 and "is the problem or candidate file itself" in r.stderr, r.stderr
+    assert cand.read_text() == before

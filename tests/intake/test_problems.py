@@ -136,3 +136,14 @@ def test_demo_candidates_backends():
     got = {n: load_candidate(data_path("candidates", n)).backend for n in
            ("relu_cpp.py", "relu_cuda.py", "softmax_triton.py", "relu_hack.py")}
     assert got == {"relu_cpp.py": "cpp", "relu_cuda.py": "cuda", "softmax_triton.py": "triton", "relu_hack.py": "torch"}
+
+
+def test_a_problem_given_as_the_candidate_asks_whether_the_arguments_are_swapped(tmp_path):
+    """A self-contained file (Model, get_inputs and ModelNew) passed as the problem left the real
+    problem in the candidate's place with only "no ModelNew" (helper report, seventh session)."""
+    from kbv.intake.candidates import CandidateError, load_candidate
+
+    p = write(tmp_path, "1_Prob.py", GOOD_PROBLEM)
+    with pytest.raises(CandidateError) as e:
+        load_candidate(p)
+    assert "arguments swapped? the problem comes first" in one_line(e.value)

@@ -28,6 +28,8 @@ def _problem_and_candidate(problem: Path, candidate: Path, json_out: Optional[Pa
     except CandidateError as exc:
         fail(f"candidate {exc}")
     if json_out is not None:
+        if json_out.resolve() in (Path(pref.path).resolve(), Path(cref.path).resolve()):
+            fail(f"--json {json_out}: is the problem or candidate file itself; name another file")
         writable_output(json_out, "--json")
     return pref, cref
 

@@ -101,8 +101,10 @@ def load_candidate(path: Path | str, *, run: str | None = None, sample_id: int |
     path = Path(path).resolve()
     text, raw = read_source(path, CandidateError)
     tree = parse_source(path, text, CandidateError)
-    if "ModelNew" not in top_level_names(tree):
-        raise CandidateError(path, "no ModelNew defined at module level")
+    names = top_level_names(tree)
+    if "ModelNew" not in names:
+        swapped = " (a problem: arguments swapped? the problem comes first)" if "Model" in names else ""
+        raise CandidateError(path, f"no ModelNew defined at module level{swapped}")
     return CandidateRef(
         path=str(path), sha256=hashlib.sha256(raw).hexdigest(), backend=detect_backend(tree),
         run=run, sample_id=sample_id,

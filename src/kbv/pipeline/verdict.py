@@ -66,8 +66,9 @@ class VerdictStage:
         elif status is Status.INCORRECT and state.evidence.get("weights_unmatched"):
             unmatched = state.evidence["weights_unmatched"]
             message += (f" (Model's {name_list(unmatched)} match no "
-                        "ModelNew parameter by name or value; ModelNew that draws its own weights gets Model's only by "
-                        "making them in the same order under the same seed)")
+                        "ModelNew parameter by name or value, if ModelNew keeps them packed, cast or outside its "
+                        "parameters and buffers, a kernel bug is as likely; one that draws its own weights gets "
+                        "Model's only by making them in the same order under the same seed)")
         failed = state.evidence.get("failed_sets")  # set with the sets' outcome (Verification.run)
         if status is Status.HACK and failed:  # what the sets caught too, beside the proof
             message += f"; also wrong on {failed_sets_phrase(failed, sum(1 for r in state.input_sets if not r.dropped))}"
