@@ -131,6 +131,13 @@ def test_failures_become_verdicts_with_the_cause(cpu_evaluator, fast_config, nam
     assert name in v.message  # the message names the file
 
 
+def test_runtime_error_names_the_input_set_that_raised(cpu_evaluator, fast_config):
+    v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate("relu_raises.py"), fast_config)
+    assert v.status is Status.RUNTIME_ERROR
+    label = v.evidence["raised_on_set"]
+    assert f"forward on input set {label} raised ValueError" in v.message, v.message
+
+
 def test_same_weights_check_names_differing_parameters(cpu_evaluator, fast_config):
     p = problem("level1/2_Small_Linear.py")
     bad = cpu_evaluator.evaluate(p, candidate("linear_reinit.py"), fast_config)

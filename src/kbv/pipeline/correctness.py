@@ -41,8 +41,14 @@ class Correctness:
         (stale-memory pattern, zero strides, aliasing, input mutation, writes after return,
         threads). Returns the trusted copies of the outputs."""
         probes = self.ctx.config.integrity
-        reply = self.ctx._call(worker, protocol.Forward(tuple(inp.shared_clone(args)), buffers=buffers, probes=probes),
-                           "forward", self.ctx.config.call_timeout_s)
+        try:
+            reply = self.ctx._call(worker, protocol.Forward(tuple(inp.shared_clone(args)), buffers=buffers,
+                                                            probes=probes), "forward", self.ctx.config.call_timeout_s)
+        except Stop as stop:
+            if stop.outcome is Outcome.CALL_RAISED and label:  # the set that raised, named in the verdict
+                stop.message = stop.message.replace(": forward raised", f": forward on input set {label} raised", 1)
+                stop.evidence["raised_on_set"] = label
+            raise
         if not isinstance(reply, protocol.Outputs):
             raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: forward: unexpected reply {type(reply).__name__}")
         outs = []
