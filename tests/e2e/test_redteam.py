@@ -147,6 +147,7 @@ CASES: tuple[Case, ...] = (
     Case("t08-buffer-pool", 8, R + "t08_two_buffer_pool.py", RELU, check="probe:output-reused"),
     Case("t13-trace-harness-frames", 13, R + "t13_trace_harness_frames.py", RELU, contained=(Status.RUNTIME_ERROR,)),
     Case("t08-input-view", 8, R + "t08_input_view.py", RELU),
+    Case("t08-full-guard", 8, R + "t08_full_guard.py", RELU, check="probe:output-alias"),
     Case("t08-zeros-expand", 8, R + "t08_zeros_expand.py", TINY, extended=True),
     Case("t08-constant-expand", 8, R + "t08_constant_expand.py", CONSTANT),
     Case("t08-zeros-fresh", 8, R + "t08_zeros_fresh.py", TINY, extended=True),
