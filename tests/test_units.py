@@ -144,6 +144,21 @@ def test_demo_table_marks_noisy_speedups():
     assert "verified = kbv-compat" in compat and "randomised" not in compat  # kbv-compat runs none
 
 
+def test_demo_table_shows_a_shortcut_speed_outside_the_geomean():
+    from rich.console import Console
+
+    from kbv.demo import CASES, demo_table
+    from verdict_factory import make_verdict
+
+    passed = make_verdict("PASS", speedup={"eager-fp32": 3.0, "eager-tf32": 1.25})
+    shortcut = make_verdict("SHORTCUT", speedup={"eager-fp32": 7.0, "eager-tf32": 4.0})
+    console = Console(width=200, record=True)
+    console.print(demo_table([(CASES[0], passed), (CASES[3], shortcut)], "cpu"))
+    text = console.export_text()
+    assert "(4.00x)" in text  # shown, marked as torch's own
+    assert "1.25x of 1" in text  # the verified geomean holds the PASS alone
+
+
 def test_fingerprint_indices_stay_in_range_for_large_outputs():
     """Sample positions of a 2**25-element output stay inside it (a float32 linspace of positions
     rounds past the last element and trips a device-side index assert)."""

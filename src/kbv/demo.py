@@ -83,10 +83,12 @@ VERIFIED_CAPTION = {
 }
 
 
-def print_case_line(v: Verdict, console: Console) -> None:
+def print_case_line(v: Verdict, console: Console, row: int | None = None) -> None:
     """A case's status and the verdict's whole message, wrapped to the terminal (cut to its width, a
-    finding lost its point); the rest of the verdict is --verbose's and --json-dir's."""
-    console.print(f"{v.status.value:<10} {v.message}", highlight=False, markup=False, overflow="fold")
+    finding lost its point); the rest of the verdict is --verbose's and --json-dir's. ``row``: the
+    case's 1-based row in the table that follows (lines come in finishing order: builds last)."""
+    tag = f"[{row}] " if row is not None else ""
+    console.print(f"{tag}{v.status.value:<10} {v.message}", highlight=False, markup=False, overflow="fold")
 
 
 def demo_table(rows: list[tuple[DemoCase, Verdict | str]], device: str, policy: str = "kbv") -> Table:
@@ -96,37 +98,41 @@ def demo_table(rows: list[tuple[DemoCase, Verdict | str]], device: str, policy: 
               caption="nominal = KernelBench protocol (eager-fp32 baseline, nominal inputs only); "
                       + VERIFIED_CAPTION[policy] +
                       "x = baseline median / candidate median, timed side by side in one run; ~ = noisy (IQR over 10 % of a median), do not rank on it. "
+                      "(x) = a SHORTCUT's speed, torch's own, in no geomean. "
                       "mem = memory efficiency (baseline peak / candidate peak; - on cpu, where kbv measures no per-call peak).",
               caption_justify="left")
     # the names wrap in a narrow terminal; statuses and figures are never cut ("PA…")
-    for col in ("problem", "candidate", "nominal", "x fp32", "verified", "x tf32", "mem", "expected"):
+    for col in ("#", "problem", "candidate", "nominal", "x fp32", "verified", "x tf32", "mem", "expected"):
         words = col in ("problem", "candidate", "expected")
         t.add_column(col, no_wrap=not words, overflow="fold" if words else "ellipsis", min_width=8 if words else None)
     nominal_sp, verified_sp = [], []
-    for case, v in rows:
+    for i, (case, v) in enumerate(rows, 1):
         pname = Path(case.problem).stem
         if isinstance(v, str):
-            t.add_row(pname, case.candidate, "[red]ERROR[/]", "-", "[red]ERROR[/]", "-", "-", v)
+            t.add_row(str(i), pname, case.candidate, "[red]ERROR[/]", "-", "[red]ERROR[/]", "-", "-", v)
             continue
         nom_ok = v.status.ran and v.nominal_passed and "candidate" in v.timing
         nom = "[green]PASS[/]" if nom_ok else f"[red]{v.status.value}[/]"
         sp32 = (v.speedup.get("eager-fp32") or v.unverified_speedup.get("eager-fp32")) if nom_ok else None
-        sp_tf = v.speedup.get("eager-tf32") if v.status is Status.PASS else None
+        sp_tf = v.speedup.get("eager-tf32") if v.status in (Status.PASS, Status.SHORTCUT) else None
         if sp32:
             nominal_sp.append(sp32)
-        if sp_tf:
+        if sp_tf and v.status is Status.PASS:
             verified_sp.append(sp_tf)
         ver_style = "green" if v.status is Status.PASS else "red"
         ok = "[green]yes[/]" if v.status is case.expected else f"[red]NO: {case.expected.value}[/]"
         noisy = any(m.noisy for m in v.timing.values())  # IQR > 10 % of the median somewhere
         mark = " ~" if noisy else ""
-        t.add_row(pname, case.candidate, nom, _fmt(sp32) + (mark if sp32 else ""),
-                  f"[{ver_style}]{v.status.value}[/]", _fmt(sp_tf) + (mark if sp_tf else ""),
+        tf_cell = _fmt(sp_tf) + (mark if sp_tf else "")
+        if sp_tf and v.status is Status.SHORTCUT:  # torch's own speed: shown, in no geomean
+            tf_cell = f"({tf_cell})"
+        t.add_row(str(i), pname, case.candidate, nom, _fmt(sp32) + (mark if sp32 else ""),
+                  f"[{ver_style}]{v.status.value}[/]", tf_cell,
                   _fmt(v.memory_efficiency), ok)
     n = len(rows)
     t.add_section()
     # each geomean over the cases that count under its protocol, and says so
-    t.add_row("geomean", f"of {n} cases", f"{len(nominal_sp)}/{n}", f"{_fmt(_geomean(nominal_sp))} of {len(nominal_sp)}",
+    t.add_row("", "geomean", f"of {n} cases", f"{len(nominal_sp)}/{n}", f"{_fmt(_geomean(nominal_sp))} of {len(nominal_sp)}",
               f"{len(verified_sp)}/{n}", f"{_fmt(_geomean(verified_sp))} of {len(verified_sp)}", "", "")
     return t
 
@@ -218,7 +224,7 @@ def run_demo(device: str, console: Console, *, json_dir: Path | None = None, tri
                 results[case] = str(exc)
             else:
                 results[case] = v
-                print_case_line(v, progress.console)
+                print_case_line(v, progress.console, cases.index(case) + 1)
                 if verbose:
                     print_verdict(v, progress.console, verbose=True)
                 if json_dir is not None:
