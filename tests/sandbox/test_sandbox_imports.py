@@ -66,3 +66,29 @@ def test_a_candidate_worker_loads_only_the_sandbox_side(tmp_path):
     assert not outside, f"kbv modules loaded next to candidate code outside the sandbox side: {outside}"
     trusted = sorted(set(seen["top"]) & set(TRUSTED_ONLY))
     assert not trusted, f"trusted-side packages loaded in the candidate worker: {trusted}"
+
+
+@pytest.mark.e2e
+def test_a_worker_imports_its_candidates_backend_modules_before_the_load(tmp_path):
+    """``preload`` (:func:`kbv.intake.candidates.backend_modules`): imported by the worker before any
+    candidate code, so a worker started ahead of its job has them when the job loads."""
+    from kbv.intake.candidates import backend_modules
+    from kbv.processes.candidate import CandidateProcess
+    from kbv.reference.inputs import shared_clone
+    from kbv.sandbox import protocol
+    from kbv.sandbox.numeric_flags import flags_for
+
+    assert backend_modules("cuda") == backend_modules("cpp") == ("torch.utils.cpp_extension",)
+    assert "triton" in backend_modules("triton") and backend_modules("torch") == ()
+    cand = tmp_path / "lister.py"
+    cand.write_text(CANDIDATE)
+    (tmp_path / "build").mkdir()
+    # a stdlib module nothing of kbv's or torch's imports, and one that does not exist (skipped)
+    with CandidateProcess(device="cpu", build_dir=tmp_path / "build", preload=("colorsys", "kbv_no_such_module")) as w:
+        loaded = w.call(protocol.Load(str(cand), "kbv_candidate_lister", (), 42, "cpu", "fp32",
+                                      flags_for("eager-fp32")), phase="load", timeout=120)
+        assert isinstance(loaded, protocol.Loaded), loaded
+        w.call(protocol.Forward(tuple(shared_clone([torch.ones(8)])), buffers="fresh", probes=True),
+               phase="forward", timeout=120)
+        seen = _modules_line(w)
+    assert "colorsys" in seen["top"]

@@ -91,6 +91,18 @@ def detect_backend(tree: ast.Module) -> str:
     return next(name for name, pred in BACKENDS.items() if pred(tree))
 
 
+#: what a candidate of each backend imports besides torch (its load's slowest imports: 0.12-0.18 s
+#: each on the 2-core dev machine, twice a job with the secret shape's worker).
+_BACKEND_MODULES = {"cuda": ("torch.utils.cpp_extension",), "cpp": ("torch.utils.cpp_extension",),
+                    "triton": ("triton", "triton.language")}
+
+
+def backend_modules(backend: str) -> tuple[str, ...]:
+    """The modules a candidate of ``backend`` (:func:`detect_backend`) will import, for its worker to
+    import before the job's load (:class:`kbv.sandbox.confinement.WorkerSetup`); () for ``torch``."""
+    return _BACKEND_MODULES.get(backend, ())
+
+
 def load_candidate(path: Path | str, *, run: str | None = None, sample_id: int | None = None) -> CandidateRef:
     """Statically vet a candidate file and return its identity.
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from kbv.intake.candidates import build_dir
+from kbv.intake.candidates import backend_modules, build_dir
 from kbv.model.records import CandidateRef
 from kbv.processes.candidate import CandidateProcess
 from kbv.processes.quiet import TimingFlag, continue_all, stop_trees
@@ -50,7 +50,8 @@ class Prestarted:
 
     @staticmethod
     def _spawn(candidate: CandidateRef, device: str) -> CandidateProcess | None:
-        worker = CandidateProcess(device=device, build_dir=build_dir(candidate, device))
+        worker = CandidateProcess(device=device, build_dir=build_dir(candidate, device),
+                                  preload=backend_modules(candidate.backend))
         try:
             worker.send(protocol.Ping(), phase="start")
         except Exception:  # noqa: BLE001 - the job spawns its own

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, ContextManager
 
-from kbv.intake.candidates import build_dir
+from kbv.intake.candidates import backend_modules, build_dir
 from kbv.model.records import CandidateRef, Environment, EvalConfig, InputKind, Verdict
 from kbv.pipeline.bound_pass import BoundStage
 from kbv.pipeline.context import Context
@@ -83,7 +83,8 @@ class Verification:
         if ctx.rp.device.type == "cuda":
             peak_memory.reset_process_peak(ctx.rp.device)
         cand_peak = None
-        with ctx.worker or CandidateProcess(device=ctx.config.device, build_dir=bd) as worker:
+        with ctx.worker or CandidateProcess(device=ctx.config.device, build_dir=bd,
+                                            preload=backend_modules(ctx.candidate.backend)) as worker:
             try:
                 self.loader._preflight()
                 if worker.proc.pid is not None:

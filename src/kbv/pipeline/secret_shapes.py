@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from kbv.checks.input_rules import shape_specialised
-from kbv.intake.candidates import build_dir
+from kbv.intake.candidates import backend_modules, build_dir
 from kbv.intake.problems import ProblemError
 from kbv.intake.sizes import size_constants, with_sizes
 from kbv.model.records import InputKind, InputSetResult
@@ -151,7 +151,8 @@ class SecretShapes:
             ahead, self._ahead = self._ahead, None
             note["worker_started_early"] = ahead is not None
             with ahead or CandidateProcess(device=self.ctx.config.device,
-                                           build_dir=build_dir(self.ctx.candidate, self.ctx.config.device)) \
+                                           build_dir=build_dir(self.ctx.candidate, self.ctx.config.device),
+                                           preload=backend_modules(self.ctx.candidate.backend)) \
                     as worker, self._at_shape(vrp):
                 try:
                     self.loader._send_load(worker, vrp.init_args)  # ModelNew built once, at the shape, as a user would

@@ -41,7 +41,7 @@ class CandidateProcess:
     removed (:mod:`kbv.processes.scratch`). Several may be open at once (the build pool's parallel
     loads, the next job's worker started early): none of their jails kills another's worker."""
 
-    def __init__(self, *, device: str, build_dir: Path):
+    def __init__(self, *, device: str, build_dir: Path, preload: tuple[str, ...] = ()):
         # the zygote exists before this worker's jail, which leaves this process's children of now
         # alone; one started now is spared by the other open workers' jails too
         z = start_zygote(device)
@@ -63,7 +63,7 @@ class CandidateProcess:
         self.setup = WorkerSetup(workdir=str(self.scratch), build_dir=str(build_dir),
                                  log_path=str(self.log_path), device=device, cgroup=self.jail.cgroup,
                                  uid=self.jail.uid,
-                                 shm_bytes=shm_quota_bytes(), max_tasks=max_tasks(),
+                                 shm_bytes=shm_quota_bytes(), max_tasks=max_tasks(), preload=tuple(preload),
                                  parent_notes=(*self.jail.notes, scratch_note))
         ctx = spawn_context()
         self.conn, child = ctx.Pipe(duplex=True)

@@ -98,6 +98,10 @@ class WorkerSetup:
     #: target through abstract unix sockets, which a network namespace of the target's own would cut): the
     #: worker keeps them instead of making its own.
     namespaces_from_parent: bool = False
+    #: modules the worker imports once its runtime is up, before any candidate code (cuda: after CUDA
+    #: starts): what the candidate's backend imports (:func:`kbv.intake.candidates.backend_modules`), so a
+    #: worker started ahead of its job has them before the job's load.
+    preload: tuple[str, ...] = ()
 
 
 @functools.cache

@@ -145,6 +145,11 @@ class _Server(TimedRequests, ProbeRequests):
             self._sync()
             self.pointers.driver()  # the driver library the output-memory check asks, bound before the candidate
             self.pointers.copier()  # and its cuMemcpy, which copies the timed calls' outputs out
+        for name in self.setup.preload:  # the candidate's backend's imports, before its load (not on its clock)
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - not installed or broken here: the candidate's own import says so
+                pass
 
     # helpers ---------------------------------------------------------------------------------
     def _sync(self) -> None:
