@@ -1,9 +1,13 @@
 """A verification's device peak survives the per-forward resets of the memory measurement
-(kbv.sandbox.peak_memory.process_peak_bytes), with torch's one counter per device faked on cpu."""
+(kbv.processes.footprint.process_peak_bytes), with torch's one counter per device faked on cpu; the
+measurement itself changes no state of its sandbox module, which the candidate worker's harness
+guard watches."""
 
 import torch
 
+from kbv.processes import footprint as fp
 from kbv.sandbox import peak_memory
+from kbv.sandbox.guard import HarnessGuard
 
 
 class _FakeCuda:
@@ -27,7 +31,7 @@ def test_the_process_peak_keeps_what_a_forwards_measurement_reset(monkeypatch):
     fake = _FakeCuda()
     fake.install(monkeypatch)
     dev = torch.device("cuda", 0)
-    peak_memory.reset_process_peak(dev)
+    fp.reset_process_peak(dev)
     fake.alloc(10 << 30)  # a correctness phase holds 10 GiB, then frees it
     fake.alloc(-(10 << 30))
 
@@ -35,8 +39,20 @@ def test_the_process_peak_keeps_what_a_forwards_measurement_reset(monkeypatch):
         fake.alloc(1 << 30)
         fake.alloc(-(1 << 30))
 
-    assert peak_memory.forward_peak_bytes(forward, [], dev) == 1 << 30
+    assert peak_memory.forward_peak_bytes(forward, [], dev, fp.CARRIED_PEAKS) == 1 << 30
     assert torch.cuda.max_memory_allocated() == 1 << 30  # torch's own counter lost the 10 GiB
-    assert peak_memory.process_peak_bytes(dev) == 10 << 30
-    peak_memory.reset_process_peak(dev)
-    assert peak_memory.process_peak_bytes(dev) == 0
+    assert fp.process_peak_bytes(dev) == 10 << 30
+    fp.reset_process_peak(dev)
+    assert fp.process_peak_bytes(dev) == 0
+
+
+def test_the_candidate_workers_memory_measurement_leaves_the_guarded_module_as_it_was(monkeypatch):
+    """The worker's MeasureMemory runs forward_peak_bytes under the harness guard, which reports a
+    changed module-level container of a sandbox module as tampering: a module-level carry of the
+    peak there gave every honest cuda candidate HACK probe:harness-identity (H100 suite, 2026-12-06)."""
+    fake = _FakeCuda()
+    fake.install(monkeypatch)
+    guard = HarnessGuard([peak_memory])
+    fake.alloc(1 << 20)
+    assert peak_memory.forward_peak_bytes(lambda: fake.alloc(1 << 20), [], torch.device("cuda", 0)) == 1 << 20
+    assert guard.check() == []

@@ -159,9 +159,7 @@ class Context:
             self._peak = max(getattr(self, "_peak", 0), peak)
         fp.reset_host_peak()
         if self.rp.device.type == "cuda":  # the device peak so far: the phase where it rose past the bound
-            from kbv.sandbox.peak_memory import process_peak_bytes
-
-            self.state.evidence.setdefault("phase_device_peaks", {})[phase] = process_peak_bytes(self.rp.device)
+            self.state.evidence.setdefault("phase_device_peaks", {})[phase] = fp.process_peak_bytes(self.rp.device)
 
     def _structured(self) -> tuple:
         """Input positions whose declared domain (:data:`STRUCTURED_DOMAINS`) changes of single

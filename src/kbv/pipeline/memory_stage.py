@@ -7,6 +7,7 @@ from kbv.pipeline.context import Context
 from kbv.pipeline.outcome import Outcome, Stop
 from kbv.processes.candidate import CandidateProcess
 from kbv.sandbox import numeric_flags as bl
+from kbv.processes import footprint as fp
 from kbv.sandbox import peak_memory as mem
 from kbv.sandbox.peak_memory import nbytes
 from kbv.sandbox import protocol
@@ -23,7 +24,7 @@ class MemoryStage:
         if not isinstance(reply, protocol.MemoryFigures):
             raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: memory: malformed reply")
         bl.apply_flags(self.ctx.fp32_flags)
-        ref_peak = mem.forward_peak_bytes(self.ctx.rp.model, args, self.ctx.rp.device)
+        ref_peak = mem.forward_peak_bytes(self.ctx.rp.model, args, self.ctx.rp.device, fp.CARRIED_PEAKS)
         ref_m = mem.measurement("reference", forward_peak=ref_peak, model_bytes=self.ctx.rp.model_bytes or 0,
                                 input_bytes=nbytes(args))
         cand_m = mem.measurement("candidate", forward_peak=int(reply.forward_peak_bytes),

@@ -47,7 +47,6 @@ from kbv.processes.candidate import CandidateProcess
 from kbv.processes.procfs import FAULT_SIGNALS, caught_signals
 from kbv.reference.build import ReferenceProblem, first_line
 from kbv.sandbox import numeric_flags as bl
-from kbv.sandbox import peak_memory
 
 
 class Verification:
@@ -81,7 +80,7 @@ class Verification:
         bd = build_dir(ctx.candidate, ctx.config.device)
         fp.reset_host_peak()
         if ctx.rp.device.type == "cuda":
-            peak_memory.reset_process_peak(ctx.rp.device)
+            fp.reset_process_peak(ctx.rp.device)
         cand_peak = None
         with ctx.worker or CandidateProcess(device=ctx.config.device, build_dir=bd,
                                             preload=backend_modules(ctx.candidate.backend)) as worker:

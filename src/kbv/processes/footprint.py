@@ -223,6 +223,28 @@ def check_fits(input_bytes: int, output_bytes: int, device: torch.device, held_b
                              f"{quota / 2**30:.1f} GiB (KBV_CANDIDATE_SHM_BYTES)")
 
 
+#: per device index, this (reference worker) process's peak allocated device bytes before the last
+#: reset a memory measurement made (:func:`kbv.sandbox.peak_memory.forward_peak_bytes`'s ``carried``).
+CARRIED_PEAKS: dict[int, int] = {}
+
+
+def process_peak_bytes(device: torch.device) -> int:
+    """This process's peak allocated device bytes since :func:`reset_process_peak`, across the
+    per-forward resets of the memory measurement (torch keeps one peak counter per device, which
+    a forward's measurement resets: the verification's own peak once showed only what followed it)."""
+    from kbv.sandbox.peak_memory import _index
+
+    return max(CARRIED_PEAKS.get(_index(device), 0), int(torch.cuda.max_memory_allocated(device)))
+
+
+def reset_process_peak(device: torch.device) -> None:
+    """Start :func:`process_peak_bytes`'s count afresh (a verification's start)."""
+    from kbv.sandbox.peak_memory import _index
+
+    CARRIED_PEAKS.pop(_index(device), None)
+    torch.cuda.reset_peak_memory_stats(device)
+
+
 def evidence(device: torch.device, candidate_pid: int | None = None,
              candidate_peak: int | None = None) -> dict:
     """Peak host RSS of this process (and of the candidate worker), and on cuda the peak device
@@ -233,8 +255,6 @@ def evidence(device: torch.device, candidate_pid: int | None = None,
     if candidate_peak is not None:
         out["candidate_host_peak_bytes"] = candidate_peak
     if device.type == "cuda":
-        from kbv.sandbox.peak_memory import process_peak_bytes
-
         out["reference_device_peak_bytes"] = process_peak_bytes(device)
     out["host_available_bytes"] = host_available_bytes()
     out["pid"] = os.getpid()

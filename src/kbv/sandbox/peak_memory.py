@@ -15,33 +15,21 @@ import torch
 from kbv.model.records import MemoryMeasurement
 
 
-#: per device index, this process's peak allocated bytes before the last reset that
-#: :func:`forward_peak_bytes` made (so :func:`process_peak_bytes` still holds it).
-_CARRIED: dict[int, int] = {}
-
-
 def _index(device: torch.device) -> int:
     return device.index if device.index is not None else torch.cuda.current_device()
 
 
-def process_peak_bytes(device: torch.device) -> int:
-    """This process's peak allocated device bytes since :func:`reset_process_peak`, across the
-    per-call resets of :func:`forward_peak_bytes` (torch keeps one peak counter per device, which a
-    forward's measurement resets: the verification's own peak once showed only what followed it)."""
-    return max(_CARRIED.get(_index(device), 0), int(torch.cuda.max_memory_allocated(device)))
-
-
-def reset_process_peak(device: torch.device) -> None:
-    """Start :func:`process_peak_bytes`'s count afresh (a verification's start)."""
-    _CARRIED.pop(_index(device), None)
-    torch.cuda.reset_peak_memory_stats(device)
-
-
-def forward_peak_bytes(fn: Callable[..., Any], args: Sequence[Any], device: torch.device) -> int:
-    """``max_memory_allocated()`` during one ``fn(*args)`` minus ``memory_allocated()`` before (bytes);
-    the process's peak so far is kept for :func:`process_peak_bytes`."""
+def forward_peak_bytes(fn: Callable[..., Any], args: Sequence[Any], device: torch.device,
+                       carried: dict[int, int] | None = None) -> int:
+    """``max_memory_allocated()`` during one ``fn(*args)`` minus ``memory_allocated()`` before (bytes).
+    ``carried`` (the trusted side's, :func:`kbv.processes.footprint.process_peak_bytes`): the
+    process's peak before this measurement's reset is kept there under the device's index. No state
+    of this module changes: the candidate worker runs it too, under a guard that reports any change
+    of its module-level containers as harness tampering (:class:`kbv.sandbox.guard.HarnessGuard`)."""
     torch.cuda.synchronize(device)
-    _CARRIED[_index(device)] = process_peak_bytes(device)
+    if carried is not None:
+        i = _index(device)
+        carried[i] = max(carried.get(i, 0), int(torch.cuda.max_memory_allocated(device)))
     torch.cuda.reset_peak_memory_stats(device)
     before = torch.cuda.memory_allocated(device)
     with torch.no_grad():
