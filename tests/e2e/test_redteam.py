@@ -146,6 +146,10 @@ CASES: tuple[Case, ...] = (
     Case("t08-reused-output", 8, R + "t08_reused_output.py", RELU, check="probe:output-reused"),
     Case("t08-buffer-pool", 8, R + "t08_two_buffer_pool.py", RELU, check="probe:output-reused"),
     Case("t13-trace-harness-frames", 13, R + "t13_trace_harness_frames.py", RELU, contained=(Status.RUNTIME_ERROR,)),
+    # the harness's own torch calls (the timed inputs' writes) hooked by the candidate to compute ahead
+    Case("t04-function-mode-precompute", 4, R + "t04_function_mode_precompute.py", MATMUL_K,
+         check="probe:harness-identity"),
+    Case("t04-patched-tensor-method", 4, R + "t04_patched_tensor_method.py", MATMUL_K, check="probe:harness-identity"),
     Case("t08-input-view", 8, R + "t08_input_view.py", RELU),
     Case("t08-full-guard", 8, R + "t08_full_guard.py", RELU, check="probe:output-alias"),
     Case("t08-zeros-expand", 8, R + "t08_zeros_expand.py", TINY, extended=True),

@@ -7,6 +7,7 @@ import weakref
 import torch
 
 from kbv.sandbox import protocol, timer
+from kbv.sandbox.guard import ModeShield
 from kbv.sandbox.timed import TimedRequests
 
 
@@ -25,6 +26,7 @@ class _Server(TimedRequests):
         self._thread_time = timer._thread_time
         self._time_calls = timer.time_calls
         self.timing = timer
+        self._modes = ModeShield(torch)
 
     def _own(self, s):
         return [a.clone() if isinstance(a, torch.Tensor) else a for a in s]

@@ -120,6 +120,7 @@ class TimedRequests:
         c0 = self._thread_time()
         ms, out, clock = self._one_call(self.model, args, device=self.device, flush_bytes=req.l2_flush_bytes)
         cpu_ms = (self._thread_time() - c0) * 1e3
+        self._modes.clear()  # the layouts and the copy below run under no mode the candidate entered
         tensors, structure = _flatten(out)
         del out
         out_spans = rawcopy.spans(tensors, self.device.type)

@@ -87,6 +87,7 @@ class _Server(TimedRequests, ProbeRequests):
         #: cpu probe calls run with glibc's malloc filling every chunk it hands out (stale memory, taxonomy 9)
         self._perturb = integrity.malloc_perturb() if self.device.type == "cpu" else contextlib.nullcontext()
         self._warm_runtime()
+        self._modes = guard.ModeShield(torch)  #: torch modes the candidate leaves on, taken off (taxonomy 4)
         # every harness callable, the clocks and the reply path, as they are before the candidate
         # loads: checked (and put back) before every reply, taxonomy 4/24/25
         self.guard = integrity.HarnessGuard(
@@ -100,10 +101,11 @@ class _Server(TimedRequests, ProbeRequests):
              (mpc.Connection, "send_bytes", "Connection.send_bytes"),
              (mpc.Connection, "_send_bytes", "Connection._send_bytes"), (mpc.Connection, "_send", "Connection._send"),
              (mpr.ForkingPickler, "dumps", "ForkingPickler.dumps"), (mpr.ForkingPickler, "__init__", "ForkingPickler.__init__"),
+             *guard.torch_attributes(torch),
              *((self, name, f"worker.{name}") for name in ("_time_calls", "_one_call", "_call_inputs", "_thread_time",
                                                             "torch", "timing",
                                                             "protocol", "baselines", "pointers",
-                                                            "integrity", "conn", "_perturb"))])
+                                                            "integrity", "conn", "_perturb", "_modes"))])
         # the candidate's own Python threads, watched for work after forward returns (taxonomy 2)
         self.threadwork = integrity.ThreadWork()
         self.threadwork.install()
@@ -242,6 +244,7 @@ class _Server(TimedRequests, ProbeRequests):
             self._sync()
             with torch.no_grad():
                 out = self.model(*args)
+            self._modes.clear()  # no harness torch call after the candidate's under a mode it entered
             self._sync()
             self.last_args = args
             tensors, structure = _flatten(out)
@@ -253,6 +256,7 @@ class _Server(TimedRequests, ProbeRequests):
         before = ig.live_threads()
         with torch.no_grad(), self._perturb:
             out = self.model(*args)
+        self._modes.clear()
         mark = self.threadwork.mark()
         tensors, structure = _flatten(out)
         # right after return, before any sync: on cuda the copy is ordered on the current stream
@@ -304,7 +308,8 @@ class _Server(TimedRequests, ProbeRequests):
         shadows = [k for k in list(vars(self)) if k in _METHOD_NAMES]
         for k in shadows:
             del self.__dict__[k]
-        names = [*self.timing.captured_changed(), *self.guard.check(), *(f"worker.{k} (shadowed)" for k in shadows)]
+        names = [*self.timing.captured_changed(), *self.guard.check(), *(f"worker.{k} (shadowed)" for k in shadows),
+                 *self._modes.take()]
         p = self.protocol  # after the guard put it back
         found = [p.Tampering(p.REPLY_PATH_PATCHED if any(k in n for k in _REPLY_PATH) else p.HARNESS_PATCHED, n)
                  for n in names]
