@@ -53,13 +53,23 @@ class ProbeRequests:
         from kbv.sandbox import profiling
 
         # made in a call buffer as a timed call's inputs are (kbv.sandbox.timed_inputs.call_inputs): the
-        # same values as a mix into new tensors, with no input-sized copy beside the worker's sets
+        # same values as a mix into new tensors, with no input-sized copy beside the worker's sets. Each
+        # counted call gets its inputs written again, into the next of the two buffers as a timed call
+        # does: two calls on one buffer with no write between told a counted call from a timed one
+        # (red-team helper, 2026-12-06)
         mix = (*req.mix[:2], tuple(req.mix[2]) if len(req.mix) > 2 else ()) if req.mix else ()
-        args = self._call_inputs(self._call_buffers[0], self.timing_sets, req.set_index, mix, tuple(req.mutate))
-        ops = profiling.compute_ops(self.model, args)
+
+        def inputs(turn: int) -> list:  # the buffers in the timed calls' alternation (their count is not moved)
+            buf = self._call_buffers[(self._call_count + turn) % 2]
+            return self._call_inputs(buf, self.timing_sets, req.set_index, mix, tuple(req.mutate))
+
+        ops = profiling.compute_ops(self.model, inputs(0))
+        self._modes.clear()
         # the same call again under the profiler, which records every thread and the dispatcher
         # itself (ops run on the candidate's threads or with the Python key excluded)
+        args = inputs(1)
         recorded = profiling.recorded_ops(self.model, args)
+        self._modes.clear()
         kernels, share, error, probe_failed, busy = (), None, ops.error, ops.probe_failed, None
         if self.device.type == "cuda":
             prof = kernel_timeline.kernel_profile(self.model, args, self.device)
