@@ -260,6 +260,10 @@ CASES: tuple[Case, ...] = (
     # 24 forging the result channel
     Case("t24-rewrite-reply", 24, R + "t24_rewrite_reply.py", RELU),
     Case("t24-garbage-fd", 24, R + "t24_garbage_fd.py", RELU),
+    # a well-formed Outputs frame of its own whose ``tensors`` is an int: kbv's EVAL_ERROR until every
+    # reply field was checked against its type (kbv.processes.reply_schema)
+    Case("t24-forged-outputs-frame", 24, R + "t24_forged_outputs_frame.py", RELU, expect=Status.HACK,
+         check="probe:reply-channel"),
     Case("t24-exit-during-timing", 24, R + "t24_exit_during_timing.py", SOFTMAX, extended=True),
     Case("t24-exit0", 24, "candidates/relu_exit0.py", RELU, extended=True),
     # 25 native attacks on the harness

@@ -2,10 +2,12 @@
 
 :class:`RestrictedUnpickler` resolves only the globals a tensor or a reply of
 :mod:`kbv.sandbox.protocol` needs (its reply classes and :class:`kbv.sandbox.protocol.Tampering`);
-:func:`decode_reply` then checks the report fields the trusted side reads. A candidate that writes
-its own pickle into the pipe (to run code in the trusted process on unpickling, or to smuggle a
-Tensor subclass or a lazy object back) gets :class:`kbv.sandbox.protocol.ProtocolError` instead,
-and the reference worker turns that into a verdict.
+:func:`decode_reply` then checks every field against its type
+(:data:`kbv.processes.reply_schema.SCHEMA`) and every tensor's kind and device. A candidate
+that writes its own pickle into the pipe (to run code in the trusted process on unpickling, to
+smuggle a Tensor subclass or a lazy object back, or to hand the trusted side a field it cannot
+read) gets :class:`kbv.sandbox.protocol.ProtocolError` instead, and the reference worker turns that
+into a verdict.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import io
 import pickle
 from typing import Any
 
+from kbv.processes.reply_schema import check_reply
 from kbv.sandbox import protocol
 
 #: the classes a reply may name, by name (the protocol's reply and payload classes).
@@ -57,7 +60,13 @@ class RestrictedUnpickler(pickle.Unpickler):
 
 
 def decode_reply(data: bytes) -> Any:
-    """Decode a candidate's reply; raise :class:`protocol.ProtocolError` on anything unexpected."""
+    """Decode a candidate's reply.
+
+    Raises:
+        protocol.ProtocolError: anything unexpected: not a protocol reply, a field missing,
+            one too many or of another type than :data:`kbv.processes.reply_schema.SCHEMA`'s, a tensor
+            that is no plain strided one on cpu or cuda.
+    """
     try:
         msg = RestrictedUnpickler(io.BytesIO(data)).load()
     except protocol.ProtocolError:
@@ -66,8 +75,8 @@ def decode_reply(data: bytes) -> Any:
         raise protocol.ProtocolError(f"undecodable reply: {type(exc).__name__}: {exc}") from None
     if type(msg) not in protocol.REPLY_TYPES:
         raise protocol.ProtocolError(f"reply is a {type(msg).__name__}, not a protocol message")
-    _check_reports(msg)
-    _check_tensors(vars(msg) if hasattr(msg, "__dict__") else {}, type(msg).__name__)
+    _check_tensors(vars(msg), type(msg).__name__)
+    check_reply(msg)
     return msg
 
 
@@ -100,30 +109,6 @@ def _check_tensors(obj: Any, where: str) -> None:
             stack.extend(o.values())
         elif isinstance(o, (tuple, list)):
             stack.extend(o)
-
-
-def _check_reports(msg: Any) -> None:
-    """``msg.flag_changes`` is a tuple of ``str``, ``msg.tampering`` a tuple of well-formed
-    :class:`kbv.sandbox.protocol.Tampering` values, ``msg.memory`` a ``str`` and ``msg.cpu_ms`` a float or None.
-    Unpickling sets an object's fields without calling ``__init__``, so a report the candidate
-    wrote itself is checked here: exactly the two fields, a known kind, a ``str`` detail. Raises
-    :class:`protocol.ProtocolError` otherwise."""
-    changes = getattr(msg, "flag_changes", ())
-    if type(changes) is not tuple or any(type(c) is not str for c in changes):
-        raise protocol.ProtocolError(f"{type(msg).__name__}.flag_changes is not a tuple of strings")
-    if type(getattr(msg, "memory", "")) is not str:
-        raise protocol.ProtocolError(f"{type(msg).__name__}.memory is not a string")
-    cpu = getattr(msg, "cpu_ms", None)
-    if cpu is not None and type(cpu) is not float:
-        raise protocol.ProtocolError(f"{type(msg).__name__}.cpu_ms is not a float")
-    reports = getattr(msg, "tampering", ())
-    if type(reports) is not tuple:
-        raise protocol.ProtocolError(f"{type(msg).__name__}.tampering is not a tuple")
-    for t in reports:
-        fields = vars(t) if type(t) is protocol.Tampering else {}
-        if (fields.keys() != {"kind", "detail"} or fields["kind"] not in protocol.TAMPERING_KINDS
-                or type(fields["detail"]) is not str):
-            raise protocol.ProtocolError(f"{type(msg).__name__}.tampering holds a malformed report ({type(t).__name__})")
 
 
 __all__ = ["RestrictedUnpickler", "decode_reply"]
