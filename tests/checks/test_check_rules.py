@@ -42,6 +42,9 @@ def test_worker_exits_and_broken_replies():
     assert worker_calls.early_exit(-9, "time") is None and worker_calls.early_exit(None, "time") is None
     f = worker_calls.broken_reply("forward", "bad magic")
     assert f.severity is Severity.HACK and f.check == "probe:reply-channel" and "bad magic" in f.detail
+    f = worker_calls.unjudged_dtype("load", "torch.quint8")  # the candidate's wrong answer, no cheat proven
+    assert f.severity is Severity.WARNING and f.check == "probe:output-dtype" and f.taxonomy == ()
+    assert f.detail.startswith("load: ") and "torch.quint8" in f.detail
 
 
 def test_a_fault_handler_counts_only_when_installed_after_spawn():

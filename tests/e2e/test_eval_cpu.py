@@ -123,6 +123,9 @@ def test_oracle_search_in_gc_finds_nothing(cpu_evaluator, fast_config):
     ("relu_wrong_shape.py", Status.INCORRECT, "shape (64, 511) != reference shape (64, 512)"),
     ("relu_tensor_subclass.py", Status.HACK, "taxonomy 3 lazy output"),
     ("relu_tuple.py", Status.INCORRECT, "forward returns a tuple/list of tensors, the reference returns a tensor"),
+    # dtypes kbv cannot read: the candidate's wrong answer, not kbv's EVAL_ERROR
+    ("relu_bits16.py", Status.INCORRECT, "dtype torch.bits16, which kbv does not judge"),
+    ("relu_quint8.py", Status.INCORRECT, "dtype torch.quint8, which kbv does not judge"),
 ])
 def test_failures_become_verdicts_with_the_cause(cpu_evaluator, fast_config, name, status, text):
     v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate(name), fast_config)

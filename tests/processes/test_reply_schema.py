@@ -1,5 +1,6 @@
 """Every field of a candidate's reply is checked against its type before the trusted side reads it
-(kbv.processes.reply_schema)."""
+(kbv.processes.reply_schema), and a tensor of a dtype kbv cannot judge comes back as the candidate's
+wrong answer, never as kbv's own failure."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 import torch
 
 from kbv.processes.reply_decoding import decode_reply
-from kbv.processes.reply_schema import SCHEMA
+from kbv.processes.reply_schema import JUDGED_DTYPE_NAMES, SCHEMA, UnjudgedDtype, judged_dtype
 from kbv.sandbox import protocol
 
 LAYOUT = (0, (4, 2), (2, 1), "float32")
@@ -116,6 +117,7 @@ def _reply(cls: type) -> dict:
     (protocol.Times, {"kept": ((0, 1, (3,)),)}, r"Times\.kept\[0\]\[2\]\[0\]"),
     (protocol.TimingReady, {"slots": 5}, r"TimingReady\.slots"),
     (protocol.CallTimed, {"outputs": 5}, r"CallTimed\.outputs"),
+    (protocol.CallTimed, {"outputs": ((0, (4,), (1,), "Tensor"),)}, r"CallTimed\.outputs\[0\]\[3\]: 'Tensor' names no"),
     (protocol.CallTimed, {"outputs": ((0, (4,), (1,), 32),)}, r"CallTimed\.outputs\[0\]\[3\]"),
     (protocol.CallTimed, {"time_ms": "fast"}, r"CallTimed\.time_ms"),
     (protocol.CallTimed, {"reused": 0}, r"CallTimed\.reused"),
@@ -141,3 +143,50 @@ def test_a_field_missing_or_one_too_many_is_refused(cls):
     with pytest.raises(protocol.ProtocolError, match=f"{cls.__name__} .*'extra'"):
         decode_reply(_candidate_pickle(cls, **fields, extra=1))
     assert type(decode_reply(_candidate_pickle(cls, **fields))) is cls  # all its fields, of their types
+
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+@pytest.mark.parametrize("name", [n for n in JUDGED_DTYPE_NAMES if hasattr(torch, n)])
+def test_outputs_of_every_judged_dtype_come_back(name):
+    dtype = getattr(torch, name)
+    t = torch.zeros(32, dtype=torch.uint8).view(dtype)
+    got = decode_reply(protocol.encode(protocol.Outputs(tensors=(t,), structure="tensor", snapshot=(t.clone(),))))
+    assert got.tensors[0].dtype == dtype and got.snapshot[0].dtype == dtype
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor")
+@pytest.mark.parametrize("make, dtype", [
+    (lambda: torch.zeros(4, dtype=torch.int16).view(torch.bits16), "torch.bits16"),
+    (lambda: torch.zeros(4, dtype=torch.uint8).view(torch.bits8), "torch.bits8"),
+    (lambda: torch.quantize_per_tensor(torch.ones(4), 1 / 255, 0, torch.quint8), "torch.quint8"),
+    (lambda: torch.quantize_per_tensor(torch.ones(4), 0.1, 0, torch.qint8), "torch.qint8"),
+    (lambda: torch.zeros(4, dtype=torch.uint8).view(torch.float4_e2m1fn_x2), "torch.float4_e2m1fn_x2"),
+])
+def test_a_tensor_of_a_dtype_kbv_cannot_judge_is_refused_by_name(make, dtype):
+    """A ReLU returned as ``torch.bits16`` (the trusted side's fingerprint raised NotImplementedError)
+    or as a ``quint8`` tensor (rebuilt without its quantizer: ``clone()`` failed an internal assert):
+    both were kbv's EVAL_ERROR. Neither dtype is rebuilt in the trusted process now."""
+    t = make()
+    for reply in (protocol.Outputs(tensors=(t,), structure="tensor"),
+                  protocol.Loaded(state={"q": t}, model_bytes=None, load_seconds=0.0),
+                  protocol.Times(times_ms=(1.0,), clock="perf_counter", kept=((0, 0, (t,)),))):
+        with pytest.raises(UnjudgedDtype, match=dtype) as err:
+            decode_reply(protocol.encode(reply))
+        assert err.value.dtype == dtype
+
+
+def test_a_timed_calls_layout_of_a_dtype_kbv_cannot_judge_is_refused_by_name():
+    for entry, dtype in (((0, (4,), (1,), "bits16"), "torch.bits16"), ((0, (4,), (1,), "quint8"), "torch.quint8")):
+        reply = protocol.CallTimed(time_ms=1.0, clock="perf_counter", outputs=(entry,))
+        with pytest.raises(UnjudgedDtype, match=dtype):
+            decode_reply(protocol.encode(reply))
+        with pytest.raises(UnjudgedDtype, match=dtype):
+            decode_reply(protocol.encode(protocol.Times(times_ms=(1.0,), clock="c", outputs=((entry,),))))
+
+
+def test_dtype_names_resolve_from_torchs_own_attributes_only():
+    assert judged_dtype("float32") is torch.float32 and judged_dtype("float") is torch.float32
+    for name in ("Tensor", "_dynamo", "no_such_dtype"):  # not one of torch's dtypes: no lazy import, no dtype
+        with pytest.raises(protocol.ProtocolError, match="names no torch dtype") as err:
+            judged_dtype(name)
+        assert type(err.value) is protocol.ProtocolError

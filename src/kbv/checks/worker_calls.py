@@ -1,6 +1,6 @@
 """Rules on how a candidate worker's request ended (:meth:`kbv.pipeline.context.Context._held`):
-an exit before replying, a reply channel that does not decode, a fault handler installed by the
-candidate. Pure functions of what the orchestrator saw."""
+an exit before replying, a reply channel that does not decode, a reply holding a tensor of a dtype
+kbv does not judge, a fault handler installed by the candidate. Pure functions of what the orchestrator saw."""
 
 from __future__ import annotations
 
@@ -30,6 +30,17 @@ def broken_reply(phase: str, error: str) -> Finding:
     """The worker's reply to a ``phase`` request did not decode as the protocol's (``error``, one
     line): only the candidate's code writes into that channel (taxonomy 3, 24), HACK."""
     return finding("probe:reply-channel", (3, 24), Severity.HACK, f"{phase}: {error}")
+
+
+def unjudged_dtype(phase: str, dtype: str) -> Finding:
+    """The worker's reply to a ``phase`` request held a tensor (or an output layout) of ``dtype``, one
+    kbv does not judge (:class:`kbv.processes.reply_schema.UnjudgedDtype`: a bit container, a quantized
+    tensor): no reference output has it, so the candidate is wrong, not proven cheating: a WARNING
+    that makes the verdict INCORRECT (:data:`kbv.model.verdicts.WRONG_WITHOUT_A_FAILED_SET`: a call
+    outside the judged sets, a timed call or the load, fails none)."""
+    return finding("probe:output-dtype", (), Severity.WARNING,
+                   f"{phase}: the candidate sent a tensor of dtype {dtype}, which kbv does not judge (no reference "
+                   "output has it)")
 
 
 def fault_handlers(caught: Collection[int], at_spawn: Collection[int]) -> Finding | None:

@@ -14,8 +14,9 @@ from kbv.model.config import POLICIES, SWEEP_KEYS, EvalConfig
 from kbv.model.measurements import Measurement, MemoryMeasurement
 
 #: checks whose finding makes a verdict INCORRECT with every input set passed: a memory access
-#: compute-sanitizer memcheck saw outside what the kernel owns (kbv.pipeline.diagnostics).
-WRONG_WITHOUT_A_FAILED_SET = frozenset({"sanitize:memcheck"})
+#: compute-sanitizer memcheck saw outside what the kernel owns (kbv.pipeline.diagnostics); a tensor
+#: of a dtype kbv does not judge, sent outside a judged set (kbv.checks.worker_calls.unjudged_dtype).
+WRONG_WITHOUT_A_FAILED_SET = frozenset({"sanitize:memcheck", "probe:output-dtype"})
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,8 @@ class Verdict:
                 raise ValueError("PASS needs a candidate timing")
         if (s is Status.INCORRECT and not any(r.passed is False for r in judged)
                 and not any(f.check in WRONG_WITHOUT_A_FAILED_SET for f in self.findings)):
-            raise ValueError("INCORRECT needs a failed input set or a memory error compute-sanitizer saw")
+            raise ValueError("INCORRECT needs a failed input set, a memory error compute-sanitizer saw or a tensor "
+                             "of a dtype kbv does not judge")
         if s in (Status.COMPILE_ERROR, Status.RUNTIME_ERROR, Status.TIMEOUT, Status.CRASH, Status.EVAL_ERROR):
             if not self.message:
                 raise ValueError(f"{s.value} needs a message")
@@ -118,7 +120,8 @@ class Verdict:
     @property
     def wrong_whatever_its_outputs(self) -> bool:
         """A finding of :data:`WRONG_WITHOUT_A_FAILED_SET` (a memory access outside what the kernel
-        owns): wrong under the ``kbv`` policy whatever its sets' outputs were."""
+        owns, a tensor of a dtype kbv does not judge): wrong under the ``kbv`` policy whatever its
+        sets' outputs were."""
         return any(f.check in WRONG_WITHOUT_A_FAILED_SET for f in self.findings)
 
     @property
@@ -130,7 +133,7 @@ class Verdict:
         outputs judged (the candidate raised there, as at a secret shape) fails it. None when the candidate produced no judged
         outputs, or when a set that did not fail lacks that policy's verdict and no set fails it.
         ``kbv`` is False where :attr:`wrong_whatever_its_outputs` (``kbv-compat``, the paper's
-        protocol, runs no sanitizer and keeps its sets' verdict).
+        protocol, runs no sanitizer nor timed re-check and keeps its sets' verdict).
         """
         judged = [r for r in self.input_sets if not r.dropped]
         out: dict[str, bool | None] = {}

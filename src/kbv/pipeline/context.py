@@ -18,6 +18,7 @@ from kbv.checks import worker_calls as calls_rule
 from kbv.checks.probe_rules import output_memory_finding
 from kbv.pipeline.outcome import Outcome, Stop  # noqa: F401  (Stop: every stage raises it from here)
 from kbv.processes.procfs import caught_signals
+from kbv.processes.reply_schema import UnjudgedDtype
 from kbv.reference import oracle as orc
 from kbv.reference.build import ReferenceProblem, first_line
 from kbv.reference.mutation import STRUCTURED_DOMAINS
@@ -106,7 +107,14 @@ class Context:
     def _held(self, worker: CandidateProcess, request: Any, phase: str, timeout: float, hold: bool = True):
         """The worker's checked reply to ``request``; with ``hold`` the worker's tree stays
         stopped inside the block (:meth:`CandidateProcess.held_call`). Worker failures become
-        the pipeline's ends (TIMEOUT, CRASH, RUNTIME_ERROR) here."""
+        the pipeline's ends (TIMEOUT, CRASH, RUNTIME_ERROR) here; a reply that does not decode a
+        HACK (``probe:reply-channel``), one holding a tensor of a dtype kbv does not judge
+        (:class:`kbv.processes.reply_schema.UnjudgedDtype`) INCORRECT (``probe:output-dtype``; where
+        the call was a correctness set's, the correctness stage fails that set too).
+
+        Raises:
+            Stop: as said.
+        """
         cm = worker.held_call(request, phase=phase, timeout=timeout) if hold else None
         try:
             reply = cm.__enter__() if cm is not None else worker.call(request, phase=phase, timeout=timeout)
@@ -115,6 +123,9 @@ class Context:
         except WorkerDied as exc:
             self._add(calls_rule.early_exit(exc.exitcode, phase))
             raise Stop(Outcome.WORKER_DIED, f"{self.name}: {exc}", exitcode=exc.exitcode, log_tail=exc.log_tail) from None
+        except UnjudgedDtype as exc:  # the candidate's output (or state): no reference output has that dtype
+            self._add(calls_rule.unjudged_dtype(phase, exc.dtype))
+            raise Stop(Outcome.WRONG, f"{self.name}: {phase}: {exc}", unjudged_dtype=exc.dtype) from None
         except protocol.ProtocolError as exc:
             self._add(calls_rule.broken_reply(phase, first_line(exc)))
             raise Stop(Outcome.BAD_REPLY, f"{self.name}: {phase}: {exc}") from None

@@ -104,7 +104,15 @@ class Correctness:
                                               or vetting.needs_full_summary(summaries))
         if s.kind is InputKind.NOMINAL and self.ctx.state.nominal_args is None:
             self.ctx.state.nominal_args = s
-        outs = self._candidate_outputs(worker, args, buffers=buffers, ref=ref, label=s.name)
+        try:
+            outs = self._candidate_outputs(worker, args, buffers=buffers, ref=ref, label=s.name)
+        except Stop as stop:
+            if "unjudged_dtype" not in stop.evidence:
+                raise
+            # a tensor kbv cannot read (a bit container, a quantized tensor): of no reference output's
+            # dtype, so the set is wrong, as for any other dtype than the reference's
+            return self.judge._wrong(s, f"forward sent a tensor of dtype {stop.evidence['unjudged_dtype']}, which kbv "
+                                        f"does not judge; the reference returns {', '.join(str(r.dtype) for r in ref)}")
         structure = self.ctx._last_structure
         result = self.judge.exact_result(s, outs, structure, ref, args) if later else None
         if result is None and side is None:

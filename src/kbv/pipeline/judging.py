@@ -56,6 +56,13 @@ class Judging:
     def _dropped(self, s: inp.InputSet, reason: str) -> InputSetResult:
         return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=None, dropped=True, drop_reason=reason)
 
+    def _wrong(self, s: inp.InputSet, fault: str, **figures) -> InputSetResult:
+        """``s`` failed under every policy and at every tolerance, for ``fault`` (outputs that
+        cannot be compared with the reference's: their count, a shape or a dtype)."""
+        return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=False, fault=fault,
+                              policy_passed={p: False for p in POLICIES}, allclose_tolerance=math.inf,
+                              tolerance_sweep={sweep_key(t): False for t in SWEEP_TOLERANCES}, **figures)
+
     def _oracle(self, args: list, ref: list | None = None) -> tuple[list | None, str | None]:
         try:
             return self.ctx.oracle(args, ref), None
@@ -207,9 +214,7 @@ class Judging:
         common = dict(max_abs_error=c.max_abs_error, max_rel_error=c.max_rel_error,
                       mismatched_elements=c.mismatched_elements, total_elements=c.total_elements)
         if c.max_abs_error is None:  # count / shape / dtype mismatch: wrong under every policy
-            return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=False, fault=c.fault,
-                                  policy_passed={p: False for p in POLICIES}, allclose_tolerance=math.inf,
-                                  tolerance_sweep={sweep_key(t): False for t in SWEEP_TOLERANCES}, **common)
+            return self._wrong(s, c.fault, **common)
         t_min = math.inf if c.nonfinite_mismatches else c.min_tolerance
         sweep = {sweep_key(t): t_min <= t for t in SWEEP_TOLERANCES}
         if oracle is not None:

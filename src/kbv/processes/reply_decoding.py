@@ -3,11 +3,12 @@
 :class:`RestrictedUnpickler` resolves only the globals a tensor or a reply of
 :mod:`kbv.sandbox.protocol` needs (its reply classes and :class:`kbv.sandbox.protocol.Tampering`);
 :func:`decode_reply` then checks every field against its type
-(:data:`kbv.processes.reply_schema.SCHEMA`) and every tensor's kind and device. A candidate
+(:data:`kbv.processes.reply_schema.SCHEMA`) and every tensor's kind, device and dtype. A candidate
 that writes its own pickle into the pipe (to run code in the trusted process on unpickling, to
 smuggle a Tensor subclass or a lazy object back, or to hand the trusted side a field it cannot
 read) gets :class:`kbv.sandbox.protocol.ProtocolError` instead, and the reference worker turns that
-into a verdict.
+into a verdict; a tensor of a dtype kbv cannot judge gets
+:class:`kbv.processes.reply_schema.UnjudgedDtype`, the candidate's wrong answer.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import io
 import pickle
 from typing import Any
 
-from kbv.processes.reply_schema import check_reply
+from kbv.processes.reply_schema import UnjudgedDtype, check_dtype, check_reply, judged_dtype
 from kbv.sandbox import protocol
 
 #: the classes a reply may name, by name (the protocol's reply and payload classes).
@@ -43,7 +44,14 @@ _ALLOWED = {
 
 
 class RestrictedUnpickler(pickle.Unpickler):
-    """Resolves only tensor-rebuilding functions, dtypes and the protocol's reply classes."""
+    """Resolves only tensor-rebuilding functions, the dtypes kbv judges and the protocol's reply
+    classes. A judged dtype is the only way a tensor of that dtype is rebuilt here: a quantized
+    one (whose quantizer does not cross the pipe) or a bit container is refused before it is made.
+
+    Raises (from ``find_class``):
+        UnjudgedDtype: another torch dtype.
+        protocol.ProtocolError: any other global.
+    """
 
     def find_class(self, module: str, name: str) -> Any:
         import torch
@@ -52,8 +60,8 @@ class RestrictedUnpickler(pickle.Unpickler):
             return super().find_class(module, name)
         if (module, name) in _ALLOWED:
             return super().find_class(module, name)
-        if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
-            return getattr(torch, name)
+        if module == "torch" and isinstance(vars(torch).get(name), torch.dtype):
+            return judged_dtype(name)
         if module == protocol.__name__ and name in _CLASSES:
             return _CLASSES[name]
         raise protocol.ProtocolError(f"reply refers to {module}.{name}, which the protocol does not allow")
@@ -63,7 +71,8 @@ def decode_reply(data: bytes) -> Any:
     """Decode a candidate's reply.
 
     Raises:
-        protocol.ProtocolError: anything unexpected: not a protocol reply, a field missing,
+        UnjudgedDtype: the reply holds a tensor, or an output layout, of a dtype kbv does not judge.
+        protocol.ProtocolError: anything else unexpected: not a protocol reply, a field missing,
             one too many or of another type than :data:`kbv.processes.reply_schema.SCHEMA`'s, a tensor
             that is no plain strided one on cpu or cuda.
     """
@@ -90,9 +99,14 @@ def _check_tensors(obj: Any, where: str) -> None:
     """Every tensor in a reply's fields is a plain strided ``torch.Tensor`` on cpu or cuda: the
     unpickler rebuilds storages directly, so a hand-written pickle can make a meta tensor (or another
     device's), whose first read in the trusted process raises there and would turn the candidate's
-    verdict into kbv's failure (red-team helper, seventh session). Walked without recursion (a
-    candidate chooses the nesting). Raises :class:`protocol.ProtocolError` otherwise, or past
-    :data:`_MAX_NODES`."""
+    verdict into kbv's failure (red-team helper, seventh session). Of a dtype kbv judges
+    (:func:`kbv.processes.reply_schema.check_dtype`). Walked without recursion (a candidate chooses
+    the nesting).
+
+    Raises:
+        UnjudgedDtype: a tensor of another dtype.
+        protocol.ProtocolError: another kind of tensor, or more than :data:`_MAX_NODES` values.
+    """
     import torch
 
     stack, seen = [obj], 0
@@ -105,10 +119,11 @@ def _check_tensors(obj: Any, where: str) -> None:
             if type(o) is not torch.Tensor or o.layout is not torch.strided or o.device.type not in ("cpu", "cuda"):
                 raise protocol.ProtocolError(f"{where} holds a {type(o).__name__} on {o.device.type} ({o.layout}): "
                                              "only strided tensors on cpu or cuda come back")
+            check_dtype(o)
         elif isinstance(o, dict):
             stack.extend(o.values())
         elif isinstance(o, (tuple, list)):
             stack.extend(o)
 
 
-__all__ = ["RestrictedUnpickler", "decode_reply"]
+__all__ = ["RestrictedUnpickler", "UnjudgedDtype", "decode_reply"]

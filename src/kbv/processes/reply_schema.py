@@ -8,13 +8,75 @@ frame on the worker's socket chooses every field of an allowed reply class (an `
 candidate's verdict would become kbv's own failure. :data:`SCHEMA` says, per reply class, the exact
 type of each field the worker sends (``type(v) is int``: a bool is no int); a reply with a field
 missing, a field too many or a field of another type is no protocol reply.
+
+A tensor's dtype is checked apart from the schema (:data:`JUDGED_DTYPE_NAMES`): a candidate's
+output of a dtype kbv cannot judge is the candidate's wrong answer, not a forged reply
+(:class:`UnjudgedDtype`).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kbv.sandbox import protocol
+
+#: dtypes a tensor in a reply may have: those whose outputs kbv's comparison, probes and
+#: fingerprints read (an output of another one than the reference's is then INCORRECT, dtype
+#: mismatch). Not the bit containers (``bits8``...), the quantized (``qint8``, ``quint8``...), whose
+#: quantizer does not cross the pipe, the sub-byte ``int1``..``uint7`` nor ``float4_e2m1fn_x2``:
+#: indexing or copying them raises in the trusted process. Names this torch lacks are left out.
+JUDGED_DTYPE_NAMES = (
+    "bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "complex32", "complex64", "complex128",
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+)
+
+
+class UnjudgedDtype(protocol.ProtocolError):
+    """A reply holds a tensor (or an output layout) of a dtype outside :data:`JUDGED_DTYPE_NAMES`:
+    the candidate's own output or state, which no reference output matches. ``dtype``: its name
+    (``torch.bits16``). A :class:`kbv.sandbox.protocol.ProtocolError`, so that a caller that does not
+    tell it apart still refuses the reply."""
+
+    def __init__(self, dtype: str):
+        self.dtype = dtype
+        super().__init__(f"the candidate sent a tensor of dtype {dtype}, which kbv does not judge "
+                         "(no reference output has it)")
+
+
+def judged_dtype(name: str) -> Any:
+    """The ``torch.dtype`` called ``name`` (an attribute of the ``torch`` module, e.g. ``float32`` or
+    its alias ``float``), read from the module's own dictionary: a name the candidate chose loads
+    none of torch's lazy submodules here.
+
+    Raises:
+        UnjudgedDtype: a dtype outside :data:`JUDGED_DTYPE_NAMES`.
+        protocol.ProtocolError: ``name`` names no dtype.
+    """
+    import torch
+
+    dt = vars(torch).get(name) if type(name) is str else None
+    if not isinstance(dt, torch.dtype):
+        raise protocol.ProtocolError(f"{str(name)[:60]!r} names no torch dtype")
+    if dt not in _judged():
+        raise UnjudgedDtype(str(dt))
+    return dt
+
+
+@functools.cache
+def _judged() -> frozenset:
+    """The dtypes of :data:`JUDGED_DTYPE_NAMES` this torch has."""
+    import torch
+
+    return frozenset(vars(torch)[n] for n in JUDGED_DTYPE_NAMES if isinstance(vars(torch).get(n), torch.dtype))
+
+
+def check_dtype(t: Any) -> None:
+    """``t`` (a ``torch.Tensor``) has a judged dtype. Raises :class:`UnjudgedDtype` otherwise."""
+    if t.dtype not in _judged():
+        raise UnjudgedDtype(str(t.dtype))
+
 
 # Field types ------------------------------------------------------------------------------------
 
@@ -87,7 +149,7 @@ class _DictOf(_Spec):
 
 
 class _Tensor(_Spec):
-    """A plain ``torch.Tensor`` (its layout and device are checked with every tensor of the reply)."""
+    """A plain ``torch.Tensor`` (its layout, device and dtype are checked with every tensor of the reply)."""
 
     what = "a tensor"
 
@@ -96,6 +158,22 @@ class _Tensor(_Spec):
 
         if type(v) is not torch.Tensor:
             raise protocol.ProtocolError(f"{where}: {type(v).__name__}, not {self.what}")
+
+
+class _DtypeName(_Spec):
+    """The name of a judged dtype (:func:`judged_dtype`), as an output layout gives it."""
+
+    what = "a dtype name"
+
+    def check(self, v: Any, where: str) -> None:
+        if type(v) is not str:
+            raise protocol.ProtocolError(f"{where}: {type(v).__name__}, not {self.what}")
+        try:
+            judged_dtype(v)
+        except UnjudgedDtype:  # the candidate's output: its own exception, named by the dtype
+            raise
+        except protocol.ProtocolError as exc:
+            raise protocol.ProtocolError(f"{where}: {exc}") from None
 
 
 class _Report(_Spec):
@@ -127,7 +205,7 @@ STR, INT, FLOAT, BOOL = (_Exact(str, what="a str"), _Exact(int, what="an int"), 
 NUMBER = _Exact(int, float, what="a number")
 TENSOR, ANY = _Tensor(), _Anything()
 #: where one output's bytes lie in the slot buffer (:meth:`kbv.sandbox.rawcopy.SlotCopier.copy`).
-LAYOUT = _Record(INT, _TupleOf(INT), _TupleOf(INT), STR, what="an (offset, shape, strides, dtype) layout")
+LAYOUT = _Record(INT, _TupleOf(INT), _TupleOf(INT), _DtypeName(), what="an (offset, shape, strides, dtype) layout")
 #: the fields every reply with reports has (:meth:`kbv.pipeline.context.Context._held` reads them).
 REPORTS = {"flag_changes": _TupleOf(STR), "tampering": _TupleOf(_Report())}
 #: aten op -> calls (:class:`kbv.sandbox.profiling.OpCount`).
@@ -164,6 +242,7 @@ def check_reply(msg: Any) -> None:
     class's fields of :data:`SCHEMA`, each of its type.
 
     Raises:
+        UnjudgedDtype: an output layout names a dtype kbv does not judge.
         protocol.ProtocolError: a field missing, one too many, or one of another type.
     """
     name = type(msg).__name__
@@ -178,4 +257,4 @@ def check_reply(msg: Any) -> None:
         spec.check(got[field], f"{name}.{field}")
 
 
-__all__ = ["SCHEMA", "check_reply"]
+__all__ = ["JUDGED_DTYPE_NAMES", "SCHEMA", "UnjudgedDtype", "check_dtype", "check_reply", "judged_dtype"]
