@@ -2,7 +2,9 @@
 (``kbv.sandbox.guard.ModeShield``): ``torch.set_default_device`` at import leaves torch's own device
 context on the mode stack for good, and ``forward`` enters a function mode of its own (a call
 counter) and leaves it before returning. Neither is taken for a mode left on by the candidate.
-The product is a broadcast-and-sum, its own ops. Expected: PASS."""
+The product is a broadcast-and-sum, its own ops.
+
+Expected verdict: PASS."""
 import torch
 import torch.nn as nn
 from torch.overrides import TorchFunctionMode
