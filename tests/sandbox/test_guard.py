@@ -160,3 +160,54 @@ def test_an_instance_attribute_shadowing_a_server_method_is_reported_and_dropped
     one for every later ``self.<name>`` call (red-team finding): the worker drops it and reports it."""
     reply = _loaded(tmp_path, SHADOW, "kbv_shadow_test")
     assert any("worker._check_flags (shadowed)" in t.detail for t in reply.tampering), reply.tampering
+
+
+def test_tensor_class_watch_names_and_restores_replaced_and_added_methods():
+    import torch
+
+    from kbv.sandbox.guard import TensorClassWatch
+
+    watch = TensorClassWatch(torch)
+    setitem = torch.Tensor.__setitem__
+    try:
+        torch.Tensor.__setitem__ = lambda self, i, v: None  # rebound in torch.Tensor's own namespace
+        torch.Tensor.copy_ = lambda self, src: self  # added there, shadowing TensorBase.copy_
+        assert watch.check() == ["torch.Tensor.__setitem__", "torch.Tensor.copy_"]
+        assert torch.Tensor.__setitem__ is setitem and "copy_" not in vars(torch.Tensor)
+        assert watch.check() == []
+    finally:
+        torch.Tensor.__setitem__ = setitem
+        vars(torch.Tensor).get("copy_") and delattr(torch.Tensor, "copy_")
+
+
+def test_mode_shield_takes_off_a_left_mode_and_keeps_torchs_device_context():
+    import torch
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from kbv.sandbox.guard import ModeShield
+
+    class Left(TorchFunctionMode):
+        pass
+
+    class LeftDispatch(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    shield = ModeShield(torch)
+    device = torch.device("cpu")
+    device.__enter__()  # torch's own device context: kept
+    # pushed as a candidate's ``__enter__`` would, without torch's Python-side bookkeeping, which the
+    # shield's pop leaves alone (the test process goes on with other tests)
+    torch._C._push_on_torch_function_stack(Left())
+    torch._C._push_on_torch_dispatch_stack(LeftDispatch())
+    try:
+        assert shield.take() == ["torch function mode Left left on", "torch dispatch mode LeftDispatch left on"]
+        assert torch._C._len_torch_dispatch_stack() == 0
+        assert torch._C._len_torch_function_stack() == 1  # the device context
+        assert shield.take() == []
+    finally:
+        while torch._C._len_torch_function_stack():
+            torch._C._pop_torch_function_stack()
+        while torch._C._len_torch_dispatch_stack():
+            torch._C._pop_torch_dispatch_stack(None)

@@ -346,14 +346,14 @@ class ModeShield:
             if self._torch_device(mode):
                 kept.append(mode)
             else:
-                self.found.append(f"torch function mode {type(mode).__qualname__} left on")
+                self.found.append(f"torch function mode {type(mode).__name__} left on")
         for mode in reversed(kept):
             self._fn_push(mode)
         while self._d_len() > 0:
-            self.found.append(f"torch dispatch mode {type(self._d_pop()).__qualname__} left on")
+            self.found.append(f"torch dispatch mode {type(self._d_pop(None)).__name__} left on")
         for key in self._infra:
             if self._get_infra(key) is not None:
-                self.found.append(f"torch dispatch mode {type(self._unset_infra(key)).__qualname__} left on")
+                self.found.append(f"torch dispatch mode {type(self._unset_infra(key)).__name__} left on")
 
     def take(self) -> list[str]:
         """:meth:`clear`, then what was found since the last call (emptied)."""
@@ -363,17 +363,42 @@ class ModeShield:
 
 
 #: torch's own functions the harness calls between the candidate's calls (input writes, the mix,
-#: the probes), watched by identity beside every method of ``torch.Tensor`` (:func:`torch_attributes`).
+#: the probes), watched by identity (:func:`torch_attributes`).
 TORCH_FUNCTIONS = ("where", "randint", "rand", "randn", "full", "empty", "empty_like", "zeros", "zeros_like", "ones",
                    "equal", "stack", "cat", "as_strided", "tensor", "isfinite", "allclose")
 
 
 def torch_attributes(torch: Any) -> list[tuple[Any, str, str]]:
-    """``(owner, name, label)`` for :class:`HarnessGuard`: every name in ``torch.Tensor``'s own
-    namespace and every method it inherits from the C base (``torch._C.TensorBase`` is immutable, so a
-    patch of a tensor method lands in ``torch.Tensor``'s namespace and shadows it there), and
-    :data:`TORCH_FUNCTIONS`."""
-    names = sorted(set(vars(torch.Tensor)) | {k for k, v in vars(torch._C.TensorBase).items() if callable(v)})
-    out = [(torch.Tensor, k, f"torch.Tensor.{k}") for k in names
-           if k not in ("__dict__", "__weakref__", "__doc__", "__module__", "__annotations__")]
-    return out + [(torch, k, f"torch.{k}") for k in TORCH_FUNCTIONS if hasattr(torch, k)]
+    """``(owner, name, label)`` for :class:`HarnessGuard`: :data:`TORCH_FUNCTIONS` of ``torch``."""
+    return [(torch, k, f"torch.{k}") for k in TORCH_FUNCTIONS if hasattr(torch, k)]
+
+
+class TensorClassWatch:
+    """``torch.Tensor``'s own namespace as it was before the candidate loaded (worker side, taxonomy 4).
+
+    Every tensor method the harness calls (``copy_``, ``__setitem__``, ``clone``, ``view``...) is
+    looked up through ``torch.Tensor``: its C base (``torch._C.TensorBase``) is immutable, so a
+    replaced method is a name bound or rebound in ``torch.Tensor``'s own namespace, and a wrapper
+    there ran the candidate's code inside the harness's timed-input writes. :meth:`check` names
+    every name added, rebound or removed there and puts the namespace back. About 80 names: a few
+    µs a reply. (Importing triton, Inductor and running ``torch.compile`` change none of them.)"""
+
+    def __init__(self, torch: Any) -> None:
+        self._cls = torch.Tensor
+        self._names = dict(vars(self._cls))
+
+    def check(self) -> list[str]:
+        now = vars(self._cls)
+        if len(now) == len(self._names) and all(now.get(k, _EMPTY) is v for k, v in self._names.items()):
+            return []
+        changed = sorted({k for k in now if now[k] is not self._names.get(k, _EMPTY)}
+                         | {k for k in self._names if k not in now})
+        for k in changed:
+            try:
+                if k in self._names:
+                    setattr(self._cls, k, self._names[k])
+                else:
+                    delattr(self._cls, k)
+            except (AttributeError, TypeError):
+                pass
+        return [f"torch.Tensor.{k}" for k in changed]

@@ -88,6 +88,7 @@ class _Server(TimedRequests, ProbeRequests):
         self._perturb = integrity.malloc_perturb() if self.device.type == "cpu" else contextlib.nullcontext()
         self._warm_runtime()
         self._modes = guard.ModeShield(torch)  #: torch modes the candidate leaves on, taken off (taxonomy 4)
+        self._tensor_class = guard.TensorClassWatch(torch)  #: torch.Tensor's methods as before the load
         # every harness callable, the clocks and the reply path, as they are before the candidate
         # loads: checked (and put back) before every reply, taxonomy 4/24/25
         self.guard = integrity.HarnessGuard(
@@ -105,7 +106,8 @@ class _Server(TimedRequests, ProbeRequests):
              *((self, name, f"worker.{name}") for name in ("_time_calls", "_one_call", "_call_inputs", "_thread_time",
                                                             "torch", "timing",
                                                             "protocol", "baselines", "pointers",
-                                                            "integrity", "conn", "_perturb", "_modes"))])
+                                                            "integrity", "conn", "_perturb", "_modes",
+                                                            "_tensor_class"))])
         # the candidate's own Python threads, watched for work after forward returns (taxonomy 2)
         self.threadwork = integrity.ThreadWork()
         self.threadwork.install()
@@ -309,7 +311,7 @@ class _Server(TimedRequests, ProbeRequests):
         for k in shadows:
             del self.__dict__[k]
         names = [*self.timing.captured_changed(), *self.guard.check(), *(f"worker.{k} (shadowed)" for k in shadows),
-                 *self._modes.take()]
+                 *self._modes.take(), *self._tensor_class.check()]
         p = self.protocol  # after the guard put it back
         found = [p.Tampering(p.REPLY_PATH_PATCHED if any(k in n for k in _REPLY_PATH) else p.HARNESS_PATCHED, n)
                  for n in names]
