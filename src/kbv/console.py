@@ -206,17 +206,24 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
         for col in ("subject", "median", "IQR", "min", "trials", "speedup of candidate"):
             t.add_column(col)
         own = (workloads[0].get("speedup") or {}) if workloads else v.speedup
+        cand_noisy = bool(v.timing.get("candidate") and v.timing["candidate"].noisy)
         for label, m in v.timing.items():
             noisy = " [yellow](noisy)[/]" if m.noisy else ""
             if label == "candidate":
                 sp_text = ""
             elif label in v.speedup and label in own:
-                sp_text = f"{ratio_text(own[label])}x"
+                sp_text = f"{ratio_text(own[label])}x" + (" ~" if m.noisy or cand_noisy else "")
+                ci = (v.evidence.get("speedup_interval_95") or {}).get(label) if not workloads else None
+                if ci:
+                    sp_text += f" (95% {ratio_text(ci[0])}-{ratio_text(ci[1])})"
             elif label in v.unverified_speedup:
                 sp_text = f"[dim]{ratio_text(v.unverified_speedup[label])}x (not credited: {v.status.value})[/]"
             else:
                 sp_text = "-"
             t.add_row(label, f"{m.median_ms:.4f}{noisy}", f"{m.iqr_ms:.4f}", f"{m.min_ms:.4f}", str(m.trials), sp_text)
+        if any(m.noisy for m in v.timing.values()):
+            t.caption = "(noisy), ~: an IQR over 10 % of the median, too noisy to rank on"
+            t.caption_justify = "left"
         c.print(t)
         if v.evidence.get("tf32_inert") and "eager-tf32" in v.timing:
             c.print("  eager-tf32 is eager-fp32's times: the reference runs no matmul or convolution, which TF32 "

@@ -381,7 +381,13 @@ def test_the_json_record_is_written_before_output_a_reader_may_close(tmp_path):
     p.stdout.close()
     _, err = p.communicate(timeout=600)
     assert first.startswith(b"PASS"), (first, err)
-    assert json.loads(out.read_text())["status"] == "PASS"
+    record = json.loads(out.read_text())
+    assert record["status"] == "PASS"
+    # the first line's speedup carries "~" exactly when its medians are noisy, and the record its interval
+    noisy = any(record["timing"][k]["noisy"] for k in ("candidate", "eager-tf32"))
+    assert (b"x ~ vs eager-tf32" in first) == noisy, (first, record["timing"])
+    lo, hi = record["evidence"]["speedup_interval_95"]["eager-tf32"]
+    assert 0 < lo <= hi
 
 
 def test_json_over_an_input_file_is_refused_before_anything_runs(tmp_path):
@@ -394,3 +400,27 @@ def test_json_over_an_input_file_is_refused_before_anything_runs(tmp_path):
     r = kbv("eval", PROBLEM, cand, "--device", "cpu", "--json", cand)
     assert r.returncode == 2 and "is the problem or candidate file itself" in r.stderr, r.stderr
     assert cand.read_text() == before
+
+
+def test_eval_table_shows_each_speedups_interval_and_marks_noisy_ones():
+    """The README says the table under eval's first line has each baseline's 95 % interval, and
+    that ``~`` marks a noisy speedup (newcomer report, eighth session: neither was there)."""
+    import dataclasses
+
+    from rich.console import Console
+
+    from kbv.batch.annotate import speedup_intervals
+    from kbv.console import print_verdict
+    from verdict_factory import make_verdict
+
+    v = speedup_intervals(make_verdict("PASS", speedup=1.5, noisy=True))
+    lo, hi = v.evidence["speedup_interval_95"]["eager-tf32"]
+    con = Console(width=160, record=True)
+    print_verdict(v, con)
+    text = con.export_text()
+    assert "1.50x ~ (95% " in text and "too noisy to rank" in text, text
+    quiet = speedup_intervals(make_verdict("PASS", speedup=1.5))
+    con = Console(width=160, record=True)
+    print_verdict(dataclasses.replace(quiet), con)
+    text = con.export_text()
+    assert "1.50x (95% " in text and "~" not in text, text

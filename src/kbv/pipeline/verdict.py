@@ -74,7 +74,9 @@ class VerdictStage:
             message += f"; also wrong on {failed_sets_phrase(failed, sum(1 for r in state.input_sets if not r.dropped))}"
         if status in (Status.PASS, Status.SHORTCUT) and state.speedup:  # the answer to "does it beat PyTorch?"
             base = "eager-tf32" if "eager-tf32" in state.speedup else next(iter(state.speedup))
-            message += f"; {ratio_text(state.speedup[base])}x vs {base}"
+            noisy = any(m.noisy for k, m in state.timing.items() if k in ("candidate", base))
+            # "~": a median whose IQR is over a tenth of it, too noisy to rank on (as the demo table marks it)
+            message += f"; {ratio_text(state.speedup[base])}x{' ~' if noisy else ''} vs {base}"
         unverified = {}
         if status not in (Status.PASS, Status.SHORTCUT):
             # timed but not correct: the original protocol would have credited this speed
