@@ -159,6 +159,10 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
     (:func:`failure_details`, all of it with ``verbose``)."""
     c = console or Console()
     print_status_line(v, c)
+    if v.problem_flags:  # right under the answer: the verdict may say little about the kernel (newcomer report)
+        names = ", ".join(dict.fromkeys(f.split(":", 1)[0].strip() for f in v.problem_flags))
+        c.print(f"  the problem is flagged by vetting ({names}): a verdict on it may say little about the kernel, "
+                "and it is left out of aggregate metrics", highlight=False, markup=False, soft_wrap=True)
     for line in failure_details(v, verbose=verbose):
         c.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
     c.print(f"problem {v.problem.path}  candidate {v.candidate.path} ({v.candidate.backend})  "

@@ -424,3 +424,21 @@ def test_eval_table_shows_each_speedups_interval_and_marks_noisy_ones():
     print_verdict(dataclasses.replace(quiet), con)
     text = con.export_text()
     assert "1.50x (95% " in text and "~" not in text, text
+
+
+def test_a_flagged_problem_is_said_right_under_the_first_line():
+    """The flag went only to stderr after every table (newcomer report, eighth session)."""
+    import dataclasses
+
+    from rich.console import Console
+
+    from kbv.console import print_verdict
+    from verdict_factory import make_verdict
+
+    v = dataclasses.replace(make_verdict("PASS", speedup=1.1),
+                            problem_flags=("under-tolerance: output RMS below atol", "constant-output: one output"))
+    con = Console(width=200, record=True)
+    print_verdict(v, con)
+    lines = con.export_text().splitlines()
+    assert lines[0].startswith("PASS")
+    assert "flagged by vetting (under-tolerance, constant-output)" in lines[1], lines[:3]
