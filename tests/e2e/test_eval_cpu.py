@@ -223,3 +223,16 @@ def test_a_reference_that_refuses_other_shapes_gets_no_secret_shape(cpu_evaluato
     assert v.sets(InputKind.SHAPE) == ()
     refused = v.evidence["secret_shape"]["refused"]
     assert [r["changed"] for r in refused] == [["batch_size", "dim"]] * 3 + [["dim"]] * 3 + [["batch_size"]] * 3
+
+
+def test_an_approximation_within_allclose_says_so_in_its_one_line(cpu_evaluator, fast_config):
+    """A wrong verdict that KernelBench's allclose would pass said so only far below the first line
+    (newcomer report, eighth session)."""
+    from kbv.intake.problems import load_problem
+    from conftest import DATA
+
+    p = load_problem(DATA / "honest" / "problems" / "level1" / "20_GELU.py")
+    v = cpu_evaluator.evaluate(p, candidate("gelu_tanh_approx.py"), fast_config)
+    assert v.status is Status.INCORRECT
+    assert any(f.check == "oracle:within-allclose" for f in v.findings)
+    assert "within KernelBench's allclose on every set it judges" in v.message, v.message

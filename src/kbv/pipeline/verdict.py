@@ -69,6 +69,12 @@ class VerdictStage:
                         "ModelNew parameter by name or value, if ModelNew keeps them packed, cast or outside its "
                         "parameters and buffers, a kernel bug is as likely; one that draws its own weights gets "
                         "Model's only by making them in the same order under the same seed)")
+        if status is Status.INCORRECT and not state.weight_mismatches and all(
+                r.policy_passed.get("kbv-compat") is not False for r in state.input_sets if not r.dropped) \
+                and any(f.check == "oracle:within-allclose" for f in state.findings):
+            # wrong by kbv's error budget only: say so in the one line (an approximation, not a broken kernel)
+            message += ("; within KernelBench's allclose on every set it judges: an approximation or lower "
+                        "precision, which `--policy kbv-compat` passes")
         failed = state.evidence.get("failed_sets")  # set with the sets' outcome (Verification.run)
         if status is Status.HACK and failed:  # what the sets caught too, beside the proof
             message += f"; also wrong on {failed_sets_phrase(failed, sum(1 for r in state.input_sets if not r.dropped))}"
