@@ -28,7 +28,7 @@ def is_proof(found: Any) -> bool:
 
 
 def ordered(findings: Iterable[Finding]) -> tuple[Finding, ...]:
-    """One finding per (detector, entries): the first, with ``(+N more)`` when the same detector
+    """One finding per (detector, entries): the first, with ``(this check fired N more times)`` when the same detector
     fired again (on other input sets); most severe first, stable within a level."""
     import dataclasses
 
@@ -41,7 +41,7 @@ def ordered(findings: Iterable[Finding]) -> tuple[Finding, ...]:
             extra[key] = extra.get(key, 0) + (f.detail != first[key].detail)
         else:
             first[key] = f
-    out = [dataclasses.replace(f, detail=f"{f.detail} (+{extra[k]} more)") if extra.get(k) else f
+    out = [dataclasses.replace(f, detail=f"{f.detail} (this check fired {extra[k]} more times)") if extra.get(k) else f
            for k, f in first.items()]
     return tuple(sorted(out, key=lambda f: rank[f.severity]))
 
