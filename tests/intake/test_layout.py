@@ -77,8 +77,14 @@ def test_plain_layout_and_roots_combined(tmp_path):
 def test_layout_errors_name_the_folder(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(LayoutError, match="no candidate files"):
+    with pytest.raises(LayoutError, match="no candidate files") as err:
         scan_root(empty)
+    assert "swapped" not in str(err.value)
+    problems = tmp_path / "problems" / "level1"  # a problem folder given as the runs (newcomer report)
+    problems.mkdir(parents=True)
+    (problems / "19_ReLU.py").write_text("class Model: pass\n")
+    with pytest.raises(LayoutError, match="arguments swapped"):
+        scan_root(tmp_path / "problems")
     with pytest.raises(LayoutError, match="not a folder"):
         scan_root(tmp_path / "missing")
     a, b = tmp_path / "a" / "run", tmp_path / "b" / "run"

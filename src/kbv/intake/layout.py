@@ -174,10 +174,12 @@ def scan_root(root: Path | str, layout: Layout = Layout.auto) -> CandidateScan:
                 ignored.extend(sorted(d.rglob("*.py")))
         ignored.extend(sorted(p for p in root.iterdir() if p.is_file() and p.suffix == ".py"))
     if not files:
+        # problem files named as KernelBench names them (<id>_<Name>.py): the two folders swapped?
+        swapped = " (it holds problem files: arguments swapped? the problems come first)" if problem_files(root) else ""
         raise LayoutError(
             f"{root}: no candidate files in the {layout.value} layout "
             "(kernelbench: <run>/level_<L>_problem_<P>_sample_<S>_kernel.py; "
-            "plain: <run>/<level>/<problem id>/<sample>.py)")
+            f"plain: <run>/<level>/<problem id>/<sample>.py){swapped}")
     return CandidateScan(tuple(files), tuple(ignored))
 
 
