@@ -208,6 +208,10 @@ def run_demo(device: str, console: Console, *, json_dir: Path | None = None, tri
     # find the content-hash build cache filled
     builds = [c for c in cases if refs[c][1].backend in ("cpp", "cuda")]
     order = [c for c in cases if c not in builds] + builds
+    # said first: piped, the progress bar is off and the first case line comes only when it finishes
+    console.print(f"kbv demo: {len(cases)} cases on {device}, a line each as it finishes ([n] is its row in the "
+                  f"table that follows){'; the C++ extensions build beside the others' if builds else ''}",
+                  highlight=False, markup=False, soft_wrap=True)
     results: dict[DemoCase, Verdict | str] = {}
     progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                         TimeElapsedColumn(), console=console, transient=True)  # no bar left between lines and table
