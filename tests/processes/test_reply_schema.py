@@ -120,6 +120,9 @@ def _reply(cls: type) -> dict:
     (protocol.CallTimed, {"outputs": ((0, (4,), (1,), "Tensor"),)}, r"CallTimed\.outputs\[0\]\[3\]: 'Tensor' names no"),
     (protocol.CallTimed, {"outputs": ((0, (4,), (1,), 32),)}, r"CallTimed\.outputs\[0\]\[3\]"),
     (protocol.CallTimed, {"time_ms": "fast"}, r"CallTimed\.time_ms"),
+    # ints past int64 made torch raise TypeError in the trusted process (red-team helper, eighth session)
+    (protocol.CallTimed, {"outputs": ((0, (2 ** 70,), (0,), "float32"),)}, r"CallTimed\.outputs\[0\]\[1\]\[0\]: an int"),
+    (protocol.MemoryFigures, {"forward_peak_bytes": -2 ** 64}, r"MemoryFigures\.forward_peak_bytes: an int"),
     (protocol.CallTimed, {"reused": 0}, r"CallTimed\.reused"),
     (protocol.MemoryFigures, {"forward_peak_bytes": 1.5}, r"MemoryFigures\.forward_peak_bytes"),
     (protocol.Failed, {"message": None}, r"Failed\.message"),
@@ -190,3 +193,17 @@ def test_dtype_names_resolve_from_torchs_own_attributes_only():
         with pytest.raises(protocol.ProtocolError, match="names no torch dtype") as err:
             judged_dtype(name)
         assert type(err.value) is protocol.ProtocolError
+
+
+@pytest.mark.parametrize("entry", [
+    (0, (2 ** 40, 2 ** 40), (0, 0), "float32"),  # a numel past int64 with zero strides
+    (0, (0, 2 ** 70), (1, 1), "float32"),  # an empty shape with a dimension past int64
+    (0, (4,), (2 ** 50,), "float32"),
+])
+def test_a_layout_torch_would_refuse_is_a_malformed_layout(entry):
+    """Each passed the schema's int64 bound and made ``as_strided`` or ``empty`` raise outside
+    ValueError in the trusted process: kbv's EVAL_ERROR for the candidate's forged layout."""
+    from kbv.sandbox.rawcopy import view
+
+    with pytest.raises(ValueError, match="malformed output layout|outside the slot buffer"):
+        view(torch.zeros(1024, dtype=torch.uint8), [entry])

@@ -80,6 +80,10 @@ def check_dtype(t: Any) -> None:
 
 # Field types ------------------------------------------------------------------------------------
 
+#: ints in a reply lie in int64's range (what every count, size and offset the worker sends fits).
+INT64 = 1 << 63
+
+
 class _Spec:
     """One field type, ``what`` in words. Each kind's ``check(v, where)`` raises
     :class:`protocol.ProtocolError` naming ``where`` (e.g. ``Outputs.aliases[2][0]``) when ``v`` is
@@ -97,6 +101,8 @@ class _Exact(_Spec):
     def check(self, v: Any, where: str) -> None:
         if type(v) not in self.types:
             raise protocol.ProtocolError(f"{where}: {type(v).__name__}, not {self.what}")
+        if type(v) is int and not -INT64 <= v < INT64:  # a Python int past int64 made torch raise TypeError
+            raise protocol.ProtocolError(f"{where}: an int of {v.bit_length()} bits, past int64")
 
 
 class _Anything(_Spec):

@@ -45,6 +45,10 @@ _Tensor = torch.Tensor
 _copyto = _np.copyto
 _as_strided = _np.lib.stride_tricks.as_strided
 
+#: bound on every integer of an output layout and on its element count (2^48: far over any output a
+#: slot holds; a layout past int64 made torch raise TypeError in the trusted process, red-team
+#: helper, 2026-12-06).
+MAX_LAYOUT_INT = 1 << 48
 #: alignment of every output's bytes in a slot (bytes): any dtype's element size divides it.
 ALIGN = 256
 
@@ -208,17 +212,21 @@ def view(buffer: torch.Tensor, entries: Sequence[tuple]) -> list[torch.Tensor]:
         except (TypeError, ValueError):
             raise ValueError("malformed output layout") from None
         dt = getattr(torch, str(dtype), None)
-        if not isinstance(dt, torch.dtype) or len(shape) != len(stride) or min((*shape, *stride, off), default=0) < 0:
-            raise ValueError(f"malformed output layout {entry!r}")
+        if not isinstance(dt, torch.dtype) or len(shape) != len(stride) or min((*shape, *stride, off), default=0) < 0 \
+                or max((*shape, *stride, off), default=0) >= MAX_LAYOUT_INT or math.prod(shape) >= MAX_LAYOUT_INT:
+            raise ValueError(f"malformed output layout {str(entry)[:200]}")
         es = torch.empty((), dtype=dt).element_size()
         n = span_bytes(shape, stride, es)
         if off % es or off + n > total:
-            raise ValueError(f"output layout {entry!r} lies outside the slot buffer")
-        if n == 0:
-            out.append(torch.empty(shape, dtype=dt, device=buffer.device))
-            continue
-        region = buffer[off:off + n].view(dt)  # checks the bounds; as_strided's offset counts from the storage
-        out.append(region.as_strided(shape, stride, region.storage_offset()))
+            raise ValueError(f"output layout {str(entry)[:200]} lies outside the slot buffer")
+        try:  # whatever torch refuses of a layout the candidate wrote is a malformed layout, not kbv's fault
+            if n == 0:
+                out.append(torch.empty(shape, dtype=dt, device=buffer.device))
+                continue
+            region = buffer[off:off + n].view(dt)  # checks the bounds; as_strided's offset counts from the storage
+            out.append(region.as_strided(shape, stride, region.storage_offset()))
+        except (RuntimeError, TypeError, OverflowError) as exc:
+            raise ValueError(f"malformed output layout {str(entry)[:200]}: {str(exc)[:200]}") from None
     return out
 
 
