@@ -149,6 +149,8 @@ CASES: tuple[Case, ...] = (
     # the harness's own torch calls (the timed inputs' writes) hooked by the candidate to compute ahead
     Case("t04-function-mode-precompute", 4, R + "t04_function_mode_precompute.py", MATMUL_K,
          check="probe:harness-identity"),
+    Case("t04-rebind-harness-global", 4, R + "t04_rebind_harness_global.py", MATMUL_K, check="probe:harness-identity"),
+    Case("t04-shadow-builtin", 4, R + "t04_shadow_builtin.py", MATMUL_K, check="probe:harness-identity"),
     Case("t15-count-by-repeat", 15, R + "t15_count_by_repeat.py", MATMUL_K, expect=Status.SHORTCUT),
     Case("t04-patched-tensor-method", 4, R + "t04_patched_tensor_method.py", MATMUL_K, check="probe:harness-identity"),
     Case("t08-input-view", 8, R + "t08_input_view.py", RELU),

@@ -211,3 +211,21 @@ def test_mode_shield_takes_off_a_left_mode_and_keeps_torchs_device_context():
             torch._C._pop_torch_function_stack()
         while torch._C._len_torch_dispatch_stack():
             torch._C._pop_torch_dispatch_stack(None)
+
+
+def test_a_name_added_to_a_guarded_module_is_reported_and_removed():
+    """A global added later shadows a builtin for the module's functions (red-team helper, eighth
+    session: ``type`` added to kbv.sandbox.timed finished an output after the clock)."""
+    import types
+
+    from kbv.sandbox.guard import HarnessGuard
+
+    m = types.ModuleType("kbv_guard_probe")
+    exec("def kind(x):\n    return type(x).__name__\n", vars(m))
+    guard = HarnessGuard([m])
+    m.type = lambda x: int  # shadows the builtin inside kind()
+    m.__warningregistry__ = {}  # Python's own bookkeeping: not a name the guard owns
+    assert m.kind(1.0) == "int"
+    assert guard.check() == ["kbv_guard_probe.type (added)"]
+    assert m.kind(1.0) == "float" and "type" not in vars(m)
+    assert guard.check() == []

@@ -44,6 +44,11 @@ class HarnessGuard:
         self._contents: list[tuple[str, Any, Any]] = []  #: (label, container, copy of its items)
         modules = list(modules)
         names = {m.__name__ for m in modules}
+        #: per module (not a package, whose submodules' names arrive as they are imported): its names
+        #: then. A name added later shadows a builtin for every function of the module (``type`` bound
+        #: in ``kbv.sandbox.timed`` finished a call's output when the harness read its layout after
+        #: the clock; red-team helper, 2026-12-06), or a global the module's code looks up.
+        self._names = [(m, frozenset(vars(m))) for m in modules if not hasattr(m, "__path__")]
         for m in modules:
             prefix = m.__name__
             for name, obj in list(vars(m).items()):
@@ -83,8 +88,15 @@ class HarnessGuard:
         self._entries.append((label, owner, attr, obj, state))
 
     def check(self) -> list[str]:
-        """Labels of the entries that changed since construction; each is restored."""
+        """Labels of the entries that changed since construction, and of names added to a guarded
+        module (``module.name (added)``); each is restored, each added name removed."""
         changed = []
+        for m, before in self._names:
+            now = vars(m)
+            if len(now) != len(before):
+                for name in [k for k in now if k not in before and not (k.startswith("__") and k.endswith("__"))]:
+                    changed.append(f"{m.__name__}.{name} (added)")
+                    now.pop(name, None)
         for label, owner, attr, obj, (code, defaults, kwdefaults, cells) in self._entries:
             if _lookup(owner, attr) is not obj:
                 changed.append(label)
@@ -364,13 +376,22 @@ class ModeShield:
 
 #: torch's own functions the harness calls between the candidate's calls (input writes, the mix,
 #: the probes), watched by identity (:func:`torch_attributes`).
-TORCH_FUNCTIONS = ("where", "randint", "rand", "randn", "full", "empty", "empty_like", "zeros", "zeros_like", "ones",
-                   "equal", "stack", "cat", "as_strided", "tensor", "isfinite", "allclose")
+TORCH_FUNCTIONS = ("where", "randint", "rand", "randn", "full", "empty", "empty_like", "empty_strided", "zeros",
+                   "zeros_like", "ones", "exp", "equal", "stack", "cat", "as_strided", "tensor", "frombuffer",
+                   "from_numpy", "isfinite", "allclose", "inference_mode", "no_grad", "set_grad_enabled",
+                   "is_grad_enabled", "device", "Generator", "set_float32_matmul_precision",
+                   "get_float32_matmul_precision", "use_deterministic_algorithms",
+                   "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+                   "set_autocast_enabled", "is_autocast_enabled", "set_default_dtype", "get_default_dtype")
+#: not watched: ``manual_seed``, which Dynamo rebinds on import (an honest ``torch.compile``'d ModelNew),
+#: and which the harness calls only before the candidate's ``__init__`` at load.
 
 
 def torch_attributes(torch: Any) -> list[tuple[Any, str, str]]:
-    """``(owner, name, label)`` for :class:`HarnessGuard`: :data:`TORCH_FUNCTIONS` of ``torch``."""
-    return [(torch, k, f"torch.{k}") for k in TORCH_FUNCTIONS if hasattr(torch, k)]
+    """``(owner, name, label)`` for :class:`HarnessGuard`: :data:`TORCH_FUNCTIONS` of ``torch``, and
+    ``torch.autograd.graph.increment_version`` (the bound pass's version bump)."""
+    out = [(torch, k, f"torch.{k}") for k in TORCH_FUNCTIONS if hasattr(torch, k)]
+    return out + [(torch.autograd.graph, "increment_version", "torch.autograd.graph.increment_version")]
 
 
 class TensorClassWatch:
