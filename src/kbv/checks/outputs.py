@@ -46,6 +46,15 @@ def poisoned_elements(t: Any, ref: Any = None) -> int:
         r = ref.detach().to(c.device).contiguous().view(dtype).reshape(-1)
     perturb = _repeat(PERTURB_FILL_BYTE, size)
     n, total = bits.numel(), 0
+    # the common case first, with one host read for the whole output (a read per chunk and pattern
+    # was 8 device synchronisations for a 16 MiB output): neither pattern anywhere, nothing counts
+    seen = None
+    for s in range(0, n, POISON_CHUNK_ELEMENTS):
+        b = bits[s:s + POISON_CHUNK_ELEMENTS]
+        part = (b == poison).any() | (b == perturb).any()  # on the output's device: no read here
+        seen = part if seen is None else seen | part
+    if seen is None or not bool(seen):
+        return 0
     for s in range(0, n, POISON_CHUNK_ELEMENTS):  # no full-size masks (a 1 GiB output: 256M elements)
         e = min(n, s + POISON_CHUNK_ELEMENTS)
         lo, hi = max(0, s - 1), min(n, e + 1)  # one neighbour each side: the 2-byte words across the edge
