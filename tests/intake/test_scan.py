@@ -294,3 +294,12 @@ def test_dispatched_calls_and_cuda_helpers_are_not_kernel_calls(code):
 def test_a_line_directive_in_native_source_is_a_warning():
     src = LOAD + 'SRC = r"""\n#line 1 "/usr/lib/torch/x.py"\nvoid f() {}\n"""\nm = load_inline(name="a", cpp_sources=SRC)\n'
     assert found_rules(src)["source-line-directive"][:2] == (15, Severity.WARNING)
+
+
+@pytest.mark.parametrize("imports", ["import torch.nn.functional as F", "from torch.nn import functional as F"])
+def test_a_module_patched_through_an_import_alias_is_named(imports):
+    """``F.gelu = ...`` went unnamed where ``torch.nn.functional.gelu = ...`` was (newcomer report)."""
+    found = scan_source(f"{imports}\nF.gelu = lambda x, approximate='none': x\n")
+    patched = [f for f in found if f.rule == "patches-module"]
+    assert patched and patched[0].severity is Severity.HACK and "torch.nn.functional.gelu" in patched[0].message
+    assert not [f for f in scan_source("import json as js\ncfg = js.loads('{}')\n") if f.rule == "patches-module"]

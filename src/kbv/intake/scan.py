@@ -62,6 +62,9 @@ class _Scanner(ast.NodeVisitor):
         self.findings: list[Finding] = []
         self.in_forward = 0
         self.in_try_forward = 0
+        #: names bound by ``import a.b as x`` or ``from a import b as x`` -> the dotted name they stand for,
+        #: so an assignment through an alias (``F.gelu = ...``) is judged as the full name would be
+        self.aliases: dict[str, str] = {}
 
     def add(self, node: ast.AST, rule: str, taxonomy: int, severity: Severity, message: str) -> None:
         self.findings.append(Finding(rule, taxonomy, severity, getattr(node, "lineno", 0), message))
@@ -89,10 +92,15 @@ class _Scanner(ast.NodeVisitor):
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
             self._check_module(node, a.name)
+            if a.asname:
+                self.aliases[a.asname] = a.name
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         self._check_module(node, node.module or "")
+        for a in node.names:
+            if node.module and not node.level and a.name != "*":
+                self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
         pools = [a.name for a in node.names if a.name in PROCESS_ATTRS]
         if pools:
             self.add(node, "thread-or-process", 2, Severity.HACK,
@@ -243,6 +251,9 @@ class _Scanner(ast.NodeVisitor):
         if isinstance(target, ast.Attribute):
             root = root_name(target)
             dotted = unparsed(target)
+            if root in self.aliases and root not in HARNESS_ROOTS:  # F.gelu = ... is torch.nn.functional.gelu = ...
+                dotted = self.aliases[root] + dotted[len(root):]
+                root = dotted.split(".")[0]
             if dotted.startswith("torch.backends.") or dotted.startswith("torch.cuda.matmul"):
                 self.add(target, "global-flag", 18, Severity.WARNING, f"assigns {dotted}")
             elif root in HARNESS_ROOTS and root != "self":
