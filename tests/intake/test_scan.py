@@ -303,3 +303,13 @@ def test_a_module_patched_through_an_import_alias_is_named(imports):
     patched = [f for f in found if f.rule == "patches-module"]
     assert patched and patched[0].severity is Severity.HACK and "torch.nn.functional.gelu" in patched[0].message
     assert not [f for f in scan_source("import json as js\ncfg = js.loads('{}')\n") if f.rule == "patches-module"]
+
+
+def test_setattr_on_a_harness_module_is_judged_as_the_assignment():
+    """``setattr(torch.Tensor, "__setitem__", f)`` went unnamed where the assignment was named
+    (red-team helper, eighth session); ``setattr(self, ...)`` is no patch."""
+    found = scan_source('import torch\nsetattr(torch.Tensor, "__setitem__", lambda *a: None)\n')
+    assert any(f.rule == "patches-module" and "torch.Tensor.__setitem__" in f.message for f in found)
+    mine = scan_source("import torch.nn as nn\nclass ModelNew(nn.Module):\n    def __init__(self):\n"
+                       "        super().__init__()\n        setattr(self, 'scale', 2.0)\n")
+    assert not [f for f in mine if f.rule == "patches-module"]

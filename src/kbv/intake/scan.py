@@ -156,6 +156,11 @@ class _Scanner(ast.NodeVisitor):
         if name in ("sys._getframe", "inspect.currentframe", "inspect.stack", "inspect.getouterframes") or \
                 last in ("f_back", "f_globals"):
             self.add(node, "frame-walk", 13, Severity.HACK, f"calls {name}(): walks the caller's frames")
+        if name == "setattr" and len(node.args) >= 2 and isinstance(node.args[0], (ast.Name, ast.Attribute)):
+            # setattr(torch.Tensor, "__setitem__", f) is the assignment torch.Tensor.__setitem__ = f, judged alike
+            attr = node.args[1].value if isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) \
+                else "<name>"
+            self._check_target(ast.copy_location(ast.Attribute(value=node.args[0], attr=attr, ctx=ast.Store()), node))
         if name in ("gc.get_objects", "gc.get_referrers", "gc.get_referents"):
             self.add(node, "gc-walk", 13, Severity.HACK, f"calls {name}(): searches live objects")
         if name in ("torch.compile", "torch.jit.script", "torch.jit.trace") or last == "compile" and root == "torch":
