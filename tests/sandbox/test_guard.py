@@ -165,7 +165,7 @@ def test_an_instance_attribute_shadowing_a_server_method_is_reported_and_dropped
 def test_tensor_class_watch_names_and_restores_replaced_and_added_methods():
     import torch
 
-    from kbv.sandbox.guard import TensorClassWatch
+    from kbv.sandbox.torch_state import TensorClassWatch
 
     watch = TensorClassWatch(torch)
     setitem = torch.Tensor.__setitem__
@@ -185,7 +185,7 @@ def test_mode_shield_takes_off_a_left_mode_and_keeps_torchs_device_context():
     from torch.overrides import TorchFunctionMode
     from torch.utils._python_dispatch import TorchDispatchMode
 
-    from kbv.sandbox.guard import ModeShield
+    from kbv.sandbox.torch_state import ModeShield
 
     class Left(TorchFunctionMode):
         pass

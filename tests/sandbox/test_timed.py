@@ -7,7 +7,7 @@ import weakref
 import torch
 
 from kbv.sandbox import protocol, timer
-from kbv.sandbox.guard import ModeShield
+from kbv.sandbox.torch_state import ModeShield
 from kbv.sandbox.timed import TimedRequests
 
 

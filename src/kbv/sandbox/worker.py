@@ -55,7 +55,7 @@ class _Server(TimedRequests, ProbeRequests):
         from kbv.sandbox import profiling
         from kbv.sandbox import protocol
         from kbv.sandbox import timer as timing  # noqa: F401
-        from kbv.sandbox import guard, pickling, probe_requests, rawcopy, timed
+        from kbv.sandbox import guard, pickling, probe_requests, rawcopy, timed, torch_state  # noqa: F401
         import multiprocessing.connection as mpc
         import multiprocessing.reduction as mpr
 
@@ -87,18 +87,12 @@ class _Server(TimedRequests, ProbeRequests):
         #: cpu probe calls run with glibc's malloc filling every chunk it hands out (stale memory, taxonomy 9)
         self._perturb = integrity.malloc_perturb() if self.device.type == "cpu" else contextlib.nullcontext()
         self._warm_runtime()
-        self._modes = guard.ModeShield(torch)  #: torch modes the candidate leaves on, taken off (taxonomy 4)
-        self._tensor_class = guard.TensorClassWatch(torch)  #: torch.Tensor's methods as before the load
+        self._modes = torch_state.ModeShield(torch)  #: torch modes the candidate leaves on, taken off (taxonomy 4)
+        self._tensor_class = torch_state.TensorClassWatch(torch)  #: torch.Tensor's methods as before the load
         # every harness callable, the clocks and the reply path, as they are before the candidate
         # loads: checked (and put back) before every reply, taxonomy 4/24/25
-        listed = [baselines, integrity, guard, kernel_timeline, memory, pointers, pickling, profiling, protocol, timing,
-                  probe_requests, rawcopy, timed, sys.modules[__name__]]
-        # and every other module of kbv's loaded here (timed_inputs, whose mix the timed calls run, the
-        # records): a function the harness calls looks its globals up there (red-team helper, 2026-12-06)
-        listed += [m for n, m in sorted(sys.modules.items()) if (n == "kbv" or n.startswith("kbv."))
-                   and m is not None and all(m is not x for x in listed)]
         self.guard = integrity.HarnessGuard(
-            listed,
+            guard.kbv_modules(),
             [(time, "perf_counter", "time.perf_counter"), (time, "monotonic", "time.monotonic"),
              (torch.cuda, "synchronize", "torch.cuda.synchronize"), (torch.cuda, "Event", "torch.cuda.Event"),
              (torch.cuda.Event, "record", "torch.cuda.Event.record"),
@@ -107,7 +101,7 @@ class _Server(TimedRequests, ProbeRequests):
              (mpc.Connection, "send_bytes", "Connection.send_bytes"),
              (mpc.Connection, "_send_bytes", "Connection._send_bytes"), (mpc.Connection, "_send", "Connection._send"),
              (mpr.ForkingPickler, "dumps", "ForkingPickler.dumps"), (mpr.ForkingPickler, "__init__", "ForkingPickler.__init__"),
-             *guard.torch_attributes(torch),
+             *torch_state.torch_attributes(torch),
              *((self, name, f"worker.{name}") for name in ("_time_calls", "_one_call", "_call_inputs", "_thread_time",
                                                             "torch", "timing",
                                                             "protocol", "baselines", "pointers",

@@ -1,5 +1,5 @@
 """Honest control for level1/10_Large_K_matmul and the worker's mode shield
-(``kbv.sandbox.guard.ModeShield``): ``torch.set_default_device`` at import leaves torch's own device
+(``kbv.sandbox.torch_state.ModeShield``): ``torch.set_default_device`` at import leaves torch's own device
 context on the mode stack for good, and ``forward`` enters a function mode of its own (a call
 counter) and leaves it before returning. Neither is taken for a mode left on by the candidate.
 The product is a broadcast-and-sum, its own ops.
