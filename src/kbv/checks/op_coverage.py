@@ -6,7 +6,7 @@ reference's own compute ops (:func:`reference_covered`), did its own kernels do 
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from kbv.sandbox.kernels import KernelProfile
 from kbv.sandbox.profiling import NO_MATH_OPS, OpCount
@@ -141,9 +141,15 @@ def _work(key: str) -> tuple[str, str]:
     return _family(op), sizes
 
 
-def reference_work_covered(reference: OpCount, candidate_shaped: Mapping[str, int]) -> tuple[float, list[str]] | None:
+def reference_work_covered(reference: OpCount, candidate_shaped: Mapping[str, int],
+                           again: Sequence[OpCount] = ()) -> tuple[float, list[str]] | None:
     """The share of the reference's op time that the candidate re-ran as the same work, and those
     ops, when it reaches :data:`WORK_COVERED_MIN`; else None.
+
+    Each op's time is the least over ``reference`` and the further recordings of the same call in
+    ``again`` (a busy machine only adds time, and one slow call of one op, a page fault or a
+    preempted thread, would otherwise make a cheap elementwise op most of the reference's time and
+    accuse an honest rewrite that kept it); a recording that failed or lacks the op is skipped.
 
     The same work: an op of the same family (:data:`OP_FAMILIES`) on arguments of the same sizes
     (``aten.linear`` of x[32,1024] and W[512,1024] is ``aten.addmm`` of x and W.t()), at least as
@@ -164,7 +170,9 @@ def reference_work_covered(reference: OpCount, candidate_shaped: Mapping[str, in
         for k, n in reference.shaped.items():
             w = _work(k)
             need[w] = need.get(w, 0) + int(n)
-            spent[w] = spent.get(w, 0.0) + max(0.0, float(reference.time_us.get(k, 0.0)))
+            times = [float(r.time_us[k]) for r in (reference, *again) if isinstance(r, OpCount)
+                     and r.error is None and isinstance(r.time_us.get(k), (int, float))]
+            spent[w] = spent.get(w, 0.0) + max(0.0, min(times, default=0.0))
             names.setdefault(w, set()).add(k.partition("|")[0])
         total = sum(spent.values())
         if not total > 0:
