@@ -4,6 +4,7 @@ run by the Triton interpreter (TRITON_INTERPRET=1), both through the real worker
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -159,22 +160,24 @@ def test_build_lock_is_counted_per_process_and_an_unanswered_hold_marks_the_buil
     assert not lock.parent.exists()
 
 
+#: an honest C++ ReLU that compiles in about 5 s (pybind11 alone): these tests are about the build
+QUICK_CPP = Path(__file__).resolve().parents[1] / "data" / "candidates" / "relu_quick_cpp.py"
+
+
 def _eval_args(tmp_path):
     from conftest import DATA
-    from kbv.demo import data_path
 
-    return (["eval", str(DATA / "problems" / "level1" / "1_Small_ReLU.py"), str(data_path("candidates", "relu_cpp.py")),
+    return (["eval", str(DATA / "problems" / "level1" / "1_Small_ReLU.py"), str(QUICK_CPP),
              "--device", "cpu", "--trials", "3"], "kbv: interrupted")
 
 
 def _run_args(tmp_path):
     from conftest import DATA
-    from kbv.demo import data_path
 
     (tmp_path / "problems" / "level1").mkdir(parents=True)
     (tmp_path / "problems" / "level1" / "1_Small_ReLU.py").write_text((DATA / "problems" / "level1" / "1_Small_ReLU.py").read_text())
     (tmp_path / "runs" / "m").mkdir(parents=True)
-    (tmp_path / "runs" / "m" / "level_1_problem_1_sample_0_kernel.py").write_text(data_path("candidates", "relu_cpp.py").read_text())
+    (tmp_path / "runs" / "m" / "level_1_problem_1_sample_0_kernel.py").write_text(QUICK_CPP.read_text())
     return (["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(tmp_path / "s.db"),
              "--device", "cpu", "--trials", "3", "--seeds", "1"],
             "kbv: interrupted; the job in flight was released, rerun to resume")
@@ -260,7 +263,7 @@ def test_a_second_kbv_building_the_same_file_says_it_waits_and_both_finish(tmp_p
     waits = [ln for ln in second.stderr.splitlines() if "waiting for another build of the same source" in ln]
     # one line a load that waits: the candidate's own worker, and the secret shape's when it loads
     # while the first kbv's build or load holds the directory (kbv.pipeline.secret_shapes)
-    assert 1 <= len(waits) <= 2 and all("relu_cpp.py" in w and "(pid " in w for w in waits), second.stderr
+    assert 1 <= len(waits) <= 2 and all("relu_quick_cpp.py" in w and "(pid " in w for w in waits), second.stderr
     libs = sorted((tmp_path / "cache" / "build").glob("*/torch_extensions/**/*.so"))
     assert libs, "no extension built"
     mtimes = [os.stat(p).st_mtime_ns for p in libs]
