@@ -183,6 +183,8 @@ CASES: tuple[Case, ...] = (
     Case("t12-scratch-softmax", 12, R + "t12_scratch_softmax.py", SOFTMAX_ROWS, extended=True),
     # 13 stealing the oracle
     Case("t13-frame-walk", 13, R + "t13_frame_walk.py", LOG),
+    Case("t13-walk-stack-guard-swap", 13, R + "t13_walk_stack_guard_swap.py", RELU, expect=Status.HACK,
+         check="scan:frame-walk"),
     # C++ reads the harness's frames through the C API (PyEval_GetFrame, PyFrame_GetLocals; source in a variable)
     Case("t13-capi-frame-locals", 13, R + "t13_capi_frame_locals_cpp.py", RELU),
     Case("t13-gc-oracle", 13, "candidates/log_gc_oracle.py", LOG, extended=True),

@@ -35,7 +35,8 @@ from pathlib import Path
 from kbv.intake.resolve import Resolver, docstring_nodes, root_name, strip_c_comments, unparsed
 from kbv.intake.scan_rules import (CODE_LIKE, FFI_MODULES, FLAG_CALLS, HARNESS_ROOTS, NATIVE_MODULES, NETWORK_MODULES,
                                    OBSERVER_PROBES, PROC_MEM, PROCESS_ATTRS, PROCESS_MODULES, PY_CAPI,
-                                   PYTHON_API_ATTRS, RAW_MEMORY_CALLS, SOURCE_ARGS, SOURCE_PATTERNS, THREAD_MODULES,
+                                   PYTHON_API_ATTRS, RAW_MEMORY_CALLS, SOURCE_ARGS, SOURCE_PATTERNS, STACK_WALKERS,
+                                   THREAD_MODULES,
                                    TORCH_COMPUTE, TORCH_NAMESPACES, TORCH_ROOTS)
 from kbv.model.records import Finding as RecordFinding
 from kbv.model.records import Severity
@@ -154,7 +155,7 @@ class _Scanner(ast.NodeVisitor):
                 "base64", "marshal", "pickle"):
             self.add(node, "dynamic-code", 25, Severity.HACK, f"calls {name}(): code from strings")
         if name in ("sys._getframe", "inspect.currentframe", "inspect.stack", "inspect.getouterframes") or \
-                last in ("f_back", "f_globals"):
+                last in ("f_back", "f_globals", *STACK_WALKERS):
             self.add(node, "frame-walk", 13, Severity.HACK, f"calls {name}(): walks the caller's frames")
         if name == "setattr" and len(node.args) >= 2 and isinstance(node.args[0], (ast.Name, ast.Attribute)):
             # setattr(torch.Tensor, "__setitem__", f) is the assignment torch.Tensor.__setitem__ = f, judged alike
@@ -182,8 +183,11 @@ class _Scanner(ast.NodeVisitor):
         if name in ("os.fork", "os.forkpty", "os.setsid", "os.setpgid", "os.killpg", "os.posix_spawn",
                     "os.posix_spawnp") or name.startswith(("os.spawn", "os.exec")):
             self.add(node, "process-escape", 26, Severity.HACK, f"calls {name}(): starts or detaches processes")
+        # files: the sandbox leaves only the worker's cwd and build directory writable, where an honest
+        # extension writes and removes its own files (a WARNING); a shell or a signal is never a kernel's
         if name in ("open", "os.remove", "os.unlink", "shutil.rmtree", "os.system", "os.popen", "os.kill"):
-            self.add(node, "file-or-process", 26, Severity.WARNING if name == "open" else Severity.HACK,
+            self.add(node, "file-or-process", 26,
+                     Severity.WARNING if name in ("open", "os.remove", "os.unlink", "shutil.rmtree") else Severity.HACK,
                      f"calls {name}()")
         if name in ("os._exit", "sys.exit", "exit", "quit", "os.abort"):
             self.add(node, "early-exit", 24, Severity.HACK, f"calls {name}(): ends the worker itself")
@@ -287,7 +291,7 @@ class _Scanner(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr == "_version" and self.in_forward:
             self.add(node, "identity-key", 11, Severity.WARNING, "forward reads ._version: keys on tensor identity")
-        if node.attr in ("f_back", "f_globals", "f_locals", "tb_frame"):
+        if node.attr in ("f_back", "f_globals", "f_locals", "tb_frame", "gi_frame", "cr_frame", "ag_frame"):
             self.add(node, "frame-walk", 13, Severity.HACK, f"reads .{node.attr}: walks frames")
         if node.attr in ("setprofile", "settrace", "setprofile_all_threads", "settrace_all_threads", "_profile_hook",
                          "_trace_hook", "monitoring"):

@@ -45,6 +45,14 @@ PROCESS_ATTRS = {"ProcessPoolExecutor", "InterpreterPoolExecutor", "create_subpr
                   "create_subprocess_shell", "_interpreters", "interpreters"}
 
 
+#: calls that hand back the calling code's frames or its callers' (``traceback.walk_stack`` walks
+#: them, ``extract_stack`` names them): kbv's harness is up the stack, so a candidate can read the
+#: worker's locals or see which of its calls the op counter makes (taxonomy 13); a kernel needs
+#: none of them (a traceback of its own exception is ``format_exc``, not among them).
+STACK_WALKERS = ("walk_stack", "extract_stack", "format_stack", "print_stack", "_current_frames", "currentframe",
+                 "getouterframes", "_getframe", "_getframemodulename")
+
+
 #: what a candidate would read to learn whether kbv's op counter (a dispatch mode) or profiler
 #: is watching it, so as to behave differently only then, or switch to hide its ops from the
 #: counter (taxonomy 6); no kernel needs them.
