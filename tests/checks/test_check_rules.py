@@ -53,6 +53,10 @@ def test_a_fault_handler_counts_only_when_installed_after_spawn():
     assert worker_calls.fault_handlers({segv}, {segv}) is None
     assert "SIGBUS" in worker_calls.fault_handlers({segv, bus}, {segv}).detail
     assert worker_calls.fault_handlers({int(signal.SIGINT)}, set()) is None
+    # faulthandler.enable()'s handlers by the worker's reading: a WARNING, never no finding
+    told = worker_calls.fault_handlers({segv, bus}, set(), faulthandler=True)
+    assert told.severity is Severity.WARNING and "faulthandler" in told.detail
+    assert worker_calls.fault_handlers({int(signal.SIGINT)}, set(), faulthandler=True) is None
 
 
 def test_output_rules():

@@ -76,6 +76,7 @@ TRITON_CASES = [
 CPU_CASES = [
     Case("relu_clamp_min_torch.py", "level1/1_Small_ReLU.py", "torch"),
     Case("relu_where_out_torch.py", "level1/1_Small_ReLU.py", "torch"),
+    Case("relu_faulthandler_torch.py", "level1/1_Small_ReLU.py", "torch"),  # faulthandler.enable() at import
     Case("relu_queue_worker_torch.py", "level1/1_Small_ReLU.py", "torch"),  # persistent worker thread
     Case("relu_accessor_cpp.py", "level1/1_Small_ReLU.py", "cpp"),  # at::empty, accessors, its own loop
     Case("log_libm_ctypes_torch.py", "level1/3_Small_Log.py", "torch"),  # ctypes calls a prebuilt libm

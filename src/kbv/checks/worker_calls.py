@@ -43,14 +43,21 @@ def unjudged_dtype(phase: str, dtype: str) -> Finding:
                    "output has it)")
 
 
-def fault_handlers(caught: Collection[int], at_spawn: Collection[int]) -> Finding | None:
+def fault_handlers(caught: Collection[int], at_spawn: Collection[int], faulthandler: bool = False) -> Finding | None:
     """The worker catches SIGSEGV or SIGBUS (``caught``, its /proc ``SigCgt``) and did not at spawn
     (``at_spawn``: neither Python, torch nor Triton installs one): memory that computes itself when
-    read, a lazy output (taxonomy 3), HACK."""
+    read, a lazy output (taxonomy 3), HACK. Where the worker says both handlers are Python's
+    ``faulthandler``'s (``faulthandler``: :class:`kbv.sandbox.fault_handlers.FaultHandlerWatch`, a
+    claim from the candidate's process), a WARNING: an honest ``faulthandler.enable()`` installs them
+    (a red-team helper's false HACK, 2026-12-06), and a claim never clears a finding."""
     bad = sorted(set(caught) & FAULT_SIGNALS - set(at_spawn))
     if not bad:
         return None
     names = ", ".join(signal.Signals(b).name for b in bad)
+    if faulthandler:
+        return finding("probe:fault-handler", (3,), Severity.WARNING,
+                       f"the candidate's process installed a handler for {names}, Python's faulthandler's by the "
+                       "worker's reading (a crash traceback; a lazy output needs a handler of its own)")
     return finding("probe:fault-handler", (3,), Severity.HACK,
                    f"the candidate's process installed a handler for {names}: outputs over memory that "
                    "computes itself when read (a lazy output)")

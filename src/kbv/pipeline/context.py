@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager
 
-from kbv.model.records import CandidateRef, Environment, EvalConfig, Finding
+from kbv.model.records import CandidateRef, Environment, EvalConfig, Finding, Severity
 from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
 from kbv.processes.handles import WorkerDied, WorkerTimeout
@@ -74,7 +74,7 @@ class Context:
         self._kept_outputs: list | None = None
         self._last_structure: str | None = None
         self._pending_probes: list = []  #: (check, taxonomy, detail, error / budget) of failed probes.
-        self._fault_reported = False
+        self._fault_reported = ""  #: the severity of probe:fault-handler found so far, or "".
         self._reused_reported = False
         self._memory_reported = False  #: probe:output-memory found on a timed call already.
         #: costs in ms (:meth:`_call_cost`) of the timed calls on fresh values and
@@ -142,23 +142,28 @@ class Context:
                 for c in reported:
                     if c not in seen:
                         seen.append(c)
-            self._fault_handlers(worker)
+            self._fault_handlers(worker, reply)
             yield reply
         finally:
             if cm is not None:
                 cm.__exit__(None, None, None)
 
-    def _fault_handlers(self, worker: CandidateProcess) -> None:
+    def _fault_handlers(self, worker: CandidateProcess, reply: object) -> None:
         """The candidate worker catches SIGSEGV or SIGBUS (its ``SigCgt``, read here from
         /proc): memory that computes itself when touched, a lazy output (taxonomy 3). Neither
         Python, torch nor Triton installs such a handler in the worker (measured at spawn:
-        ``evidence["signals_at_spawn"]``)."""
-        if self._fault_reported or worker.proc.pid is None:
+        ``evidence["signals_at_spawn"]``). Judged at replies that carry the worker's reading of
+        whose handlers they are (``reply.faulthandler``); a WARNING for faulthandler's is checked
+        again at every later reply, and becomes HACK once another handler took its place (the
+        first fault removes a faulthandler chained in front of a handler of the candidate's)."""
+        if self._fault_reported == "HACK" or worker.proc.pid is None or not hasattr(reply, "faulthandler"):
             return
-        found = calls_rule.fault_handlers(caught_signals(worker.proc.pid), self._signals_at_spawn)
-        if found is not None:
-            self._add(found)
-            self._fault_reported = True
+        found = calls_rule.fault_handlers(caught_signals(worker.proc.pid), self._signals_at_spawn,
+                                          faulthandler=reply.faulthandler is True)
+        if found is not None and found.severity.value != self._fault_reported:
+            if found.severity is Severity.HACK or not self._fault_reported:
+                self._add(found)
+                self._fault_reported = found.severity.value
 
     def _phase_peak(self, phase: str) -> None:
         """Record this process's peak resident bytes over the phase just ended, and start the next

@@ -213,7 +213,7 @@ TENSOR, ANY = _Tensor(), _Anything()
 #: where one output's bytes lie in the slot buffer (:meth:`kbv.sandbox.rawcopy.SlotCopier.copy`).
 LAYOUT = _Record(INT, _TupleOf(INT), _TupleOf(INT), _DtypeName(), what="an (offset, shape, strides, dtype) layout")
 #: the fields every reply with reports has (:meth:`kbv.pipeline.context.Context._held` reads them).
-REPORTS = {"flag_changes": _TupleOf(STR), "tampering": _TupleOf(_Report())}
+REPORTS = {"flag_changes": _TupleOf(STR), "tampering": _TupleOf(_Report()), "faulthandler": BOOL}
 #: aten op -> calls (:class:`kbv.sandbox.profiling.OpCount`).
 COUNTS = _DictOf(STR, INT)
 

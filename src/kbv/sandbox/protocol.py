@@ -205,6 +205,7 @@ class Loaded:
     load_seconds: float
     flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
     tampering: tuple = ()  #: :class:`Tampering` reports.
+    faulthandler: bool = False  #: SIGSEGV and SIGBUS run Python's faulthandler (:mod:`kbv.sandbox.fault_handlers`).
     sandbox: tuple = ()  #: notes on the isolation the worker achieved (network namespace, ...).
 
 
@@ -214,6 +215,7 @@ class Outputs:
     structure: str  #: ``tensor`` or ``tuple``.
     flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
     tampering: tuple = ()  #: :class:`Tampering` reports.
+    faulthandler: bool = False  #: SIGSEGV and SIGBUS run Python's faulthandler (:mod:`kbv.sandbox.fault_handlers`).
     snapshot: tuple = ()  #: copies of ``tensors`` taken right after forward returned (before a sync).
     inputs_after: tuple = ()  #: the worker's input tensors after the call (mutation check).
     aliases: tuple = ()  #: (output index, input index) pairs whose storages overlap.
@@ -236,6 +238,7 @@ class OpCounts:
     error: str | None = None
     flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
     tampering: tuple = ()  #: :class:`Tampering` reports.
+    faulthandler: bool = False  #: SIGSEGV and SIGBUS run Python's faulthandler (:mod:`kbv.sandbox.fault_handlers`).
     recorded: dict = field(default_factory=dict)  #: top-level aten ops, every thread (kbv.sandbox.profiling.recorded_ops).
     recorded_error: str | None = None
     #: the same ops keyed with their arguments' sizes (:attr:`kbv.sandbox.profiling.OpCount.shaped`).
@@ -255,6 +258,7 @@ class Times:
     clock: str
     flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
     tampering: tuple = ()  #: :class:`Tampering` reports.
+    faulthandler: bool = False  #: SIGSEGV and SIGBUS run Python's faulthandler (:mod:`kbv.sandbox.fault_handlers`).
     kept: tuple = ()  #: (timed-call index, timing set index, output tensors) per kept call.
     #: with :attr:`Time.slots`: per timed call, one (offset, shape, strides, dtype name) per output in
     #: the slot buffer (:func:`kbv.sandbox.rawcopy.view`).
@@ -282,6 +286,7 @@ class CallTimed:
     reused: str = ""
     flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
     tampering: tuple = ()  #: :class:`Tampering` reports.
+    faulthandler: bool = False  #: SIGSEGV and SIGBUS run Python's faulthandler (:mod:`kbv.sandbox.fault_handlers`).
     #: CPU time of the worker's calling thread over the call, ms (the repeat-gain comparison on
     #: cpu: a loaded machine stretches wall time, not CPU time).
     cpu_ms: float | None = None
@@ -294,6 +299,7 @@ class MemoryFigures:
     input_bytes: int
     flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
     tampering: tuple = ()  #: :class:`Tampering` reports.
+    faulthandler: bool = False  #: SIGSEGV and SIGBUS run Python's faulthandler (:mod:`kbv.sandbox.fault_handlers`).
 
 
 @dataclass(frozen=True)

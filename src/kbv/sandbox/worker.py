@@ -55,7 +55,7 @@ class _Server(TimedRequests, ProbeRequests):
         from kbv.sandbox import profiling
         from kbv.sandbox import protocol
         from kbv.sandbox import timer as timing  # noqa: F401
-        from kbv.sandbox import guard, pickling, probe_requests, rawcopy, timed, torch_state  # noqa: F401
+        from kbv.sandbox import fault_handlers, guard, pickling, probe_requests, rawcopy, timed, torch_state  # noqa: F401
         import multiprocessing.connection as mpc
         import multiprocessing.reduction as mpr
 
@@ -123,6 +123,9 @@ class _Server(TimedRequests, ProbeRequests):
         except Exception:  # noqa: BLE001 - a torch without the dispatcher's dump
             self._dispatcher = None
         self.guard.watch(self, "_dispatcher", "worker._dispatcher")
+        #: whose SIGSEGV/SIGBUS handlers the candidate left: faulthandler's or its own (taxonomy 3)
+        self._faults = fault_handlers.FaultHandlerWatch()
+        self.guard.watch(self, "_faults", "worker._faults")
         self.writes: list[str] = []  #: writes outside the sandbox seen by the audit hook (taxonomy 26).
         integrity.watch_writes([setup.workdir, setup.build_dir, "/dev/shm", "/dev/null"], self.writes)
         self._reported_writes = 0
@@ -381,8 +384,9 @@ class _Server(TimedRequests, ProbeRequests):
                 # also restores the reply path before it is used; a reply without reports (Failed, Pong)
                 # leaves them to the next one that has
                 pending = self._held + tampering(self, full)
-                if pending and hasattr(reply, "tampering"):
-                    reply = dataclasses.replace(reply, tampering=tuple(reply.tampering) + pending)
+                if hasattr(reply, "tampering"):
+                    reply = dataclasses.replace(reply, tampering=tuple(reply.tampering) + pending,
+                                                faulthandler=self._faults.faulthandler_only())
                     pending = ()
                 self._held = pending
                 p.send(self.conn, reply)
