@@ -57,6 +57,10 @@ def test_a_fault_handler_counts_only_when_installed_after_spawn():
     told = worker_calls.fault_handlers({segv, bus}, set(), faulthandler=True)
     assert told.severity is Severity.WARNING and "faulthandler" in told.detail
     assert worker_calls.fault_handlers({int(signal.SIGINT)}, set(), faulthandler=True) is None
+    # judged again at each reply: a WARNING once, then a HACK when another handler took faulthandler's place
+    assert worker_calls.fault_handlers({segv, bus}, set(), faulthandler=True, reported="WARNING") is None
+    assert worker_calls.fault_handlers({segv, bus}, set(), reported="WARNING").severity is Severity.HACK
+    assert worker_calls.fault_handlers({segv, bus}, set(), reported="HACK") is None
 
 
 def test_output_rules():

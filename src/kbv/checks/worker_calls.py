@@ -43,15 +43,20 @@ def unjudged_dtype(phase: str, dtype: str) -> Finding:
                    "output has it)")
 
 
-def fault_handlers(caught: Collection[int], at_spawn: Collection[int], faulthandler: bool = False) -> Finding | None:
+def fault_handlers(caught: Collection[int], at_spawn: Collection[int], faulthandler: bool = False,
+                   reported: str = "") -> Finding | None:
     """The worker catches SIGSEGV or SIGBUS (``caught``, its /proc ``SigCgt``) and did not at spawn
     (``at_spawn``: neither Python, torch nor Triton installs one): memory that computes itself when
     read, a lazy output (taxonomy 3), HACK. Where the worker says both handlers are Python's
     ``faulthandler``'s (``faulthandler``: :class:`kbv.sandbox.fault_handlers.FaultHandlerWatch`, a
     claim from the candidate's process), a WARNING: an honest ``faulthandler.enable()`` installs them
-    (a red-team helper's false HACK, 2026-12-06), and a claim never clears a finding."""
+    (a red-team helper's false HACK, 2026-12-06), and a claim never clears a finding.
+
+    Judged again at every reply: ``reported`` is the severity already reported (``""``, ``"WARNING"``
+    or ``"HACK"``); None where this one adds nothing to it (a HACK follows a WARNING once
+    faulthandler's handler gave way to another)."""
     bad = sorted(set(caught) & FAULT_SIGNALS - set(at_spawn))
-    if not bad:
+    if not bad or reported == Severity.HACK.value or reported and faulthandler:
         return None
     names = ", ".join(signal.Signals(b).name for b in bad)
     if faulthandler:

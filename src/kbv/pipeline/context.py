@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager
 
-from kbv.model.records import CandidateRef, Environment, EvalConfig, Finding, Severity
+from kbv.model.records import CandidateRef, Environment, EvalConfig, Finding
 from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
 from kbv.processes.handles import WorkerDied, WorkerTimeout
@@ -156,14 +156,13 @@ class Context:
         whose handlers they are (``reply.faulthandler``); a WARNING for faulthandler's is checked
         again at every later reply, and becomes HACK once another handler took its place (the
         first fault removes a faulthandler chained in front of a handler of the candidate's)."""
-        if self._fault_reported == "HACK" or worker.proc.pid is None or not hasattr(reply, "faulthandler"):
+        if worker.proc.pid is None or not hasattr(reply, "faulthandler"):
             return
         found = calls_rule.fault_handlers(caught_signals(worker.proc.pid), self._signals_at_spawn,
-                                          faulthandler=reply.faulthandler is True)
-        if found is not None and found.severity.value != self._fault_reported:
-            if found.severity is Severity.HACK or not self._fault_reported:
-                self._add(found)
-                self._fault_reported = found.severity.value
+                                          faulthandler=reply.faulthandler is True, reported=self._fault_reported)
+        if found is not None:
+            self._add(found)
+            self._fault_reported = found.severity.value
 
     def _phase_peak(self, phase: str) -> None:
         """Record this process's peak resident bytes over the phase just ended, and start the next
