@@ -80,10 +80,16 @@ def test_on_cpu_two_floors_over_the_claim_credit_the_lesser_with_a_warning():
     assert rule.decide(0.010, [0.025], "cpu").finding is None
     assert rule.decide(0.010, [0.025, 0.009], "cpu").finding is None
     assert rule.decide(0.1124, [0.021, 0.019], "cpu", loop_ms=0.07).finding is None
-    # within half the loop's own cost of the claim the floor is noise
-    assert rule.decide(0.010, [0.025, 0.021], "cpu", loop_ms=0.04).finding is None
+    # under FLOOR_RATIO x the claim the floor is noise, whatever the loop's cost; within half the
+    # loop's cost of the claim too, where that is less
+    assert rule.FLOOR_RATIO == 2.0
+    assert rule.decide(0.010, [0.019, 0.018], "cpu", loop_ms=0.04).finding is None
+    assert rule.decide(0.010, [0.016, 0.0155], "cpu", loop_ms=0.012).finding is None
+    assert rule.decide(0.010, [0.017, 0.0165], "cpu", loop_ms=0.012).finding is not None
     assert rule.floor_cap(0.010, [0.025, 0.021], 0.02) == 0.021
-    assert rule.floor_cap(0.010, [0.025, 0.021], 0.04) == 0.0
+    assert rule.floor_cap(0.010, [0.019, 0.018], 0.04) == 0.0
+    # a red-team helper's ReLU whose clock ran 25x slow (2026-12-06): claim 0.0046 ms, floor 0.012 ms
+    assert rule.floor_cap(0.0046, [0.0122, 0.0120], 0.113) == 0.012
     # a large call: a clock forged by 3.5 is credited the floor
     d = rule.decide(1.0, [3.0, 2.9], "cpu")
     assert d.credited_ms == 2.9 and d.finding.severity is Severity.WARNING
@@ -119,9 +125,10 @@ def test_on_cpu_quiet_passes_bound_a_short_call_by_ratio_under_the_loops_share()
     assert rule.needs_another_pass(0.001, [0.0105], [0.0], "cpu", loop_ms=0.088, noise_ms=0.003)
     d = rule.decide(0.001, [0.0105, 0.012], "cpu", [0.0, 0.0], loop_ms=0.088, noise_ms=0.003)
     assert d.finding is not None and d.finding.severity is Severity.WARNING and d.credited_ms == 0.0105
-    # the same floors under noisy passes are no bound; nor floors under three times the claim
+    # the same floors under noisy passes are no bound; nor floors under twice the claim
     assert rule.decide(0.001, [0.0105, 0.012], "cpu", loop_ms=0.088, noise_ms=0.02).finding is None
-    assert rule.decide(0.005, [0.012, 0.013], "cpu", loop_ms=0.088).finding is None
+    assert rule.decide(0.007, [0.012, 0.013], "cpu", loop_ms=0.088).finding is None
+    assert rule.decide(0.005, [0.012, 0.013], "cpu", loop_ms=0.088).credited_ms == 0.012
     # an honest claim at 0.76x its floor (the most 37 honest kernels showed) is never bounded
     assert rule.decide(0.05, [0.038, 0.038], "cpu", loop_ms=0.0).finding is None
 
