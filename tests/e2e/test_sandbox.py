@@ -571,7 +571,7 @@ def test_openmp_waits_passive_in_the_candidate_worker(tmp_path, cpu_evaluator, f
     """Regression: an honest softmax was HACK ``timing:parent-wall`` on a loaded 2-core machine. Its
     worker's CPU time per call (all threads, /proc) is the proof that a clock lies, and OpenMP's pool
     threads spun while a peer waited for a core: 2.0 CPU-ms per call against a 0.18 ms median at
-    load 3. Both workers now wait passive (kbv.sandbox.confinement.WAIT_POLICY), for every call alike:
+    load 3. Both workers now wait passive (kbv.sandbox.worker_env.WAIT_POLICY), for every call alike:
     no call of the sync pass differs from the others in what the candidate can see."""
     import uuid
 

@@ -50,7 +50,8 @@ def test_workers_get_no_expandable_segments():
     """Undumpable workers cannot take each other's file descriptors (pidfd_getfd needs ptrace
     access), which is how torch shares a tensor of an expandable segment: the setting is dropped
     from both workers' allocator configuration, the rest of it kept."""
-    from kbv.sandbox.confinement import WorkerSetup, shared_worker_env, worker_environment
+    from kbv.sandbox.confinement import WorkerSetup
+    from kbv.sandbox.worker_env import shared_worker_env, worker_environment
 
     user = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True,max_split_size_mb:512",
             "PYTORCH_ALLOC_CONF": " expandable_segments : True ", "PATH": "/usr/bin"}

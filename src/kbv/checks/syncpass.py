@@ -26,7 +26,7 @@ WALL_SLACK_MS = 1.0
 #: on cpu a confirmed parent wall figure is HACK only when the worker's own CPU time per call (all its
 #: threads, from /proc) is also over cores x WALL_FACTOR x its claimed time plus this (loop and pipe
 #: overhead in the worker; /proc counts 10 ms ticks, 0.25 ms per call over a 40-call request). Both
-#: workers' OpenMP threads wait passive (kbv.sandbox.confinement.WAIT_POLICY), so none spins.
+#: workers' OpenMP threads wait passive (kbv.sandbox.worker_env.WAIT_POLICY), so none spins.
 WALL_CPU_SLACK_MS = 0.3
 
 

@@ -17,7 +17,8 @@ from kbv.processes.logs import CappedLog
 from kbv.processes.reply_decoding import decode_reply
 from kbv.processes import custody, scratch, zygote
 from kbv.sandbox import protocol
-from kbv.sandbox.confinement import InheritedFd, WorkerSetup, worker_environment
+from kbv.sandbox.confinement import InheritedFd, WorkerSetup
+from kbv.sandbox.worker_env import worker_environment
 from kbv.sandbox.limits import max_tasks, shm_quota_bytes, tmp_quota_bytes
 from kbv.sandbox.worker import candidate_main
 

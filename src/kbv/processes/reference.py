@@ -26,7 +26,7 @@ from kbv.processes import custody, gpushare
 from kbv.processes.jail import kill_cgroups
 from kbv.processes.procfs import undumpable
 from kbv.processes.reference_jobs import Job, NextCandidate, VerifyJob, encode_job
-from kbv.sandbox.confinement import shared_worker_env
+from kbv.sandbox.worker_env import shared_worker_env
 
 
 def minimal_environment(device: str) -> Environment:

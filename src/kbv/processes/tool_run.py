@@ -44,7 +44,8 @@ from typing import Any, Sequence
 from kbv.processes import scratch
 from kbv.processes.handles import tell_sentinel
 from kbv.processes.jail import ProcessJail
-from kbv.sandbox.confinement import WorkerSetup, worker_environment
+from kbv.sandbox.confinement import WorkerSetup
+from kbv.sandbox.worker_env import worker_environment
 from kbv.sandbox.limits import max_tasks, shm_quota_bytes, tmp_quota_bytes
 from kbv.sandbox.tool_target import RAISED_EXIT, ToolSpec
 

@@ -28,7 +28,8 @@ import time
 from typing import Any
 
 from kbv.processes.handles import environ_set, plain_main, spawn_context
-from kbv.sandbox.confinement import PR_SET_CHILD_SUBREAPER, WorkerSetup, prctl, worker_environment
+from kbv.sandbox.confinement import PR_SET_CHILD_SUBREAPER, WorkerSetup, prctl
+from kbv.sandbox.worker_env import worker_environment
 from kbv.sandbox.forkserver import READY, zygote_main
 
 #: seconds the zygote's start-up (torch and the harness imported) may take; seconds one fork may take.

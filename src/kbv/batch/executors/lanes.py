@@ -2,7 +2,7 @@
 
 ``--gpus all|0,1`` gives one lane per GPU: the lane's reference worker is spawned with
 ``CUDA_VISIBLE_DEVICES`` set to that GPU alone, and the candidate workers it spawns inherit it
-(:func:`kbv.sandbox.confinement.worker_environment` keeps it), so a lane's candidates see only their GPU and a
+(:func:`kbv.sandbox.worker_env.worker_environment` keeps it), so a lane's candidates see only their GPU and a
 GPU never has two timings at once. ``--device cpu --lanes N`` gives N CPU lanes (which share the
 cores: their timings disturb each other, their verdicts do not depend on it).
 """
