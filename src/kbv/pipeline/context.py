@@ -130,6 +130,13 @@ class Context:
             self._add(calls_rule.broken_reply(phase, first_line(exc)))
             raise Stop(Outcome.BAD_REPLY, f"{self.name}: {phase}: {exc}") from None
         try:
+            # the reports first: a failure the candidate caused (a refused frame access) keeps them
+            for seen, reported in ((self.state.flag_changes, getattr(reply, "flag_changes", ())),
+                                   (self.state.tampering, getattr(reply, "tampering", ()))):
+                for c in reported:
+                    if c not in seen:
+                        seen.append(c)
+            self._fault_handlers(worker, reply)
             if isinstance(reply, protocol.Failed):
                 outcome = Outcome.BUILD_RAISED if phase == "load" else Outcome.CALL_RAISED
                 what = "building ModelNew" if phase == "load" else phase
@@ -137,12 +144,6 @@ class Context:
                     what += " (the candidate ran out of memory in its own allocations)"
                 raise Stop(outcome, f"{self.name}: {what} raised {reply.error_type}: {first_line(reply.message)}",
                             traceback=reply.traceback, log_tail=worker.log_tail())
-            for seen, reported in ((self.state.flag_changes, getattr(reply, "flag_changes", ())),
-                                   (self.state.tampering, getattr(reply, "tampering", ()))):
-                for c in reported:
-                    if c not in seen:
-                        seen.append(c)
-            self._fault_handlers(worker, reply)
             yield reply
         finally:
             if cm is not None:

@@ -239,7 +239,7 @@ SCHEMA: dict[type, dict[str, _Spec]] = {
     protocol.CallTimed: {"time_ms": NUMBER, "clock": STR, "outputs": _TupleOf(LAYOUT), "structure": STR,
                          "reused": STR, **REPORTS, "cpu_ms": _OrNone(FLOAT), "memory": STR},
     protocol.MemoryFigures: {"forward_peak_bytes": INT, "input_bytes": INT, **REPORTS},
-    protocol.Failed: {"phase": STR, "error_type": STR, "message": STR, "traceback": STR, "kind": STR},
+    protocol.Failed: {"phase": STR, "error_type": STR, "message": STR, "traceback": STR, "kind": STR, **REPORTS},
 }
 
 

@@ -169,7 +169,9 @@ HARNESS_PATCHED = "harness-patched"
 REPLY_PATH_PATCHED = "reply-path-patched"
 #: A write outside the worker's working and build directories: taxonomy 26.
 SANDBOX_WRITE = "sandbox-write"
-TAMPERING_KINDS = (HARNESS_PATCHED, REPLY_PATH_PATCHED, SANDBOX_WRITE)
+#: The candidate's code asked for a frame or a walk of live objects, refused (:mod:`kbv.sandbox.frame_watch`): taxonomy 13.
+FRAME_ACCESS = "frame-access"
+TAMPERING_KINDS = (HARNESS_PATCHED, REPLY_PATH_PATCHED, SANDBOX_WRITE, FRAME_ACCESS)
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,8 @@ class Tampering:
 
     def describe(self) -> str:
         """The report as a verdict shows it: ``harness patched: <detail>`` or ``sandbox: <detail>``."""
+        if self.kind == FRAME_ACCESS:
+            return self.detail
         return f"{'sandbox' if self.kind == SANDBOX_WRITE else 'harness patched'}: {self.detail}"
 
 
@@ -306,13 +310,18 @@ class MemoryFigures:
 class Failed:
     """The request raised inside the candidate. ``phase`` is load / forward / time / memory;
     ``kind`` what the worker read off the exception where it caught it (:data:`RAISED`,
-    :data:`OUT_OF_MEMORY`: an allocation failed)."""
+    :data:`OUT_OF_MEMORY`: an allocation failed); the reports as every reply with them."""
 
     phase: str
     error_type: str
     message: str
     traceback: str = ""
     kind: str = "raised"
+    flag_changes: tuple = ()  #: ``name: expected -> now`` per global numeric flag changed (str).
+    #: :class:`Tampering` reports: what the candidate did before it raised (a refused frame access
+    #: raises in the candidate, and is reported with the failure it caused).
+    tampering: tuple = ()
+    faulthandler: bool = False  #: SIGSEGV and SIGBUS run Python's faulthandler (:mod:`kbv.sandbox.fault_handlers`).
 
 
 #: :attr:`Failed.kind` values.

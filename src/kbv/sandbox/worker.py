@@ -55,7 +55,7 @@ class _Server(TimedRequests, ProbeRequests):
         from kbv.sandbox import profiling
         from kbv.sandbox import protocol
         from kbv.sandbox import timer as timing  # noqa: F401
-        from kbv.sandbox import fault_handlers, guard, pickling, probe_requests, rawcopy, timed, torch_state  # noqa: F401
+        from kbv.sandbox import fault_handlers, frame_watch, guard, pickling, probe_requests, rawcopy, timed, torch_state  # noqa: F401
         import multiprocessing.connection as mpc
         import multiprocessing.reduction as mpr
 
@@ -112,6 +112,9 @@ class _Server(TimedRequests, ProbeRequests):
         self.threadwork.install()
         self.guard.watch(threading, "_profile_hook", "threading.setprofile hook")
         integrity.block_tracing(self.threadwork)
+        #: the candidate's code asking for a frame or an object walk: refused and reported (taxonomy 13)
+        self._frames = frame_watch.FrameWatch()
+        self._frames.install()
         self._op_impls = set(getattr(torch.library, "_impls", ()))  #: torch.library registrations before load
         self._registry_at_load = hasattr(torch.library, "_impls")
         try:  #: torch's operators as they are before the candidate loads (harness identity)
@@ -126,6 +129,7 @@ class _Server(TimedRequests, ProbeRequests):
         #: whose SIGSEGV/SIGBUS handlers the candidate left: faulthandler's or its own (taxonomy 3)
         self._faults = fault_handlers.FaultHandlerWatch()
         self.guard.watch(self, "_faults", "worker._faults")
+        self.guard.watch(self, "_frames", "worker._frames")
         self.writes: list[str] = []  #: writes outside the sandbox seen by the audit hook (taxonomy 26).
         integrity.watch_writes([setup.workdir, setup.build_dir, "/dev/shm", "/dev/null"], self.writes)
         self._reported_writes = 0
@@ -183,6 +187,7 @@ class _Server(TimedRequests, ProbeRequests):
         spec = importlib.util.spec_from_file_location(req.module_name, req.candidate_path)
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot import {req.candidate_path}")
+        self._frames.arm(req.candidate_path, (self.setup.workdir, self.setup.build_dir))
         module = importlib.util.module_from_spec(spec)
         sys.modules[req.module_name] = module
         spec.loader.exec_module(module)
@@ -318,6 +323,7 @@ class _Server(TimedRequests, ProbeRequests):
         found = [p.Tampering(p.REPLY_PATH_PATCHED if any(k in n for k in _REPLY_PATH) else p.HARNESS_PATCHED, n)
                  for n in names]
         found += [p.Tampering(p.REPLY_PATH_PATCHED, what) for what in p.reducers_patched()]
+        found += [p.Tampering(p.FRAME_ACCESS, what) for what in self._frames.take()]
         found += [p.Tampering(p.HARNESS_PATCHED, what) for what in self._new_op_kernels(full)]
         new = self.writes[self._reported_writes:]
         self._reported_writes = len(self.writes)
