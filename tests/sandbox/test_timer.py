@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 
 import pytest
+import torch
 
 from kbv.sandbox import timer
 
@@ -78,3 +80,37 @@ def test_a_calls_own_cyclic_garbage_is_collected_inside_its_clock(gc_on):
     ran.clear()
     timer.one_call(call, [], device="cpu")
     assert ran == [False]
+
+
+def _fresh_pages(n: int):
+    """A float32 tensor over ``n`` anonymous pages never touched, and a count of its resident pages
+    (``mincore(2)``: a page read once is mapped)."""
+    import ctypes
+    import mmap
+
+    import numpy as np
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    m = mmap.mmap(-1, n * 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    t = torch.from_numpy(np.frombuffer(m, dtype=np.float32).reshape(n * 4, 256))
+    addr, vec = ctypes.addressof(ctypes.c_char.from_buffer(m)), (ctypes.c_ubyte * n)()
+
+    def resident() -> int:
+        assert libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(n * 4096), vec) == 0
+        return sum(v & 1 for v in vec)
+
+    return t, resident, m
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="mincore(2) is Linux's")
+@pytest.mark.parametrize("view", ["contiguous", "transposed", "strided"])
+def test_touch_pages_reads_every_page_of_an_output_contiguous_or_not(view):
+    """A red-team helper's lazy output returned as ``.t()`` was skipped by the in-clock page read
+    (only contiguous tensors were read) and did its work after the clock (2026-12-06)."""
+    from kbv.sandbox.timer import touch_pages
+
+    t, resident, keep = _fresh_pages(32)
+    assert resident() == 0
+    touch_pages({"contiguous": t, "transposed": t.t(), "strided": t[:, ::2]}[view])
+    assert resident() == 32
+    del t, keep

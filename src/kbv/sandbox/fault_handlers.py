@@ -9,9 +9,13 @@ inside the worker: the handler's address, read with ``sigaction(2)``, against th
 ``faulthandler.enable()`` installed while the worker started, before the candidate loaded.
 
 That reading comes from the candidate's process, so it is a claim: it turns the HACK into a
-WARNING (:func:`kbv.checks.worker_calls.fault_handlers`), never a finding into none. To forge it a
-candidate must hook libc's ``sigaction`` in-process, and a handler chained behind faulthandler's
-is uncovered by the first fault, after which faulthandler's handler is gone.
+WARNING (:func:`kbv.checks.worker_calls.fault_handlers`), never a finding into none. It does not
+see what faulthandler chains to: a handler of the candidate's behind faulthandler's, which puts
+faulthandler back in front after each fault it is forwarded, keeps the reading at faulthandler's
+(a red-team helper's lazy matmul, 2026-12-06). Such an output still does its work inside the
+clock: every page of every cpu output is read there (:func:`kbv.sandbox.timer.touch_pages`; that
+lazy matmul got PASS at 0.15x, no faster than its work), and the bound pass copies the outputs
+inside its trusted window.
 """
 
 from __future__ import annotations

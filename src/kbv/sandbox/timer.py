@@ -153,14 +153,22 @@ def touch_pages(out: object) -> None:
     """Read one element of every page of each CPU output tensor, inside the timed window (every
     subject alike): an output over memory that computes itself when first read (pages mapped
     without access and filled by a fault handler, taxonomy 3) does that work inside the window,
-    not later when kbv reads it. One element per 4 KiB costs a few µs per MiB of output."""
+    not later when kbv reads it. One element per 4 KiB costs a few µs per MiB of output. A tensor
+    that is not contiguous (a transposed view) has every page of its whole storage read, as bytes:
+    a red-team helper's lazy output returned as ``.t()`` skipped the read and moved its work past
+    the clock (2026-12-06)."""
     for t in _flat(out):
-        if type(t) is torch.Tensor and t.device.type == "cpu" and t.numel() and t.is_contiguous():
+        if type(t) is not torch.Tensor or t.device.type != "cpu" or not t.numel():
+            continue
+        if t.is_contiguous():
             step = max(1, PAGE_BYTES // t.element_size())
             flat = t.detach().reshape(-1)
             if flat.dtype.is_complex or flat.dtype == torch.bool:
                 flat = flat.view(torch.uint8)
-            float(flat[::step].sum())
+        else:
+            storage = t.untyped_storage()
+            step, flat = PAGE_BYTES, torch.empty(0, dtype=torch.uint8).set_(storage, 0, (storage.nbytes(),), (1,))
+        float(flat[::step].sum())
 
 
 def one_call(fn: Callable[..., object], args: Sequence[object], *, device: torch.device | str,
