@@ -377,11 +377,16 @@ def test_paired_comparison_of_two_runs_over_their_common_problems(tmp_path):
         md = write_all(s, tmp_path / "all")["markdown"].read_text()
     assert (c.run_a, c.run_b, c.common, c.paired, c.only_a, c.only_b) == ("a", "b", 3, 2, 1, 0)
     assert c.geomean_ratio == pytest.approx((2.0 * 2.0) ** 0.5)  # 0.8 / 0.4 and 0.6 / 0.3
-    lo, hi = c.interval
-    assert lo == pytest.approx(2.0) and hi == pytest.approx(2.0) and c.reading == "a faster"
+    # two paired problems: no interval and no winner (a newcomer's report called one on one problem)
+    assert c.interval is None and c.reading == "too few problems to tell (2 solved by both, fewer than 3)"
     runs = text.split('<section id="runs">')[1].split("</section>")[0]
-    assert "<td>2.00×</td>" in runs and "[2.00–2.00]" in runs and "a faster" in runs
-    assert "## Run vs run" in md and "| a | b | 3 | 2 | 1 | 0 | 2.00× | [2.00–2.00] | a faster |" in md
+    assert "<td>2.00×</td>" in runs and "too few problems to tell" in runs and "a faster" not in runs
+    assert "## Run vs run" in md and "| a | b | 3 | 2 | 1 | 0 | 2.00× | – | too few problems to tell" in md
+    # from three paired problems on, the bootstrap reads a winner
+    from kbv.batch.paired import RunComparison
+    three = RunComparison("a", "b", "eager-tf32", 3, 3, 0, 0, 2.0, (1.5, 2.5))
+    assert three.reading == "a faster"
+    assert RunComparison("a", "b", "eager-tf32", 3, 3, 0, 0, 1.1, (0.8, 1.4)).reading == "no clear difference"
     # the interval: seeded, holds the point, narrows with agreement, and refuses bad ratios
     spread = [1.5, 2.0, 3.0, 0.9, 2.5, 1.1]
     lo, hi = geomean_interval(spread, seed=1)

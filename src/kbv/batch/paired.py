@@ -8,7 +8,10 @@ geometric mean over them of ``speedup_A / speedup_B`` (above 1: A's kernels are 
 95 % percentile-bootstrap interval of that
 geomean over problems (:func:`kbv.model.intervals.geomean_interval`, seeded from the two run
 names and the baseline, so a report is reproducible). An interval that holds 1 says the batch
-cannot tell the two runs apart on speed. Problems one run solved and the other did not are
+cannot tell the two runs apart on speed; under :data:`MIN_PAIRED` paired problems there is no
+interval and no reading of which is faster (a bootstrap over one or two problems has a width of
+zero whatever each speedup's own noise: a newcomer's report called one run faster on one noisy
+problem, 2026-12-06). Problems one run solved and the other did not are
 counted beside it, never folded into the ratio (a correctness difference, not a speed one).
 
 Unlike the leaderboard's per-run geomeans, which average over different sets of problems when
@@ -26,6 +29,11 @@ from kbv.batch.scoring import geomean
 from kbv.model.intervals import INTERVAL_CONFIDENCE, geomean_interval
 
 
+#: the fewest paired problems a comparison reads a winner from (kbv choice: a percentile bootstrap
+#: over problems needs a spread of them to mean anything).
+MIN_PAIRED = 3
+
+
 @dataclass(frozen=True)
 class RunComparison:
     """Run A against run B over their common problems (see the module doc)."""
@@ -38,15 +46,18 @@ class RunComparison:
     only_a: int  #: common problems only A has a correct speedup for.
     only_b: int  #: common problems only B has a correct speedup for.
     geomean_ratio: float | None  #: geomean over the paired problems of speedup_A / speedup_B (×); None if none.
-    interval: tuple[float, float] | None  #: its 95 % bootstrap interval (×); None if no pair.
+    interval: tuple[float, float] | None  #: its 95 % bootstrap interval (×); None under MIN_PAIRED pairs.
     confidence: float = INTERVAL_CONFIDENCE
 
     @property
     def reading(self) -> str:
-        """``A faster``, ``B faster``, ``no clear difference`` (the interval holds 1) or ``no
-        problem solved by both``, with the run names."""
-        if self.geomean_ratio is None or self.interval is None:
+        """``A faster``, ``B faster``, ``no clear difference`` (the interval holds 1), ``too few
+        problems to tell`` (under :data:`MIN_PAIRED`) or ``no problem solved by both``, with the
+        run names."""
+        if self.geomean_ratio is None:
             return "no problem solved by both"
+        if self.interval is None:
+            return f"too few problems to tell ({self.paired} solved by both, fewer than {MIN_PAIRED})"
         lo, hi = self.interval
         if lo > 1.0:
             return f"{self.run_a or '(unnamed)'} faster"
@@ -67,7 +78,7 @@ def compare_runs(a: RunMetrics, b: RunMetrics, baseline: str) -> RunComparison:
     pairs = [(oa[k].best_speedup, ob[k].best_speedup) for k in common]
     both = [(x, y) for x, y in pairs if x is not None and y is not None and x > 0 and y > 0]
     ratios = [x / y for x, y in both]
-    interval = geomean_interval(ratios, _seed(a.run, b.run, baseline)) if ratios else None
+    interval = geomean_interval(ratios, _seed(a.run, b.run, baseline)) if len(ratios) >= MIN_PAIRED else None
     return RunComparison(
         run_a=a.run, run_b=b.run, baseline=baseline, common=len(common), paired=len(both),
         only_a=sum(x is not None and y is None for x, y in pairs),
@@ -80,4 +91,4 @@ def paired_comparisons(metrics: BatchMetrics) -> tuple[RunComparison, ...]:
     return tuple(compare_runs(a, b, metrics.baseline) for a, b in combinations(metrics.runs, 2))
 
 
-__all__ = ["RunComparison", "compare_runs", "paired_comparisons"]
+__all__ = ["MIN_PAIRED", "RunComparison", "compare_runs", "paired_comparisons"]

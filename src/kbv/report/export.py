@@ -196,7 +196,7 @@ def _matrix_lines(matrix: tuple[list[str], list[dict[str, Any]]] | None) -> list
 
 def _comparison_lines(metrics: BatchMetrics) -> list[str]:
     """Each pair of runs compared over the problems both solved (:mod:`kbv.batch.paired`)."""
-    from kbv.batch.paired import paired_comparisons
+    from kbv.batch.paired import MIN_PAIRED, paired_comparisons
 
     comparisons = paired_comparisons(metrics)
     if not comparisons:
@@ -204,7 +204,8 @@ def _comparison_lines(metrics: BatchMetrics) -> list[str]:
     lines = ["", "## Run vs run", "",
              "Geomean, over the problems both runs solved, of run A's best correct speedup over run B's (above 1×: "
              "A is faster), with its 95 % bootstrap interval over problems; an interval holding 1× cannot tell the "
-             "runs apart. Problems only one run solved are counted beside it, not in the ratio.", ""]
+             f"runs apart, and under {MIN_PAIRED} problems solved by both there is no interval. Problems only one run "
+             "solved are counted beside it, not in the ratio.", ""]
     rows = [(c.run_a or "(unnamed)", c.run_b or "(unnamed)", c.common, c.paired, c.only_a, c.only_b,
              fmt_ratio(c.geomean_ratio),
              "–" if c.interval is None else f"[{c.interval[0]:.2f}–{c.interval[1]:.2f}]", c.reading)
