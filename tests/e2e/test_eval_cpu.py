@@ -139,6 +139,9 @@ def test_runtime_error_names_the_input_set_that_raised(cpu_evaluator, fast_confi
     assert v.status is Status.RUNTIME_ERROR
     label = v.evidence["raised_on_set"]
     assert f"forward on input set {label} raised ValueError" in v.message, v.message
+    # the set the verdict names is a failed row of the table and the record (a newcomer's report)
+    row = [r for r in v.input_sets if r.name == label]
+    assert len(row) == 1 and row[0].passed is False and "raised ValueError" in row[0].fault
 
 
 def test_same_weights_check_names_differing_parameters(cpu_evaluator, fast_config):

@@ -75,6 +75,17 @@ class Correctness:
             self.ctx.state.findings += call_findings(reply, outs, args, ref, label, zero_strides=rp.zero_strides,
                                                  aliases_inputs=rp.aliases_inputs, mutates_inputs=rp.mutates_inputs)
 
+    def _listed(self, worker: CandidateProcess, s: inp.InputSet, keep_outputs: bool = False) -> InputSetResult:
+        """:meth:`_check_set` of one of the problem's own sets; where forward raised on it, the set is
+        listed as failed before the verification stops, so the table and the record show the set the
+        verdict names (a newcomer's RUNTIME_ERROR named nominal-0, which no row showed)."""
+        try:
+            return self._check_set(worker, s, keep_outputs=keep_outputs)
+        except Stop as stop:
+            if stop.outcome is Outcome.CALL_RAISED and stop.evidence.get("raised_on_set") == s.name:
+                self.ctx.state.input_sets.append(self.judge._wrong(s, stop.message.partition(": ")[2][:300]))
+            raise
+
     def _check_set(self, worker: CandidateProcess, s: inp.InputSet, *, buffers: str = "fresh",
                    keep_outputs: bool = False, probe: bool = False) -> InputSetResult:
         """The candidate judged on input set ``s`` (one forward call with the per-call probes).
@@ -214,12 +225,12 @@ class Correctness:
             except ProblemError as exc:
                 self.ctx.state.evidence["hidden_tests_error"] = str(exc)
         for k, s in enumerate(nominal):
-            self.ctx.state.input_sets.append(self._check_set(worker, s, keep_outputs=k == len(nominal) - 1))
+            self.ctx.state.input_sets.append(self._listed(worker, s, keep_outputs=k == len(nominal) - 1))
         if self.ctx.config.integrity and nominal and all(r.passed for r in self.ctx.state.input_sets):
             self._cache_probes(worker, nominal[-1])
         for s in sets:
             try:
-                self.ctx.state.input_sets.append(self._check_set(worker, s))
+                self.ctx.state.input_sets.append(self._listed(worker, s))
             except ProblemError as exc:  # a hidden test file's later call failed (its sets come last)
                 self.ctx.state.evidence["hidden_tests_error"] = str(exc)
                 break
