@@ -87,6 +87,10 @@ def test_layout_errors_name_the_folder(tmp_path):
         scan_root(tmp_path / "problems")
     with pytest.raises(LayoutError, match="not a folder"):
         scan_root(tmp_path / "missing")
+    # a missing problems folder is named as given and as resolved (a newcomer read "problem:" as a label)
+    from kbv.intake.layout import problem_files
+    with pytest.raises(LayoutError, match=r"^problems 'nope': no such file or folder \(/"):
+        problem_files("nope")
     a, b = tmp_path / "a" / "run", tmp_path / "b" / "run"
     write(a / "level_1_problem_1_sample_0_kernel.py")
     write(b / "level_1_problem_1_sample_0_kernel.py")

@@ -225,7 +225,7 @@ def problem_files(root: Path | str) -> list[Path]:
     if root.is_file():
         return [root]
     if not root.is_dir():
-        raise LayoutError(f"{root}: no such file or folder of problems")
+        raise LayoutError(f"problems {str(root)!r}: no such file or folder ({root.resolve()})")
     return sorted(p for p in root.rglob("*.py")
                   if _FILE_RE.match(p.name)
                   and "__pycache__" not in p.parts and "hidden_tests" not in p.relative_to(root).parts)
