@@ -99,7 +99,8 @@ def demo_table(rows: list[tuple[DemoCase, Verdict | str]], device: str, policy: 
                       + VERIFIED_CAPTION[policy] +
                       "x = baseline median / candidate median, timed side by side in one run; ~ = noisy (IQR over 10 % of a median), do not rank on it. "
                       "(x) = a SHORTCUT's speed, torch's own, in no geomean. "
-                      "mem = memory efficiency (baseline peak / candidate peak; - on cpu, where kbv measures no per-call peak).",
+                      "mem = memory efficiency (baseline peak / candidate peak; - on cpu, where kbv measures no per-call peak); "
+                      "expected = whether the verified status is the one the case is there to show.",
               caption_justify="left")
     # the names wrap in a narrow terminal; statuses and figures are never cut ("PA…")
     for col in ("#", "problem", "candidate", "nominal", "x fp32", "verified", "x tf32", "mem", "expected"):
