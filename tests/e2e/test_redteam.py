@@ -196,6 +196,9 @@ CASES: tuple[Case, ...] = (
     # the same through getattr(e.__traceback__, "tb_" + "frame"), which no scan rule names (PASS 11.2x)
     Case("t13-tb-frame-guard-swap", 13, R + "t13_tb_frame_guard_swap.py", RELU, expect=Status.HACK,
          check="probe:frame-walk"),
+    # the same first frame read for it by string.Formatter.get_field (a stdlib gadget: PASS 2.65x)
+    Case("t13-formatter-gadget-guard-swap", 13, R + "t13_formatter_gadget_guard_swap.py", RELU, expect=Status.HACK,
+         check="probe:frame-walk"),
     # C++ reads the harness's frames through the C API (PyEval_GetFrame, PyFrame_GetLocals; source in a variable)
     Case("t13-capi-frame-locals", 13, R + "t13_capi_frame_locals_cpp.py", RELU),
     Case("t13-gc-oracle", 13, "candidates/log_gc_oracle.py", LOG, extended=True),

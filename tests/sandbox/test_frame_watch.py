@@ -26,6 +26,15 @@ CHEATS = [
     "import gc as g; r = g.get_referrers(object())",
     "try:\n    raise KeyError\nexcept KeyError as e:\n    f = getattr(e.__traceback__, 'tb_' + 'frame')",
     "def g():\n    yield 1\nit = g(); f = getattr(it, 'gi_' + 'frame')",
+    # a red-team helper's gadgets (2026-12-06): the standard library reading a frame for its caller
+    "import string\ntry:\n    raise KeyError\nexcept KeyError as e:\n"
+    "    f = string.Formatter().get_field('0.tb_' + 'frame', (e.__traceback__,), {})[0]",
+    "import bdb\ntry:\n    raise KeyError\nexcept KeyError as e:\n    s = bdb.Bdb().get_stack(None, e.__traceback__)",
+    "import heapq, traceback\ntry:\n    raise KeyError\nexcept KeyError as e:\n"
+    "    f = next(heapq.merge(traceback.walk_tb(e.__traceback__)))",
+    # and code relabelled to look like a library's: the code object and the function over it
+    "import torch\ndef h():\n    return 1\nc = h.__code__.replace(co_filename=torch.__file__)",
+    "import types\nf = types.FunctionType((lambda: 1).__code__, {})",
 ]
 HONEST = [
     "import traceback\ntry:\n    raise KeyError\nexcept KeyError:\n    s = traceback.format_exc()",
@@ -33,6 +42,12 @@ HONEST = [
     "from collections import namedtuple; P = namedtuple('P', 'a b')",
     "import enum\nclass E(enum.Enum):\n    A = 1",
     "import typing; T = typing.TypeVar('T')",
+    "import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass D:\n    a: int = 1\nd = D()",
+    "import typing\nclass N(typing.NamedTuple):\n    a: int",
+    "import functools\n@functools.lru_cache\ndef f(x):\n    return x\nf(1)",
+    "import warnings\nwith warnings.catch_warnings(record=True):\n    warnings.warn('x', stacklevel=2)",
+    "import logging\nlogging.getLogger('c').warning('x', stack_info=True)",
+    "import json; s = json.dumps({'a': [1, 2]})",
 ]
 
 SCRIPT = """
@@ -44,10 +59,12 @@ path = os.path.join(work, "cand.py")
 w = FrameWatch(); w.install()
 import logging; logging.basicConfig(stream=open(os.devnull, "w"))
 outcomes = []
+import types as _t
+cand = _t.ModuleType("cand"); sys.modules["cand"] = cand; namespace = vars(cand)
 for snippet in {snippets!r}:
-    w.arm(path, (work,))
+    w.arm(path, (work,), namespace)
     try:
-        exec(compile(snippet, path, "exec"), {{"__name__": "cand"}})
+        exec(compile(snippet, path, "exec"), namespace)
         outcomes.append("ran")
     except RuntimeError as exc:
         outcomes.append("refused" if "refused in the candidate worker" in str(exc) else repr(exc))
@@ -78,7 +95,7 @@ def test_libraries_reading_frames_for_themselves_are_not_the_candidates():
 
 def test_code_of_other_files_is_not_the_candidates():
     script = textwrap.dedent(SCRIPT).replace('path = os.path.join(work, "cand.py")', 'path = "/usr/lib/python3/x.py"')
-    script = script.replace("w.arm(path, (work,))", "w.arm(os.path.join(work, 'cand.py'), (work,))")
+    script = script.replace("w.arm(path, (work,), namespace)", "w.arm(os.path.join(work, 'cand.py'), (work,), {{}})")
     out = subprocess.run([sys.executable, "-c", script.format(src=str(SRC), snippets=CHEATS[:2])],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

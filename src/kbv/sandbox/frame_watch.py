@@ -10,17 +10,27 @@ audit event (PEP 578): ``sys._getframe`` (``inspect.currentframe``, ``traceback.
 ``logging.currentframe`` call it), ``sys._current_frames``, the ``tb_frame``, ``gi_frame``,
 ``cr_frame`` and ``ag_frame`` attributes (``object.__getattr__``), and the garbage collector's
 object walks (``gc.get_objects``, ``get_referrers``, ``get_referents``). An audit hook cannot be
-removed from Python. :class:`FrameWatch`'s hook refuses such an event (``RuntimeError`` in the
-candidate) and records it when the code that raised it is the candidate's: its own file, a file
-in its working or build directory, or code compiled from a string (a file name in ``<...>``, not
-a frozen module); or a stdlib function that hands frames or its callers' names back to that code
-(:data:`LEAKING`: ``inspect.stack``, ``traceback.extract_stack``, ``logging.currentframe``...).
-Frames a library reads for itself (``traceback.format_exc``, ``logging``'s caller lookup,
-``collections.namedtuple``, torch's and Triton's own) are not the candidate's.
+removed from Python. So do the ways to forge where code seems to come from: a code object made
+or relabelled (``code.__new__``, ``code.replace``; ``marshal.loads``) and a function made over one
+(``function.__new__``).
+
+:class:`FrameWatch`'s hook refuses such an event (``RuntimeError`` in the candidate) and records it
+when it comes from the candidate's code, directly or through the standard library: the frames
+from the one that raised it up are passed over while they are the standard library's own (its
+file, and the globals of the module of that file); the first frame past them must be the
+candidate's (:meth:`FrameWatch.candidates_frame`: the globals of its module, its file, a file in
+its working or build directory, code compiled from a string, or globals of no module at all). The
+standard library is a gadget shop (``string.Formatter.get_field`` reads ``tb_frame`` for its
+caller, ``bdb.Bdb.get_stack`` and ``heapq.merge`` over ``traceback.walk_tb`` hand frames back: a
+red-team helper's PASS 2.65x, 2026-12-06), so only the functions of :data:`READS_FOR_ITSELF` at the
+outermost of those stdlib frames clear the candidate: ``logging``'s caller lookup, ``traceback``'s
+formatting of an exception, ``collections.namedtuple``, ``dataclasses``, ``enum``, ``typing``, the
+import system. A library outside the standard library (torch, Triton) stops the walk: what it
+reads is its own.
 
 Not seen: native code (``PyEval_GetFrame`` through ctypes or an extension: the scan's
-``python-capi`` and ``source-frame-access``), and a library function outside :data:`LEAKING`
-that returns a frame to its caller.
+``python-capi`` and ``source-frame-access``), and a function outside the standard library that
+returns a frame to its caller.
 """
 
 from __future__ import annotations
@@ -30,11 +40,18 @@ import sys
 import threading
 from typing import Any
 
-#: audit events that hand out a first frame, or any live object (the collector's walks).
+#: audit events that hand out a first frame or any live object (the collector's walks), or make code
+#: that could pass for another file's.
 ROOT_EVENTS = frozenset({"sys._getframe", "sys._getframemodulename", "sys._current_frames", "gc.get_objects",
-                         "gc.get_referrers", "gc.get_referents"})
+                         "gc.get_referrers", "gc.get_referents", "code.__new__", "function.__new__",
+                         "marshal.loads"})
 #: attributes whose read raises ``object.__getattr__`` and gives a frame.
 FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
+#: stdlib modules (top-level package) whose functions read frames or make code for themselves,
+#: except :data:`LEAKING`'s: at the outermost of a chain of stdlib frames they clear the candidate.
+READS_FOR_ITSELF = frozenset({"logging", "traceback", "inspect", "collections", "dataclasses", "enum", "typing",
+                              "functools", "abc", "contextlib", "warnings", "importlib", "threading", "weakref",
+                              "copy", "copyreg", "pickle", "unittest"})
 #: stdlib module -> its functions that hand frames, or the caller's stack as names, back to their
 #: caller: the candidate calling one of them is the candidate walking frames.
 LEAKING = {
@@ -46,13 +63,9 @@ LEAKING = {
 MAX_REPORTED = 8
 
 
-def _module_files() -> dict[str, str]:
-    import inspect
-    import logging
-    import traceback
-
-    return {os.path.realpath(m.__file__): name for name, m in
-            (("inspect", inspect), ("traceback", traceback), ("logging", logging))}
+#: the standard library's directory (its packages installed beside it excepted).
+_STDLIB = os.path.join(os.path.realpath(os.path.dirname(os.__file__)), "")
+_PACKAGES = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
 
 
 class FrameWatch:
@@ -61,8 +74,8 @@ class FrameWatch:
     reply (``frame access: <event> at <file>:<line>`` per refused event, each once)."""
 
     def __init__(self) -> None:
-        self._files = _module_files()
         self._own: frozenset = frozenset()
+        self._globals: dict | None = None
         self._roots: tuple = ()
         self._busy = threading.local()
         self._found: list[str] = []
@@ -71,22 +84,47 @@ class FrameWatch:
     def install(self) -> None:
         sys.addaudithook(self._hook)
 
-    def arm(self, candidate_path: str, roots: tuple[str, ...]) -> None:
+    def arm(self, candidate_path: str, roots: tuple[str, ...], module_globals: dict | None = None) -> None:
+        """From now on, the candidate is the code of ``candidate_path`` and of ``module_globals`` (its
+        module's namespace) and any file under ``roots``."""
         self._own = frozenset({candidate_path, os.path.realpath(candidate_path)})
         self._roots = tuple(os.path.join(os.path.realpath(r), "") for r in roots if r)
+        self._globals = module_globals
 
     def take(self) -> list[str]:
         new = self._found[self._reported:MAX_REPORTED]
         self._reported = max(self._reported, min(len(self._found), MAX_REPORTED))
         return new
 
-    def candidates_code(self, filename: str) -> bool:
-        """Whether code of ``filename`` (a code object's ``co_filename``) is the candidate's."""
+    def candidates_frame(self, frame: Any) -> bool:
+        """Whether ``frame`` runs the candidate's code: its module's globals, its file or a file
+        under its directories, code compiled from a string (not a frozen module), or globals that
+        are no loaded module's namespace (a function the candidate made over a dict of its own)."""
         if not self._own:
             return False
+        g = frame.f_globals
+        if self._globals is not None and g is self._globals:
+            return True
+        filename = frame.f_code.co_filename
         if filename.startswith("<"):
-            return not filename.startswith("<frozen")
-        return filename in self._own or os.path.realpath(filename).startswith(self._roots)
+            if not filename.startswith("<frozen"):
+                return True
+        elif filename in self._own or os.path.realpath(filename).startswith(self._roots):
+            return True
+        return _module_of(g) is None
+
+    @staticmethod
+    def stdlib_frame(frame: Any) -> str | None:
+        """The stdlib module ``frame`` runs (its top-level package's name), when both its file and
+        its globals are that module's; else None (a library's frame, or code relabelled to look
+        like the stdlib's)."""
+        filename = os.path.realpath(frame.f_code.co_filename)
+        if not filename.startswith(_STDLIB) or any(p in filename for p in _PACKAGES):
+            return None
+        module = _module_of(frame.f_globals)
+        if module is None or os.path.realpath(getattr(module, "__file__", "") or "") != filename:
+            return None
+        return module.__name__.partition(".")[0]
 
     def _hook(self, event: str, args: tuple) -> None:
         if event not in ROOT_EVENTS and not (event == "object.__getattr__" and len(args) > 1
@@ -106,17 +144,23 @@ class FrameWatch:
         raise RuntimeError(f"kbv: {what} is refused in the candidate worker (its frames are the harness's)")
 
     def _culprit(self, frame: Any) -> str | None:
-        """``file:line`` of the candidate's code that raised the event (directly, or through a
-        :data:`LEAKING` function), else None."""
+        """``file:line`` of the candidate's code that raised the event, directly or through the
+        standard library (see the module doc), else None."""
         outer = None
         while frame is not None:
-            module = self._files.get(os.path.realpath(frame.f_code.co_filename))
-            if module is None:
+            package = self.stdlib_frame(frame)
+            if package is None:
                 break
-            outer = (module, frame.f_code.co_name)
+            outer = (package, frame.f_code.co_name)
             frame = frame.f_back
-        if frame is None or not self.candidates_code(frame.f_code.co_filename):
+        if frame is None or not self.candidates_frame(frame):
             return None
-        if outer is not None and outer[1] not in LEAKING[outer[0]]:
+        if outer is not None and outer[0] in READS_FOR_ITSELF and outer[1] not in LEAKING.get(outer[0], ()):
             return None
         return f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _module_of(namespace: Any) -> Any:
+    """The loaded module whose namespace ``namespace`` is, or None."""
+    module = sys.modules.get(namespace.get("__name__")) if isinstance(namespace, dict) else None
+    return module if module is not None and getattr(module, "__dict__", None) is namespace else None

@@ -187,8 +187,8 @@ class _Server(TimedRequests, ProbeRequests):
         spec = importlib.util.spec_from_file_location(req.module_name, req.candidate_path)
         if spec is None or spec.loader is None:
             raise ImportError(f"cannot import {req.candidate_path}")
-        self._frames.arm(req.candidate_path, (self.setup.workdir, self.setup.build_dir))
         module = importlib.util.module_from_spec(spec)
+        self._frames.arm(req.candidate_path, (self.setup.workdir, self.setup.build_dir), vars(module))
         sys.modules[req.module_name] = module
         spec.loader.exec_module(module)
         cls = getattr(module, "ModelNew", None)
