@@ -141,3 +141,16 @@ def test_stopped_windows_after_calls_that_all_ran_are_proof():
     quiet_once = [(40.0, 50.2), (0.0, 50.1), (41.0, 50.3)]
     assert ran_while_paused([], total_ms=(12.0, 12.4), confirm=quiet_once) is None
     assert ran_while_paused([], total_ms=(12.0, 12.4), confirm=[(PAUSED_CPU_SLACK_MS, 50.0)] * 3) is None
+
+
+def test_refusals_in_a_dead_workers_log_are_a_frame_walk():
+    """A forged clock's ctypes callback whose frame read was refused killed its worker (SIGSEGV):
+    the refusal, written to the worker's log as it happened, names the cheat (2026-12-06)."""
+    from kbv.checks import worker_calls
+    from kbv.sandbox.frame_watch import LOG_MARK
+
+    log = f"noise\n{LOG_MARK}sys._getframe at /x/forge_clock.py:29\nTraceback (most recent call last):\n"
+    found = worker_calls.refused_in_log(log)
+    assert found.check == "probe:frame-walk" and found.severity is Severity.HACK and "forge_clock.py:29" in found.detail
+    assert worker_calls.refused_in_log("Segmentation fault\n") is None
+    assert worker_calls.refused_in_log("") is None

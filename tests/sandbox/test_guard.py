@@ -101,8 +101,9 @@ def test_every_name_the_worker_reads_from_probes_exists():
     assert used and not [a for a in used if not hasattr(probes, a)]
 
 
-def _loaded(tmp_path, source: str, name: str) -> "protocol.Loaded":
-    """The reply of a real candidate worker to loading ``source`` as module ``name``."""
+def _loaded(tmp_path, source: str, name: str, loads: bool = True) -> "protocol.Loaded":
+    """The reply of a real candidate worker to loading ``source`` as module ``name`` (a ``Loaded``
+    unless ``loads`` is False)."""
     from kbv.processes.candidate import CandidateProcess
     from kbv.sandbox.numeric_flags import flags_for
 
@@ -111,7 +112,7 @@ def _loaded(tmp_path, source: str, name: str) -> "protocol.Loaded":
     with CandidateProcess(device="cpu", build_dir=tempfile.mkdtemp(dir=tmp_path)) as w:
         w.send(protocol.Load(str(cand), name, (), 0, "cpu", "fp32", flags_for("eager-fp32")), phase="load")
         reply = w.receive(phase="load", timeout=300)
-    assert isinstance(reply, protocol.Loaded), reply
+    assert isinstance(reply, protocol.Loaded) or not loads, reply
     return reply
 
 
@@ -139,13 +140,34 @@ def test_the_worker_reports_an_aten_kernel_registered_at_load(tmp_path):
 
 
 SHADOW = '''
-import importlib
+import ctypes
 import torch
+import torch.nn as nn
+
+# the server, found through native code the frame watch does not see (C's current frame, then f_back)
+_get = ctypes.pythonapi.PyEval_GetFrame
+_get.restype = ctypes.py_object
+_f = _get()
+while _f is not None:
+    _o = _f.f_locals.get("self")
+    if type(_o).__name__ == "_Server":
+        _o._check_flags = lambda: ()  # an instance attribute: every later self._check_flags() call is this
+        break
+    _f = _f.f_back
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.clamp(min=0)
+'''
+
+SHADOW_BY_GC = '''
+import importlib
 import torch.nn as nn
 
 for _o in importlib.import_module("".join(["g", "c"])).get_objects():  # the server, found without naming gc
     if type(_o).__name__ == "_Server":
-        _o._check_flags = lambda: ()  # an instance attribute: every later self._check_flags() call is this
+        _o._check_flags = lambda: ()
 
 
 class ModelNew(nn.Module):
@@ -157,9 +179,14 @@ class ModelNew(nn.Module):
 @pytest.mark.e2e
 def test_an_instance_attribute_shadowing_a_server_method_is_reported_and_dropped(tmp_path):
     """The class's methods are watched by the guard; an attribute set on the server instance shadows
-    one for every later ``self.<name>`` call (red-team finding): the worker drops it and reports it."""
+    one for every later ``self.<name>`` call (red-team finding): the worker drops it and reports it.
+    The server reached by native code, which the frame watch does not see; through the garbage
+    collector the load is refused and reported instead."""
     reply = _loaded(tmp_path, SHADOW, "kbv_shadow_test")
     assert any("worker._check_flags (shadowed)" in t.detail for t in reply.tampering), reply.tampering
+    refused = _loaded(tmp_path, SHADOW_BY_GC, "kbv_shadow_gc_test", loads=False)
+    assert isinstance(refused, protocol.Failed) and "gc.get_objects is refused" in refused.message
+    assert any(t.kind == protocol.FRAME_ACCESS for t in refused.tampering), refused.tampering
 
 
 def test_tensor_class_watch_names_and_restores_replaced_and_added_methods():

@@ -10,6 +10,7 @@ from typing import Collection
 from kbv.model.findings import finding
 from kbv.model.records import Finding, Severity
 from kbv.processes.procfs import FAULT_SIGNALS
+from kbv.sandbox.frame_watch import LOG_MARK
 
 
 def early_exit(exitcode: int | None, phase: str) -> Finding | None:
@@ -24,6 +25,19 @@ def early_exit(exitcode: int | None, phase: str) -> Finding | None:
         return finding("probe:early-exit", (24,), Severity.WARNING,
                        f"the worker exited with code {exitcode} during {phase}, before replying")
     return None
+
+
+def refused_in_log(log_tail: str) -> Finding | None:
+    """The worker's log (``log_tail``, its last lines) holds the frame watch's refusals
+    (:data:`kbv.sandbox.frame_watch.LOG_MARK`) of a worker that died or hung before a reply carried
+    them: the candidate's code asked for a frame, HACK ``probe:frame-walk`` (taxonomy 13). Only the
+    candidate's process writes that log: a line it forged accuses only itself."""
+    lines = [ln.split(LOG_MARK, 1)[1].strip() for ln in (log_tail or "").splitlines() if LOG_MARK in ln]
+    if not lines:
+        return None
+    return finding("probe:frame-walk", (13,), Severity.HACK,
+                   "the candidate's code asked for the process's frames or live objects (refused; its worker "
+                   f"did not reply again): frame access: {'; '.join(lines[:3])}")
 
 
 def broken_reply(phase: str, error: str) -> Finding:

@@ -119,9 +119,11 @@ class Context:
         try:
             reply = cm.__enter__() if cm is not None else worker.call(request, phase=phase, timeout=timeout)
         except WorkerTimeout as exc:
+            self._add(calls_rule.refused_in_log(exc.log_tail))
             raise Stop(Outcome.TIMED_OUT, f"{self.name}: {exc}", log_tail=exc.log_tail) from None
         except WorkerDied as exc:
             self._add(calls_rule.early_exit(exc.exitcode, phase))
+            self._add(calls_rule.refused_in_log(exc.log_tail))
             raise Stop(Outcome.WORKER_DIED, f"{self.name}: {exc}", exitcode=exc.exitcode, log_tail=exc.log_tail) from None
         except UnjudgedDtype as exc:  # the candidate's output (or state): no reference output has that dtype
             self._add(calls_rule.unjudged_dtype(phase, exc.dtype))

@@ -61,6 +61,11 @@ LEAKING = {
 }
 #: how many refused events a verification reports (the first ones).
 MAX_REPORTED = 8
+#: the start of the line each refusal also writes to the worker's log (stderr): read there when the
+#: worker dies before a reply carries the report (a forged clock's ctypes callback whose frame read
+#: was refused crashed its worker). Only the candidate's process writes that log, so a forged line
+#: accuses only the candidate itself.
+LOG_MARK = "kbv-frame-watch: refused "
 
 
 #: the standard library's directory (its packages installed beside it excepted).
@@ -141,6 +146,10 @@ class FrameWatch:
             return
         what = f"{event} {args[1]}" if event == "object.__getattr__" else event
         self._found.append(f"frame access: {what} at {where}")
+        try:  # also in the worker's log, which outlives it: a refusal inside a native callback kills it
+            os.write(2, f"{LOG_MARK}{what} at {where}\n".encode(errors="replace"))
+        except OSError:
+            pass
         raise RuntimeError(f"kbv: {what} is refused in the candidate worker (its frames are the harness's)")
 
     def _culprit(self, frame: Any) -> str | None:
