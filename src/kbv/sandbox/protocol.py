@@ -98,7 +98,7 @@ class Time:
     #: every timed call's outputs copied into slot ``i`` (call i) of the slot buffer, their layouts in
     #: :attr:`Times.outputs`: the trusted side judges a subset it chooses after the reply (the bound pass).
     slots: bool = False
-    #: the harness check (:meth:`kbv.sandbox.worker._Server._tampering`) is not run before the loop nor
+    #: the harness check (:meth:`kbv.sandbox.reply_reports.ReplyReports._tampering`) is not run before the loop nor
     #: before this reply but before the next one: the bound pass sends a :class:`Ping` first (which
     #: runs it) and measures this request alone, so its figures hold the calls and not the check.
     defer_checks: bool = False

@@ -15,7 +15,6 @@ outputs, times and allocator figures.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib.util
 import os
 import sys
@@ -28,6 +27,7 @@ from typing import Any
 from kbv.sandbox.inherited_fds import close_inherited
 from kbv.sandbox.confinement import WorkerSetup, apply_sandbox
 from kbv.sandbox.probe_requests import ProbeRequests
+from kbv.sandbox.reply_reports import ReplyReports
 from kbv.sandbox.timed import TimedRequests, _flatten
 
 #: seconds the worker waits for threads a call left running before it reports (they may still
@@ -37,12 +37,9 @@ THREAD_GRACE_S = 0.2
 #: own, before asking whether they worked after the return (kbv.sandbox.call_probes.ThreadWork): work queued
 #: before the return is picked up by an idle pool thread well within this (kbv choice).
 THREAD_SETTLE_S = 0.02
-#: a harness label naming one of these is on the reply path (the pipe's send functions, the
-#: protocol's pickling): patching it touches the reply channel (taxonomy 24).
-_REPLY_PATH = ("protocol", "Connection", "ForkingPickler")
 
 
-class _Server(TimedRequests, ProbeRequests):
+class _Server(TimedRequests, ProbeRequests, ReplyReports):
     def __init__(self, conn: Connection, setup: WorkerSetup, notes: list[str]):
         import torch
 
@@ -307,29 +304,6 @@ class _Server(TimedRequests, ProbeRequests):
         self._sync()
         return out
 
-    def _tampering(self, full: bool = False) -> tuple:
-        """:class:`kbv.sandbox.protocol.Tampering` reports: harness objects the candidate replaced
-        since load (taxonomy 4; 24 when they carry replies), each put back, kernels registered for
-        torch's ops (``full``: the whole dispatcher read, else the light one of the harness's own
-        ops), and new writes outside the sandbox (taxonomy 26)."""
-        # an instance attribute named like one of the server's methods shadows it for every later
-        # self.<name> call (the request loop's own handlers are bound at its start): dropped here
-        shadows = [k for k in list(vars(self)) if k in _METHOD_NAMES]
-        for k in shadows:
-            del self.__dict__[k]
-        names = [*self.timing.captured_changed(), *self.guard.check(), *(f"worker.{k} (shadowed)" for k in shadows),
-                 *self._modes.take(), *self._tensor_class.check()]
-        p = self.protocol  # after the guard put it back
-        found = [p.Tampering(p.REPLY_PATH_PATCHED if any(k in n for k in _REPLY_PATH) else p.HARNESS_PATCHED, n)
-                 for n in names]
-        found += [p.Tampering(p.REPLY_PATH_PATCHED, what) for what in p.reducers_patched()]
-        found += [p.Tampering(p.FRAME_ACCESS, what) for what in self._frames.take()]
-        found += [p.Tampering(p.HARNESS_PATCHED, what) for what in self._new_op_kernels(full)]
-        new = self.writes[self._reported_writes:]
-        self._reported_writes = len(self.writes)
-        found += [p.Tampering(p.SANDBOX_WRITE, w) for w in new]
-        return tuple(dict.fromkeys(found))
-
     def ping(self, req: Any) -> Any:
         # the trusted side pings before each measured request: the collections owed run here
         self.timing.collect()
@@ -351,7 +325,7 @@ class _Server(TimedRequests, ProbeRequests):
 
     def serve(self) -> None:
         p = self.protocol
-        tampering = _Server._tampering  # the class's own, whatever the instance holds later
+        reports = _Server._with_reports  # the class's own, whatever the instance holds later
         handlers = {
             p.Load: ("load", self.load),
             p.Forward: ("forward", self.forward),
@@ -387,23 +361,11 @@ class _Server(TimedRequests, ProbeRequests):
                                      kind=p.OUT_OF_MEMORY if self._out_of_memory(exc) else p.RAISED)
                     traceback.print_exc()
                 del req  # the request's shared inputs (copied by the handler) unmapped now, not at the next request
-                # also restores the reply path before it is used; a reply without reports (Failed, Pong)
-                # leaves them to the next one that has
-                pending = self._held + tampering(self, full)
-                if hasattr(reply, "tampering"):
-                    reply = dataclasses.replace(reply, tampering=tuple(reply.tampering) + pending,
-                                                faulthandler=self._faults.faulthandler_only())
-                    pending = ()
-                self._held = pending
+                reply = reports(self, reply, full)  # the reply path restored before it is used
                 p.send(self.conn, reply)
                 del reply
 
 
-#: every method of the server (its own, :class:`kbv.sandbox.timed.TimedRequests`' and
-#: :class:`kbv.sandbox.probe_requests.ProbeRequests`'), which no
-#: instance attribute may shadow (:meth:`_Server._tampering`).
-_METHOD_NAMES = frozenset(k for klass in _Server.__mro__ if klass is not object
-                          for k, v in vars(klass).items() if callable(v))
 
 
 def candidate_main(conn: Connection, setup: WorkerSetup, log_fd: int | None = None) -> None:
