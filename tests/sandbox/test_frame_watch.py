@@ -35,6 +35,10 @@ CHEATS = [
     # and code relabelled to look like a library's: the code object and the function over it
     "import torch\ndef h():\n    return 1\nc = h.__code__.replace(co_filename=torch.__file__)",
     "import types\nf = types.FunctionType((lambda: 1).__code__, {})",
+    # a fresh user's (2026-12-06): a stdlib function calling what it is handed, and a pool thread
+    "import copy, sys\nclass D(int):\n    __copy__ = getattr(sys, '_get' + 'frame')\nf = copy.copy(D(1))",
+    "import sys\nfrom concurrent.futures import ThreadPoolExecutor\n"
+    "f = ThreadPoolExecutor(1).submit(getattr(sys, '_current_' + 'frames')).result()",
 ]
 HONEST = [
     "import traceback\ntry:\n    raise KeyError\nexcept KeyError:\n    s = traceback.format_exc()",
@@ -48,6 +52,9 @@ HONEST = [
     "import warnings\nwith warnings.catch_warnings(record=True):\n    warnings.warn('x', stacklevel=2)",
     "import logging\nlogging.getLogger('c').warning('x', stack_info=True)",
     "import json; s = json.dumps({'a': [1, 2]})",
+    "import copy, torch; m = copy.deepcopy(torch.nn.Linear(2, 2))",
+    "from concurrent.futures import ThreadPoolExecutor\nr = ThreadPoolExecutor(1).submit(lambda: 1).result()",
+    "import enum; E = enum.Enum('E', 'A B')",
 ]
 
 SCRIPT = """

@@ -22,10 +22,12 @@ candidate's (:meth:`FrameWatch.candidates_frame`: the globals of its module, its
 its working or build directory, code compiled from a string, or globals of no module at all). The
 standard library is a gadget shop (``string.Formatter.get_field`` reads ``tb_frame`` for its
 caller, ``bdb.Bdb.get_stack`` and ``heapq.merge`` over ``traceback.walk_tb`` hand frames back: a
-red-team helper's PASS 2.65x, 2026-12-06), so only the functions of :data:`READS_FOR_ITSELF` at the
-outermost of those stdlib frames clear the candidate: ``logging``'s caller lookup, ``traceback``'s
-formatting of an exception, ``collections.namedtuple``, ``dataclasses``, ``enum``, ``typing``, the
-import system. A library outside the standard library (torch, Triton) stops the walk: what it
+red-team helper's PASS 2.65x, 2026-12-06; ``copy.copy`` calls a ``__copy__`` set to
+``sys._getframe``), so only an event raised at one of :data:`SAFE_SITES`, the standard library's
+own frame reads (logging's caller lookup, namedtuple's module name, traceback's walks, the import
+system), clears the candidate above it; :data:`LEAKING` functions at the outermost stdlib frame
+never do. A stack of stdlib frames only (a pool thread running a builtin the candidate submitted)
+is the candidate's. A library outside the standard library (torch, Triton) stops the walk: what it
 reads is its own.
 
 Not seen: native code (``PyEval_GetFrame`` through ctypes or an extension: the scan's
@@ -47,11 +49,21 @@ ROOT_EVENTS = frozenset({"sys._getframe", "sys._getframemodulename", "sys._curre
                          "marshal.loads"})
 #: attributes whose read raises ``object.__getattr__`` and gives a frame.
 FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
-#: stdlib modules (top-level package) whose functions read frames or make code for themselves,
-#: except :data:`LEAKING`'s: at the outermost of a chain of stdlib frames they clear the candidate.
-READS_FOR_ITSELF = frozenset({"logging", "traceback", "inspect", "collections", "dataclasses", "enum", "typing",
-                              "functools", "abc", "contextlib", "warnings", "importlib", "threading", "weakref",
-                              "copy", "copyreg", "pickle", "unittest"})
+#: (module, function) of the standard library's own frame reads, seen raising the events in honest
+#: use (logging's caller lookup, namedtuple's and enum's and typing's module name, traceback's walks,
+#: the import system's bytecode, ``types.coroutine``): only an event raised there clears the
+#: candidate above it. A stdlib function that merely calls what it is handed (``copy.copy`` calling
+#: a class's ``__copy__`` set to ``sys._getframe``, a red-team helper's PASS; ``string.Formatter``)
+#: is the candidate's road.
+SAFE_SITES = frozenset({
+    ("collections", "namedtuple"), ("enum", "_create_"), ("logging", "<lambda>"), ("typing", "_caller"),
+    ("traceback", "walk_stack"), ("traceback", "walk_tb"), ("traceback", "extract_stack"),
+    ("traceback", "format_stack"), ("traceback", "_walk_tb_with_full_positions"), ("inspect", "currentframe"),
+    ("inspect", "stack"), ("inspect", "trace"), ("importlib._bootstrap_external", "_compile_bytecode"),
+    ("types", "coroutine"),
+})
+#: the modules of :data:`SAFE_SITES` (top-level names).
+_READERS = frozenset(m.partition(".")[0] for m, _ in SAFE_SITES)
 #: stdlib module -> its functions that hand frames, or the caller's stack as names, back to their
 #: caller: the candidate calling one of them is the candidate walking frames.
 LEAKING = {
@@ -120,7 +132,7 @@ class FrameWatch:
 
     @staticmethod
     def stdlib_frame(frame: Any) -> str | None:
-        """The stdlib module ``frame`` runs (its top-level package's name), when both its file and
+        """The stdlib module ``frame`` runs (its name), when both its file and
         its globals are that module's; else None (a library's frame, or code relabelled to look
         like the stdlib's)."""
         filename = os.path.realpath(frame.f_code.co_filename)
@@ -129,7 +141,7 @@ class FrameWatch:
         module = _module_of(frame.f_globals)
         if module is None or os.path.realpath(getattr(module, "__file__", "") or "") != filename:
             return None
-        return module.__name__.partition(".")[0]
+        return module.__name__
 
     def _hook(self, event: str, args: tuple) -> None:
         if event not in ROOT_EVENTS and not (event == "object.__getattr__" and len(args) > 1
@@ -154,17 +166,25 @@ class FrameWatch:
 
     def _culprit(self, frame: Any) -> str | None:
         """``file:line`` of the candidate's code that raised the event, directly or through the
-        standard library (see the module doc), else None."""
-        outer = None
+        standard library, else None (see the module doc). A stack of stdlib frames only (a thread
+        running a builtin the candidate handed a pool, ``sys._current_frames`` submitted to a
+        ``ThreadPoolExecutor``: a red-team helper's PASS) is the candidate's unless the event was
+        raised at one of :data:`SAFE_SITES`."""
+        first = outer = None
         while frame is not None:
-            package = self.stdlib_frame(frame)
-            if package is None:
+            module = self.stdlib_frame(frame)
+            if module is None:
                 break
-            outer = (package, frame.f_code.co_name)
+            outer = (module, frame.f_code.co_name)
+            first = first or (outer, f"{frame.f_code.co_filename}:{frame.f_lineno}")
             frame = frame.f_back
-        if frame is None or not self.candidates_frame(frame):
-            return None
-        if outer is not None and outer[0] in READS_FOR_ITSELF and outer[1] not in LEAKING.get(outer[0], ()):
+        # raised at a safe site, and entered through a function of a frame-reading module that hands
+        # no frame back (heapq.merge driving traceback.walk_tb hands them back)
+        safe = first is not None and first[0] in SAFE_SITES and outer[0].partition(".")[0] in _READERS \
+            and outer[1] not in LEAKING.get(outer[0], ())
+        if frame is None:
+            return None if safe or first is None or not self._own else f"a thread of stdlib frames only, at {first[1]}"
+        if safe or not self.candidates_frame(frame):
             return None
         return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
