@@ -168,6 +168,8 @@ class BoundStage:
         with self.ctx._held(worker, protocol.Time(0, 1, flush, 0, refresh=False, slots=True, defer_checks=True,
                                               bound_inputs=True), "time", cfg.timing_timeout_s, hold=True) as primed:
             one_call_ms = (time.perf_counter() - t1) * 1e3
+            # where the request's fixed cost goes (evidence only): the resume and the stop inside the clock
+            costs = {"one_call_ms": one_call_ms, "resume_ms": worker.last_resume_ms, "stop_ms": worker.last_pause_ms}
             if not isinstance(primed, protocol.Times):
                 raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: malformed reply")
             del primed
@@ -186,6 +188,8 @@ class BoundStage:
             t0 = time.perf_counter()
         with self.ctx._held(worker, req, "time", cfg.timing_timeout_s, hold=True) as reply:
             wall = (time.perf_counter() - t0) * 1e3
+            costs.update(pass_resume_ms=worker.last_resume_ms, pass_stop_ms=worker.last_pause_ms)
+            self.ctx.state.evidence.setdefault("bound_request_costs", []).append(costs)
             # the worker's tree is stopped: its CPU time over the request is what it is now
             threads1, all1 = worker.tree_cpu()
             wait1 = procfs.run_delay_ms(worker.proc.pid)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
@@ -53,6 +54,7 @@ class CandidateProcess:
         scratch_note = scratch.mount_scratch(str(self.scratch), tmp_quota_bytes())
         self.log_path = self.workdir / "worker.log"
         self.log = CappedLog(self.log_path)
+        self.last_pause_ms = self.last_resume_ms = float("nan")  # the last stop's and resume's cost (ms)
         # a uid of its own on cpu only: CUDA IPC maps no buffer across uids ("mapping of buffer
         # object failed" on the H200, both ways), so on cuda the worker keeps kbv's uid and the
         # jail has none to kill by or sweep /dev/shm by (its sweep takes what appeared instead)
@@ -223,10 +225,15 @@ class CandidateProcess:
 
     def _pause(self) -> tuple[int, ...]:
         self._custody(self._live, True)
-        return self.jail.pause(self.proc.pid)
+        t0 = time.perf_counter()
+        pids = self.jail.pause(self.proc.pid)
+        self.last_pause_ms = (time.perf_counter() - t0) * 1e3  # what a stop costs (the bound pass's evidence)
+        return pids
 
     def _resume(self, pids: tuple[int, ...]) -> None:
+        t0 = time.perf_counter()
         self.jail.resume(pids)
+        self.last_resume_ms = (time.perf_counter() - t0) * 1e3
         self._custody(self._live, False)
 
     def close(self) -> None:

@@ -49,6 +49,24 @@ class ReplyReports:
         found += [p.Tampering(p.SANDBOX_WRITE, w) for w in new]
         return tuple(dict.fromkeys(found))
 
+    def _with_reply_path(self, reply: Any) -> Any:
+        """``reply`` after the light check of a request whose checks are deferred
+        (:attr:`kbv.sandbox.protocol.Time.defer_checks`, the bound pass: the trusted side's clock holds
+        the whole request, and the full check costs milliseconds): the reply path alone is put back
+        and reported (the harness entries that pickle and send it, the pickling reducers), so the
+        reply still goes out through unpatched code, with the reports held until now; everything
+        else is checked, put back and reported with the next reply that carries reports (after the
+        bound pass the sync pass's requests do: kbv.pipeline.timing_rounds)."""
+        p = self.protocol
+        found = [p.Tampering(p.REPLY_PATH_PATCHED, n) for n in self.guard.check(only=_REPLY_PATH)]
+        found += [p.Tampering(p.REPLY_PATH_PATCHED, what) for what in p.reducers_patched()]
+        pending = tuple(dict.fromkeys(self._held + tuple(found)))
+        if pending and hasattr(reply, "tampering"):
+            reply = dataclasses.replace(reply, tampering=tuple(reply.tampering) + pending)
+            pending = ()
+        self._held = pending
+        return reply
+
     def _with_reports(self, reply: Any, full: bool) -> Any:
         """``reply`` with the reports gathered now (:meth:`_tampering`) and those held back, and the
         fault-handler reading; a reply without report fields (``Pong``) leaves them to the next one

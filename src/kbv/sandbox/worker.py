@@ -326,6 +326,7 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
     def serve(self) -> None:
         p = self.protocol
         reports = _Server._with_reports  # the class's own, whatever the instance holds later
+        reply_path = _Server._with_reply_path
         handlers = {
             p.Load: ("load", self.load),
             p.Forward: ("forward", self.forward),
@@ -348,6 +349,7 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
                 return
             phase, handler = handlers[type(req)]
             full = type(req) in (p.Load, p.CountOps, p.MeasureMemory)  # the rest: a light registry read
+            deferred = type(req) is p.Time and req.defer_checks is True
             # every request runs, and its reply is pickled, without collections (timer.gc_paused): the
             # bound pass's clock holds the whole request, and a candidate that asks gc.isenabled()
             # cannot tell a timed call from a checked or counted one (a red-team helper's wrapper
@@ -361,7 +363,8 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
                                      kind=p.OUT_OF_MEMORY if self._out_of_memory(exc) else p.RAISED)
                     traceback.print_exc()
                 del req  # the request's shared inputs (copied by the handler) unmapped now, not at the next request
-                reply = reports(self, reply, full)  # the reply path restored before it is used
+                # the reply path restored before it is used (a deferred request: that alone, the rest at the next reply)
+                reply = reply_path(self, reply) if deferred else reports(self, reply, full)
                 p.send(self.conn, reply)
                 del reply
 
