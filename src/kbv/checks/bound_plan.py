@@ -16,7 +16,10 @@ REQUEST_ALLOW_MS = 2.0
 #: :data:`REQUEST_ALLOW_MS` and this (ms, kbv choice). On the H200 beside a kbv run a request of two
 #: calls of a 0.43 ms Triton matmul took 11-13.6 ms (docs/gpu-runs.md, 2026-12-03): the host's fixed
 #: cost, not the calls'. The cap bounds what a candidate gains by
-#: slowing that request: 10 ms spread over a pass's calls.
+#: slowing that request: 10 ms spread over a pass's calls. On an H100 the one-call request took
+#: 8.6-15.7 ms while the worker checked its whole harness before the reply, and 4.2-4.8 ms once a
+#: deferred request checks only the reply path (docs/gpu-runs.md, 2026-12-06): over the cap, the
+#: rest was spread over a pass's four calls as a false floor.
 CUDA_REQUEST_ALLOW_MAX_MS = 10.0
 
 
