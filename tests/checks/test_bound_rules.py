@@ -227,6 +227,19 @@ def test_a_slot_buffer_written_only_in_part_still_takes_outputs_into_its_slack()
     assert torch.equal(a, t) and torch.equal(b, t[:10])
 
 
+def test_an_output_made_inside_the_slot_buffer_is_refused():
+    """Regression (red-team helper, 2026-12-06): a candidate found the slot buffer in its memory map
+    and computed each output in its own slot, so the copy was a no-op the trusted null loop still
+    subtracted (a lower bound-pass floor). An output anywhere in the buffer is refused."""
+    c = rawcopy.SlotCopier(torch.device("cpu"), 4096, 2)
+    inside = c.buffer[4096:4096 + 64].view(torch.float32)
+    with pytest.raises(rawcopy.LayoutError, match="output slots"):
+        c.copy((inside,), 1)
+    with pytest.raises(rawcopy.LayoutError, match="output slots"):
+        c.copy((torch.arange(4.0), c.buffer[:16].view(torch.float32)), 0)
+    assert torch.equal(rawcopy.view(c.buffer, c.copy((torch.arange(4.0),), 0))[0], torch.arange(4.0))
+
+
 def test_the_copy_runs_no_torch_function_override_and_refuses_subclasses():
     calls = []
 

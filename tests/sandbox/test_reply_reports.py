@@ -59,3 +59,22 @@ def test_a_deferred_reply_carries_the_reply_path_and_the_next_reply_the_rest():
     later = full(server)
     assert [t.detail for t in later] == ["kbv_probe2.timed.run"]
     assert later[0].kind == protocol.HARNESS_PATCHED
+
+
+def test_the_deferred_check_covers_kbvs_own_pickler():
+    """Regression (red-team helper, 2026-12-06): ``MessagePickler.reducer_override`` was outside the
+    reply path's labels, so a patch there, made during the bound pass, pickled the deferred reply
+    (and could drop the reports it carried)."""
+    from kbv.sandbox import pickling
+
+    server = _Server(HarnessGuard([pickling]))
+    original = pickling.MessagePickler.reducer_override
+    pickling.MessagePickler.reducer_override = lambda self, obj: NotImplemented
+    try:
+        reply = server._with_reply_path(protocol.Times(times_ms=(1.0,), clock="perf_counter"))
+    finally:
+        patched_left = pickling.MessagePickler.reducer_override is not original
+        pickling.MessagePickler.reducer_override = original
+    assert not patched_left
+    assert any("MessagePickler.reducer_override" in t.detail and t.kind == protocol.REPLY_PATH_PATCHED
+               for t in reply.tampering)

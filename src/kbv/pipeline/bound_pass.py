@@ -232,10 +232,13 @@ class BoundStage:
             spent = [ms - threads0.get(tid, 0.0) for tid, ms in threads1.items()]
             # each process's own figure, and the cgroup's: a process that began and ended inside
             # the request is in the cgroup's figure and, once waited for, in its parent's
-            processes = sum(ms - all0.get(p, 0.0) for p, ms in all1.items() if p not in ("worker", "cgroup"))
+            counted = [p for p in all1 if p not in ("worker", "cgroup")]
+            processes = sum(all1[p] - all0.get(p, 0.0) for p in counted)
             group = (all1["cgroup"] - all0["cgroup"]) if all1.get("cgroup") is not None \
-                and all0.get("cgroup") is not None else 0.0
-            cpu_figures = dict(busiest_thread_ms=max(spent), all_threads_ms=max(sum(spent), processes, group),
+                and all0.get("cgroup") is not None else None
+            tick_ms = 1e3 / os.sysconf("SC_CLK_TCK")
+            cpu_figures = dict(busiest_thread_ms=max(spent),
+                               all_threads_ms=bound_plan.tree_cpu_ms(sum(spent), processes, group, len(counted), tick_ms),
                                null_cpu_ms=null_cpu[0], null_all_cpu_ms=null_cpu[1], baseline_cpu_ms=null_cpu[2],
                                cores=procfs.affinity_cores(worker.proc.pid),
                                cgroup_cpu=all1.get("cgroup") is not None and all0.get("cgroup") is not None)

@@ -155,15 +155,23 @@ class SlotCopier:
         synchronises before the trusted side reads them.
 
         Raises:
-            LayoutError: see :func:`layout`, or the outputs' spans do not fit one region.
+            LayoutError: see :func:`layout`, or the outputs' spans do not fit one region, or an
+                output lies in the slot buffer itself.
             RuntimeError: the driver refused a copy.
         """
         if not 0 <= slot < self.slots:
             raise LayoutError(f"slot {slot} outside 0..{self.slots - 1}")
         base = slot * self.slot_bytes
         found = []
+        end = self._base + self.slot_bytes * self.slots
         for t in outs:
             ptr, shape, stride, dtype, n = layout(t, self.device.type)
+            if n and ptr < end and self._base < ptr + n:
+                # no honest output is there: the buffer's address is found only in the process's
+                # mappings. An output computed in its own slot makes the copy a no-op that the
+                # trusted null loop still subtracts (a red-team helper's bound-pass floor, 2026-12-06)
+                raise LayoutError("an output lies in kbv's output slots (the harness's copy buffer, "
+                                  "reached through the process's memory map)")
             with _NoTorchFunction():
                 es = int(_element_size(t))
             found.append((ptr, shape, stride, dtype, n, es))
