@@ -133,7 +133,9 @@ def test_cli_run_static_rejections_rerun_and_config_mismatch(tree, tmp_path):
                             "--runs", "nobody"])
     assert r.exit_code == 2 and "--runs nobody: no such run" in r.output and "runs found: m" in r.output, r.output
     r = runner.invoke(app, ["run", str(problems), str(tmp_path / "nowhere"), "--store", str(db), "--device", "cpu"])
-    assert r.exit_code == 2 and "not a folder of candidates" in r.output
+    # one line naming the folder, what is wrong and where (a newcomer's report: the problems' error said
+    # "no such file or folder" with the path, this one neither)
+    assert r.exit_code == 2 and "'" + str(tmp_path / "nowhere") + "': no such folder" in r.output, r.output
     r = runner.invoke(app, ["run", str(problems), str(runs), "--store", str(db), "--problem-ids", "x"])
     assert r.exit_code == 2 and "--problem-ids" in r.output
 

@@ -42,7 +42,8 @@ def repeated_output(first: str, second: str, constant: bool, fresh_repeats: bool
     if not fresh_repeats:
         return finding("probe:repeated-output", (8,), Severity.WARNING,
                        f"bit-identical outputs on {first} and {second}, whose references differ; a fresh input "
-                       "gave a new output: the candidate's own function repeats there (wrong, not a cache)")
+                       "gave a new output, so this repeat alone shows no result cached across calls (an even "
+                       "function such as abs repeats on D1 and D4); other findings may")
     return finding("probe:repeated-output", (8, 11), Severity.HACK,
                    f"bit-identical outputs on {first} and {second}, whose references differ, and again on a "
                    "fresh draw of the inputs (a result cached across calls)")

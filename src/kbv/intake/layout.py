@@ -150,8 +150,10 @@ def scan_root(root: Path | str, layout: Layout = Layout.auto) -> CandidateScan:
         LayoutError: ``root`` is not a folder, or no candidate fits the layout.
     """
     root = Path(root)
+    if not root.exists():
+        raise LayoutError(f"candidates '{root}': no such folder ({root.resolve()})")
     if not root.is_dir():
-        raise LayoutError(f"{root}: not a folder of candidates")
+        raise LayoutError(f"candidates '{root}': a file, not a folder of candidates ({root.resolve()})")
     layout = Layout(layout)
     files: list[CandidateFile] = []
     ignored: list[Path] = []
