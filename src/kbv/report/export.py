@@ -261,7 +261,10 @@ def write_metrics_markdown(metrics: BatchMetrics, path: Path | str, *, title: st
         lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
     lines += ["", "## Decomposition (all levels)", "",
               "Correct speedup / fast_1 under each baseline × correctness notion "
-              "(nominal: original KernelBench check; hidden: kbv PASS).", ""]
+              "(nominal: original KernelBench check; hidden: kbv PASS). A nominal cell counts every sample "
+              "the original check passes, cheats kbv judged HACK or SHORTCUT included, at the speed they "
+              "measured: `kbv run` shows those as not credited; here is what the original protocol would "
+              "have reported.", ""]
     combos = [(b, c) for b in DECOMPOSITION_BASELINES for c in DECOMPOSITION_CORRECTNESS]
     head = ["run", *(f"{b} / {c}" for b, c in combos)]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
