@@ -78,3 +78,16 @@ def test_the_deferred_check_covers_kbvs_own_pickler():
     assert not patched_left
     assert any("MessagePickler.reducer_override" in t.detail and t.kind == protocol.REPLY_PATH_PATCHED
                for t in reply.tampering)
+
+
+def test_the_deferred_check_puts_the_servers_protocol_back_before_using_it():
+    """The server's ``protocol`` (``worker.protocol`` in the guard) is read only once the reply
+    path's check put it back: a stand-in set by the candidate never makes the reports."""
+    import types as _types
+
+    server = _Server(None)
+    server.guard = HarnessGuard([], [(server, "protocol", "worker.protocol")])
+    server.protocol = _types.SimpleNamespace()  # no Tampering, no reducers_patched: used, it would raise
+    reply = server._with_reply_path(protocol.Times(times_ms=(1.0,), clock="perf_counter"))
+    assert server.protocol is protocol
+    assert [t.detail for t in reply.tampering] == ["worker.protocol"]

@@ -60,8 +60,9 @@ class ReplyReports:
         reply still goes out through unpatched code, with the reports held until now; everything
         else is checked, put back and reported with the next reply that carries reports (after the
         bound pass the sync pass's requests do: kbv.pipeline.timing_rounds)."""
-        p = self.protocol
-        found = [p.Tampering(p.REPLY_PATH_PATCHED, n) for n in self.guard.check(only=_REPLY_PATH)]
+        names = self.guard.check(only=_REPLY_PATH)
+        p = self.protocol  # after the guard put it back (worker.protocol is on the reply path)
+        found = [p.Tampering(p.REPLY_PATH_PATCHED, n) for n in names]
         found += [p.Tampering(p.REPLY_PATH_PATCHED, what) for what in p.reducers_patched()]
         pending = tuple(dict.fromkeys(self._held + tuple(found)))
         if pending and hasattr(reply, "tampering"):
