@@ -85,8 +85,11 @@ def test_layout_errors_name_the_folder(tmp_path):
     (problems / "19_ReLU.py").write_text("class Model: pass\n")
     with pytest.raises(LayoutError, match="arguments swapped"):
         scan_root(tmp_path / "problems")
-    with pytest.raises(LayoutError, match="not a folder"):
+    with pytest.raises(LayoutError, match=r"^candidates '.*missing': no such folder \(/"):
         scan_root(tmp_path / "missing")
+    (tmp_path / "a_file.py").write_text("x = 1\n")
+    with pytest.raises(LayoutError, match="a file, not a folder of candidates"):
+        scan_root(tmp_path / "a_file.py")
     # a missing problems folder is named as given and as resolved (a newcomer read "problem:" as a label)
     from kbv.intake.layout import problem_files
     with pytest.raises(LayoutError, match=r"^problems 'nope': no such file or folder \(/"):
