@@ -256,3 +256,32 @@ def test_a_name_added_to_a_guarded_module_is_reported_and_removed():
     assert guard.check() == ["kbv_guard_probe.type (added)"]
     assert m.kind(1.0) == "float" and "type" not in vars(m)
     assert guard.check() == []
+
+
+def test_defaults_are_compared_by_identity_and_only_where_the_function_had_them():
+    """The check reads a function's defaults only where it had some (each read is an audit event
+    the worker's hooks see), and compares them by identity: an equal stand-in is found, and its
+    ``__eq__`` never runs inside the check."""
+    import types
+
+    from kbv.sandbox.guard import HarnessGuard
+
+    m = types.ModuleType("kbv_guard_defaults")
+    exec("def scaled(x, k=2.0):\n    return x * k\ndef plain(x):\n    return x\n"
+         "def keyword(x, *, k=3.0):\n    return x * k\n", vars(m))
+    guard = HarnessGuard([m])
+    ran = []
+
+    class Equal(float):
+        def __eq__(self, other):
+            ran.append("eq")
+            return True
+
+        __hash__ = float.__hash__
+
+    m.scaled.__defaults__ = (Equal(2.0),)
+    m.keyword.__kwdefaults__ = {"k": 30.0}
+    m.plain.__defaults__ = (1,)  # no call the harness makes passes fewer arguments: no effect
+    assert sorted(guard.check()) == ["kbv_guard_defaults.keyword internals", "kbv_guard_defaults.scaled internals"]
+    assert ran == [] and m.scaled(1.0) == 2.0 and m.keyword(1.0) == 3.0
+    assert guard.check() == []

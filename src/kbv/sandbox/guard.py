@@ -116,9 +116,20 @@ class HarnessGuard:
                 except (AttributeError, TypeError):
                     pass
             if code is not None:
-                kw = getattr(obj, "__kwdefaults__", None) or {}
-                if (obj.__code__ is not code or obj.__defaults__ is not defaults and obj.__defaults__ != defaults
-                        or kw.keys() != kwdefaults.keys() or any(kw[k] is not v for k, v in kwdefaults.items())):
+                # each read below is an audit event the worker's hooks see (~0.6 µs): defaults are read
+                # only where the function had them (defaults added to a function that had none change
+                # no call the harness makes: it passes every argument), compared by identity (an
+                # equality test would run a stand-in's __eq__ inside the check)
+                internals = obj.__code__ is not code
+                if not internals and defaults is not None:
+                    now_defaults = obj.__defaults__
+                    internals = now_defaults is not defaults and (
+                        now_defaults is None or len(now_defaults) != len(defaults)
+                        or any(a is not b for a, b in zip(now_defaults, defaults)))
+                if not internals and kwdefaults:
+                    kw = getattr(obj, "__kwdefaults__", None) or {}
+                    internals = kw.keys() != kwdefaults.keys() or any(kw[k] is not v for k, v in kwdefaults.items())
+                if internals:
                     changed.append(f"{label} internals")
                     try:
                         obj.__code__ = code
