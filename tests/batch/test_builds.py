@@ -259,8 +259,8 @@ def test_a_second_kbv_building_the_same_file_says_it_waits_and_both_finish(tmp_p
         time.sleep(0.1)
     assert first.poll() is None, first.communicate()
     # the first kbv is stopped while it holds the lock, so the second meets it whatever its own
-    # start-up costs (a C++ file that compiles in 5 s was built before the second got there, 1 full
-    # run in 4); it runs again once the second has said it waits, or after 120 s
+    # start-up costs (a C++ file that compiles in 5 s was built before the second got there in 1 of
+    # 3 full-suite runs, 2026-12-06); it runs again once the second has said it waits, or after 120 s
     os.kill(first.pid, signal.SIGSTOP)
     try:
         second = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
