@@ -9,26 +9,43 @@ import signal
 FAULT_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS})
 
 
+def stat_fields(path: str) -> list[bytes]:
+    """The fields of a /proc ``stat`` file after the command name (``fields[0]`` the state,
+    ``fields[1]`` the parent pid, ``fields[11:15]`` utime, stime, cutime, cstime); [] when it is
+    gone. Raw reads: the trusted side reads these inside the bound pass's clock (every stop of a
+    worker's tree walks /proc), where buffered file objects cost 2 ms on a host of 70 processes."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return []
+    try:
+        return os.read(fd, 4096).rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+    finally:
+        os.close(fd)
+
+
 def process_cpu_ms(pid: int | None) -> float | None:
     """User + system CPU time of process ``pid`` (all its threads) in ms, from /proc/<pid>/stat."""
     if pid is None:
         return None
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
+        fields = stat_fields(f"/proc/{pid}/stat")
         return (int(fields[11]) + int(fields[12])) * 1e3 / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
+    except (IndexError, ValueError):
         return None
 
 
 def process_and_children_cpu_ms(pid: int) -> float | None:
     """User + system CPU time of process ``pid`` (all its threads) and of its children it has
     waited for, in ms (utime, stime, cutime, cstime of /proc/<pid>/stat); None when /proc does not say."""
+    fields = stat_fields(f"/proc/{pid}/stat")
+    if len(fields) < 15:
+        return None
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
         return sum(int(x) for x in fields[11:15]) * 1e3 / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
+    except ValueError:
         return None
 
 
