@@ -90,6 +90,18 @@ case "$1" in
       timeout 60 python3 bench/bytes_per_job.py --device cuda --sites --problem src/kbv/data/problems/level1/4_Square_matmul.py \
         --candidate src/kbv/data/candidates/matmul_tf32.py --json "$O/bytes_matmul.json" > "$O/bytes_matmul.log" 2>&1; } & p4=$!
     for p in $p1 $p2 $p3 $p4; do wait $p; done ;;
+  trace)  # the 40-kernel batch alone, cold, with the request trace (bench/request_trace.py: where each job's wall
+          # goes), then the judging cuda rows (as verify) on the same machine
+    nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+    KBV_REQUEST_TRACE="$O/trace.jsonl" timeout $(( $(left) - 230 )) python3 bench/rerun_coverage.py first /tmp/w \
+      --deadline-s $(( $(left) - 245 )) > "$O/batch_first.log" 2>&1
+    cp /tmp/w/first.db "$O/" 2>/dev/null
+    python3 bench/request_trace.py "$O/trace.jsonl" --json "$O/trace_summary.json" > /dev/null 2>&1
+    py="timeout $(( $(left) - 10 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
+    $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
+    $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
+    $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py > "$O/gpu.log" 2>&1 & p3=$!
+    for p in $p1 $p2 $p3; do wait $p; done ;;
   gap)  # the bound's precision alone, bytes per job on cuda, then the batch a third time alone, builds cached
         # (the gap between verdicts; a third run for the coverage), and one job profiled
     timeout 150 python3 bench/bound_precision.py --device cuda --json "$O/bound_precision.json" > "$O/bound_precision.log" 2>&1
@@ -104,7 +116,7 @@ case "$1" in
     p=$([ "$1" = full1 ] && echo 1-50 || echo 51-100)
     timeout $(( $(left) - 5 )) python3 bench/full_size.py --device cuda --pids "$p" --deadline-s $(( $(left) - 30 )) \
       --store /tmp/full.db --json "$O/full_size.json" > "$O/full_size.log" 2>&1 ;;
-  *) echo "usage: $0 alone|beside|rest|suite|focus|diag|verify|gap|full1|full2" >&2; exit 2 ;;
+  *) echo "usage: $0 alone|beside|rest|suite|focus|diag|verify|trace|gap|full1|full2" >&2; exit 2 ;;
 esac
 echo "$1: wall $(( $(date +%s) - t0 )) s" >> "$O/summary.txt"
 for f in "$O"/*.log; do echo "== $f: $(grep -E "passed|failed|error" "$f" | tail -1 | cut -c1-200)"; done

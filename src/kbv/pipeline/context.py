@@ -11,6 +11,7 @@ from typing import Any, Callable, ContextManager
 
 from kbv.model.records import CandidateRef, Environment, EvalConfig, Finding
 from kbv.processes import footprint as fp
+from kbv.processes import request_trace
 from kbv.processes.candidate import CandidateProcess
 from kbv.processes.handles import WorkerDied, WorkerTimeout
 from kbv.checks import output_rules as out_rule
@@ -26,6 +27,15 @@ from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import protocol, rawcopy
 
 
+class PhaseSeconds(dict):
+    """``{phase: seconds}``, the pipeline's own marks; each mark set is also a ``stage`` event of
+    the bench's request trace (:mod:`kbv.processes.request_trace`) when one is on."""
+
+    def __setitem__(self, key: str, value: float) -> None:
+        super().__setitem__(key, value)
+        request_trace.record("stage", name=key, seconds=value)
+
+
 @dataclass
 class State:
     input_sets: list = field(default_factory=list)
@@ -36,7 +46,7 @@ class State:
     flag_changes: list = field(default_factory=list)  #: global numeric flags changed (str), first seen first.
     tampering: list = field(default_factory=list)  #: protocol.Tampering reports, first seen first.
     evidence: dict = field(default_factory=dict)
-    phase_seconds: dict = field(default_factory=dict)
+    phase_seconds: dict = field(default_factory=PhaseSeconds)
     summaries: dict = field(default_factory=dict)  #: set name → vetting.OutputSummary of the reference.
     nominal_args: Any = None  #: the first nominal inputs.InputSet (determinism re-run; made again then).
     problem_flags: list = field(default_factory=list)

@@ -43,6 +43,7 @@ from kbv.pipeline.verdict import VerdictStage
 from kbv.pipeline.vetting_stage import Vetting
 from kbv.pipeline.workload_runs import verify_workloads
 from kbv.processes import footprint as fp
+from kbv.processes import request_trace
 from kbv.processes.candidate import CandidateProcess
 from kbv.processes.procfs import FAULT_SIGNALS, caught_signals
 from kbv.reference.build import ReferenceProblem, first_line
@@ -161,6 +162,7 @@ def verify(rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, en
             workload's sizes (the problem is broken).
     """
     config, applied = config.with_problem(rp.settings)  # kbv's defaults < the problem file < the user
+    request_trace.record("verify", what="start", candidate=candidate.path)
     try:
         first = Verification(rp, candidate, config, env, hidden_tests, worker=worker, shape_worker=shape_worker,
                              quiet=quiet, on_loaded=on_loaded)
@@ -176,4 +178,5 @@ def verify(rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, en
         nominal = verify_workloads(rp, nominal, lambda wrp: Verification(wrp, candidate, config, env, quiet=quiet).run())
     if applied:
         nominal = dataclasses.replace(nominal, evidence={**nominal.evidence, "problem_config": applied})
+    request_trace.record("verify", what="end", status=nominal.status.value)
     return nominal

@@ -16,7 +16,7 @@ from kbv.processes.handles import (WorkerDied, WorkerTimeout, deadline, environ_
 from kbv.processes.jail import ProcessJail
 from kbv.processes.logs import CappedLog
 from kbv.processes.reply_decoding import decode_reply
-from kbv.processes import custody, scratch, zygote
+from kbv.processes import custody, request_trace, scratch, zygote
 from kbv.sandbox import protocol
 from kbv.sandbox.confinement import InheritedFd, WorkerSetup
 from kbv.sandbox.worker_env import worker_environment
@@ -176,6 +176,7 @@ class CandidateProcess:
             self._custody(True, self._paused)
         if self._live:
             custody.phase(phase)
+        request_trace.record("send", pid=self.proc.pid, req=type(request).__name__, phase=phase)
         try:
             protocol.send(self.conn, request)
         except (BrokenPipeError, ConnectionResetError, EOFError, OSError):
@@ -192,6 +193,7 @@ class CandidateProcess:
                 raise WorkerTimeout(phase, timeout, self.log_tail())
             self.proc.join(timeout=5)
             raise WorkerDied(phase, self.proc.exitcode, self.log_tail(), self.log.note())
+        t_readable = time.monotonic()
         try:
             data = self.conn.recv_bytes(protocol.MAX_REPLY_BYTES)
         except (EOFError, ConnectionResetError, OSError):
@@ -212,6 +214,7 @@ class CandidateProcess:
         if expired.is_set():
             self.proc.join(timeout=5)
             raise WorkerTimeout(f"{phase} (fetching the reply's shared memory)", timeout, self.log_tail())
+        request_trace.record("reply", pid=self.proc.pid, reply=type(reply).__name__, t_readable=t_readable)
         if hold and self.proc.is_alive() and self.proc.pid:
             self._held = self._pause()
         return reply
