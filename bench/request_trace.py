@@ -9,7 +9,9 @@ harness checks and the pipe), the reply's decode (the trusted side's, shared mem
 the rest of the trusted side's time; per stage (the pipeline's own ``phase_seconds`` marks, a
 request in the stage whose mark spans it) and per request type: count, worker seconds, decode
 seconds. Also the time between one verification's end and the next one's start (the lane's own
-work: store writes, the next job's set-up). Medians over verifications; the figures are seconds.
+work: store writes, the next job's set-up), and within it the lane's marks (``lane`` events of the
+reference worker: the job received, its reference built, its early workers taken, its reply sent):
+each mark's median seconds since the mark before it. Medians over verifications; in seconds.
 """
 
 from __future__ import annotations
@@ -81,11 +83,19 @@ def summarise(events: list[dict], skip: int = 1) -> dict:
     jobs = _jobs(events)
     gaps = [b[0]["t"] - a[-1]["t"] for a, b in zip(jobs, jobs[1:])][skip:]
     per = [summarise_job(j) for j in jobs][skip:]
+    lane = defaultdict(list)
+    last = None
+    for e in events:
+        if e["ev"] == "lane":
+            if last is not None:
+                lane[e["what"]].append(e["t"] - last)
+            last = e["t"]
     if not per:
         return {"jobs": 0}
     med = {k: round(st.median([p[k] for p in per]), 4) for k in ("wall_s", "worker_s", "decode_s", "trusted_rest_s",
                                                                  "requests")}
     return {"jobs": len(per), "median": med, "between_jobs_s": round(st.median(gaps), 4) if gaps else None,
+            "lane_marks_s": {k: round(st.median(v[skip:] or v), 4) for k, v in lane.items()},
             "stages": _median_rows([p["stages"] for p in per]),
             "request_types": _median_rows([p["request_types"] for p in per]),
             "statuses": [p["status"] for p in per]}

@@ -153,12 +153,17 @@ class _Server:
         from kbv.pipeline import run as verify
         from kbv.pipeline.prestart import quiet
 
+        from kbv.processes import request_trace as trace
         from kbv.processes.candidate import start_zygote
 
+        trace.record("lane", what="job")
         start_zygote(job.config.device)  # its imports run beside the reference's build
         rp = self.reference(job.problem, job.config)
+        trace.record("lane", what="reference")
         worker = self.early.take(job.candidate, job.config.device)
+        trace.record("lane", what="worker taken", early=worker is not None)
         shape_worker = self.early.take_shape() if worker is not None else None
+        trace.record("lane", what="shape worker taken", early=shape_worker is not None)
 
         def start_next(device=job.config.device) -> None:  # the lane's next candidate's worker
             if not job.ask_next:
@@ -193,6 +198,7 @@ class _Server:
                 evidence["reference_device_left_over_error"] = f"{type(exc).__name__}: {exc}"[:300]
                 restart = True
         verdict = dataclasses.replace(verdict, evidence=evidence)
+        trace.record("lane", what="reply")
         return ReferenceReply(verdict=to_dict(verdict), restart=restart).to_json()
 
 
