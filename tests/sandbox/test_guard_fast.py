@@ -113,3 +113,79 @@ def test_a_change_nothing_watches_costs_one_full_walk_and_reports_nothing(armed)
     assert g._unchanged()
     m.helper.__code__ = _other.__code__  # and a real change after it is still caught
     assert "kbv_guard_fast_mod.helper internals" in g.check()
+
+
+def test_a_guarded_modules_type_swapped_is_reported_and_put_back(armed):
+    """Red-team: ``module.__class__`` set to a ModuleType subclass whose property answers a name
+    left the namespace as it was, and the cheap path passed it (a full eval: SHORTCUT, no HACK)."""
+    m, g = armed
+
+    class Forged(types.ModuleType):
+        @property
+        def helper(self):
+            return _other
+
+    m.__class__ = Forged
+    assert m.helper is _other
+    changed = g.check()
+    assert "kbv_guard_fast_mod (type changed)" in changed
+    assert type(m) is types.ModuleType and m.helper(2) == 4
+    assert g.check() == [] and g._unchanged()
+
+
+def test_a_guarded_class_whose_metaclass_is_swapped_is_reported_and_put_back():
+    """Red-team: an Enum's metaclass swapped for one that answers a member's name (both the old
+    walk and the cheap path missed it)."""
+    import enum
+
+    m = types.ModuleType("kbv_guard_fast_enum")
+    exec(compile("import enum\nclass Status(enum.Enum):\n    PASS = 'PASS'\n", "kbv_guard_fast_enum.py", "exec"),
+         vars(m))
+    m.Status.__module__ = m.__name__
+    g = guard.HarnessGuard([m])
+    assert g.check() == []
+
+    class Forged(enum.EnumType):
+        def __getattribute__(cls, name):
+            return "forged" if name == "PASS" else type.__getattribute__(cls, name)
+
+    m.Status.__class__ = Forged
+    assert m.Status.PASS == "forged"
+    assert "kbv_guard_fast_enum.Status (type changed)" in g.check()
+    assert m.Status.PASS is m.Status("PASS") and g.check() == []
+
+
+def test_a_value_moved_into_an_empty_cell_is_reported():
+    """Red-team: the cells' contents were read as one flat list, so emptying one cell and filling
+    the next (empty before) with the same object kept the list; each cell now has a place."""
+    m = types.ModuleType("kbv_guard_fast_cells")
+    src = ("def helper(x):\n    return x * 2\n"
+           "def _make():\n    inner = helper\n    def wrapped(x):\n        return (inner or zlate)(x)\n"
+           "    return wrapped\n    zlate = None\n"
+           "wrapped = _make()\n")
+    exec(compile(src, "kbv_guard_fast_cells.py", "exec"), vars(m))
+    for obj in vars(m).values():
+        if isinstance(obj, types.FunctionType):
+            obj.__module__ = m.__name__
+    g = guard.HarnessGuard([m])
+    assert g.check() == []
+    inner, late = m.wrapped.__closure__
+    del inner.cell_contents
+    late.cell_contents = m.helper
+    assert not g._unchanged()
+    assert "kbv_guard_fast_cells.wrapped closure" in g.check()
+
+
+def test_a_refused_collector_read_falls_back_to_the_full_walk(armed, monkeypatch):
+    """Red-team: with ``sys.modules`` forged the frame watch blamed the guard's own
+    ``gc.get_referents`` on the candidate and refused it, and every check raised (the worker died)."""
+    m, g = armed
+
+    def refused(*objs):
+        raise RuntimeError("kbv: gc.get_referents is refused in the candidate worker")
+
+    monkeypatch.setattr(guard.gc, "get_referents", refused)
+    assert not g._unchanged()
+    m.helper = _other
+    assert "kbv_guard_fast_mod.helper" in g.check()
+    assert g.check() == []

@@ -75,10 +75,13 @@ class HarnessGuard:
                                     self._add(f"{prefix}.{name}.{attr}", member, part, getattr(member, part))
                 else:  # a function, or an instance of one of the module's own classes
                     self._add(f"{prefix}.{name}", m, name, obj, code=callable(obj))
-        #: the namespaces of the given modules and of the classes defined there (:meth:`_unchanged`)
-        self._spaces = [vars(m) for m in modules] + [
-            vars(obj) for m in modules for name, obj in list(vars(m).items())
-            if isinstance(obj, type) and getattr(obj, "__module__", None) == m.__name__]
+        #: the given modules and the classes defined there, with their types as now: a module's or a
+        #: class's type swapped for one whose property answers a name (``module.__class__ = M``, an
+        #: Enum's metaclass) changes what the harness reads with its namespace untouched (red-team
+        #: helper, 2026-12-06); their namespaces are what :meth:`_unchanged` compares
+        self._owners = [*modules, *(obj for m in modules for name, obj in list(vars(m).items())
+                                    if isinstance(obj, type) and getattr(obj, "__module__", None) == m.__name__)]
+        self._owner_types = [type(o) for o in self._owners]
         for owner, attr, label in attributes:
             self.watch(owner, attr, label)
         self._fast: tuple = ()
@@ -93,16 +96,17 @@ class HarnessGuard:
     def _view(self) -> tuple[list, list]:
         """(what :meth:`_unchanged` compares, the entries looked up one by one) for the entries and
         containers as they are now: every name and value of the guarded namespaces (a module's, a
-        class's), every item of the watched containers and of the functions' keyword-defaults dicts,
-        and, through one ``gc.get_referents`` call, what every watched function holds (its code,
-        globals, defaults, keyword defaults, closure...) and what every closure cell holds."""
-        spaces = {id(d): d for d in self._spaces}
+        class's) and the type of each, every item of the watched containers and of the functions'
+        keyword-defaults dicts, what every closure cell holds (an empty one as a marker), and,
+        through one ``gc.get_referents`` call, what every watched function holds (its code, globals,
+        defaults, keyword defaults, closure...)."""
+        guarded = {id(o) for o in self._owners}
         live, lone, funcs, cells = [], [], [], []
-        for d in spaces.values():
+        for o in self._owners:
+            d = vars(o)
             live += (d.keys(), d.values())
         for _label, owner, attr, obj, (code, _defaults, _kw, _cells) in self._entries:
-            if not (isinstance(owner, type) and id(vars(owner)) in spaces
-                    or type(owner).__name__ == "module" and id(vars(owner)) in spaces):
+            if id(owner) not in guarded:
                 lone.append((owner, attr, obj))
             if code is not None:
                 funcs.append(obj)
@@ -114,9 +118,16 @@ class HarnessGuard:
             live += (obj.keys(), obj.values()) if isinstance(obj, dict) else (obj,)
         return [live, funcs, cells], lone
 
-    def _now(self, parts: list) -> list:
+    def _now(self, parts: list) -> list | None:
+        """The objects of :meth:`_view`'s ``parts`` now; None when the collector's read is refused
+        (the frame watch blames its caller on the candidate once ``sys.modules`` is forged): the
+        full walk then runs every time."""
         live, funcs, cells = parts
-        return [*chain.from_iterable(live), *gc.get_referents(*funcs, *cells)]
+        try:
+            held = gc.get_referents(*funcs)
+        except RuntimeError:
+            return None
+        return [*chain.from_iterable(live), *map(type, self._owners), *map(_cell, cells), *held]
 
     def _unchanged(self) -> bool:
         """Whether nothing any entry or container watches can have changed since the last full
@@ -124,19 +135,20 @@ class HarnessGuard:
         Python code of anyone's runs, and one audit event instead of one a function), and every
         entry outside the guarded namespaces still looks up to its object. Cheaper than
         :meth:`check`'s walk (whose ``__code__`` reads are each an audit event the worker's hooks
-        see, ~1.6 ms for 1,073 entries): a false here only sends :meth:`check` down the full walk,
+        see, ~1.6 ms for 1,080 entries): a false here only sends :meth:`check` down the full walk,
         which decides what changed; a change this misses would have to leave every one of those
         objects in place, and the full walk reads nothing else."""
         if not self._fast:
             return False
         parts, lone, before = self._fast
         now = self._now(parts)
-        return (len(now) == len(before) and all(map(operator.is_, now, before))
+        return (now is not None and len(now) == len(before) and all(map(operator.is_, now, before))
                 and all(_lookup(o, a) is x for o, a, x in lone))
 
     def _snapshot(self) -> None:
         parts, lone = self._view()
-        self._fast = (parts, lone, self._now(parts))
+        now = self._now(parts)
+        self._fast = (parts, lone, now) if now is not None else ()
 
     def _add(self, label: str, owner: Any, attr: str, obj: Any, code: bool = True) -> None:
         """Keep ``owner.attr`` (``obj``); ``code``: also its code and defaults where it has them."""
@@ -161,6 +173,14 @@ class HarnessGuard:
                 self._subset = (key, [e for e in entries if any(s in e[0] for s in only)],
                                 [c for c in contents if any(s in c[0] for s in only)])
             entries, contents = self._subset[1], self._subset[2]
+        for o, kind in () if only else zip(self._owners, self._owner_types):
+            if type(o) is not kind:
+                changed.append(f"{getattr(o, '__module__', '') + '.' if isinstance(o, type) else ''}"
+                               f"{getattr(o, '__qualname__', None) or o.__name__} (type changed)")
+                try:
+                    o.__class__ = kind
+                except TypeError:
+                    pass
         for m, before in () if only else self._names:
             now = vars(m)
             # every name, not only when the count grew: one deleted and another added keeps it
