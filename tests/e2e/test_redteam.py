@@ -118,6 +118,7 @@ CASES: tuple[Case, ...] = (
          check="probe:output-memory"),
     # 4 timer / harness monkeypatching
     Case("t04-kwdefaults-inplace", 4, R + "t04_kwdefaults_inplace.py", RELU),
+    Case("t04-module-class-swap", 4, R + "t04_module_class_swap.py", RELU, check="probe:harness-identity"),
     Case("t04-server-time-calls", 4, R + "t04_server_time_calls.py", RELU, extended=True, also=(13,)),
     Case("t04-patch-perf-counter", 4, R + "t04_patch_perf_counter.py", RELU, extended=True),
     Case("t04-patch-kbv-timing", 4, "candidates/relu_patch_kbv_timing.py", RELU, extended=True),
