@@ -97,6 +97,7 @@ case "$1" in
       --deadline-s $(( $(left) - 245 )) > "$O/batch_first.log" 2>&1
     cp /tmp/w/first.db "$O/" 2>/dev/null
     python3 bench/request_trace.py "$O/trace.jsonl" --json "$O/trace_summary.json" > /dev/null 2>&1
+    timeout 90 python3 bench/worker_request_costs.py --device cuda --json "$O/worker_costs.json" > "$O/worker_costs.log" 2>&1
     py="timeout $(( $(left) - 10 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
     $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
     $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
