@@ -154,3 +154,10 @@ def test_refusals_in_a_dead_workers_log_are_a_frame_walk():
     assert found.check == "probe:frame-walk" and found.severity is Severity.HACK and "forge_clock.py:29" in found.detail
     assert worker_calls.refused_in_log("Segmentation fault\n") is None
     assert worker_calls.refused_in_log("") is None
+
+
+def test_candidate_processes_warns_with_the_pids_and_says_nothing_without_them():
+    assert timing_rules.candidate_processes([]) is None
+    f = timing_rules.candidate_processes([4242, 17])
+    assert f.check == "probe:processes" and f.severity is Severity.WARNING
+    assert "2 process(es)" in f.detail and "17, 4242" in f.detail

@@ -161,6 +161,23 @@ def roofline_finding(candidate_ms: float, again_ms: float, floor_ms: float, in_b
     return finding("timing:roofline", (7,), Severity.WARNING, detail + ": the re-measure did not repeat it")
 
 
+def candidate_processes(pids: Sequence[int]) -> Finding | None:
+    """Processes of the candidate's besides its worker (``pids``), alive in the worker's tree while
+    kbv had it stopped to time the baselines (:class:`kbv.pipeline.paused_baselines.PausedCpu`). They
+    were stopped with the worker and their CPU time is read (:func:`ran_while_paused` judges it), so
+    nothing they ran was timed or credited; a kernel needs none, and a process kept beside the calls
+    is the road of taxonomy 2 (a hidden ``os.fork`` whose children spun got PASS with nothing said,
+    red-team helper, 2026-12-06). A WARNING (an honest candidate's library may keep a pool of
+    processes: torch.compile's compile workers, the honest suite's torch.compile row); None when there are none."""
+    if not pids:
+        return None
+    shown = ", ".join(str(p) for p in sorted(pids)[:5]) + (", ..." if len(pids) > 5 else "")
+    return finding("probe:processes", (2,), Severity.WARNING,
+                   f"{len(pids)} process(es) of the candidate's besides its worker were alive while the baselines "
+                   f"were timed (pids {shown}): stopped with the worker, nothing they ran was timed or credited; "
+                   "a kernel needs none (torch.compile keeps a pool of compile workers)")
+
+
 def ran_while_paused(blocks: Sequence[Sequence[float]], tries: int = PAUSED_TRIES,
                      total_ms: tuple[float, float] = (0.0, 0.0),
                      confirm: Sequence[tuple[float, float]] = ()) -> Finding | None:

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from kbv.checks.timing_rules import PAUSED_CPU_SLACK_MS, PAUSED_TRIES, ran_while_paused
+from kbv.checks.timing_rules import PAUSED_CPU_SLACK_MS, PAUSED_TRIES, candidate_processes, ran_while_paused
 from kbv.model.findings import is_proof
 from kbv.model.records import Finding
 from kbv.processes.candidate import CandidateProcess, cpu_spent_ms
@@ -34,13 +34,17 @@ class PausedCpu:
     cpu_ms: float = 0.0  #: its CPU over every try of every block
     wall_ms: float = 0.0  #: those tries' wall
     confirm: list[tuple[float, float]] = field(default_factory=list)  #: (CPU ms, wall ms) per confirmation window
+    others: set[int] = field(default_factory=set)  #: pids in the worker's tree besides the worker, over the blocks
 
     def evidence(self) -> dict:
         return {"candidate_cpu": self.cpu_ms, "wall": self.wall_ms, "blocks_that_ran": self.blocks,
-                "confirm_windows": [list(c) for c in self.confirm]}
+                "confirm_windows": [list(c) for c in self.confirm], "other_processes": sorted(self.others)}
 
     def finding(self) -> Finding | None:
         return ran_while_paused(self.blocks, total_ms=(self.cpu_ms, self.wall_ms), confirm=self.confirm)
+
+    def processes_finding(self) -> Finding | None:
+        return candidate_processes(sorted(self.others))
 
     def needs_confirmation(self) -> bool:
         """The stopped tree spent over the slack over the blocks, and that is not proof yet."""
@@ -56,7 +60,9 @@ def time_paused(worker: CandidateProcess, paused: PausedCpu, block: Callable[[],
         with worker.paused():  # nothing of the candidate's runs beside the baselines
             before, t0 = worker.tree_cpu(), time.perf_counter()
             result = block()
-            spent, wall = cpu_spent_ms(before, worker.tree_cpu()), (time.perf_counter() - t0) * 1e3
+            after = worker.tree_cpu()
+            spent, wall = cpu_spent_ms(before, after), (time.perf_counter() - t0) * 1e3
+        paused.others |= {p for p in (*before[1], *after[1]) if isinstance(p, int) and p != worker.proc.pid}
         paused.cpu_ms += spent
         paused.wall_ms += wall
         if spent <= PAUSED_CPU_SLACK_MS:

@@ -291,6 +291,7 @@ class Timing:
             confirm_paused(worker, paused, lambda: self._untimed_call(worker, flush))
         self.ctx.state.evidence["paused_cpu_ms"] = paused.evidence()
         self.ctx._add(paused.finding())
+        self.ctx._add(paused.processes_finding())
         growth, found = growth_rule.judge(held.host, held.device, held.source, self.ctx.rp.output_bytes or 0,
                                           cfg.held_output_bytes, held.note)
         self.ctx.state.evidence["memory_growth"] = growth
