@@ -103,6 +103,19 @@ case "$1" in
     $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
     $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py > "$O/gpu.log" 2>&1 & p3=$!
     for p in $p1 $p2 $p3; do wait $p; done ;;
+  short)  # one call for what is left of a device budget: a request's parts in the worker, the judging cuda rows
+          # (as verify), then the 40-kernel batch with the request trace until the limit
+    nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+    timeout 90 python3 bench/worker_request_costs.py --device cuda --json "$O/worker_costs.json" > "$O/worker_costs.log" 2>&1
+    py="timeout $(( $(left) > 500 ? 240 : $(left) * 3 / 5 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
+    $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
+    $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
+    $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py > "$O/gpu.log" 2>&1 & p3=$!
+    for p in $p1 $p2 $p3; do wait $p; done
+    KBV_REQUEST_TRACE="$O/trace.jsonl" timeout $(( $(left) - 5 )) python3 bench/rerun_coverage.py first /tmp/w \
+      --deadline-s $(( $(left) - 20 )) > "$O/batch_first.log" 2>&1
+    cp /tmp/w/first.db "$O/" 2>/dev/null
+    python3 bench/request_trace.py "$O/trace.jsonl" --json "$O/trace_summary.json" > /dev/null 2>&1 ;;
   mix)  # one call for a short device budget: a request's parts in the worker, the judging cuda rows (as verify),
         # then KernelBench-Verified's level 1 at full size with the request trace until the limit
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
@@ -129,7 +142,7 @@ case "$1" in
     p=$([ "$1" = full1 ] && echo 1-50 || echo 51-100)
     timeout $(( $(left) - 5 )) python3 bench/full_size.py --device cuda --pids "$p" --deadline-s $(( $(left) - 30 )) \
       --store /tmp/full.db --json "$O/full_size.json" > "$O/full_size.log" 2>&1 ;;
-  *) echo "usage: $0 alone|beside|rest|suite|focus|diag|verify|trace|mix|gap|full1|full2" >&2; exit 2 ;;
+  *) echo "usage: $0 alone|beside|rest|suite|focus|diag|verify|trace|short|mix|gap|full1|full2" >&2; exit 2 ;;
 esac
 echo "$1: wall $(( $(date +%s) - t0 )) s" >> "$O/summary.txt"
 for f in "$O"/*.log; do echo "== $f: $(grep -E "passed|failed|error" "$f" | tail -1 | cut -c1-200)"; done
