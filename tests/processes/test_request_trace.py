@@ -3,6 +3,8 @@
 import json
 import tempfile
 
+import pytest
+
 from kbv.processes import request_trace
 from kbv.processes.candidate import CandidateProcess
 from kbv.sandbox import protocol
@@ -14,6 +16,7 @@ def test_nothing_is_written_without_the_variable(monkeypatch, tmp_path):
     assert not request_trace.enabled() and list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.e2e
 def test_a_worker_round_trip_is_traced_and_the_worker_does_not_see_the_variable(monkeypatch, tmp_path):
     trace = tmp_path / "trace.jsonl"
     monkeypatch.setenv(request_trace.TRACE_ENV, str(trace))
