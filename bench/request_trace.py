@@ -43,7 +43,9 @@ def summarise_job(job: list[dict]) -> dict:
     stages = [(e["name"], e["t"] - e["seconds"], e["t"]) for e in job if e["ev"] == "stage"]
 
     def stage_of(t: float) -> str:
-        inside = [(end - start, name) for name, start, end in stages if start <= t <= end]
+        # half-open: a request sent as one stage ends and the next begins is the next one's; a start
+        # is read back from the mark (its time less its seconds), a little late: 1 ms of slack
+        inside = [(end - start, name) for name, start, end in stages if start - 1e-3 <= t < end]
         return min(inside)[1] if inside else "between stages"
 
     sent: dict[int, dict] = {}

@@ -32,3 +32,46 @@ def test_a_worker_round_trip_is_traced_and_the_worker_does_not_see_the_variable(
     assert send["req"] == "Ping" and send["phase"] == "ping" and reply["reply"] == "Pong"
     assert send["t"] <= reply["t_readable"] <= reply["t"]
     assert request_trace.TRACE_ENV.encode() not in environ
+
+
+def _summariser():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "request_trace.py"
+    spec = importlib.util.spec_from_file_location("bench_request_trace", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _job(t0: float) -> list[dict]:
+    """One verification: a load (one request, 0.2 s in the worker), correctness (two requests of
+    0.1 s, decode 0.01 s each), 0.05 s of the trusted side's own between them."""
+    return [
+        {"ev": "lane", "what": "job", "t": t0 - 0.3},
+        {"ev": "lane", "what": "worker taken", "t": t0 - 0.1},
+        {"ev": "verify", "what": "start", "t": t0},
+        {"ev": "send", "pid": 7, "req": "Load", "phase": "load", "t": t0},
+        {"ev": "reply", "pid": 7, "reply": "Loaded", "t_readable": t0 + 0.2, "t": t0 + 0.2},
+        {"ev": "stage", "name": "load", "seconds": 0.2, "t": t0 + 0.2},
+        {"ev": "send", "pid": 7, "req": "Forward", "phase": "forward", "t": t0 + 0.2},
+        {"ev": "reply", "pid": 7, "reply": "Outputs", "t_readable": t0 + 0.3, "t": t0 + 0.31},
+        {"ev": "send", "pid": 7, "req": "Forward", "phase": "forward", "t": t0 + 0.36},
+        {"ev": "reply", "pid": 7, "reply": "Outputs", "t_readable": t0 + 0.46, "t": t0 + 0.47},
+        {"ev": "stage", "name": "correctness", "seconds": 0.27, "t": t0 + 0.47},
+        {"ev": "verify", "what": "end", "status": "PASS", "t": t0 + 0.5},
+        {"ev": "lane", "what": "reply", "t": t0 + 0.6},
+    ]
+
+
+def test_the_summary_splits_each_job_into_worker_decode_and_the_rest():
+    out = _summariser().summarise(_job(10.0) + _job(12.0) + _job(14.0), skip=1)
+    assert out["jobs"] == 2 and out["statuses"] == ["PASS", "PASS"]
+    m = out["median"]
+    assert (m["wall_s"], m["worker_s"], m["decode_s"], m["requests"]) == (0.5, 0.4, 0.02, 3)
+    assert abs(m["trusted_rest_s"] - 0.08) < 1e-9
+    assert out["between_jobs_s"] == 1.5
+    assert out["stages"]["correctness"]["requests"] == 2 and out["stages"]["load"]["worker_s"] == 0.2
+    assert out["request_types"]["Forward"] == {"requests": 2, "worker_s": 0.2, "decode_s": 0.02}
+    assert out["lane_marks_s"]["worker taken"] == 0.2
