@@ -95,7 +95,7 @@ def test_a_registry_replaced_after_load_is_reported_not_taken_as_empty():
     assert _Server._new_op_kernels(server) == []
 
 
-# the dispatcher's own registry (kbv.sandbox.guard.dispatcher_overrides, DispatcherWatch): kernels
+# the dispatcher's own registry (kbv.sandbox.op_kernels.dispatcher_overrides, DispatcherWatch): kernels
 # registered from C++ (TORCH_LIBRARY_IMPL) never enter torch.library's registry
 
 BUILT = "/__w/pytorch/pytorch/build/aten/src/ATen"
@@ -105,7 +105,7 @@ BEFORE_SITES = {"aten::copy_": {"CompositeExplicitAutograd": f"{BUILT}/RegisterC
 
 
 def test_a_cpp_kernel_for_an_existing_aten_op_is_an_override():
-    from kbv.sandbox.guard import dispatcher_overrides
+    from kbv.sandbox.op_kernels import dispatcher_overrides
 
     after = {"aten::copy_": {**BEFORE_SITES["aten::copy_"], "CPU": "/cache/build/ext/main.cpp:15"},
              "aten::mm": {"CPU": "/cache/build/ext/main.cpp:16", "Meta": "/cache/build/ext/main.cpp:17"}}
@@ -115,7 +115,7 @@ def test_a_cpp_kernel_for_an_existing_aten_op_is_an_override():
 
 
 def test_torchs_own_new_ops_and_kernels_are_not_overrides():
-    from kbv.sandbox.guard import dispatcher_overrides
+    from kbv.sandbox.op_kernels import dispatcher_overrides
 
     after = {"aten::mm": {"CPU": f"{BUILT}/RegisterCPU_0.cpp:10", "AutogradCPU": f"{TORCH}/_decomp/x.py:3"},
              "prims::fma": {"CompositeExplicitAutograd": f"{TORCH}/_inductor/inductor_prims.py:30"},
@@ -131,7 +131,7 @@ def test_the_dispatcher_watch_sees_a_registration_in_the_live_registry():
     own ops at once; a full check names one of any other op; each is named once."""
     import torch
 
-    from kbv.sandbox.guard import DispatcherWatch
+    from kbv.sandbox.op_kernels import DispatcherWatch
 
     watch = DispatcherWatch(torch)
     assert watch.check(full=True) == [] and watch.check(full=False) == []

@@ -4,7 +4,7 @@ before any candidate code): fill the allocator's free memory with a NaN pattern
 watch the candidate's threads for work after forward returns (:class:`ThreadWork`), find outputs
 whose storage overlaps an input (:func:`overlaps`), keep the harness's own callables as they were
 (:class:`kbv.sandbox.guard.HarnessGuard`), notice torch op kernels registered from Python
-(:func:`kbv.sandbox.guard.torch_op_overrides`) and writes outside the sandbox (:func:`watch_writes`).
+(:func:`kbv.sandbox.op_kernels.torch_op_overrides`) and writes outside the sandbox (:func:`watch_writes`).
 
 They run in the untrusted process and are best effort: a candidate that patches them is caught
 by the harness-identity check (taxonomy 4) or the static scan. What they saw is decided on the
@@ -21,8 +21,9 @@ import sys
 import threading
 from typing import Any, Iterable, Sequence
 
-from kbv.sandbox.guard import (  # noqa: F401 - the worker's names (it calls them as probes.*)
-    TORCH_OP_NAMESPACES, DispatcherWatch, HarnessGuard, registration_sites, torch_op_overrides)
+from kbv.sandbox.guard import HarnessGuard  # noqa: F401 - the worker's names (it calls them as probes.*)
+from kbv.sandbox.op_kernels import (  # noqa: F401
+    TORCH_OP_NAMESPACES, DispatcherWatch, registration_sites, torch_op_overrides)
 
 
 

@@ -29,7 +29,7 @@ from typing import Any
 #: modules imported before the first fork (the harness of kbv.sandbox.worker imports the rest).
 PRELOAD = ("torch", "torch.multiprocessing", "kbv.sandbox.worker", "kbv.sandbox.call_probes",
            "kbv.sandbox.numeric_flags", "kbv.sandbox.peak_memory", "kbv.sandbox.kernels", "kbv.sandbox.pointers",
-           "kbv.sandbox.profiling", "kbv.sandbox.protocol", "kbv.sandbox.timer", "kbv.sandbox.guard",
+           "kbv.sandbox.profiling", "kbv.sandbox.protocol", "kbv.sandbox.timer", "kbv.sandbox.guard", "kbv.sandbox.op_kernels",
            "kbv.sandbox.pickling", "kbv.sandbox.rawcopy", "kbv.sandbox.timed", "multiprocessing.connection")
 #: cuda workers also load Inductor's config before their snapshots (kbv.sandbox.worker._Server._warm_runtime).
 PRELOAD_CUDA = ("torch._inductor.config",)

@@ -21,7 +21,7 @@ class ProbeRequests:
         (:func:`kbv.sandbox.call_probes.torch_op_overrides`): a wrapper hidden behind another op. The new
         ops and kernels torch registers itself (inductor's ``prims::`` ops) are left alone. A registry
         readable at load that no longer is was replaced: that is reported too, not taken as empty.
-        Then the dispatcher's own registry (:class:`kbv.sandbox.guard.DispatcherWatch`), which also
+        Then the dispatcher's own registry (:class:`kbv.sandbox.op_kernels.DispatcherWatch`), which also
         holds kernels registered from C++ (``TORCH_LIBRARY_IMPL(aten, CPU, m)``)."""
         torch = self.torch
         watch = getattr(self, "_dispatcher", None)
