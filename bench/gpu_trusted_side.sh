@@ -19,6 +19,25 @@ T0=$(date +%s)  # LIMIT counts the wheels' install too
 export PYTHONPATH=$PWD/src:/tmp/site KBV_CACHE_DIR=/tmp/kbvcache PYTHONUNBUFFERED=1
 O=${OUT:-/tmp/out}; mkdir -p "$O"; LIMIT=${LIMIT:-560}; t0=$T0
 left() { echo $(( LIMIT - $(date +%s) + t0 )); }
+# the judging cuda rows, three groups at once, each within $1 seconds
+judging_rows() {
+  local py="timeout $1 python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider" p1 p2 p3
+  $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
+  $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
+  $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py > "$O/gpu.log" 2>&1 & p3=$!
+  wait $p1; wait $p2; wait $p3
+}
+# a request's parts inside a cuda worker (bench/worker_request_costs.py)
+worker_parts() {
+  timeout 90 python3 bench/worker_request_costs.py --device cuda --json "$O/worker_costs.json" > "$O/worker_costs.log" 2>&1
+}
+# the 40-kernel batch (rerun_coverage first) with the request trace, stopped within $1 seconds, and its summary
+traced_batch() {
+  KBV_REQUEST_TRACE="$O/trace.jsonl" timeout "$1" python3 bench/rerun_coverage.py first /tmp/w \
+    --deadline-s $(( $1 - 15 )) > "$O/batch_first.log" 2>&1
+  cp /tmp/w/first.db "$O/" 2>/dev/null
+  python3 bench/request_trace.py "$O/trace.jsonl" --json "$O/trace_summary.json" > /dev/null 2>&1
+}
 case "$1" in
   alone)  # two honest evaluations first (relu_cuda, softmax_triton): if either is not PASS, the honest and gpu
            # groups run for the diagnosis instead of the batch; then one job profiled and the batch alone
@@ -81,50 +100,29 @@ case "$1" in
       src/kbv/data/candidates/relu_cuda.py --device cuda --json "$O/profile.json" > "$O/profile_cli.log" 2>&1 ;;
   verify)  # after a change to the judging passes: the cuda rows that judge, and the bytes per job on cuda
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
-    py="timeout $(( $(left) - 15 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
-    $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
-    $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
-    $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py > "$O/gpu.log" 2>&1 & p3=$!
+    judging_rows "$(( $(left) - 15 ))" & p1=$!
     { timeout 60 python3 bench/bytes_per_job.py --device cuda --sites --candidate src/kbv/data/candidates/relu_cuda.py \
         --json "$O/bytes_relu_cuda.json" > "$O/bytes_relu_cuda.log" 2>&1
       timeout 60 python3 bench/bytes_per_job.py --device cuda --sites --problem src/kbv/data/problems/level1/4_Square_matmul.py \
         --candidate src/kbv/data/candidates/matmul_tf32.py --json "$O/bytes_matmul.json" > "$O/bytes_matmul.log" 2>&1; } & p4=$!
-    for p in $p1 $p2 $p3 $p4; do wait $p; done ;;
+    wait $p1; wait $p4 ;;
   trace)  # the 40-kernel batch alone, cold, with the request trace (bench/request_trace.py: where each job's wall
-          # goes), then the judging cuda rows (as verify) on the same machine
+          # goes), then the worker's parts and the judging cuda rows (as verify) on the same machine
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
-    KBV_REQUEST_TRACE="$O/trace.jsonl" timeout $(( $(left) - 230 )) python3 bench/rerun_coverage.py first /tmp/w \
-      --deadline-s $(( $(left) - 245 )) > "$O/batch_first.log" 2>&1
-    cp /tmp/w/first.db "$O/" 2>/dev/null
-    python3 bench/request_trace.py "$O/trace.jsonl" --json "$O/trace_summary.json" > /dev/null 2>&1
-    timeout 90 python3 bench/worker_request_costs.py --device cuda --json "$O/worker_costs.json" > "$O/worker_costs.log" 2>&1
-    py="timeout $(( $(left) - 10 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
-    $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
-    $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
-    $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py > "$O/gpu.log" 2>&1 & p3=$!
-    for p in $p1 $p2 $p3; do wait $p; done ;;
-  short)  # one call for what is left of a device budget: a request's parts in the worker, the judging cuda rows
-          # (as verify), then the 40-kernel batch with the request trace until the limit
+    traced_batch "$(( $(left) - 230 ))"
+    worker_parts
+    judging_rows "$(( $(left) - 10 ))" ;;
+  short)  # one call for what is left of a device budget: the worker's parts, the judging cuda rows (as verify),
+          # then the 40-kernel batch with the request trace until the limit
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
-    timeout 90 python3 bench/worker_request_costs.py --device cuda --json "$O/worker_costs.json" > "$O/worker_costs.log" 2>&1
-    py="timeout $(( $(left) > 500 ? 240 : $(left) * 3 / 5 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
-    $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
-    $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
-    $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py > "$O/gpu.log" 2>&1 & p3=$!
-    for p in $p1 $p2 $p3; do wait $p; done
-    KBV_REQUEST_TRACE="$O/trace.jsonl" timeout $(( $(left) - 5 )) python3 bench/rerun_coverage.py first /tmp/w \
-      --deadline-s $(( $(left) - 20 )) > "$O/batch_first.log" 2>&1
-    cp /tmp/w/first.db "$O/" 2>/dev/null
-    python3 bench/request_trace.py "$O/trace.jsonl" --json "$O/trace_summary.json" > /dev/null 2>&1 ;;
-  mix)  # one call for a short device budget: a request's parts in the worker, the judging cuda rows (as verify),
-        # then KernelBench-Verified's level 1 at full size with the request trace until the limit
+    worker_parts
+    judging_rows "$(( $(left) > 500 ? 240 : $(left) * 3 / 5 ))"
+    traced_batch "$(( $(left) - 5 ))" ;;
+  mix)  # one call for a short device budget: the worker's parts, the judging cuda rows (as verify), then
+        # KernelBench-Verified's level 1 at full size with the request trace until the limit
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
-    timeout 90 python3 bench/worker_request_costs.py --device cuda --json "$O/worker_costs.json" > "$O/worker_costs.log" 2>&1
-    py="timeout $(( $(left) > 500 ? 240 : $(left) / 2 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
-    $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
-    $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
-    $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py > "$O/gpu.log" 2>&1 & p3=$!
-    for p in $p1 $p2 $p3; do wait $p; done
+    worker_parts
+    judging_rows "$(( $(left) > 500 ? 240 : $(left) / 2 ))"
     KBV_REQUEST_TRACE="$O/full_trace.jsonl" timeout $(( $(left) - 5 )) python3 bench/full_size.py --device cuda \
       --pids 1-100 --deadline-s $(( $(left) - 30 )) --store /tmp/full.db --json "$O/full_size.json" > "$O/full_size.log" 2>&1
     python3 bench/request_trace.py "$O/full_trace.jsonl" --skip 0 --json "$O/full_trace_summary.json" > /dev/null 2>&1 ;;
