@@ -10,7 +10,9 @@ JSON lines to ``FILE``:
   worker's time is ``t_readable`` less the send's ``t``) and decoded (``t``);
 - ``{"ev": "stage", "name", "seconds", "t"}``: a pipeline stage's own mark (``phase_seconds``) as it
   is set;
-- ``{"ev": "verify", "what": "start" | "end", "t"}``: one verification's bounds.
+- ``{"ev": "verify", "what": "start" | "end", "t"}``: one verification's bounds;
+- ``{"ev": "lane", "what", "t"}``: the reference worker's marks around a job (received, its reference
+  built, its early workers taken, its reply sent: :mod:`kbv.pipeline.reference_worker`).
 
 Times are ``time.monotonic()`` seconds (one clock for every process of the host). Nothing here is
 read by a verdict. The file is opened and closed at each line, so no descriptor of it is open when
