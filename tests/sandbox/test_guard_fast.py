@@ -184,8 +184,20 @@ def test_a_refused_collector_read_falls_back_to_the_full_walk(armed, monkeypatch
     def refused(*objs):
         raise RuntimeError("kbv: gc.get_referents is refused in the candidate worker")
 
-    monkeypatch.setattr(guard.gc, "get_referents", refused)
+    monkeypatch.setattr(guard, "_referents", refused)
     assert not g._unchanged()
     m.helper = _other
     assert "kbv_guard_fast_mod.helper" in g.check()
     assert g.check() == []
+
+
+def test_the_comparison_does_not_go_through_operator_is(armed, monkeypatch):
+    """Red-team: the cheap path compared with ``map(operator.is_, ...)``; ``operator`` is not kbv's,
+    and ``operator.is_`` replaced by one that always agrees hid every change."""
+    import operator
+
+    m, g = armed
+    monkeypatch.setattr(operator, "is_", lambda a, b: True)
+    m.helper = _other
+    assert not g._unchanged()
+    assert "kbv_guard_fast_mod.helper" in g.check()

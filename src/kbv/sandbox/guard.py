@@ -6,10 +6,15 @@ own ops are :mod:`kbv.sandbox.op_kernels`'. What they saw is decided on the trus
 from __future__ import annotations
 
 import gc
-import operator
 import sys
 from itertools import chain
 from typing import Any, Iterable
+
+#: the collector's read and the flattening the cheap path uses, bound here before any candidate code:
+#: names of this (guarded) module, so a rebind is a change the namespace comparison sees; the
+#: ``gc`` and ``itertools`` modules are not kbv's and nothing watches their attributes
+_referents = gc.get_referents
+_flatten = chain.from_iterable
 
 
 def _lookup(owner: Any, attr: str) -> Any:
@@ -123,15 +128,15 @@ class HarnessGuard:
         full walk then runs every time."""
         live, funcs, cells = parts
         try:
-            held = gc.get_referents(*funcs)
+            held = _referents(*funcs)
         except RuntimeError:
             return None
-        return [*chain.from_iterable(live), *map(type, self._owners), *map(_cell, cells), *held]
+        return [*_flatten(live), *map(type, self._owners), *map(_cell, cells), *held]
 
     def _unchanged(self) -> bool:
         """Whether nothing any entry or container watches can have changed since the last full
-        check: every object of :meth:`_view` is the one seen then (compared by identity in C, no
-        Python code of anyone's runs, and one audit event instead of one a function), and every
+        check: every object of :meth:`_view` is the one seen then (compared by identity, no Python
+        code of anyone's runs, and one audit event instead of one a function), and every
         entry outside the guarded namespaces still looks up to its object. Cheaper than
         :meth:`check`'s walk (whose ``__code__`` reads are each an audit event the worker's hooks
         see, ~1.6 ms for 1,080 entries): a false here only sends :meth:`check` down the full walk,
@@ -141,8 +146,12 @@ class HarnessGuard:
             return False
         parts, lone, before = self._fast
         now = self._now(parts)
-        return (now is not None and len(now) == len(before) and all(map(operator.is_, now, before))
-                and all(_lookup(o, a) is x for o, a, x in lone))
+        if now is None or len(now) != len(before):
+            return False
+        for a, b in zip(now, before):  # the ``is`` operator, which no module attribute can replace
+            if a is not b:
+                return False
+        return all(_lookup(o, a) is x for o, a, x in lone)
 
     def _snapshot(self) -> None:
         parts, lone = self._view()
