@@ -170,27 +170,49 @@ def test_fingerprint_indices_stay_in_range_for_large_outputs():
     assert values[-1].item() == n - 1 and values[0].item() == 0
 
 
-def test_recheck_plan_checks_every_timed_call_while_outputs_fit():
-    """Every timed call is re-checked while the outputs fit: with 2 secret re-checks out of 3 timed
-    calls per round, a candidate that skips every other timed call escapes taxonomy 5 about once in 36
-    verifies."""
+def test_recheck_plan_checks_short_rounds_whole_and_half_of_longer_ones():
+    """Rounds of up to RECHECK_ALL_UP_TO timed calls are re-checked whole (with 2 secret re-checks out of
+    3 calls a round, a candidate that skipped every other timed call escaped about once in 36
+    verifies); longer rounds a secret half (issue 21), as many as the outputs' budget allows, never
+    fewer than RECHECKS_PER_ROUND."""
+    from kbv.pipeline.schedule import RECHECK_ALL_UP_TO
     from kbv.pipeline.timing_rounds import (RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU, RECHECKS_PER_ROUND,
         recheck_plan)
 
     assert recheck_plan(3, 4096) == (0, 1, 2)
-    assert recheck_plan(10, 4096) == tuple(range(10))
+    assert recheck_plan(RECHECK_ALL_UP_TO, 4096) == tuple(range(RECHECK_ALL_UP_TO))
     assert recheck_plan(0, 4096) == ()
+
+    def valid(p, n):
+        return list(p) == sorted(set(p)) and 0 <= p[0] and p[-1] < n
+
+    halves = {recheck_plan(10, 4096) for _ in range(50)}
+    assert all(len(p) == 5 and valid(p, 10) for p in halves) and len(halves) > 1  # secret, not a fixed pattern
+    assert all(len(recheck_plan(7, 4096)) == 4 for _ in range(5))  # ceil(7 / 2)
     # large outputs: as many as fit, at least RECHECKS_PER_ROUND, distinct, sorted, in range
     big = RECHECK_BYTES_PER_ROUND // 4
     plans = {recheck_plan(10, big) for _ in range(50)}
-    assert all(len(p) == 4 and list(p) == sorted(set(p)) and 0 <= p[0] and p[-1] < 10 for p in plans)
-    assert len(plans) > 1  # secret and random, not a fixed pattern
+    assert all(len(p) == 4 and valid(p, 10) for p in plans)
+    assert len(plans) > 1
     huge = RECHECK_BYTES_PER_ROUND * 8
     assert all(len(recheck_plan(10, huge)) == RECHECKS_PER_ROUND for _ in range(20))
     assert recheck_plan(1, huge) == (0,)
     # cpu: kept outputs pass through /dev/shm, so the budget is smaller
-    assert len(recheck_plan(10, RECHECK_BYTES_PER_ROUND_CPU // 5, "cpu")) == 5
-    assert recheck_plan(10, 4096, "cpu") == tuple(range(10))
+    assert len(recheck_plan(10, RECHECK_BYTES_PER_ROUND_CPU // 3, "cpu")) == 3
+    assert recheck_plan(5, 4096, "cpu") == tuple(range(5))
+
+
+def test_a_skipped_half_of_the_timed_calls_is_caught_in_every_round_of_ten_but_one_in_252():
+    """RECHECK_SHARE's figure: m = 5 secret re-checks of 10 calls miss the 5 calls a candidate skipped
+    only when they are exactly the 5 it did not skip."""
+    import itertools
+
+    from kbv.pipeline.timing_rounds import recheck_plan
+
+    skipped = set(range(0, 10, 2))
+    plans = list(itertools.combinations(range(10), 5))
+    assert sum(1 for p in plans if not skipped & set(p)) / len(plans) == 1 / 252
+    assert len(recheck_plan(10, 4096)) == 5
 
 
 def test_thread_work_does_not_count_multiprocessings_fd_sharer(monkeypatch):

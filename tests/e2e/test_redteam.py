@@ -85,6 +85,8 @@ BMM = "level1/15_Batched_matmul.py"
 TRIU_MATMUL, ONEHOT_MATMUL = "level1/16_Matmul_upper_triangular.py", "level1/17_Onehot_matmul.py"
 #: the timing sets capped at a byte: two sets, the path of a problem too big for more (issue 15's 528 MiB bmm).
 TWO_SETS = (("timing_input_bytes", 1),)
+#: rounds of 10 timed calls: a secret half of them re-checked (kbv.pipeline.schedule.RECHECK_SHARE)
+LONG_ROUNDS = (("trials", 20), ("timing_rounds", 2))
 CONSTANT, DROPOUT, TINY = "vetting/1_Constant_output.py", "vetting/2_Dropout_train.py", "vetting/3_Tiny_output.py"
 GPU_MATMUL, GPU_RELU = "demo:level1/4_Square_matmul.py", "demo:level1/1_ReLU.py"
 GPU_MATMUL_4096 = "level1/14_Square_matmul_4096.py"
@@ -176,6 +178,8 @@ CASES: tuple[Case, ...] = (
     Case("t10-uninit-tail", 10, R + "t10_uninit_tail.py", TINY, extended=True),
     # 11 output caching
     Case("t11-sniff-sample-cache", 11, R + "t11_sniff_sample_cache.py", SOFTMAX),
+    Case("t11-sniff-sample-cache-half-checked", 11, R + "t11_sniff_sample_cache.py", SOFTMAX,
+         check="probe:timed-recheck", config=LONG_ROUNDS),
     # issue 15's diff-and-patch cache on the two-set path: right on every call, cheap only on repeats
     Case("t11-diff-patch-bmm", 11, R + "t11_diff_patch_bmm_cpp.py", BMM, check="timing:repeat-gain", config=TWO_SETS),
     Case("t11-cache-by-data-ptr", 11, R + "t11_cache_by_data_ptr.py", SOFTMAX),

@@ -11,12 +11,21 @@ from dataclasses import dataclass, field
 
 #: timed calls per round whose outputs are re-checked at least (chosen at random, secretly).
 RECHECKS_PER_ROUND = 2
-#: bytes of candidate outputs kept per timing round for the re-check (taxonomy 5, 6). Every timed
-#: call is re-checked while a round's outputs fit; beyond that a secret random subset of at least
-#: RECHECKS_PER_ROUND calls that fits. With only 2 of 3 calls re-checked, a candidate that skips
-#: every other timed call escaped in about 1 of 36 verifies; checking all calls
-#: makes that deterministic, and a subset of m of n calls misses it with chance C(n/2, m)/C(n, m)
-#: per round.
+#: rounds of at most this many timed calls have every call re-checked (kbv choice): with 2 secret
+#: re-checks of 3 calls, a candidate that skipped every other timed call escaped in about 1 of 36
+#: verifies.
+RECHECK_ALL_UP_TO = 6
+#: share of a longer round's timed calls re-checked, a secret subset (issue 21: re-checks sized by
+#: what they buy). A speedup is a median, so a candidate that skips the work (or returns a stale
+#: output) on k of a subject's N timed calls moves it only to the (1/2 - k/N)/(1 - k/N) quantile of
+#: its honest times unless k >= N/2; a round of n calls with m = ceil(n/2) re-checked misses k
+#: skipped calls with chance C(n-k, m)/C(n, m): 1/252 a round at n = 10, k = 5 (6e-8 over the
+#: three planned rounds), 0 at k >= 6; a third of the calls (k = 3) escapes a round with chance
+#: 1/12, and moves the median by the spread between the honest times' 0.29 and 0.5 quantiles.
+RECHECK_SHARE = 0.5
+#: bytes of candidate outputs kept per timing round for the re-check (taxonomy 5, 6): the
+#: re-checked calls are cut to as many as fit, never below RECHECKS_PER_ROUND (a subset of m of n
+#: calls misses a candidate that skips every other call with chance C(n/2, m)/C(n, m) a round).
 RECHECK_BYTES_PER_ROUND = 1 << 30
 #: the same on cpu, where kept outputs pass through /dev/shm (64 MiB by default in a container).
 RECHECK_BYTES_PER_ROUND_CPU = 32 << 20
@@ -59,17 +68,19 @@ def recheck_plan(per_round: int, output_bytes: int, device_type: str = "cuda") -
     """Indices (0-based, sorted) of the timed calls of one round whose outputs are kept and
     re-checked against the reference (taxonomy 5, 6).
 
-    All ``per_round`` calls while ``per_round * output_bytes`` fits in the round's budget
-    (RECHECK_BYTES_PER_ROUND on cuda, RECHECK_BYTES_PER_ROUND_CPU on cpu, where the kept outputs
-    travel through /dev/shm), else a random subset (from ``secrets``, so not predictable by the
-    candidate) of as many calls as fit, never fewer than RECHECKS_PER_ROUND (or ``per_round`` if
-    smaller). Each round's outputs are judged and dropped before the next round.
+    All ``per_round`` calls in a round of at most RECHECK_ALL_UP_TO, else ceil(RECHECK_SHARE x
+    ``per_round``) of them; either cut to as many as fit the round's budget (RECHECK_BYTES_PER_ROUND
+    on cuda, RECHECK_BYTES_PER_ROUND_CPU on cpu, where the kept outputs travel through /dev/shm) but
+    never fewer than RECHECKS_PER_ROUND (or ``per_round`` if smaller). A subset is drawn with
+    ``secrets``, so the candidate cannot predict it. Each round's outputs are judged and dropped
+    before the next round. The detection chance of each size: RECHECK_SHARE's comment.
     """
     if per_round < 1:
         return ()
     budget = RECHECK_BYTES_PER_ROUND if device_type == "cuda" else RECHECK_BYTES_PER_ROUND_CPU
     fit = budget // max(1, output_bytes)
-    m = min(per_round, max(RECHECKS_PER_ROUND, fit))
+    wanted = per_round if per_round <= RECHECK_ALL_UP_TO else math.ceil(RECHECK_SHARE * per_round)
+    m = min(per_round, max(RECHECKS_PER_ROUND, min(wanted, fit)))
     if m >= per_round:
         return tuple(range(per_round))
     return tuple(sorted(secrets.SystemRandom().sample(range(per_round), m)))

@@ -240,6 +240,8 @@ class Timing:
             # with few trials still has one; kbv eval --trials 6 splits into rounds of 2)
             plain = secrets.randbelow(per_round) if cfg.integrity and cfg.trials >= 3 and (
                 per_round >= 3 or r == plain_round) else -1
+            if plain >= 0:  # the plain call is always judged: a sample-keyed cache is named only there
+                keep = tuple(sorted({*keep, plain}))
             mix = tuple((i, (first, 0, skip, 1.0) if i == plain else
                          ((first + warmup + i + 1 + secrets.randbelow(len(sets) - 1)) % len(sets),
                           secrets.randbits(62), skip))
