@@ -11,6 +11,7 @@
 #   bash bench/gpu_trusted_side.sh focus   # the same without the rest group (a short call)
 #   bash bench/gpu_trusted_side.sh diag    # issue 24's diagnostics tests and `kbv profile` alone
 #   bash bench/gpu_trusted_side.sh verify  # the judging cuda rows (red team, honest, gpu) and bytes per job on cuda
+#   bash bench/gpu_trusted_side.sh bytes   # bytes per job at full size (6 GiB ReLU, 4096^2 matmul), then level 1 at full size
 #   bash bench/gpu_trusted_side.sh gap     # the 40-kernel batch alone (gap between verdicts), one job profiled
 # Then, here: `PYTHONPATH=src python3 bench/rerun_coverage.py compare DIR` on the two stores that came back.
 T0=$(date +%s)  # LIMIT counts the wheels' install too
@@ -37,6 +38,20 @@ traced_batch() {
     --deadline-s $(( $1 - 15 )) > "$O/batch_first.log" 2>&1
   cp /tmp/w/first.db "$O/" 2>/dev/null
   python3 bench/request_trace.py "$O/trace.jsonl" --json "$O/trace_summary.json" > /dev/null 2>&1
+}
+# bytes per job on cuda at full size (bench/bytes_per_job.py), each run within $1 seconds
+full_bytes() {
+  timeout "$1" python3 bench/bytes_per_job.py --device cuda --sites --problem bench/problems/level1/19_ReLU_full.py \
+    --candidate src/kbv/data/candidates/relu_cuda.py --json "$O/bytes_relu_full.json" > "$O/bytes_relu_full.log" 2>&1
+  timeout "$1" python3 bench/bytes_per_job.py --device cuda --sites \
+    --problem bench/kbv-verified/KernelBench/level1/1_Square_matrix_multiplication_.py \
+    --candidate src/kbv/data/candidates/matmul_tf32.py --json "$O/bytes_matmul_full.json" > "$O/bytes_matmul_full.log" 2>&1
+}
+# KernelBench-Verified's level 1 at full size with the request trace until the limit (bench/kbv-verified carried)
+full_level1() {
+  KBV_REQUEST_TRACE="$O/full_trace.jsonl" timeout $(( $(left) - 5 )) python3 bench/full_size.py --device cuda \
+    --pids 1-100 --deadline-s $(( $(left) - 30 )) --store /tmp/full.db --json "$O/full_size.json" > "$O/full_size.log" 2>&1
+  python3 bench/request_trace.py "$O/full_trace.jsonl" --skip 0 --json "$O/full_trace_summary.json" > /dev/null 2>&1
 }
 case "$1" in
   alone)  # two honest evaluations first (relu_cuda, softmax_triton): if either is not PASS, the honest and gpu
@@ -118,14 +133,18 @@ case "$1" in
     worker_parts
     judging_rows "$(( $(left) > 500 ? 240 : $(left) * 3 / 5 ))"
     traced_batch "$(( $(left) - 5 ))" ;;
-  mix)  # one call for a short device budget: the worker's parts, the judging cuda rows (as verify), then
+  mix)  # one call for a short device budget: the worker's parts, the judging cuda rows (as verify), the bytes
+        # per job at full size (the 6 GiB ReLU, KernelBench-Verified's 4096^2 matmul), then
         # KernelBench-Verified's level 1 at full size with the request trace until the limit
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
     worker_parts
-    judging_rows "$(( $(left) > 500 ? 240 : $(left) / 2 ))"
-    KBV_REQUEST_TRACE="$O/full_trace.jsonl" timeout $(( $(left) - 5 )) python3 bench/full_size.py --device cuda \
-      --pids 1-100 --deadline-s $(( $(left) - 30 )) --store /tmp/full.db --json "$O/full_size.json" > "$O/full_size.log" 2>&1
-    python3 bench/request_trace.py "$O/full_trace.jsonl" --skip 0 --json "$O/full_trace_summary.json" > /dev/null 2>&1 ;;
+    judging_rows "$(( $(left) > 500 ? 200 : $(left) / 2 ))"
+    full_bytes 90
+    full_level1 ;;
+  bytes)  # the bytes per job at full size alone, then KernelBench-Verified's level 1 at full size
+    nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+    full_bytes 150
+    full_level1 ;;
   gap)  # the bound's precision alone, bytes per job on cuda, then the batch a third time alone, builds cached
         # (the gap between verdicts; a third run for the coverage), and one job profiled
     timeout 150 python3 bench/bound_precision.py --device cuda --json "$O/bound_precision.json" > "$O/bound_precision.log" 2>&1
@@ -140,7 +159,7 @@ case "$1" in
     p=$([ "$1" = full1 ] && echo 1-50 || echo 51-100)
     timeout $(( $(left) - 5 )) python3 bench/full_size.py --device cuda --pids "$p" --deadline-s $(( $(left) - 30 )) \
       --store /tmp/full.db --json "$O/full_size.json" > "$O/full_size.log" 2>&1 ;;
-  *) echo "usage: $0 alone|beside|rest|suite|focus|diag|verify|trace|short|mix|gap|full1|full2" >&2; exit 2 ;;
+  *) echo "usage: $0 alone|beside|rest|suite|focus|diag|verify|trace|short|mix|bytes|gap|full1|full2" >&2; exit 2 ;;
 esac
 echo "$1: wall $(( $(date +%s) - t0 )) s" >> "$O/summary.txt"
 for f in "$O"/*.log; do echo "== $f: $(grep -E "passed|failed|error" "$f" | tail -1 | cut -c1-200)"; done
