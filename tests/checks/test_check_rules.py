@@ -161,3 +161,31 @@ def test_candidate_processes_warns_with_the_pids_and_says_nothing_without_them()
     f = timing_rules.candidate_processes([4242, 17])
     assert f.check == "probe:processes" and f.severity is Severity.WARNING
     assert "2 process(es)" in f.detail and "17, 4242" in f.detail
+
+
+def test_outputs_equal_to_the_reference_skip_the_stale_memory_pass_and_others_keep_it(monkeypatch):
+    """An output known to equal the reference cannot hold stale memory the reference does not
+    (``poisoned_elements`` counts no element equal to it), so its pass is skipped (issue 21: one
+    read fewer a set); an output not known equal still gets it and a poisoned one is HACK."""
+    import types
+
+    import torch
+
+    from kbv.checks import probe_rules
+    from kbv.sandbox.call_probes import POISON_INT32
+
+    ref = [torch.ones(64)]
+    out = torch.ones(64)
+    out.view(torch.int32)[5] = POISON_INT32  # a stale-memory element
+    reply = types.SimpleNamespace(tensors=[out], memory="", aliases=[], inputs_after=[], snapshot=[], late_work=0,
+                                  new_threads=0)
+    kw = dict(zero_strides=False, aliases_inputs=False, mutates_inputs=False)
+    found = probe_rules.call_findings(reply, [out], [], ref, "nominal-0", **kw)
+    assert [f.check for f in found] == ["probe:stale-memory"]
+    calls = []
+    monkeypatch.setattr(probe_rules, "poisoned_elements", lambda *a: calls.append(a) or 0)
+    same = torch.ones(64)
+    assert probe_rules.call_findings(reply, [same], [], ref, "nominal-0", equal_to_reference=True, **kw) == []
+    assert calls == []
+    probe_rules.call_findings(reply, [same], [], ref, "nominal-0", **kw)
+    assert len(calls) == 1

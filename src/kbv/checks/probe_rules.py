@@ -79,16 +79,21 @@ def output_memory_finding(what: str, where: str = "") -> Finding:
 
 
 def call_findings(reply: Any, outs: list, args: list, ref: list | None, label: str, *, zero_strides: bool,
-                  aliases_inputs: bool, mutates_inputs: bool) -> list[Finding]:
+                  aliases_inputs: bool, mutates_inputs: bool, equal_to_reference: bool = False) -> list[Finding]:
     """Findings of one forward call's probes. ``reply``: the worker's :class:`kbv.sandbox.protocol.Outputs`
     (outputs as sent, aliases, inputs after the call, a snapshot after return, thread work);
     ``outs``: the trusted copies of its outputs; ``args``: the inputs sent; ``ref``: the reference's
     outputs on them, when known. The reference's own habits (``zero_strides``, ``aliases_inputs``,
-    ``mutates_inputs``, from :func:`kbv.reference.build.run_reference`) silence the matching probe."""
+    ``mutates_inputs``, from :func:`kbv.reference.build.run_reference`) silence the matching probe.
+    ``equal_to_reference``: ``outs`` are known to equal ``ref`` value for value
+    (:func:`kbv.reference.comparison.equals_reference`), so no element can count as stale memory
+    (:func:`kbv.checks.outputs.poisoned_elements` counts none equal to the reference) and that pass
+    is skipped."""
     found = []
     where = f" ({label})" if label else ""
     for k, o in enumerate(outs):
-        n = poisoned_elements(o, ref[k] if ref is not None and k < len(ref) else None)
+        n = 0 if equal_to_reference and ref is not None else \
+            poisoned_elements(o, ref[k] if ref is not None and k < len(ref) else None)
         if n:
             found.append(finding("probe:stale-memory", (9, 10), Severity.HACK,
                                     f"output {k}{where}: {n} of {o.numel()} element(s) hold the pattern kbv had "

@@ -83,6 +83,7 @@ class Context:
         self._seen: list = []  #: (set name, output fingerprint, reference fingerprint, passed) per call.
         self._kept_outputs: list | None = None
         self._last_structure: str | None = None
+        self._last_equal: bool | None = None  #: the last forward's outputs equal the reference's (Correctness)
         self._pending_probes: list = []  #: (check, taxonomy, detail, error / budget) of failed probes.
         self._fault_reported = ""  #: the severity of probe:fault-handler found so far, or "".
         self._reused_reported = False

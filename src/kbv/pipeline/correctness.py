@@ -20,6 +20,7 @@ from kbv.pipeline.judging import Judging
 from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
+from kbv.reference.comparison import equals_reference
 from kbv.reference.passes import host_threads
 from kbv.reference import vetting
 from kbv.reference.hidden_tests import hidden_test_sets
@@ -36,10 +37,13 @@ class Correctness:
         self.ctx, self.judge = ctx, judge
 
     def _candidate_outputs(self, worker: CandidateProcess, args: list, *, buffers: str = "fresh",
-                           ref: list | None = None, label: str = "") -> list:
+                           ref: list | None = None, label: str = "", compare: bool = False) -> list:
         """One forward call of the candidate on a copy of ``args``; runs the per-call probes
         (stale-memory pattern, zero strides, aliasing, input mutation, writes after return,
-        threads). Returns the trusted copies of the outputs."""
+        threads). ``compare`` (with ``ref``): whether the outputs equal the reference's is read
+        first, into ``ctx._last_equal`` (:meth:`Judging.exact_result` takes it, and outputs equal to
+        the reference's need no stale-memory pass); else ``ctx._last_equal`` is None. Returns the
+        trusted copies of the outputs."""
         probes = self.ctx.config.integrity
         try:
             reply = self.ctx._call(worker, protocol.Forward(tuple(inp.shared_clone(args)), buffers=buffers,
@@ -61,6 +65,7 @@ class Correctness:
             outs.append(t.clone())  # own copy: the candidate keeps no handle on what is judged
             fp.drop_view(t)  # the worker's shared pages, read once: counted in its resident set, not here too
         self.ctx._last_structure = reply.structure
+        self.ctx._last_equal = equals_reference(outs, ref) if compare and ref is not None else None
         if probes:
             self.ctx._add(out_rule.proxy_outputs([k for k, exact in enumerate(reply.exact) if not exact]))
             self._probe_call(reply, outs, args, ref, label)
@@ -73,7 +78,8 @@ class Correctness:
         rp = self.ctx.rp
         with host_threads(rp.device):
             self.ctx.state.findings += call_findings(reply, outs, args, ref, label, zero_strides=rp.zero_strides,
-                                                 aliases_inputs=rp.aliases_inputs, mutates_inputs=rp.mutates_inputs)
+                                                 aliases_inputs=rp.aliases_inputs, mutates_inputs=rp.mutates_inputs,
+                                                 equal_to_reference=bool(self.ctx._last_equal))
 
     def _listed(self, worker: CandidateProcess, s: inp.InputSet, keep_outputs: bool = False) -> InputSetResult:
         """:meth:`_check_set` of one of the problem's own sets; where forward raised on it, the set is
@@ -116,7 +122,7 @@ class Correctness:
         if s.kind is InputKind.NOMINAL and self.ctx.state.nominal_args is None:
             self.ctx.state.nominal_args = s
         try:
-            outs = self._candidate_outputs(worker, args, buffers=buffers, ref=ref, label=s.name)
+            outs = self._candidate_outputs(worker, args, buffers=buffers, ref=ref, label=s.name, compare=later)
         except Stop as stop:
             if "unjudged_dtype" not in stop.evidence:
                 raise
@@ -125,7 +131,7 @@ class Correctness:
             return self.judge._wrong(s, f"forward sent a tensor of dtype {stop.evidence['unjudged_dtype']}, which kbv "
                                         f"does not judge; the reference returns {', '.join(str(r.dtype) for r in ref)}")
         structure = self.ctx._last_structure
-        result = self.judge.exact_result(s, outs, structure, ref, args) if later else None
+        result = self.judge.exact_result(s, outs, structure, ref, args, equal=self.ctx._last_equal) if later else None
         if result is None and side is None:
             side = self.judge._oracle_side(s, args, ref, rounding, defer_rounding=deferred)
         del args

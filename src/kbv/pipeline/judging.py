@@ -149,9 +149,10 @@ class Judging:
         return 2 * out <= inb or out <= DEFER_ROUNDING_MAX_OUTPUT_BYTES
 
     def exact_result(self, s: inp.InputSet, outs: list, structure: str | None, ref: list,
-                     args: list) -> InputSetResult | None:
+                     args: list, equal: bool | None = None) -> InputSetResult | None:
         """``s`` judged without the fp64 oracle where the candidate's outputs equal the eager-fp32
-        reference's, value for value (:func:`kbv.reference.comparison.equals_reference`), else None.
+        reference's, value for value (:func:`kbv.reference.comparison.equals_reference`; ``equal``:
+        that comparison already made on these outputs), else None.
 
         Why every check holds: the ``kbv`` rule bounds the candidate's error against the oracle by
         ``k × max(baseline errors) + floor`` with ``k >= 1`` (``EvalConfig``) and eager-fp32 among
@@ -162,7 +163,8 @@ class Judging:
         timing stage. Cost: one read of each output (the equality) in place of the oracle's forward
         and about 60 × the outputs' bytes of error passes (docs/scale.md, "Bytes per job")."""
         ref_structure = getattr(self.ctx.rp, "structure", None)
-        if (ref_structure and structure != ref_structure) or not equals_reference(outs, ref):
+        if (ref_structure and structure != ref_structure) or not (
+                equal if equal is not None else equals_reference(outs, ref)):
             return None
         if self.ctx.rp.device.type == "cuda" and self.ctx.rp.tf32_inert is None:
             self._tf32_inert(args)
