@@ -110,3 +110,14 @@ def test_cpu_output_slots_fit_a_quarter_of_the_candidates_dev_shm(monkeypatch):
     assert slots > 1 and per * slots <= 16 << 20
     monkeypatch.setenv("KBV_CANDIDATE_SHM_BYTES", str(4 << 30))
     assert slot_plan(64 << 10, torch.device("cpu"))[1] > slots
+
+
+def test_baselines_copy_their_inputs_each_call_only_where_the_copy_changes_their_time():
+    """Under the L2 flush (cuda) a baseline's cache holds the same with or without the per-call copy,
+    so it is left out (issue 21); without a flush (cpu) and for a reference that writes its inputs it
+    stays."""
+    from kbv.pipeline.schedule import baseline_refresh
+
+    assert baseline_refresh(flushed=True, mutates_inputs=False) is False
+    assert baseline_refresh(flushed=True, mutates_inputs=True) is True
+    assert baseline_refresh(flushed=False, mutates_inputs=False) is True

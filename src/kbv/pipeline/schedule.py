@@ -53,6 +53,21 @@ def trials_within_budget(planned: int, cost_ms: float, budget_ms: float, minimum
     return max(min(planned, minimum), min(planned, int(budget_ms // cost_ms)))
 
 
+def baseline_refresh(flushed: bool, mutates_inputs: bool) -> bool:
+    """Whether a baseline's timed calls copy their timing set into a fresh buffer before each call
+    (``kbv.sandbox.timer.time_calls(refresh=True)``), as the candidate's calls do.
+
+    The copy is there for the candidate: new values at a new address on every call, so no cache
+    gains (taxonomy 5, 6, 11); the reference is trusted and caches nothing. What the copy changes
+    for a baseline's time is what the cache holds when the clock starts, and where the L2 is
+    flushed before every call (``flushed``: cuda) it holds the same with or without it, so the
+    baselines then run on the timing sets in turn and the copy (reading and writing the inputs'
+    bytes every call, issue 21) is left out. Kept without the flush (cpu: the candidate's inputs
+    are warm from its copy, so the baseline's are too) and for a reference that writes its inputs
+    (every call then starts from the set's own values, as a data-dependent cost needs)."""
+    return not flushed or mutates_inputs
+
+
 @dataclass
 class Recheck:
     """What the timed re-checks of one verification carry from round to round."""

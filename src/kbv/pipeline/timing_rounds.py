@@ -35,8 +35,8 @@ from kbv.pipeline.paused_baselines import PausedCpu, confirm_paused, time_paused
 from kbv.pipeline.judging import Judging
 from kbv.pipeline.schedule import (  # noqa: F401 - the stage's names, also used from here
     CPU_TIMING_INPUT_BYTES, MAX_TIMING_SETS, MIN_TRIALS_PER_ROUND, RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU,
-    RECHECKS_PER_ROUND, TIMING_INPUT_MEMORY_FRACTION, TIMING_SETS_SMALL_BYTES, Recheck, recheck_at_once, recheck_plan,
-    trials_within_budget)
+    RECHECKS_PER_ROUND, TIMING_INPUT_MEMORY_FRACTION, TIMING_SETS_SMALL_BYTES, Recheck, baseline_refresh, recheck_at_once,
+    recheck_plan, trials_within_budget)
 from kbv.processes import footprint as fp
 from kbv.processes import gpushare
 from kbv.processes.candidate import CandidateProcess
@@ -206,6 +206,7 @@ class Timing:
         g = torch.Generator().manual_seed(secrets.randbits(62))
         skip = self.ctx._structured()
         plain_round = secrets.randbelow(rounds)
+        refresh = baseline_refresh(bool(flush), self.ctx.rp.mutates_inputs)
         done = 0  # timed calls per subject so far
         per_round_done = []
         paused = PausedCpu()  # what the stopped candidate tree ran over the baseline blocks
@@ -268,7 +269,7 @@ class Timing:
                     bl.apply_flags(bl.flags_for(subject))
                     times, clock = time_paused(worker, paused, lambda: time_calls(
                         model, sets, device=self.ctx.rp.device, warmup=warmup, trials=per_round, flush_bytes=flush,
-                        first_set=first, refresh=True, sync_each=True))
+                        first_set=first, refresh=refresh, sync_each=True))
                 samples[subject].extend(times)
             for subject, twin in mirrored.items():  # the same calls, the same times (kbv.checks.tf32_rules)
                 samples[subject] = list(samples[twin])
