@@ -49,3 +49,28 @@ def test_an_integer_output_summarised_without_the_upcast_still_tests_zeros():
     s = vetting.summarise([torch.tensor([0, 0, 0], dtype=torch.int64)], 1e-3, 1e-3, full=False)
     assert s.zeros_pass and not s.full
     assert not vetting.summarise([torch.tensor([0, 5], dtype=torch.int32)], 1e-3, 1e-3, full=False).zeros_pass
+
+
+def test_the_summary_says_whether_every_output_is_finite_as_the_reference_check_does():
+    """``OutputSummary.finite`` (from the extremes the zeros-pass test reads) agrees with
+    ``reference_is_finite`` on every dtype and place of a NaN or an infinity, full or not, so the
+    correctness sets drop a non-finite reference without a pass of their own (issue 21)."""
+    from kbv.reference.comparison import reference_is_finite
+
+    cases = [[torch.arange(10.0)], [torch.zeros(0)], [torch.tensor([1, 2], dtype=torch.int32)],
+             [torch.arange(10.0), torch.tensor([True, False])], [torch.arange(4.0).to(torch.complex64)]]
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float64):
+        for bad in (float("nan"), float("inf"), -float("inf")):
+            for where in (0, 5000, 9999):
+                t = torch.ones(10000, dtype=dtype)
+                t[where] = bad
+                cases.append([t])
+                cases.append([torch.ones(3), t])
+    c = torch.ones(8, dtype=torch.complex64)
+    c[3] = complex(float("nan"), 0.0)
+    cases.append([c])
+    assert not reference_is_finite([c])  # a complex NaN once passed as finite (all_finite read real dtypes only)
+    for outputs in cases:
+        want = reference_is_finite(outputs)
+        for full in (True, False):
+            assert vetting.summarise(outputs, 1e-3, 1e-3, full=full).finite == want, (outputs, full)

@@ -107,18 +107,21 @@ class Correctness:
         s.release()  # ``args`` is the one copy held (a set with a maker is made again when needed)
         deferred = self.judge.defers_rounding(s, probe)
         rounding = self.ctx._nominal_rounding if probe else None
-        ref = self.judge._reference_run(s, args)
+        ref = self.judge._reference_run(s, args, finite_check=False)  # finiteness from the summary's extremes
         if isinstance(ref, InputSetResult):
             return ref
+        summaries = self.ctx.state.summaries  # full on nominal sets: their RMS is in the under-tolerance rule
+        summary = vetting.summarise(ref, cfg.atol, cfg.rtol, full=s.kind is InputKind.NOMINAL
+                                    or vetting.needs_full_summary(summaries))
+        if not summary.finite:
+            return self.judge.not_finite(s)
         # the oracle side after the candidate's outputs where memory allows: outputs equal to the
         # reference's need none (Judging.exact_result)
         later = self.judge.oracle_after_outputs()
         side = None if later else self.judge._oracle_side(s, args, ref, rounding, defer_rounding=deferred)
         if isinstance(side, InputSetResult):
             return side
-        summaries = self.ctx.state.summaries  # full on nominal sets: their RMS is in the under-tolerance rule
-        summaries[s.name] = vetting.summarise(ref, cfg.atol, cfg.rtol, full=s.kind is InputKind.NOMINAL
-                                              or vetting.needs_full_summary(summaries))
+        summaries[s.name] = summary
         if s.kind is InputKind.NOMINAL and self.ctx.state.nominal_args is None:
             self.ctx.state.nominal_args = s
         try:

@@ -82,9 +82,10 @@ class Judging:
         side = self._oracle_side(s, args, ref, rounding, defer_rounding)
         return side if isinstance(side, InputSetResult) else (ref, *side)
 
-    def _reference_run(self, s: inp.InputSet, args: list) -> list | InputSetResult:
+    def _reference_run(self, s: inp.InputSet, args: list, finite_check: bool = True) -> list | InputSetResult:
         """The eager-fp32 reference's outputs on ``args`` (already on the device), or a dropped
-        result (it raised, or an output is not finite).
+        result (it raised, or an output is not finite). ``finite_check`` False: the caller reads
+        finiteness itself (:attr:`kbv.reference.vetting.OutputSummary.finite`, :meth:`not_finite`).
 
         Raises:
             ProblemError: it raised on a nominal set (``get_inputs()``'s own draw).
@@ -98,9 +99,13 @@ class Judging:
                 raise ProblemError(self.ctx.rp.ref.path,
                                    f"reference forward failed on {s.name}: {type(exc).__name__}: {first_line(exc)}") from None
             return self._dropped(s, f"reference raised {type(exc).__name__}: {first_line(exc)}")
-        if not reference_is_finite(ref):
-            return self._dropped(s, "reference output has NaN/Inf")
+        if finite_check and not reference_is_finite(ref):
+            return self.not_finite(s)
         return ref
+
+    def not_finite(self, s: inp.InputSet) -> InputSetResult:
+        """``s`` dropped: the reference's output has a NaN or an infinity."""
+        return self._dropped(s, "reference output has NaN/Inf")
 
     def _oracle_side(self, s: inp.InputSet, args: list, ref: list, rounding: list | None = None,
                      defer_rounding: bool = False) -> tuple | InputSetResult:

@@ -63,13 +63,16 @@ def host_threads(device: torch.device | str) -> Iterator[None]:
 
 
 def all_finite(t: torch.Tensor, default_chunk: int = 1 << 22) -> bool:
-    """Every element of ``t`` is finite (True for tensors not of a floating-point dtype), read
+    """Every element of ``t`` is finite (both parts of a complex one; True for tensors of no
+    floating-point or complex dtype), read
     :func:`chunk_elements` at a time: no full-size boolean temporary.
 
     Each chunk is summed first: a NaN or an infinity anywhere in it makes its sum NaN or infinite
     (IEEE 754 addition), so a finite sum proves the chunk finite in one reduction (about 6x
     quicker than ``isfinite().all()`` on a CPU); a sum that is not finite (such an element, or
     finite values overflowing) is settled element by element."""
+    if t.is_complex():  # finite where both parts are
+        t = torch.view_as_real(t.detach().resolve_conj())
     if not t.is_floating_point():
         return True
     flat = t.detach().reshape(-1)

@@ -66,6 +66,10 @@ class OutputSummary:
     #: False: shapes and ``zeros_pass`` only (no samples, sums or RMS), made once another set's output
     #: already differed from the first set's (:func:`needs_full_summary`).
     full: bool = True
+    #: every element of every output finite: read from the extremes the zeros-pass test reads (a NaN
+    #: makes both extremes NaN, an infinity one of them), so the reference's own finiteness check
+    #: needs no pass of its own where a summary is taken (``Correctness._check_set``).
+    finite: bool = True
 
 
 #: dtypes whose extremes :func:`summarise` reads before the float64 upcast.
@@ -82,14 +86,15 @@ def needs_full_summary(summaries: dict[str, OutputSummary]) -> bool:
 
 
 def summarise(outputs: Sequence[torch.Tensor], atol: float, rtol: float, full: bool = True) -> OutputSummary:
-    """Shapes, strided samples, sums, RMS and the zeros-pass test, in float64 chunks; with ``full``
-    False the shapes and the zeros-pass test alone (one read of a float output, no upcast)."""
+    """Shapes, strided samples, sums, RMS, the zeros-pass test and finiteness, in float64 chunks; with
+    ``full`` False the shapes, the zeros-pass test and finiteness alone (one read of a float output, no
+    upcast)."""
     from kbv.reference.passes import chunk_elements, host_threads
     from kbv.reference.policy import CHUNK_ELEMENTS
 
     shapes, samples, sums = [], [], []
     sq, n = 0.0, 0
-    zeros_pass = True
+    zeros_pass = finite = True
     for o in outputs:
         shapes.append(tuple(o.shape))
         flat = o.detach().reshape(-1)
@@ -112,6 +117,7 @@ def summarise(outputs: Sequence[torch.Tensor], atol: float, rtol: float, full: b
                 lo, hi = torch.aminmax(part if own else c)
                 top = float(torch.maximum(lo.abs(), hi.abs()))  # NaN stays NaN: the test fails
                 zeros_pass = zeros_pass and top * (1 - rtol) <= atol
+                finite = finite and math.isfinite(top)  # aminmax propagates NaN; an infinity is an extreme
                 if not full:
                     continue
                 total += float(c.sum())
@@ -123,7 +129,7 @@ def summarise(outputs: Sequence[torch.Tensor], atol: float, rtol: float, full: b
         if o.is_floating_point():
             n += flat.numel()
     return OutputSummary(tuple(shapes), tuple(samples), tuple(sums), math.sqrt(sq / n) if n else 0.0, zeros_pass,
-                         full)
+                         full, finite)
 
 
 def same_output(a: OutputSummary, b: OutputSummary) -> bool:
