@@ -76,6 +76,8 @@ def measure(problem: Path, candidate: Path, device: str, sites: bool = False) ->
     since = [0]  # bytes since the last phase mark
     pending: collections.Counter = collections.Counter()  # per op, since the last phase mark
     phase_ops: dict = {}
+    pending_sites: collections.Counter = collections.Counter()  # per call site, since the last phase mark
+    phase_sites: dict = {}
     by_phase: collections.Counter = collections.Counter()
     by_op: collections.Counter = collections.Counter()
     ops = [0]
@@ -97,6 +99,7 @@ def measure(problem: Path, candidate: Path, device: str, sites: bool = False) ->
             pending[str(func.overloadpacket)] += n
             if sites:
                 by_site[(_site(), str(func.overloadpacket))] += n
+                pending_sites[(_site(), str(func.overloadpacket))] += n
             ops[0] += 1
             return out
 
@@ -106,8 +109,10 @@ def measure(problem: Path, candidate: Path, device: str, sites: bool = False) ->
         marked(self, name)
         by_phase[name] += since[0]
         phase_ops.setdefault(name, collections.Counter()).update(pending)
+        phase_sites.setdefault(name, collections.Counter()).update(pending_sites)
         since[0] = 0
         pending.clear()
+        pending_sites.clear()
 
     context.Context._phase_peak = phase_mark
     config = EvalConfig(device=device)
@@ -130,7 +135,9 @@ def measure(problem: Path, candidate: Path, device: str, sites: bool = False) ->
             "top_ops_x_B": {k: round(n / b, 1) for k, n in by_op.most_common(12)},
             "top_ops_by_phase_x_B": {ph: {k: round(n / b, 1) for k, n in c.most_common(10)}
                                      for ph, c in phase_ops.items() if sum(c.values()) > b},
-            **({"top_sites_x_B": {f"{site} {op}": round(n / b, 1) for (site, op), n in by_site.most_common(25)}}
+            **({"top_sites_x_B": {f"{site} {op}": round(n / b, 1) for (site, op), n in by_site.most_common(25)},
+                "top_sites_by_phase_x_B": {ph: {f"{site} {op}": round(n / b, 1) for (site, op), n in c.most_common(12)}
+                                           for ph, c in phase_sites.items() if sum(c.values()) > b}}
                if sites else {})}
 
 
