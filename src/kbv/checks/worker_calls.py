@@ -80,3 +80,37 @@ def fault_handlers(caught: Collection[int], at_spawn: Collection[int], faulthand
     return finding("probe:fault-handler", (3,), Severity.HACK,
                    f"the candidate's process installed a handler for {names}: outputs over memory that "
                    "computes itself when read (a lazy output)")
+
+
+#: GiB, for messages.
+_GIB = float(1 << 30)
+
+
+def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_bytes: int, other_bytes: int,
+                        call_bytes: int, bound_bytes: int) -> str | None:
+    """Whether a candidate's device out-of-memory failure is the device's capacity, not the
+    candidate's: the reason (for a "does not fit this machine" end, kbv's failure) or None (the
+    candidate's RUNTIME_ERROR, as before).
+
+    Every figure is the trusted side's, read when the failure's reply arrives: ``free_bytes`` and
+    ``total_bytes`` the device's (``cudaMemGetInfo``), ``reference_reserved_bytes`` what the
+    reference worker's allocator holds, ``other_bytes`` other users' (NVML, not kbv's), ``call_bytes``
+    one call's inputs and outputs (B), ``bound_bytes`` kbv's per-process bound (4·B + 1 GiB,
+    :func:`kbv.processes.footprint.bound_bytes`). The candidate's tree then holds at most
+    ``total - free - reference - other`` (the rest, kbv's other workers included). Where that is
+    within the bound and less than B is free, a candidate that kept to the bound every kbv process
+    keeps to ran out because the device cannot hold both workers' footprints (measured: the 6 GiB
+    elementwise problems of KernelBench-Verified on an 80 GB H100, reference worker 37-44 GiB,
+    candidate worker 25-37 GiB). A candidate that claims an out-of-memory failure it did not have
+    gains this only on such a device, where an honest one fails the same way; one over the bound,
+    or on a device with room left, keeps its RUNTIME_ERROR."""
+    if total_bytes <= 0 or call_bytes <= 0:
+        return None
+    candidate_at_most = max(0, total_bytes - free_bytes - reference_reserved_bytes - other_bytes)
+    if free_bytes >= call_bytes or candidate_at_most > bound_bytes:
+        return None
+    return (f"the device ran out of memory with both workers on it: the candidate worker held at most "
+            f"{candidate_at_most / _GIB:.1f} GiB (within kbv's bound of {bound_bytes / _GIB:.1f} GiB, 4·B + 1 GiB), "
+            f"the reference worker {reference_reserved_bytes / _GIB:.1f} GiB, other processes "
+            f"{other_bytes / _GIB:.1f} GiB; {free_bytes / _GIB:.1f} of {total_bytes / _GIB:.1f} GiB free "
+            f"(B = {call_bytes / _GIB:.2f} GiB): run it on a device with more memory")

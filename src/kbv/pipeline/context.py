@@ -11,7 +11,7 @@ from typing import Any, Callable, ContextManager
 
 from kbv.model.records import CandidateRef, Environment, EvalConfig, Finding
 from kbv.processes import footprint as fp
-from kbv.processes import request_trace
+from kbv.processes import gpushare, request_trace
 from kbv.processes.candidate import CandidateProcess
 from kbv.processes.handles import WorkerDied, WorkerTimeout
 from kbv.checks import output_rules as out_rule
@@ -154,6 +154,7 @@ class Context:
                 outcome = Outcome.BUILD_RAISED if phase == "load" else Outcome.CALL_RAISED
                 what = "building ModelNew" if phase == "load" else phase
                 if reply.kind == protocol.OUT_OF_MEMORY:
+                    self._device_capacity()
                     what += " (the candidate ran out of memory in its own allocations)"
                 raise Stop(outcome, f"{self.name}: {what} raised {reply.error_type}: {first_line(reply.message)}",
                             traceback=reply.traceback, log_tail=worker.log_tail())
@@ -161,6 +162,29 @@ class Context:
         finally:
             if cm is not None:
                 cm.__exit__(None, None, None)
+
+    def _device_capacity(self) -> None:
+        """After a candidate's out-of-memory failure on cuda: where the device's own figures show it
+        full with the candidate within kbv's bound (:func:`kbv.checks.worker_calls.device_capacity_oom`),
+        the problem does not fit this device, kbv's failure (EVAL_ERROR), not the candidate's.
+
+        Raises:
+            Stop: KBV_FAILED, as said.
+        """
+        device = self.rp.device
+        if device.type != "cuda":
+            return
+        try:
+            free, total, reserved = fp.device_memory(device)
+        except RuntimeError:  # the device does not answer: the candidate's failure stands
+            return
+        out = max(self.rp.output_bytes, 0)
+        reason = calls_rule.device_capacity_oom(free, total, reserved, gpushare.read(device.index or 0).other_bytes,
+                                                self._input_bytes + out, fp.bound_bytes(self._input_bytes, out))
+        if reason is not None:
+            self.state.evidence["device_capacity"] = {"free_bytes": free, "total_bytes": total,
+                                                      "reference_reserved_bytes": reserved}
+            raise Stop(Outcome.KBV_FAILED, f"{self.name}: the problem does not fit this machine: {reason}")
 
     def _fault_handlers(self, worker: CandidateProcess, reply: object) -> None:
         """The candidate worker catches SIGSEGV or SIGBUS (its ``SigCgt``, read here from

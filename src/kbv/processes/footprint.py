@@ -192,6 +192,13 @@ def device_free_bytes(device: torch.device) -> int:
     return free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
 
 
+def device_memory(device: torch.device) -> tuple[int, int, int]:
+    """(free, total, this process's reserved) device bytes: the device's own figures
+    (``cudaMemGetInfo``) and what this process's caching allocator holds."""
+    free, total = torch.cuda.mem_get_info(device)
+    return int(free), int(total), int(torch.cuda.memory_reserved(device))
+
+
 def check_fits(input_bytes: int, output_bytes: int, device: torch.device, held_bytes: int = 0) -> None:
     """Raise :class:`DoesNotFit` when one verification cannot fit before anything of it runs.
 

@@ -1,0 +1,51 @@
+"""kbv.checks.worker_calls.device_capacity_oom: a candidate's out-of-memory failure on a device that
+cannot hold both workers is kbv's (the problem does not fit), never the candidate's; one over kbv's
+bound, or on a device with room left, stays the candidate's."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+from kbv.checks.worker_calls import device_capacity_oom
+from kbv.pipeline import context as ctx_mod
+from kbv.pipeline.outcome import Outcome, Stop
+
+GIB = 1 << 30
+
+
+def test_the_h100_full_size_case_is_the_devices_capacity():
+    """The measured case: a 6 GiB elementwise problem (B = 12 GiB, bound 49 GiB) on an 80 GB H100,
+    the reference worker at 37 GiB, 2.4 GiB free."""
+    why = device_capacity_oom(int(2.4 * GIB), 79 * GIB, 37 * GIB, 0, 12 * GIB, 49 * GIB)
+    assert why is not None and "at most 39.6 GiB" in why and "bound of 49.0 GiB" in why
+
+
+def test_room_left_or_a_candidate_over_the_bound_keeps_the_candidates_failure():
+    assert device_capacity_oom(20 * GIB, 139 * GIB, 37 * GIB, 0, 12 * GIB, 49 * GIB) is None  # room left: its own
+    assert device_capacity_oom(1 * GIB, 139 * GIB, 37 * GIB, 0, 12 * GIB, 49 * GIB) is None  # it held 101 GiB
+    # another user's memory is not the candidate's: counted out before the bound
+    assert device_capacity_oom(1 * GIB, 139 * GIB, 37 * GIB, 60 * GIB, 12 * GIB, 49 * GIB) is not None
+    assert device_capacity_oom(0, 0, 0, 0, 12 * GIB, 49 * GIB) is None  # no reading
+    assert device_capacity_oom(0, 79 * GIB, 37 * GIB, 0, 0, GIB) is None  # no size known
+
+
+def _ctx(monkeypatch, free, total, reserved, other=0):
+    monkeypatch.setattr(ctx_mod.fp, "device_memory", lambda device: (free, total, reserved))
+    monkeypatch.setattr(ctx_mod.gpushare, "read", lambda index=0: types.SimpleNamespace(other_bytes=other))
+    rp = types.SimpleNamespace(device=torch.device("cuda", 0), output_bytes=6 * GIB)
+    return types.SimpleNamespace(rp=rp, _input_bytes=6 * GIB, name="c.py", state=types.SimpleNamespace(evidence={}))
+
+
+def test_the_context_ends_the_verification_as_kbvs_failure_only_where_the_rule_says(monkeypatch):
+    c = _ctx(monkeypatch, int(2.4 * GIB), 79 * GIB, 37 * GIB)
+    with pytest.raises(Stop) as stop:
+        ctx_mod.Context._device_capacity(c)
+    assert stop.value.outcome is Outcome.KBV_FAILED and "does not fit this machine" in stop.value.message
+    assert c.state.evidence["device_capacity"]["reference_reserved_bytes"] == 37 * GIB
+    ctx_mod.Context._device_capacity(_ctx(monkeypatch, 30 * GIB, 139 * GIB, 37 * GIB))  # room left: no stop
+    cpu = _ctx(monkeypatch, 0, 79 * GIB, 37 * GIB)
+    cpu.rp.device = torch.device("cpu")
+    ctx_mod.Context._device_capacity(cpu)  # cpu: the candidate's failure stands
