@@ -229,7 +229,8 @@ class Timing:
             # a secret number of extra warmup calls, and timed calls whose outputs are re-checked (all, or a
             # secret subset): the candidate cannot tell a checked call from a timed one (taxonomy 5, 6)
             warmup = cfg.warmup + secrets.randbelow(cfg.warmup + 1) if cfg.integrity else cfg.warmup
-            keep = recheck_plan(per_round, self.ctx.rp.output_bytes, self.ctx.rp.device.type) if cfg.integrity else ()
+            keep = planned = recheck_plan(per_round, self.ctx.rp.output_bytes, self.ctx.rp.device.type) \
+                if cfg.integrity else ()
             first = done % len(sets)
             # every timed call of the candidate: with two or more sets, 1/8 of its elements from another
             # set (kbv.sandbox.timed_inputs.mix_values), so a whole-input or diff-and-patch cache never gains; then one
@@ -255,7 +256,10 @@ class Timing:
             mixes = dict(mix)
             mutations = {done + i: (mixes.get(i), m) for i, m in mutate}
             at_once = None
-            if cfg.integrity and recheck_at_once(len(keep), self.ctx.rp.output_bytes, self.ctx.rp.device.type):
+            # judged at once or after the round by the plan's size plus the plain call's place, whether or not
+            # the plain call is among the planned ones: the mode (and the pauses it makes) says nothing of that
+            held = min(per_round, len(planned) + 1)
+            if cfg.integrity and recheck_at_once(held, self.ctx.rp.output_bytes, self.ctx.rp.device.type):
                 def at_once(entry, mutations=mutations):
                     self.judge._recheck([entry], sets, recheck, mutations)
             for subject in order:
