@@ -121,3 +121,17 @@ def test_baselines_copy_their_inputs_each_call_only_where_the_copy_changes_their
     assert baseline_refresh(flushed=True, mutates_inputs=False) is False
     assert baseline_refresh(flushed=True, mutates_inputs=True) is True
     assert baseline_refresh(flushed=False, mutates_inputs=False) is True
+
+
+def test_the_judging_mode_does_not_depend_on_whether_the_plain_call_was_planned():
+    """3 kept 12 MiB outputs are over the cpu budget, 2 are not: the mode is chosen for the plan plus
+    the plain call whatever the draw, so it cannot tell the candidate whether the plain call was
+    among the planned (red-team: its pauses did)."""
+    from kbv.pipeline.schedule import judged_at_once
+
+    out = 12 << 20
+    planned = recheck_plan(10, out, "cpu")
+    assert len(planned) == 2 and not recheck_at_once(len(planned), out, "cpu")
+    assert judged_at_once(10, len(planned), out, "cpu")  # plain among the planned or not: at once
+    assert not judged_at_once(10, 5, 1 << 20, "cpu")
+    assert judged_at_once(2, 2, 20 << 20, "cpu") == recheck_at_once(2, 20 << 20, "cpu")  # every call planned

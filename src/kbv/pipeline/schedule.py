@@ -53,6 +53,16 @@ def trials_within_budget(planned: int, cost_ms: float, budget_ms: float, minimum
     return max(min(planned, minimum), min(planned, int(budget_ms // cost_ms)))
 
 
+def judged_at_once(per_round: int, planned: int, output_bytes: int, device_type: str = "cuda") -> bool:
+    """:func:`recheck_at_once` for a round of ``per_round`` timed calls whose plan
+    (:func:`recheck_plan`) keeps ``planned`` and whose plain call is always judged too: sized for
+    ``planned + 1`` kept calls whether or not the plain call is among the planned ones, so the mode
+    (each judged call's pause when at once) does not tell the candidate which it was (a red-team
+    helper read it: 3 kept 12 MiB outputs on cpu went over the budget only when the plain call was
+    not planned)."""
+    return recheck_at_once(min(per_round, planned + 1), output_bytes, device_type)
+
+
 def baseline_refresh(flushed: bool, mutates_inputs: bool) -> bool:
     """Whether a baseline's timed calls copy their timing set into a fresh buffer before each call
     (``kbv.sandbox.timer.time_calls(refresh=True)``), as the candidate's calls do.

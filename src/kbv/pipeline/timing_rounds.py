@@ -35,8 +35,8 @@ from kbv.pipeline.paused_baselines import PausedCpu, confirm_paused, time_paused
 from kbv.pipeline.judging import Judging
 from kbv.pipeline.schedule import (  # noqa: F401 - the stage's names, also used from here
     CPU_TIMING_INPUT_BYTES, MAX_TIMING_SETS, MIN_TRIALS_PER_ROUND, RECHECK_BYTES_PER_ROUND, RECHECK_BYTES_PER_ROUND_CPU,
-    RECHECKS_PER_ROUND, TIMING_INPUT_MEMORY_FRACTION, TIMING_SETS_SMALL_BYTES, Recheck, baseline_refresh, recheck_at_once,
-    recheck_plan, trials_within_budget)
+    RECHECKS_PER_ROUND, TIMING_INPUT_MEMORY_FRACTION, TIMING_SETS_SMALL_BYTES, Recheck, baseline_refresh, judged_at_once,
+    recheck_at_once, recheck_plan, trials_within_budget)
 from kbv.processes import footprint as fp
 from kbv.processes import gpushare
 from kbv.processes.candidate import CandidateProcess
@@ -256,10 +256,8 @@ class Timing:
             mixes = dict(mix)
             mutations = {done + i: (mixes.get(i), m) for i, m in mutate}
             at_once = None
-            # judged at once or after the round by the plan's size plus the plain call's place, whether or not
-            # the plain call is among the planned ones: the mode (and the pauses it makes) says nothing of that
-            held = min(per_round, len(planned) + 1)
-            if cfg.integrity and recheck_at_once(held, self.ctx.rp.output_bytes, self.ctx.rp.device.type):
+            if cfg.integrity and judged_at_once(per_round, len(planned), self.ctx.rp.output_bytes,
+                                                self.ctx.rp.device.type):
                 def at_once(entry, mutations=mutations):
                     self.judge._recheck([entry], sets, recheck, mutations)
             for subject in order:
