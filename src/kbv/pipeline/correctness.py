@@ -98,7 +98,8 @@ class Correctness:
         ``probe``: a cache probe, whose budget takes its input-rounding term from the nominal sets
         (:meth:`Judging._oracle_side`). Where memory allows (:meth:`Judging.oracle_after_outputs`)
         the oracle side runs after the candidate's call, and not at all where its outputs equal the
-        reference's (:meth:`Judging.exact_result`)."""
+        reference's (:meth:`Judging.exact_result`); on cuda where memory does not allow it the outputs are
+        compared first all the same and held on the host while the oracle runs (:meth:`Judging.offloads_outputs`)."""
         cfg = self.ctx.config
         if s.drop_reason:
             s.release()
@@ -118,14 +119,18 @@ class Correctness:
         # the oracle side after the candidate's outputs where memory allows: outputs equal to the
         # reference's need none (Judging.exact_result)
         later = self.judge.oracle_after_outputs()
-        side = None if later else self.judge._oracle_side(s, args, ref, rounding, defer_rounding=deferred)
+        # no room for the outputs beside the oracle on the device: judged for equality first all the
+        # same, and held on the host while the oracle runs (Judging.offloads_outputs)
+        offload = not later and self.judge.offloads_outputs()
+        first = later or offload
+        side = None if first else self.judge._oracle_side(s, args, ref, rounding, defer_rounding=deferred)
         if isinstance(side, InputSetResult):
             return side
         summaries[s.name] = summary
         if s.kind is InputKind.NOMINAL and self.ctx.state.nominal_args is None:
             self.ctx.state.nominal_args = s
         try:
-            outs = self._candidate_outputs(worker, args, buffers=buffers, ref=ref, label=s.name, compare=later)
+            outs = self._candidate_outputs(worker, args, buffers=buffers, ref=ref, label=s.name, compare=first)
         except Stop as stop:
             if "unjudged_dtype" not in stop.evidence:
                 raise
@@ -134,9 +139,14 @@ class Correctness:
             return self.judge._wrong(s, f"forward sent a tensor of dtype {stop.evidence['unjudged_dtype']}, which kbv "
                                         f"does not judge; the reference returns {', '.join(str(r.dtype) for r in ref)}")
         structure = self.ctx._last_structure
-        result = self.judge.exact_result(s, outs, structure, ref, args, equal=self.ctx._last_equal) if later else None
+        result = self.judge.exact_result(s, outs, structure, ref, args, equal=self.ctx._last_equal) if first else None
         if result is None and side is None:
+            device = outs[0].device if outs else None
+            if offload:
+                outs = [o.to("cpu") for o in outs]
             side = self.judge._oracle_side(s, args, ref, rounding, defer_rounding=deferred)
+            if offload:
+                outs = [o.to(device) for o in outs]
         del args
         if isinstance(side, InputSetResult):
             return side

@@ -153,6 +153,17 @@ class Judging:
         out, inb = max(self.ctx.rp.output_bytes, 0), self.ctx._input_bytes
         return 2 * out <= inb or out <= DEFER_ROUNDING_MAX_OUTPUT_BYTES
 
+    def offloads_outputs(self) -> bool:
+        """Where :meth:`oracle_after_outputs` is False: whether the candidate's outputs are judged for
+        equality first all the same and, where they differ from the reference's, held on the host
+        while the oracle side runs (cuda: the device then holds at the oracle what it held when the
+        oracle ran first, and the host one output more, within its 4·B + 1 GiB). On cpu the host is
+        the device: the oracle side runs before the candidate's call there. At KernelBench-Verified's
+        full sizes the elementwise problems (outputs the size of the inputs, 1-12 GiB) had every set's
+        oracle and input-rounding forwards run: 1,639 x B of a 6 GiB ReLU's correctness on the H100,
+        where the candidate's outputs equalled the reference's (docs/scale.md, "Bytes per job")."""
+        return self.ctx.rp.device.type == "cuda"
+
     def exact_result(self, s: inp.InputSet, outs: list, structure: str | None, ref: list,
                      args: list, equal: bool | None = None) -> InputSetResult | None:
         """``s`` judged without the fp64 oracle where the candidate's outputs equal the eager-fp32
