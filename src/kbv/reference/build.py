@@ -168,13 +168,26 @@ def build_reference(ref: ProblemRef, config: EvalConfig, source: str | None = No
     return rp
 
 
+def tensor_versions(args: list) -> tuple | None:
+    """The autograd version counters of the tensors in ``args`` (torch bumps one at every in-place op
+    on the tensor or a view sharing it, values changed or not), or None where a tensor keeps none
+    (an inference tensor)."""
+    try:
+        return tuple(a._version for a in args if isinstance(a, torch.Tensor))
+    except RuntimeError:
+        return None
+
+
 def run_reference(rp: ReferenceProblem, args: list, flags: dict, original: list | None = None) -> list:
     """Run the reference on ``args`` under ``flags``; returns its flattened outputs. Records on
     ``rp`` whether the reference itself returns views of its inputs, zero-stride outputs or
-    changes its inputs (then the matching candidate probes stay quiet). ``original``: the values
-    ``args`` were cloned from, kept by the caller (the mutation check then needs no copy of its own)."""
+    changes its inputs (then the matching candidate probes stay quiet): on the first run, a value
+    changed or an in-place op on an input at all (its version counter moved: ``x.clamp_()`` that
+    changed nothing on this set may on another). ``original``: the values ``args`` were cloned
+    from, kept by the caller (the mutation check then needs no copy of its own)."""
     bl.apply_flags(flags)
     before = (original if original is not None else inp.clone_args(args)) if not rp.mutation_checked else None
+    versions = tensor_versions(args) if before is not None else None
     with torch.no_grad():
         raw = rp.model(*args)
     rp.structure = "tensor" if isinstance(raw, torch.Tensor) else "tuple"
@@ -187,7 +200,7 @@ def run_reference(rp: ReferenceProblem, args: list, flags: dict, original: list 
     if before is not None:
         rp.mutation_checked = True
         rp.mutates_inputs = any(isinstance(a, torch.Tensor) and not bitwise_equal(a, b)
-                                for a, b in zip(args, before))
+                                for a, b in zip(args, before)) or versions is None or tensor_versions(args) != versions
     if rp.device.type == "cuda":
         torch.cuda.synchronize(rp.device)
     return out
