@@ -22,12 +22,12 @@ def _verify(problem: str, candidate: str, config):
     from kbv.processes.host_environment import collect_environment
     from kbv.reference.build import build_reference
 
-    rp = build_reference(load_problem(DATA / "problems" / problem), config)
+    rp = build_reference(load_problem(DATA / problem), config)
     return rp, verify(rp, load_candidate(DATA / "candidates" / candidate), config, collect_environment("cpu"))
 
 
 def test_an_in_place_op_that_changed_nothing_on_the_first_set_keeps_the_copies(fast_config):
-    rp, v = _verify("inplace/1_Clamp_in_place.py", "clamp_in_place_honest.py", fast_config)
+    rp, v = _verify("reference_inputs/1_Clamp_in_place.py", "clamp_in_place_honest.py", fast_config)
     assert rp.mutates_inputs
     assert v.status in (Status.PASS, Status.SHORTCUT), v.message  # torch's own ops: SHORTCUT
     assert not [r for r in v.input_sets if r.passed is False], v.message
@@ -35,7 +35,7 @@ def test_an_in_place_op_that_changed_nothing_on_the_first_set_keeps_the_copies(f
 
 
 def test_a_write_on_a_later_set_drops_that_set_and_the_honest_candidate_passes(fast_config):
-    rp, v = _verify("inplace/2_Writes_input_when_large.py", "relu_torch.py", fast_config)
+    rp, v = _verify("reference_inputs/2_Writes_input_when_large.py", "relu_torch.py", fast_config)
     dropped = [r.name for r in v.input_sets if r.dropped and "changed its inputs in place" in (r.drop_reason or "")]
     assert dropped and rp.mutates_inputs
     assert v.status in (Status.PASS, Status.SHORTCUT), v.message
