@@ -234,6 +234,28 @@ def test_ctrl_c_during_a_cpp_build_prints_one_line_and_the_rerun_finishes(tmp_pa
     assert time.monotonic() - t0 < 300
 
 
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _signal_tree(pid: int, sig: int) -> set[int]:
+    """``sig`` to ``pid`` and every descendant, read again until no new one appears (one may start
+    while the others are signalled). Returns the pids signalled."""
+    from kbv.processes.gpushare import _descendants
+
+    done: set[int] = set()
+    while True:
+        new = _descendants(pid) - done
+        if not new:
+            return done
+        for p in new:
+            _signal(p, sig)
+        done |= new
+
+
 @pytest.mark.slow
 def test_a_second_kbv_building_the_same_file_says_it_waits_and_both_finish(tmp_path):
     """Two ``kbv eval`` of one C++ file at once, one build directory: the second waits for the
@@ -260,8 +282,11 @@ def test_a_second_kbv_building_the_same_file_says_it_waits_and_both_finish(tmp_p
     assert first.poll() is None, first.communicate()
     # the first kbv is stopped while it holds the lock, so the second meets it whatever its own
     # start-up costs (a C++ file that compiles in 5 s was built before the second got there in 1 of
-    # 3 full-suite runs, 2026-12-06); it runs again once the second has said it waits, or after 300 s
-    os.kill(first.pid, signal.SIGSTOP)
+    # 3 full-suite runs, 2026-12-06); it runs again once the second has said it waits, or after 300 s.
+    # Its whole tree: the build runs in its candidate worker and the compiler's processes, which went
+    # on and finished the build while kbv's own process alone was stopped (the second then waited for
+    # nothing, a full-suite run of 2026-12-06)
+    stopped = _signal_tree(first.pid, signal.SIGSTOP)
     try:
         second = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True)
@@ -275,7 +300,8 @@ def test_a_second_kbv_building_the_same_file_says_it_waits_and_both_finish(tmp_p
                 "waiting for another build" in ln for ln in lines):
             time.sleep(0.1)
     finally:
-        os.kill(first.pid, signal.SIGCONT)
+        for pid in stopped:
+            _signal(pid, signal.SIGCONT)
     second_out = second.communicate(timeout=600)[0]
     reader.join(timeout=10)
     second_err = "".join(lines)
