@@ -12,6 +12,8 @@ seconds. Also the time between one verification's end and the next one's start (
 work: store writes, the next job's set-up), and within it the lane's marks (``lane`` events of the
 reference worker: the job received, its reference built, its early workers taken, its reply sent):
 each mark's median seconds since the mark before it. Medians over verifications; in seconds.
+Per verification too (``per_job``): its candidate file, wall, and each worker's first ``Forward``
+(send to reply readable; a JIT such as Triton's compiles there, on the job's critical path).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ def summarise_job(job: list[dict]) -> dict:
         return min(inside)[1] if inside else "between stages"
 
     sent: dict[int, dict] = {}
+    first_forward: dict[int, float] = {}  # worker pid -> its first Forward's seconds
     per_stage: dict = defaultdict(lambda: {"requests": 0, "worker_s": 0.0, "decode_s": 0.0})
     per_req: dict = defaultdict(lambda: {"requests": 0, "worker_s": 0.0, "decode_s": 0.0})
     for e in job:
@@ -57,6 +60,8 @@ def summarise_job(job: list[dict]) -> dict:
         elif e["ev"] == "reply" and e["pid"] in sent:
             s = sent.pop(e["pid"])
             w, d = e["t_readable"] - s["t"], e["t"] - e["t_readable"]
+            if s["req"] == "Forward":
+                first_forward.setdefault(e["pid"], w)
             for row in (per_stage[stage_of(s["t"])], per_req[s["req"]]):
                 row["requests"] += 1
                 row["worker_s"] += w
@@ -68,6 +73,8 @@ def summarise_job(job: list[dict]) -> dict:
     decode = sum(r["decode_s"] for r in per_req.values())
     return {"wall_s": t1 - t0, "worker_s": worker, "decode_s": decode, "trusted_rest_s": t1 - t0 - worker - decode,
             "requests": sum(r["requests"] for r in per_req.values()), "status": job[-1].get("status"),
+            "candidate": Path(job[0].get("candidate") or "?").name,
+            "first_forward_s": [round(v, 4) for v in first_forward.values()],
             "stages": dict(per_stage), "request_types": dict(per_req)}
 
 
@@ -100,7 +107,9 @@ def summarise(events: list[dict], skip: int = 1) -> dict:
             "lane_marks_s": {k: round(st.median(v[skip:] or v), 4) for k, v in lane.items()},
             "stages": _median_rows([p["stages"] for p in per]),
             "request_types": _median_rows([p["request_types"] for p in per]),
-            "statuses": [p["status"] for p in per]}
+            "statuses": [p["status"] for p in per],
+            "per_job": [{"candidate": p["candidate"], "wall_s": round(p["wall_s"], 4),
+                         "first_forward_s": p["first_forward_s"]} for p in per]}
 
 
 def main() -> None:

@@ -75,3 +75,5 @@ def test_the_summary_splits_each_job_into_worker_decode_and_the_rest():
     assert out["stages"]["correctness"]["requests"] == 2 and out["stages"]["load"]["worker_s"] == 0.2
     assert out["request_types"]["Forward"] == {"requests": 2, "worker_s": 0.2, "decode_s": 0.02}
     assert out["lane_marks_s"]["worker taken"] == 0.2
+    # each worker's first Forward, per job: where a JIT compiles on the job's critical path
+    assert [j["first_forward_s"] for j in out["per_job"]] == [[0.1], [0.1]]
