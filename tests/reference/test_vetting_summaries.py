@@ -74,3 +74,17 @@ def test_the_summary_says_whether_every_output_is_finite_as_the_reference_check_
         want = reference_is_finite(outputs)
         for full in (True, False):
             assert vetting.summarise(outputs, 1e-3, 1e-3, full=full).finite == want, (outputs, full)
+
+
+def test_complex_outputs_that_differ_in_their_imaginary_parts_have_different_samples():
+    """A complex output's samples are its magnitudes (a float64 cast kept the real parts alone, with a
+    warning, so two outputs differing only in their imaginary parts looked the same to the
+    constant-output rule)."""
+    import warnings
+
+    a = torch.complex(torch.ones(1000), torch.zeros(1000))
+    b = torch.complex(torch.ones(1000), torch.arange(1000.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sa, sb = (vetting.summarise([x], 1e-3, 1e-3) for x in (a, b))
+    assert not vetting.same_output(sa, sb)
