@@ -101,8 +101,9 @@ def summarise(outputs: Sequence[torch.Tensor], atol: float, rtol: float, full: b
         step = max(1, flat.numel() // SAMPLE_ELEMENTS)
         if full:
             sample = flat[::step][:SAMPLE_ELEMENTS]
-            # a complex output's magnitudes, as its sums and extremes below (a float64 cast drops the imaginary part)
-            samples.append((sample.abs() if sample.is_complex() else sample).to("cpu", torch.float64))
+            # a complex output's real and imaginary parts side by side (a float64 cast drops the imaginary part)
+            samples.append((torch.view_as_real(sample.resolve_conj()).reshape(-1) if sample.is_complex() else sample)
+                           .to("cpu", torch.float64))
         total = 0.0
         chunk = chunk_elements(flat.device, CHUNK_ELEMENTS)
         with host_threads(flat.device):
