@@ -141,12 +141,11 @@ class Correctness:
         structure = self.ctx._last_structure
         result = self.judge.exact_result(s, outs, structure, ref, args, equal=self.ctx._last_equal) if first else None
         if result is None and side is None:
-            device = outs[0].device if outs else None
-            if offload:
-                outs = [o.to("cpu") for o in outs]
+            if offload:  # each output to the host and back to its own device around the oracle
+                outs = [(o.device, o.to("cpu")) for o in outs]
             side = self.judge._oracle_side(s, args, ref, rounding, defer_rounding=deferred)
             if offload:
-                outs = [o.to(device) for o in outs]
+                outs = [o.to(device) for device, o in outs]
         del args
         if isinstance(side, InputSetResult):
             return side
