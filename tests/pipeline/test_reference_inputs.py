@@ -1,7 +1,6 @@
-"""The reference runs on a set's own inputs, not a copy, once it is seen not to write them (issue 21:
-a read and a write of the inputs a set); an in-place op on an input on its first run, even one that
-changed nothing there, keeps the copies; a write on a later set drops that set (its values are gone)
-instead of judging the candidate on values the reference changed."""
+"""The reference runs on a copy of every set's inputs, so a reference that writes them (in place on
+some sets only, or through ``.data``) never changes the values the candidate and the oracle are
+judged on; its first run records an in-place op on an input even where it changed nothing there."""
 
 from __future__ import annotations
 
@@ -34,12 +33,20 @@ def test_an_in_place_op_that_changed_nothing_on_the_first_set_keeps_the_copies(f
     assert not [r for r in v.input_sets if r.dropped and "in place" in (r.drop_reason or "")]
 
 
-def test_a_write_on_a_later_set_drops_that_set_and_the_honest_candidate_passes(fast_config):
+def test_a_write_on_a_later_set_leaves_the_candidate_judged_on_the_sets_own_values(fast_config):
+    """The reference runs on a copy on every set: one that writes its input only on some sets changes
+    nothing the candidate or the oracle is judged on."""
     rp, v = _verify("reference_inputs/2_Writes_input_when_large.py", "relu_torch.py", fast_config)
-    dropped = [r.name for r in v.input_sets if r.dropped and "changed its inputs in place" in (r.drop_reason or "")]
-    assert dropped and rp.mutates_inputs
     assert v.status in (Status.PASS, Status.SHORTCUT), v.message
     assert not [r for r in v.input_sets if r.passed is False], v.message
+
+
+def test_a_write_through_data_that_moves_no_version_counter_still_fails_a_wrong_kernel(fast_config):
+    """A red-team helper's reference clamps its input through ``.data`` (no version counter moves, and
+    nothing changes on get_inputs()'s values): when the reference ran uncopied on later sets, ``x + x +
+    x`` passed against ``2x + clamp(x)``; on copies it is wrong where the clamp bites."""
+    rp, v = _verify("reference_inputs/3_Clamp_through_data.py", "triple_wrong.py", fast_config)
+    assert v.status is Status.INCORRECT, v.message
 
 
 def test_inference_tensors_keep_no_versions():

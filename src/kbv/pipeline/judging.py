@@ -20,7 +20,7 @@ from kbv.pipeline.schedule import Recheck
 from kbv.processes import footprint as fp
 from kbv.reference import inputs as inp
 from kbv.reference import oracle as orc
-from kbv.reference.build import tensor_versions, first_line, run_reference
+from kbv.reference.build import first_line, run_reference
 from kbv.reference.mutation import apply_mutation
 from kbv.reference.comparison import Comparison, compare, equals_reference, reference_is_finite
 from kbv.sandbox import numeric_flags as bl
@@ -90,13 +90,11 @@ class Judging:
         Raises:
             ProblemError: it raised on a nominal set (``get_inputs()``'s own draw).
         """
-        rp = self.ctx.rp
-        # a reference seen not to write its inputs runs on them, not on a copy (issue 21: a read and a
-        # write of the inputs a set); their version counters say if it wrote them after all
-        versions = tensor_versions(args) if rp.mutation_checked and not rp.mutates_inputs else None
+        # always on a copy: a reference that writes its inputs through ``.data`` or storage moves no version
+        # counter, and one uncopied run on a set whose first run changed nothing clamped later sets' values
+        # before the candidate and the oracle saw them (a wrong kernel then passed; red-team, 2026-12-06)
         try:
-            ref = run_reference(rp, args if versions is not None else inp.clone_args(args), self.ctx.fp32_flags,
-                                original=args)
+            ref = run_reference(self.ctx.rp, inp.clone_args(args), self.ctx.fp32_flags, original=args)
         except BaseException as exc:  # noqa: BLE001 - reference raised on this distribution
             if fp.is_memory_error(exc):  # kbv's limit, not the problem's: EVAL_ERROR (Verification.run)
                 raise
@@ -104,10 +102,6 @@ class Judging:
                 raise ProblemError(self.ctx.rp.ref.path,
                                    f"reference forward failed on {s.name}: {type(exc).__name__}: {first_line(exc)}") from None
             return self._dropped(s, f"reference raised {type(exc).__name__}: {first_line(exc)}")
-        if versions is not None and tensor_versions(args) != versions:  # the set's values are gone
-            rp.mutates_inputs = True  # copies from here on
-            return self._dropped(s, "the reference changed its inputs in place on this set (not on the first "
-                                    "it ran on), so the values it was judged on are gone")
         if finite_check and not reference_is_finite(ref):
             return self.not_finite(s)
         return ref

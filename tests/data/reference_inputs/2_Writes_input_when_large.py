@@ -1,6 +1,6 @@
 """A reference that writes its input only where a value is over 1 (never on get_inputs()'s
-torch.rand values, so its first run changes nothing): where it does, the set's values are gone and
-kbv drops the set (tests/pipeline/test_reference_inputs.py)."""
+torch.rand values, so its first run changes nothing): kbv runs it on a copy, so the candidate is
+judged on the set's own values (tests/pipeline/test_reference_inputs.py)."""
 import torch
 import torch.nn as nn
 
