@@ -86,3 +86,11 @@ def test_complex_outputs_that_differ_in_their_imaginary_parts_have_different_sam
     sa, sb, sc = (vetting.summarise([x], 1e-3, 1e-3) for x in (a, b, c))
     assert sa.samples[0].numel() == 2 * min(1000, vetting.SAMPLE_ELEMENTS)
     assert not vetting.same_output(sa, sb) and vetting.same_output(sb, sc)
+
+
+def test_a_complex_output_with_finite_parts_whose_magnitude_overflows_is_finite():
+    """Red-team: both parts 3e38 are finite, their magnitude is not in float32; the set was dropped
+    as "reference output has NaN/Inf" and a correct kernel ended EVAL_ERROR."""
+    big = torch.full((100,), 3e38)
+    assert vetting.summarise([torch.complex(big, big)], 1e-3, 1e-3).finite
+    assert not vetting.summarise([torch.complex(big, torch.full((100,), float("nan")))], 1e-3, 1e-3).finite
