@@ -32,9 +32,8 @@ def test_room_left_or_a_candidate_over_the_bound_keeps_the_candidates_failure():
     assert device_capacity_oom(0, 79 * GIB, 37 * GIB, 0, 0, GIB) is None  # no size known
 
 
-def _ctx(monkeypatch, free, total, reserved, other=0):
+def _ctx(monkeypatch, free, total, reserved):
     monkeypatch.setattr(ctx_mod.fp, "device_memory", lambda device: (free, total, reserved))
-    monkeypatch.setattr(ctx_mod.gpushare, "read", lambda index=0: types.SimpleNamespace(other_bytes=other))
     rp = types.SimpleNamespace(device=torch.device("cuda", 0), output_bytes=6 * GIB)
     return types.SimpleNamespace(rp=rp, _input_bytes=6 * GIB, name="c.py", state=types.SimpleNamespace(evidence={}))
 

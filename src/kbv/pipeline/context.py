@@ -11,7 +11,7 @@ from typing import Any, Callable, ContextManager
 
 from kbv.model.records import CandidateRef, Environment, EvalConfig, Finding
 from kbv.processes import footprint as fp
-from kbv.processes import gpushare, request_trace
+from kbv.processes import request_trace
 from kbv.processes.candidate import CandidateProcess
 from kbv.processes.handles import WorkerDied, WorkerTimeout
 from kbv.checks import output_rules as out_rule
@@ -179,8 +179,11 @@ class Context:
         except RuntimeError:  # the device does not answer: the candidate's failure stands
             return
         out = max(self.rp.output_bytes, 0)
-        reason = calls_rule.device_capacity_oom(free, total, reserved, gpushare.read(device.index or 0).other_bytes,
-                                                self._input_bytes + out, fp.bound_bytes(self._input_bytes, out))
+        # other users' bytes are not subtracted: where NVML lists host PIDs, its fallback counts the
+        # candidate (whose /proc fds kbv may not read) among them (red-team, 2026-12-06); the rule is then
+        # stricter beside a foreign process, never looser
+        reason = calls_rule.device_capacity_oom(free, total, reserved, 0, self._input_bytes + out,
+                                                fp.bound_bytes(self._input_bytes, out))
         if reason is not None:
             self.state.evidence["device_capacity"] = {"free_bytes": free, "total_bytes": total,
                                                       "reference_reserved_bytes": reserved}
