@@ -11,6 +11,7 @@
 #   bash bench/gpu_trusted_side.sh focus   # the same without the rest group (a short call)
 #   bash bench/gpu_trusted_side.sh diag    # issue 24's diagnostics tests and `kbv profile` alone
 #   bash bench/gpu_trusted_side.sh verify  # the judging cuda rows (red team, honest, gpu) and bytes per job on cuda
+#   bash bench/gpu_trusted_side.sh first   # Triton's first call in a fresh process (cold, warm cache), then as bytes
 #   bash bench/gpu_trusted_side.sh bytes   # bytes per job at full size (6 GiB ReLU, 4096^2 matmul), then level 1 at full size
 #   bash bench/gpu_trusted_side.sh gap     # the 40-kernel batch alone (gap between verdicts), one job profiled
 # Then, here: `PYTHONPATH=src python3 bench/rerun_coverage.py compare DIR` on the two stores that came back.
@@ -140,6 +141,11 @@ case "$1" in
     worker_parts
     judging_rows "$(( $(left) > 500 ? 200 : $(left) / 2 ))"
     full_bytes 90
+    full_level1 ;;
+  first)  # where a Triton candidate's first call goes (bench/triton_first_call.py), then as `bytes`
+    nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+    timeout 120 python3 bench/triton_first_call.py --json "$O/triton_first_call.json" > "$O/triton_first_call.log" 2>&1
+    full_bytes 120
     full_level1 ;;
   bytes)  # the bytes per job at full size alone, then KernelBench-Verified's level 1 at full size
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
