@@ -55,6 +55,8 @@ def test_lane_specs_and_pool_size():
         cpu_lanes(0)
     assert pool_size(16, 2) == 8 and pool_size(2, 2) == 1 and pool_size(1, 4) == 1
     assert needs_build("cpp") and needs_build("cuda") and not needs_build("torch") and not needs_build("triton")
+    # a Triton candidate's build on cuda is its first call made ahead (kbv.pipeline.warm_call)
+    assert needs_build("triton", "cuda") and not needs_build("torch", "cuda") and needs_build("cpp", "cuda")
 
 
 def test_each_timed_verdict_carries_its_speedup_intervals():

@@ -306,7 +306,7 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
             for pj in plan.jobs:
                 if states.get(pj.job.key) == "done":
                     continue
-                if use_pool and pj.rejection is None and needs_build(pj.candidate.backend):
+                if use_pool and pj.rejection is None and needs_build(pj.candidate.backend, config.device):
                     todo_build.append(pj)
                 else:
                     todo.append(pj)

@@ -231,9 +231,11 @@ def _build(pairs: tuple[BuildPair, ...], config) -> dict[str, str]:
     from kbv.intake.problems import ProblemError
     from kbv.processes.buildlock import BuildLockTimeout, Hold, build_lock
     from kbv.processes.candidate import CandidateProcess
+    from kbv.pipeline.warm_call import compiles_at_first_call, first_call_ahead
 
     out: dict[str, str] = {}
     started: list[tuple[str, CandidateProcess, Hold]] = []
+    warm: dict[str, object] = {}  #: candidate path -> its problem's reference, for a first call ahead
     with contextlib.ExitStack() as locks:  # each build dir this process's alone until its load answered
         try:
             for pair in pairs:
@@ -252,6 +254,8 @@ def _build(pairs: tuple[BuildPair, ...], config) -> dict[str, str]:
                     continue
                 w = CandidateProcess(device=config.device, build_dir=bd)
                 started.append((cand.path, w, hold))
+                if compiles_at_first_call(cand.backend, config.device):
+                    warm[cand.path] = rp
                 w.send(protocol.Load(cand.path, f"kbv_build_{cand.sha256[:16]}", tuple(rp.init_args), config.init_seed,
                                      config.device, config.precision, flags_for("eager-fp32")), phase="load")
             for path, w, hold in started:
@@ -263,6 +267,8 @@ def _build(pairs: tuple[BuildPair, ...], config) -> dict[str, str]:
                 finally:
                     hold.answered = w.proc.is_alive()
                 out[path] = "ok" if isinstance(reply, protocol.Loaded) else f"{reply.error_type}: {reply.message[:300]}"
+                if out[path] == "ok" and path in warm:
+                    first_call_ahead(w, warm[path], config)
         finally:
             for _, w, _ in reversed(started):  # last first: each jail kills what started after it
                 w.close()

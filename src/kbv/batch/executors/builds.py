@@ -37,7 +37,8 @@ from kbv.model.records import EvalConfig, Status, Verdict, verdict_from_dict
 from kbv.processes.reference_jobs import BuildJob, BuildPair
 
 #: backends whose import or construction compiles something (``load_inline``/``load``). Triton
-#: compiles at the first call, not at import: nothing to build ahead.
+#: compiles at the first call: on cuda its build is a load and one call ahead
+#: (:mod:`kbv.pipeline.warm_call`).
 BUILT_BACKENDS = ("cpp", "cuda")
 
 #: ninja's parallel jobs per build: a ``load_inline`` extension has one or two translation units.
@@ -55,9 +56,12 @@ def pool_size(cores: int | None = None, jobs_per_build: int = DEFAULT_JOBS_PER_B
     return max(1, cores // max(1, jobs_per_build))
 
 
-def needs_build(backend: str) -> bool:
-    """True for a candidate backend whose import builds an extension."""
-    return backend in BUILT_BACKENDS
+def needs_build(backend: str, device: str = "cpu") -> bool:
+    """True for a candidate backend whose import builds an extension, or which compiles at its
+    first call on ``device`` (:func:`kbv.pipeline.warm_call.compiles_at_first_call`)."""
+    from kbv.pipeline.warm_call import compiles_at_first_call
+
+    return backend in BUILT_BACKENDS or compiles_at_first_call(backend, device)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,123 @@
+"""A Triton candidate's first call made ahead in the build pool (kbv.pipeline.warm_call)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+
+from kbv.intake.problems import load_problem
+from kbv.model.records import EvalConfig
+from kbv.pipeline.warm_call import compiles_at_first_call, first_call_ahead
+from kbv.reference.build import build_reference
+from kbv.sandbox import protocol
+
+RELU = Path(__file__).resolve().parents[2] / "src/kbv/data/problems_cpu/level1/1_ReLU.py"
+
+
+def test_only_triton_on_cuda_compiles_at_its_first_call():
+    assert compiles_at_first_call("triton", "cuda")
+    assert not compiles_at_first_call("triton", "cpu")  # the interpreter compiles nothing
+    assert not any(compiles_at_first_call(b, "cuda") for b in ("torch", "cuda", "cpp"))
+
+
+@dataclass
+class _Worker:
+    """What first_call_ahead asks of a candidate worker: the request it sent, the reply it gets."""
+
+    reply: object = None
+    raises: Exception | None = None
+    sent: object = None
+    timeout: float | None = None
+
+    def send(self, request, *, phase):
+        self.sent = request
+
+    def receive(self, *, phase, timeout):
+        self.timeout = timeout
+        if self.raises is not None:
+            raise self.raises
+        return self.reply
+
+
+@pytest.fixture(scope="module")
+def relu():
+    return build_reference(load_problem(RELU), EvalConfig(device="cpu"))
+
+
+def test_the_call_gets_a_fresh_draw_of_the_problems_inputs_without_probes(relu):
+    w = _Worker(reply=protocol.Outputs(tensors=(torch.zeros(1),), structure="tensor"))
+    assert first_call_ahead(w, relu, EvalConfig(device="cpu", call_timeout_s=5.0)) == "ok"
+    assert isinstance(w.sent, protocol.Forward) and w.sent.probes is False
+    (x,) = w.sent.inputs
+    assert x.shape == (16, 16384) and x.dtype == torch.float32 and x.is_shared()
+    assert w.timeout == 5.0  # never longer than a checked call may take
+
+
+def test_inputs_over_the_bound_are_not_drawn(relu):
+    w = _Worker()
+    assert first_call_ahead(w, relu, EvalConfig(device="cpu"), max_bytes=16 * 16384 * 4 - 1).startswith("skipped")
+    assert w.sent is None
+
+
+def test_a_failed_call_is_reported_not_raised(relu):
+    cfg = EvalConfig(device="cpu")
+    assert first_call_ahead(_Worker(raises=TimeoutError("no reply in 60 s")), relu, cfg) == \
+        "TimeoutError: no reply in 60 s"
+    raised = protocol.Failed(phase="forward", error_type="RuntimeError", message="boom")
+    assert first_call_ahead(_Worker(reply=raised), relu, cfg) == "RuntimeError: boom"
+
+
+CANDIDATE = '''
+import os
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        # the build directory is the one place besides its workdir a worker writes to
+        with open(os.path.join(os.environ["TRITON_HOME"], "called"), "a") as f:
+            f.write(f"{tuple(x.shape)}\\n")
+        return torch.relu(x)
+'''
+
+
+@pytest.mark.e2e  # a real candidate worker
+def test_a_real_worker_is_called_once_at_the_problems_shape(relu, tmp_path):
+    from kbv.processes.candidate import CandidateProcess
+    from kbv.sandbox.numeric_flags import flags_for
+
+    cand = tmp_path / "cand.py"
+    cand.write_text(CANDIDATE)
+    build = Path(tempfile.mkdtemp(dir=tmp_path))
+    with CandidateProcess(device="cpu", build_dir=build) as w:
+        w.send(protocol.Load(str(cand), "kbv_warm_test", (), 0, "cpu", "fp32", flags_for("eager-fp32")), phase="load")
+        assert isinstance(w.receive(phase="load", timeout=300), protocol.Loaded)
+        assert first_call_ahead(w, relu, EvalConfig(device="cpu")) == "ok"
+    assert (build / "called").read_text() == "(16, 16384)\n"
+    assert os.listdir(build)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_a_triton_candidates_build_on_cuda_leaves_its_kernel_compiled(tmp_path):
+    """The pool's build of a Triton candidate (kbv.pipeline.reference_worker._build) calls it once:
+    its build directory's Triton cache then holds the compiled kernel the job's workers load."""
+    from kbv.intake.candidates import build_dir, load_candidate
+    from kbv.pipeline.reference_worker import _build
+    from kbv.processes.reference_jobs import BuildPair
+
+    root = Path(__file__).resolve().parents[2]
+    src = (root / "src/kbv/data/candidates/softmax_triton.py").read_text()
+    path = tmp_path / "softmax_triton_copy.py"
+    path.write_text(src + f"\n# {tmp_path.name}: a build directory of its own\n")
+    cand = load_candidate(path)
+    assert cand.backend == "triton"
+    problem = load_problem(root / "src/kbv/data/problems/level1/2_Softmax.py")
+    assert _build((BuildPair(problem, cand, None),), EvalConfig(device="cuda")) == {cand.path: "ok"}
+    assert list((build_dir(cand, "cuda") / "triton").rglob("*.cubin"))
