@@ -31,11 +31,11 @@ class _Worker:
 
     reply: object = None
     raises: Exception | None = None
-    sent: object = None
+    sent: list | None = None
     timeout: float | None = None
 
     def send(self, request, *, phase):
-        self.sent = request
+        self.sent = (self.sent or []) + [request]
 
     def receive(self, *, phase, timeout):
         self.timeout = timeout
@@ -49,13 +49,24 @@ def relu():
     return build_reference(load_problem(RELU), EvalConfig(device="cpu"))
 
 
-def test_the_call_gets_a_fresh_draw_of_the_problems_inputs_without_probes(relu):
+def test_the_calls_get_fresh_draws_at_the_problems_shape_then_at_a_decoy_without_probes(relu):
     w = _Worker(reply=protocol.Outputs(tensors=(torch.zeros(1),), structure="tensor"))
-    assert first_call_ahead(w, relu, EvalConfig(device="cpu", call_timeout_s=5.0)) == "ok"
-    assert isinstance(w.sent, protocol.Forward) and w.sent.probes is False
-    (x,) = w.sent.inputs
+    assert first_call_ahead(w, relu, EvalConfig(device="cpu", call_timeout_s=5.0)) == "ok; decoy: ok"
+    assert [type(r) for r in w.sent] == [protocol.Forward] * 2 and not any(r.probes for r in w.sent)
+    (x,), (d,) = w.sent[0].inputs, w.sent[1].inputs
     assert x.shape == (16, 16384) and x.dtype == torch.float32 and x.is_shared()
+    # the decoy: each size constant drawn as a secret shape's (odd, a quarter to a half plus one)
+    assert 5 <= d.shape[0] <= 9 and 4097 <= d.shape[1] <= 8193 and d.shape[0] % 2 and d.shape[1] % 2
     assert w.timeout == 5.0  # never longer than a checked call may take
+    w = _Worker(reply=protocol.Outputs(tensors=(torch.zeros(1),), structure="tensor"))
+    assert first_call_ahead(w, relu, EvalConfig(device="cpu"), decoy=False) == "ok" and len(w.sent) == 1
+
+
+def test_decoy_shapes_are_drawn_afresh_each_time(relu):
+    from kbv.pipeline.warm_call import decoy_inputs
+
+    shapes = {tuple(decoy_inputs(relu)[0].shape) for _ in range(6)}
+    assert len(shapes) > 1
 
 
 def test_inputs_over_the_bound_are_not_drawn(relu):
@@ -88,7 +99,7 @@ class ModelNew(nn.Module):
 
 
 @pytest.mark.e2e  # a real candidate worker
-def test_a_real_worker_is_called_once_at_the_problems_shape(relu, tmp_path):
+def test_a_real_worker_is_called_at_the_problems_shape_then_at_a_decoy(relu, tmp_path):
     from kbv.processes.candidate import CandidateProcess
     from kbv.sandbox.numeric_flags import flags_for
 
@@ -98,8 +109,9 @@ def test_a_real_worker_is_called_once_at_the_problems_shape(relu, tmp_path):
     with CandidateProcess(device="cpu", build_dir=build) as w:
         w.send(protocol.Load(str(cand), "kbv_warm_test", (), 0, "cpu", "fp32", flags_for("eager-fp32")), phase="load")
         assert isinstance(w.receive(phase="load", timeout=300), protocol.Loaded)
-        assert first_call_ahead(w, relu, EvalConfig(device="cpu")) == "ok"
-    assert (build / "called").read_text() == "(16, 16384)\n"
+        assert first_call_ahead(w, relu, EvalConfig(device="cpu")) == "ok; decoy: ok"
+    first, second = (build / "called").read_text().splitlines()
+    assert first == "(16, 16384)" and second != first
     assert os.listdir(build)
 
 

@@ -15,15 +15,30 @@ What this call is and is not:
 * it runs where every pool process runs: at idle CPU priority and stopped while a lane times
   (:mod:`kbv.batch.executors.builds`), so it adds no work beside a timed call;
 * a failure (raised, timed out, died) is the job's own first call's to meet and report in its lane.
+
+A second call follows at a decoy shape: the problem's size constants drawn as a secret shape is
+(:func:`kbv.reference.shapes.secret_sizes`, odd sizes between a quarter and a half of each), under
+a generator of its own. Triton specialises a kernel on whether each integer argument is 1 or a
+multiple of 16, and candidates derive block sizes from the sizes (``next_power_of_2``): an odd size
+drawn from the same range usually compiles the kernels the job's secret shape will need, in its
+shape worker and in the late set after the timed calls. The decoy is not the job's shape (that is
+drawn by the job, per verification, after its load) and says nothing the problem's source and
+:mod:`kbv.reference.shapes` do not: that kbv tries odd sizes in that range.
 """
 
 from __future__ import annotations
 
+import secrets
+import sys
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from kbv.intake.sizes import size_constants, with_sizes
 from kbv.reference import inputs as inp
+from kbv.reference.build import import_problem
+from kbv.reference.shapes import secret_sizes, size_patterns
 from kbv.sandbox import protocol
 
 #: candidate backends that compile at their first call rather than at import.
@@ -52,18 +67,48 @@ def _input_bytes(get_inputs) -> int | None:
     return sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))
 
 
+def decoy_inputs(rp: Any) -> list | None:
+    """A draw of ``rp``'s problem at a decoy shape (module doc): every size constant of at least
+    :data:`kbv.reference.shapes.MIN_SIZE` drawn as a secret shape's are, on ``rp``'s device; None
+    when the problem has no such constant or does not draw at those sizes."""
+    try:
+        source = rp.source_text or Path(rp.ref.path).read_text(encoding="utf-8")
+        constants = size_constants(source)
+        patterns = size_patterns(constants)
+        if not patterns:
+            return None
+        sizes = secret_sizes(constants, patterns[0], secrets.SystemRandom(), rp.shape_floors)
+        module = import_problem(rp.ref, with_sizes(source, sizes))
+        sys.modules.pop(module.__name__, None)  # one module per draw: not kept
+        return inp.draw(module.get_inputs, inp.secret_seed(), rp.device)
+    except Exception:  # noqa: BLE001 - then no decoy call
+        return None
+
+
 def first_call_ahead(worker: Any, rp: Any, config: Any, *, max_bytes: int = MAX_INPUT_BYTES,
-                     timeout_s: float = TIMEOUT_S) -> str:
+                     timeout_s: float = TIMEOUT_S, decoy: bool = True) -> str:
     """Call ``worker``'s loaded ``ModelNew`` once on a fresh draw of ``rp``'s inputs (a
-    :class:`~kbv.reference.build.ReferenceProblem`, on its device, in ``config.precision``) and
-    drop the outputs. Returns ``"ok"``, ``"skipped: ..."`` (inputs over ``max_bytes`` or not
-    drawable on the meta device) or the failure's one line; never raises."""
+    :class:`~kbv.reference.build.ReferenceProblem`, on its device, in ``config.precision``), then,
+    with ``decoy``, once at a decoy shape (:func:`decoy_inputs`); drop the outputs. Returns the
+    first call's ``"ok"``, ``"skipped: ..."`` (inputs over ``max_bytes`` or not drawable on the
+    meta device) or failure's one line, with ``"; decoy: "`` and the second's; never raises."""
     nbytes = _input_bytes(rp.module.get_inputs)
     if nbytes is None or nbytes > max_bytes:
         return f"skipped: inputs of {nbytes} bytes" if nbytes is not None else "skipped: no meta draw"
+    first = _call(worker, lambda: inp.draw(rp.module.get_inputs, inp.secret_seed(), rp.device), rp, config, timeout_s)
+    if first != "ok" or not decoy:
+        return first
+    return f"{first}; decoy: {_call(worker, lambda: decoy_inputs(rp), rp, config, timeout_s)}"
+
+
+def _call(worker: Any, draw, rp: Any, config: Any, timeout_s: float) -> str:
+    """One unjudged forward of ``worker`` on ``draw()``'s inputs (``"ok"``, ``"skipped: ..."`` or the failure)."""
     try:
-        args = inp.to_device(inp.draw(rp.module.get_inputs, inp.secret_seed(), rp.device), rp.device,
-                             config.precision)
+        drawn = draw()
+        if drawn is None:
+            return "skipped: no draw"
+        args = inp.to_device(drawn, rp.device, config.precision)
+        del drawn
         worker.send(protocol.Forward(tuple(inp.shared_clone(args)), probes=False), phase="first call ahead")
         del args
         reply = worker.receive(phase="first call ahead", timeout=min(timeout_s, config.call_timeout_s))
@@ -75,4 +120,4 @@ def first_call_ahead(worker: Any, rp: Any, config: Any, *, max_bytes: int = MAX_
     return f"{getattr(reply, 'error_type', type(reply).__name__)}: {str(getattr(reply, 'message', ''))[:200]}"
 
 
-__all__ = ["compiles_at_first_call", "first_call_ahead", "FIRST_CALL_BACKENDS", "MAX_INPUT_BYTES", "TIMEOUT_S"]
+__all__ = ["compiles_at_first_call", "first_call_ahead", "decoy_inputs", "FIRST_CALL_BACKENDS", "MAX_INPUT_BYTES", "TIMEOUT_S"]
