@@ -326,3 +326,46 @@ def test_a_lock_holder_reads_as_a_pid_a_host_and_a_clock_time():
     line = "building pid=9333 start=123 host=box at=1796360248.861"
     assert describe_holder(line).startswith("pid 9333 on box, since ") and "1796360248" not in describe_holder(line)
     assert describe_holder("garbage") == "garbage" and describe_holder("") == "holder unknown"
+
+
+def test_a_pool_worker_that_asks_to_be_replaced_is_replaced_before_the_next_build(monkeypatch):
+    """A build's calls ahead (kbv.pipeline.warm_call) can leave device memory in the pool's
+    reference worker (a candidate worker killed while it held their inputs): its reply says
+    ``restart`` and the next build gets a fresh worker."""
+    import threading
+
+    from kbv.batch.executors.builds import BuildPool
+    from kbv.model.records import CandidateRef, EvalConfig
+    from kbv.processes.reference import ReferenceReply
+
+    class Ref:
+        def __init__(self, n):
+            self.n, self.closed = n, False
+            self.proc = type("P", (), {"pid": None, "is_alive": lambda s: not self.closed, "kill": lambda s: None})()
+
+        def evaluate(self, job, timeout):
+            return ReferenceReply(built={job.pairs[0].candidate.path: "ok"}, restart=self.n == 0 or None)
+
+        def close(self):
+            self.closed = True
+
+    spawned: list[Ref] = []
+
+    def spawn(self, visible):
+        spawned.append(Ref(len(spawned)))
+        return spawned[-1]
+
+    monkeypatch.setattr(BuildPool, "_spawn", spawn)
+    done, results = threading.Event(), []
+
+    def on_done(item, result):
+        results.append((item, result.built))
+        if len(results) == 3:
+            done.set()
+
+    with BuildPool(EvalConfig(device="cpu"), on_done, size=1) as pool:
+        for k in range(3):
+            pool.submit(k, None, CandidateRef(f"/c{k}.py", f"{k}" * 64, "triton"))
+        assert done.wait(30)
+    assert results == [(0, "ok"), (1, "ok"), (2, "ok")]
+    assert len(spawned) == 2 and spawned[0].closed  # the first asked to be replaced, the second did not

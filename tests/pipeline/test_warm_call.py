@@ -133,3 +133,28 @@ def test_a_triton_candidates_build_on_cuda_leaves_its_kernel_compiled(tmp_path):
     problem = load_problem(root / "src/kbv/data/problems/level1/2_Softmax.py")
     assert _build((BuildPair(problem, cand, None),), EvalConfig(device="cuda")) == {cand.path: "ok"}
     assert list((build_dir(cand, "cuda") / "triton").rglob("*.cubin"))
+
+
+def test_autotuning_the_calls_ahead_kept_on_disk_is_removed_and_earlier_choices_kept(tmp_path):
+    """Regression (red-team helper, 2026-12-06): Triton's autotuner asked to keep its choice on disk
+    would keep the one benchmarked in the pool (idle priority, maybe stopped mid-benchmark) for the
+    job's timed calls. What the calls ahead wrote or changed is removed; what was there is kept."""
+    import time
+
+    from kbv.pipeline.warm_call import autotune_files, drop_new_autotune
+
+    cache = tmp_path / "triton" / "ABC"
+    cache.mkdir(parents=True)
+    kept, changed = cache / "k1.autotune.json", cache / "k2.autotune.json"
+    kept.write_text("{}")
+    changed.write_text("{}")
+    (cache / "kernel.cubin").write_bytes(b"\0")
+    before = autotune_files(tmp_path)
+    time.sleep(0.01)
+    changed.write_text('{"configs": 1}')
+    os.utime(changed, (time.time() + 5, time.time() + 5))
+    new = tmp_path / "triton" / "DEF" / "k3.autotune.json"
+    new.parent.mkdir()
+    new.write_text("{}")
+    assert sorted(drop_new_autotune(tmp_path, before)) == sorted([str(changed), str(new)])
+    assert kept.exists() and not changed.exists() and not new.exists() and (cache / "kernel.cubin").exists()

@@ -129,7 +129,12 @@ class _Server:
         return {"vetting": to_dict(report)}
 
     def build(self, job: BuildJob) -> dict:
+        from kbv.pipeline.warm_call import compiles_at_first_call
+
         reply: dict = {"built": _build(job.pairs, job.config)}
+        if any(compiles_at_first_call(p.candidate.backend, job.config.device) for p in job.pairs) and \
+                _left_over_after_calls(job.pairs[0].problem, job.config):
+            reply["restart"] = True  # device memory of a killed worker's calls: a fresh pool worker next
         if job.verify_failures and len(job.pairs) == 1:
             reply["verdict"] = _failed_build_verdict(job.pairs[0], reply["built"], job.config, self.env)
             if reply["verdict"] is not None:
@@ -222,6 +227,21 @@ def _build_reference(problem, config):
     return _BUILD_REFERENCE[key]
 
 
+def _left_over_after_calls(problem, config) -> bool:
+    """Whether this build worker holds device memory past its reference model's once a build's
+    candidate workers, called ahead (:mod:`kbv.pipeline.warm_call`), are closed: CUDA IPC blocks of
+    inputs a worker held when it was killed stay for the sender's life (docs/scale.md, "Device
+    memory across jobs"), over :data:`kbv.processes.footprint.LEFT_OVER_BYTES`; True when it cannot
+    be read."""
+    from kbv.processes import footprint as fp
+
+    try:
+        rp = _build_reference(problem, config)
+        return fp.device_left_over(rp.device, rp.model) > fp.LEFT_OVER_BYTES
+    except Exception:  # noqa: BLE001 - not known: a fresh worker next
+        return True
+
+
 def _build(pairs: tuple[BuildPair, ...], config) -> dict[str, str]:
     """Load every candidate of ``pairs`` in its own candidate worker at the same time (their
     ``load_inline`` builds run in parallel); close them. Candidate path -> "ok" or the failure."""
@@ -231,7 +251,7 @@ def _build(pairs: tuple[BuildPair, ...], config) -> dict[str, str]:
     from kbv.intake.problems import ProblemError
     from kbv.processes.buildlock import BuildLockTimeout, Hold, build_lock
     from kbv.processes.candidate import CandidateProcess
-    from kbv.pipeline.warm_call import compiles_at_first_call, first_call_ahead
+    from kbv.pipeline.warm_call import autotune_files, compiles_at_first_call, drop_new_autotune, first_call_ahead
 
     out: dict[str, str] = {}
     started: list[tuple[str, CandidateProcess, Hold]] = []
@@ -255,7 +275,7 @@ def _build(pairs: tuple[BuildPair, ...], config) -> dict[str, str]:
                 w = CandidateProcess(device=config.device, build_dir=bd)
                 started.append((cand.path, w, hold))
                 if compiles_at_first_call(cand.backend, config.device):
-                    warm[cand.path] = rp
+                    warm[cand.path] = (rp, bd, autotune_files(bd))
                 w.send(protocol.Load(cand.path, f"kbv_build_{cand.sha256[:16]}", tuple(rp.init_args), config.init_seed,
                                      config.device, config.precision, flags_for("eager-fp32")), phase="load")
             for path, w, hold in started:
@@ -268,10 +288,12 @@ def _build(pairs: tuple[BuildPair, ...], config) -> dict[str, str]:
                     hold.answered = w.proc.is_alive()
                 out[path] = "ok" if isinstance(reply, protocol.Loaded) else f"{reply.error_type}: {reply.message[:300]}"
                 if out[path] == "ok" and path in warm:
-                    first_call_ahead(w, warm[path], config)
+                    first_call_ahead(w, warm[path][0], config)
         finally:
             for _, w, _ in reversed(started):  # last first: each jail kills what started after it
                 w.close()
+            for _, bd, before in warm.values():  # the pool's autotuning is not the job's (warm_call)
+                drop_new_autotune(bd, before)
     return out
 
 

@@ -14,7 +14,13 @@ What this call is and is not:
 * its outputs are dropped unread: nothing it returns counts toward any verdict;
 * it runs where every pool process runs: at idle CPU priority and stopped while a lane times
   (:mod:`kbv.batch.executors.builds`), so it adds no work beside a timed call;
-* a failure (raised, timed out, died) is the job's own first call's to meet and report in its lane.
+* a failure (raised, timed out, died) is the job's own first call's to meet and report in its lane;
+  a worker killed while it held the calls' inputs leaves their device memory in the pool's
+  reference worker, which is then replaced (:func:`kbv.pipeline.reference_worker._left_over_after_calls`);
+* Triton's autotuner, asked to keep its choice on disk (``cache_results``, ``TRITON_CACHE_AUTOTUNING``),
+  would keep one benchmarked in the pool, at idle priority, maybe stopped mid-benchmark while a lane
+  timed: every autotuning file a call ahead wrote is removed once its worker is closed
+  (:func:`drop_new_autotune`), so the job's worker benchmarks its own (red-team helper, 2026-12-06).
 
 A second call follows at a decoy shape: the problem's size constants drawn as a secret shape is
 (:func:`kbv.reference.shapes.secret_sizes`, odd sizes between a quarter and a half of each), under
@@ -28,6 +34,8 @@ drawn by the job, per verification, after its load) and says nothing the problem
 
 from __future__ import annotations
 
+import contextlib
+import os
 import secrets
 import sys
 from pathlib import Path
@@ -46,9 +54,37 @@ FIRST_CALL_BACKENDS = ("triton",)
 #: inputs above this many bytes are not drawn for a first call ahead (kbv choice: the pool's draw
 #: sits beside the lanes' workers on the device; a compile's second is small next to such a job).
 MAX_INPUT_BYTES = 1 << 30
-#: seconds the call ahead may take (kbv choice: a compile takes seconds; a candidate slower than
-#: this meets its compile in its lane, as without the call ahead).
+#: seconds the call ahead may take, wall time, the pool's stops while lanes time included (kbv
+#: choice: a compile takes seconds; a call cut off here meets its compile in its lane, as without
+#: the call ahead, and its worker's killed calls are what :func:`kbv.pipeline.reference_worker._left_over_after_calls` reads).
 TIMEOUT_S = 60.0
+
+
+#: what Triton's autotuner names the choices it keeps on disk (``triton.runtime.autotuner``).
+AUTOTUNE_SUFFIX = ".autotune.json"
+
+
+def autotune_files(build_dir: Path) -> dict[str, float]:
+    """Each autotuning file under ``build_dir``'s Triton cache: path -> modification time (s)."""
+    out = {}
+    for f in (Path(build_dir) / "triton").rglob(f"*{AUTOTUNE_SUFFIX}"):
+        try:
+            out[str(f)] = f.stat().st_mtime
+        except OSError:
+            pass
+    return out
+
+
+def drop_new_autotune(build_dir: Path, before: dict[str, float]) -> list[str]:
+    """Remove every autotuning file under ``build_dir``'s Triton cache that is not in ``before``
+    (:func:`autotune_files` before the calls ahead) or changed since; returns their paths."""
+    dropped = []
+    for path, mtime in autotune_files(build_dir).items():
+        if before.get(path) != mtime:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                dropped.append(path)
+    return dropped
 
 
 def compiles_at_first_call(backend: str, device: str) -> bool:
@@ -120,4 +156,4 @@ def _call(worker: Any, draw, rp: Any, config: Any, timeout_s: float) -> str:
     return f"{getattr(reply, 'error_type', type(reply).__name__)}: {str(getattr(reply, 'message', ''))[:200]}"
 
 
-__all__ = ["compiles_at_first_call", "first_call_ahead", "decoy_inputs", "FIRST_CALL_BACKENDS", "MAX_INPUT_BYTES", "TIMEOUT_S"]
+__all__ = ["compiles_at_first_call", "first_call_ahead", "decoy_inputs", "autotune_files", "drop_new_autotune", "FIRST_CALL_BACKENDS", "MAX_INPUT_BYTES", "TIMEOUT_S"]

@@ -2,15 +2,18 @@
 candidate's first call (docs/scale.md, "Triton's first call").
 
 A fresh process's first Triton launch pays, before any kernel of the candidate is compiled or
-found in the cache: the key of Triton's own sources (``triton_key``: a SHA-256 of its compiler
-and language files and of ``libtriton.so``, ~500 MB), the driver's utilities (``cuda_utils``,
-compiled with the host C compiler into ``TRITON_CACHE_DIR`` the first time a build directory
-sees it, loaded after), the device's target and the backend's hash (``ptxas --version``). None of
-it depends on the candidate: a worker started ahead for a Triton candidate
-(:mod:`kbv.pipeline.prestart`) does it while the job before it runs, beside its other start-up
-work. Every part is Triton's own code, run before the candidate file is read; a part that fails
-(another Triton version, no C compiler) is skipped, and the candidate's first call does it as it
-would have.
+found in the cache, the key of Triton's own sources (``triton_key``: a SHA-256 of its compiler and
+language files and of ``libtriton.so``, ~500 MB) and the backend's hash (``ptxas --version``), each
+computed once per process. Neither depends on the candidate: a worker started ahead for a Triton
+candidate (:mod:`kbv.pipeline.prestart`) computes them while the job before it runs.
+
+Only Triton's own installed files are read: nothing of ``TRITON_CACHE_DIR`` or ``TRITON_HOME``,
+which are the candidate's build directory, where it can write. The driver's utilities
+(``cuda_utils``, loaded from that cache) are left to the candidate's first call: loaded here, a
+library the candidate planted there would run before the worker's snapshots of the harness
+(red-team helper, 2026-12-06). The target is read from torch (``get_device_capability``), as
+Triton's driver reads it where torch is loaded. A part that fails (another Triton version) is
+skipped, and the candidate's first call does it as it would have.
 """
 
 from __future__ import annotations
@@ -26,17 +29,17 @@ def _triton_key():
     return triton_key()
 
 
-def _driver_and_backend():
+def _backend_hash():
+    import torch
+    from triton.backends.compiler import GPUTarget
     from triton.compiler.compiler import make_backend
-    from triton.runtime.driver import driver
 
-    active = driver.active  # builds or loads cuda_utils
-    target = active.get_current_target()
-    return make_backend(target).hash()
+    major, minor = torch.cuda.get_device_capability()
+    return make_backend(GPUTarget("cuda", major * 10 + minor, 32)).hash()
 
 
 #: the parts, in order: name -> callable (each Triton's own, cached for the process by Triton).
-PARTS = (("triton_key", _triton_key), ("driver_and_backend", _driver_and_backend))
+PARTS = (("triton_key", _triton_key), ("backend_hash", _backend_hash))
 
 
 def start_triton() -> dict[str, float | str]:

@@ -191,7 +191,7 @@ class BuildPool:
             item, problem, candidate, hidden = got
             t0 = time.monotonic()
             result = BuildResult("build stage failed")
-            cpu0 = None
+            cpu0, restart = None, False
             try:
                 if ref is None or not ref.proc.is_alive():
                     ref = self._spawn(visible)
@@ -209,9 +209,13 @@ class BuildPool:
                     if reply.verdict is not None:
                         verdict = _accepted(verdict_from_dict(reply.verdict))
                     result = BuildResult(built, verdict)
+                    restart = bool(reply.restart)  # it holds device memory it cannot free (kbv.pipeline.warm_call)
             except Exception as exc:  # noqa: BLE001 - the lane verifies the job as if never built
                 result = BuildResult(f"build stage failed: {type(exc).__name__}: {exc}")
             cpu1 = tree_cpu_s(ref.proc.pid) if ref is not None else None
+            if restart and ref is not None:
+                ref.close()
+                ref = None
             result = dataclasses.replace(result, seconds=time.monotonic() - t0,
                                          cpu_s=max(0.0, cpu1 - cpu0) if cpu0 is not None and cpu1 is not None else 0.0)
             with self._lock:
