@@ -214,7 +214,9 @@ class CandidateProcess:
         if expired.is_set():
             self.proc.join(timeout=5)
             raise WorkerTimeout(f"{phase} (fetching the reply's shared memory)", timeout, self.log_tail())
-        request_trace.record("reply", pid=self.proc.pid, reply=type(reply).__name__, t_readable=t_readable)
+        if request_trace.enabled():
+            request_trace.record("reply", pid=self.proc.pid, reply=type(reply).__name__, t_readable=t_readable,
+                                 **request_trace.resident(self.proc.pid))
         if hold and self.proc.is_alive() and self.proc.pid:
             self._held = self._pause()
         return reply

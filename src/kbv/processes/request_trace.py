@@ -6,8 +6,9 @@ inherit it) and every request a :class:`kbv.processes.candidate.CandidateProcess
 JSON lines to ``FILE``:
 
 - ``{"ev": "send", "pid", "req", "phase", "t"}``: the request's type and phase, as it is sent;
-- ``{"ev": "reply", "pid", "reply", "t_readable", "t"}``: the reply readable (``t_readable``, the
-  worker's time is ``t_readable`` less the send's ``t``) and decoded (``t``);
+- ``{"ev": "reply", "pid", "reply", "t_readable", "t", "hwm", "rss"}``: the reply readable
+  (``t_readable``, the worker's time is ``t_readable`` less the send's ``t``) and decoded (``t``),
+  with the worker's peak and current resident bytes then (``VmHWM``, ``VmRSS``; None unreadable);
 - ``{"ev": "stage", "name", "seconds", "t"}``: a pipeline stage's own mark (``phase_seconds``) as it
   is set;
 - ``{"ev": "verify", "what": "start" | "end", "t"}``: one verification's bounds;
@@ -50,4 +51,19 @@ def record(ev: str, **fields) -> None:
         pass
 
 
-__all__ = ["TRACE_ENV", "enabled", "record"]
+def resident(pid: int) -> dict:
+    """``{"hwm", "rss"}``: process ``pid``'s peak and current resident set (bytes, from
+    ``/proc/<pid>/status``), None each where unreadable."""
+    out: dict = {"hwm": None, "rss": None}
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                key = {"VmHWM:": "hwm", "VmRSS:": "rss"}.get(line.split(None, 1)[0] if line.strip() else "")
+                if key:
+                    out[key] = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+__all__ = ["TRACE_ENV", "enabled", "record", "resident"]
