@@ -11,7 +11,7 @@ One ``kbv run`` (default config, hidden tests on, one lane) over the problems ch
 its stdout read line by line, each verdict line timestamped; then every verdict read from its store.
 Per job: status, message, seconds since the previous verdict (the gap), the verdict's own phase
 seconds, the reference worker's and candidate worker's host peaks, the reference worker's device
-peak, and the bound ``4·B + 1 GiB`` (:mod:`kbv.processes.footprint`). Figures, against the issue's
+peak (and per phase, ``phase_device_peaks``), and the bound ``4·B + 1 GiB`` (:mod:`kbv.processes.footprint`). Figures, against the issue's
 goals:
 
 - ``median_gap_s``: the median gap between consecutive verdicts (the first job's start-up left
@@ -89,6 +89,8 @@ def read_jobs(db: Path) -> dict:
         jobs[pid] = {"status": status, "message": (v.get("message") or "")[:200],
                      "phase_s": round(sum(float(x) for x in (v.get("phase_seconds") or {}).values()), 2),
                      **peaks, "bound_bytes": bound,
+                     # the reference worker's device peak so far at the end of each phase: the phase that went over
+                     "phase_device_peaks": mem.get("phase_device_peaks") or {},
                      "over_bound": [k for k, x in peaks.items() if bound and x and x > bound]}
     return jobs
 
