@@ -132,6 +132,10 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
         integrity.watch_writes([setup.workdir, setup.build_dir, "/dev/shm", "/dev/null"], self.writes)
         self._reported_writes = 0
         self._held: tuple = ()  #: tampering reports waiting for a reply that carries them.
+        # the start-up's objects (torch, Triton, the harness) leave the collector's generations: the
+        # full collection of each Ping then walks only what came after (a worker started ahead
+        # answered its job's readiness Ping in 110-125 ms on the H100, a collection over torch)
+        self.timing.collect(freeze=True)
 
     def _warm_runtime(self) -> None:
         """Start torch's own threads (intra-op pool, CUDA driver) before the thread baseline, and
