@@ -325,6 +325,9 @@ def test_eval_reads_the_hidden_test_file_beside_the_problem_or_the_one_given(tmp
     # above (newcomer, 2026-12-05: a warning at the end with exit 0 was missed)
     assert r.returncode == 2 and "hidden tests not checked" in r.stderr and "boom" in r.stderr, r.stderr
     assert "1_hidden.py" in r.stderr and "PASS" in r.stdout, (r.stdout, r.stderr)
+    # and the verdict's own line says it lacks them, as its JSON message does (newcomer, 2026-12-06:
+    # a reader of the PASS line or the JSON saw a clean PASS)
+    assert "(hidden tests not checked:" in next(ln for ln in r.stdout.splitlines() if "PASS" in ln), r.stdout
     # a problem outside a levelN folder: the folder cannot name its file
     flat = tmp_path / "flat"
     flat.mkdir()

@@ -83,6 +83,8 @@ class VerdictStage:
             noisy = any(m.noisy for k, m in state.timing.items() if k in ("candidate", base))
             # "~": a median whose IQR is over a tenth of it, too noisy to rank on (as the demo table marks it)
             message += f"; {ratio_text(state.speedup[base])}x{' ~' if noisy else ''} vs {base}"
+        if state.evidence.get("hidden_tests_error"):  # the user's file, not the candidate's: the verdict says it lacks them
+            message += f" (hidden tests not checked: {state.evidence['hidden_tests_error']})"
         unverified = {}
         if status not in (Status.PASS, Status.SHORTCUT):
             # timed but not correct: the original protocol would have credited this speed
