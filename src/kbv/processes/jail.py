@@ -104,17 +104,18 @@ def limit_cgroup(path: str, memory_bytes: int, tasks: int) -> list[str]:
     return notes
 
 
-def uid_processes(uid: int) -> list[int]:
-    """Pids whose real uid is ``uid`` (/proc/*/status)."""
+def uid_processes(uid: int, *, live: bool = False) -> list[int]:
+    """Pids whose real uid is ``uid`` (/proc/*/status); with ``live``, zombies (state Z or X: dead,
+    waiting for their parent) left out."""
     out = []
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
                 with open(f"/proc/{name}/status") as f:
-                    line = next(l for l in f if l.startswith("Uid:"))
-                if int(line.split()[1]) == uid:
+                    fields = dict(l.split(":", 1) for l in f if l.startswith(("Uid:", "State:")))
+                if int(fields["Uid"].split()[0]) == uid and not (live and fields["State"].split()[0] in "ZX"):
                     out.append(int(name))
-            except (OSError, StopIteration, ValueError, IndexError):
+            except (OSError, KeyError, ValueError, IndexError):
                 continue
     return out
 
@@ -300,14 +301,21 @@ class ProcessJail:
         if not self._linux:
             return True
         done = self.cgroup is None or _kill_cgroup(self.cgroup, timeout)
-        if self.uid is not None:  # the worker's own uid: whatever of it left the cgroup and the tree
-            for pid in uid_processes(self.uid):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            remove_sysv(self.uid)
         deadline = time.monotonic() + timeout
+        if self.uid is not None:  # the worker's own uid: whatever of it left the cgroup and the tree,
+            # until none is left alive: a SIGKILL takes effect later (a `sleep` the target started was
+            # still there after a run's kill, full suite under load, 2026-12-06)
+            while live := uid_processes(self.uid, live=True):
+                for pid in live:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                if time.monotonic() > deadline:
+                    done = False
+                    break
+                time.sleep(0.01)
+            remove_sysv(self.uid)
         while strays := _children(os.getpid()) - self._known:
             for pid in strays:
                 try:
