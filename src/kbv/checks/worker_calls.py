@@ -109,8 +109,8 @@ def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_by
     candidate_at_most = max(0, total_bytes - free_bytes - reference_reserved_bytes - other_bytes)
     if free_bytes >= call_bytes or candidate_at_most > bound_bytes:
         return None
+    others = f", other processes {other_bytes / _GIB:.1f} GiB" if other_bytes > 0 else ""
     return (f"the device ran out of memory with both workers on it: the candidate worker held at most "
             f"{candidate_at_most / _GIB:.1f} GiB (within kbv's bound of {bound_bytes / _GIB:.1f} GiB, 4·B + 1 GiB), "
-            f"the reference worker {reference_reserved_bytes / _GIB:.1f} GiB, other processes "
-            f"{other_bytes / _GIB:.1f} GiB; {free_bytes / _GIB:.1f} of {total_bytes / _GIB:.1f} GiB free "
-            f"(B = {call_bytes / _GIB:.2f} GiB): run it on a device with more memory")
+            f"the reference worker {reference_reserved_bytes / _GIB:.1f} GiB{others}; {free_bytes / _GIB:.1f} of "
+            f"{total_bytes / _GIB:.1f} GiB free (B = {call_bytes / _GIB:.2f} GiB): run it on a device with more memory")

@@ -255,7 +255,8 @@ def _build(pairs: tuple[BuildPair, ...], config) -> dict[str, str]:
 
     out: dict[str, str] = {}
     started: list[tuple[str, CandidateProcess, Hold]] = []
-    warm: dict[str, object] = {}  #: candidate path -> its problem's reference, for a first call ahead
+    #: candidate path -> (its problem's reference, its build directory, its autotuning files before), for the calls ahead
+    warm: dict[str, tuple] = {}
     with contextlib.ExitStack() as locks:  # each build dir this process's alone until its load answered
         try:
             for pair in pairs:

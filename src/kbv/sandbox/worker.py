@@ -83,7 +83,6 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
         self.last_sizes: list[int] = []  #: bytes of the previous call's tensors (cpu poisoning).
         #: cpu probe calls run with glibc's malloc filling every chunk it hands out (stale memory, taxonomy 9)
         self._perturb = integrity.malloc_perturb() if self.device.type == "cpu" else contextlib.nullcontext()
-        self.triton_start: dict = {}  #: :func:`kbv.sandbox.triton_warm.start_triton`'s parts (cuda, Triton candidates)
         self._warm_runtime()
         self._modes = torch_state.ModeShield(torch)  #: torch modes the candidate leaves on, taken off (taxonomy 4)
         self._tensor_class = torch_state.TensorClassWatch(torch)  #: torch.Tensor's methods as before the load
@@ -165,7 +164,7 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
         if self.device.type == "cuda" and "triton" in self.setup.preload and "triton" in sys.modules:
             from kbv.sandbox.triton_warm import start_triton
 
-            self.triton_start = start_triton()  # Triton's per-process start-up, off the first call's clock
+            start_triton()  # Triton's per-process start-up, off the first call's clock
 
     # helpers ---------------------------------------------------------------------------------
     def _sync(self) -> None:
