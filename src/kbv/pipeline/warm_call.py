@@ -13,7 +13,9 @@ What this call is and is not:
   seeds, sets or secret shape reaches the pool (the shape is drawn by the job, after its load);
 * its outputs are dropped unread: nothing it returns counts toward any verdict;
 * it runs where every pool process runs: at idle CPU priority and stopped while a lane times
-  (:mod:`kbv.batch.executors.builds`), so it adds no work beside a timed call;
+  (:mod:`kbv.batch.executors.builds`), so none of its host work runs beside a timed call; GPU work it
+  queued before the stop still runs, as the pool's construction of ``ModelNew`` on the device
+  already could (docs/anti-cheat.md, Limits);
 * a failure (raised, timed out, died) is the job's own first call's to meet and report in its lane;
   a worker killed while it held the calls' inputs leaves their device memory in the pool's
   reference worker, which is then replaced (:func:`kbv.pipeline.reference_worker._left_over_after_calls`);

@@ -106,14 +106,16 @@ def limit_cgroup(path: str, memory_bytes: int, tasks: int) -> list[str]:
 
 def uid_processes(uid: int, *, live: bool = False) -> list[int]:
     """Pids whose real uid is ``uid`` (/proc/*/status); with ``live``, zombies (state Z or X: dead,
-    waiting for their parent) left out."""
+    waiting for their parent) left out, but not a process whose main thread exited while another
+    runs (it reads Z with more than one thread; red-team helper, 2026-12-06)."""
     out = []
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
                 with open(f"/proc/{name}/status") as f:
-                    fields = dict(l.split(":", 1) for l in f if l.startswith(("Uid:", "State:")))
-                if int(fields["Uid"].split()[0]) == uid and not (live and fields["State"].split()[0] in "ZX"):
+                    fields = dict(l.split(":", 1) for l in f if l.startswith(("Uid:", "State:", "Threads:")))
+                dead = fields["State"].split()[0] in "ZX" and int(fields.get("Threads", "1").split()[0]) <= 1
+                if int(fields["Uid"].split()[0]) == uid and not (live and dead):
                     out.append(int(name))
             except (OSError, KeyError, ValueError, IndexError):
                 continue
