@@ -219,8 +219,11 @@ class BoundStage:
         else:
             while entries and not recheck.failed:  # a failed call ends the re-check (Judging._recheck)
                 entry = entries.pop(0)
-                self.judge._recheck([entry], {entry[1]: self._pass_call_inputs(sets, plan[warmup + judged[entry[1]]])},
-                                    recheck)
+                call = plan[warmup + judged[entry[1]]]
+                # the reference runs on these values uncopied, written again before the oracle side
+                self.judge._recheck([entry], {entry[1]: self._pass_call_inputs(sets, call)}, recheck,
+                                    remake=lambda args, call=call: self._pass_call_inputs(sets, call, args))
+                recheck.refs.clear()  # one call's reference side at a time: no later call reads it
                 del entry
         self.ctx.state.evidence.setdefault("bound_rechecks", []).extend(recheck.checked)
         del recheck

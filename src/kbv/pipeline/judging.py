@@ -4,8 +4,11 @@ failed probe sets are held until every correctness set is judged."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+
+import torch
 
 from kbv.checks import output_rules as out_rule
 from kbv.reference.policy import (INPUT_ROUNDING, POLICIES, SWEEP_TOLERANCES, VACUOUS_BASELINE_ERROR,
@@ -23,6 +26,7 @@ from kbv.reference import oracle as orc
 from kbv.reference.build import first_line, run_reference
 from kbv.reference.mutation import apply_mutation
 from kbv.reference.comparison import Comparison, compare, equals_reference, reference_is_finite
+from kbv.sandbox import call_probes as ig
 from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import timer as timing
 
@@ -82,10 +86,14 @@ class Judging:
         side = self._oracle_side(s, args, ref, rounding, defer_rounding)
         return side if isinstance(side, InputSetResult) else (ref, *side)
 
-    def _reference_run(self, s: inp.InputSet, args: list, finite_check: bool = True) -> list | InputSetResult:
+    def _reference_run(self, s: inp.InputSet, args: list, finite_check: bool = True,
+                       copy: bool = True) -> list | InputSetResult:
         """The eager-fp32 reference's outputs on ``args`` (already on the device), or a dropped
         result (it raised, or an output is not finite). ``finite_check`` False: the caller reads
         finiteness itself (:attr:`kbv.reference.vetting.OutputSummary.finite`, :meth:`not_finite`).
+        ``copy`` False: the reference runs on ``args`` themselves, which the caller writes again
+        with the values the candidate got before anything else reads them (:meth:`_recheck`'s
+        ``remake``): one input set's bytes less held.
 
         Raises:
             ProblemError: it raised on a nominal set (``get_inputs()``'s own draw).
@@ -94,7 +102,8 @@ class Judging:
         # counter, and one uncopied run on a set whose first run changed nothing clamped later sets' values
         # before the candidate and the oracle saw them (a wrong kernel then passed; red-team, 2026-12-06)
         try:
-            ref = run_reference(self.ctx.rp, inp.clone_args(args), self.ctx.fp32_flags, original=args)
+            ref = run_reference(self.ctx.rp, inp.clone_args(args), self.ctx.fp32_flags, original=args) if copy \
+                else run_reference(self.ctx.rp, args, self.ctx.fp32_flags)
         except BaseException as exc:  # noqa: BLE001 - reference raised on this distribution
             if fp.is_memory_error(exc):  # kbv's limit, not the problem's: EVAL_ERROR (Verification.run)
                 raise
@@ -142,12 +151,36 @@ class Judging:
         if oracle is not None and rounding is not None:
             errors[INPUT_ROUNDING] = list(rounding)
         elif oracle is not None and not defer_rounding:  # the problem's own sensitivity to fp32 rounding
-            moved = self.ctx.oracle.input_rounding_errors(args, oracle, ref)
+            with self._reference_aside(ref) as planned_by:
+                moved = self.ctx.oracle.input_rounding_errors(args, oracle, planned_by)
             if moved is not None:
                 errors[INPUT_ROUNDING] = moved
                 if s.kind is InputKind.NOMINAL:
                     self.ctx._nominal_rounding = largest_errors(self.ctx._nominal_rounding, moved)
         return oracle, oracle_note, errors
+
+    @contextlib.contextmanager
+    def _reference_aside(self, ref: list):
+        """On cuda where the outputs leave no room beside the oracle (:meth:`oracle_after_outputs`
+        False), the reference's outputs wait on the host during the input-rounding forwards (the
+        list changed in place, so its holders see them moved, and back on the device after): at
+        that forward the device holds the inputs, the oracle's outputs and the rounded inputs and
+        outputs in float64, ``3·I + 4·O``, within 4·B + 1 GiB (with the reference too, 3·I + 5·O
+        went over on KernelBench-Verified's small-K and tall-skinny matmuls, H100, 2026-12-06).
+        Yields what the oracle's piece plan may read: ``ref``, or None once it is on the host (the
+        plan was made on this set's oracle call already; a forward that then runs out of memory
+        goes to the host's oracle, :meth:`kbv.reference.oracle.Oracle.__call__`)."""
+        aside = (self.ctx.rp.device.type == "cuda" and not self.oracle_after_outputs()
+                 and all(isinstance(r, torch.Tensor) and r.is_cuda for r in ref))
+        if not aside:
+            yield ref
+            return
+        devices = [r.device for r in ref]
+        ref[:] = [r.to("cpu") for r in ref]
+        try:
+            yield None
+        finally:
+            ref[:] = [r.to(d) for r, d in zip(ref, devices)]
 
     def oracle_after_outputs(self) -> bool:
         """Whether a set's oracle side waits for the candidate's outputs (:meth:`exact_result`): a
@@ -281,14 +314,23 @@ class Judging:
         self.ctx.state.findings += settle_probes(self.ctx.state.input_sets, self.ctx._pending_probes)
         self.ctx._pending_probes = []
 
-    def _recheck(self, kept: list, sets: list, state: "Recheck", mutations: dict | None = None) -> None:
+    def _recheck(self, kept: list, sets: list, state: "Recheck", mutations: dict | None = None,
+                 remake=None) -> None:
         """Judge the outputs of one round's kept timed calls (:func:`recheck_plan`) against the
         reference of the values they got, the timing set with that call's :func:`timed_mutation`
         (taxonomy 5, 6, 11): a candidate right when checked and wrong while timed, or answering
-        from a cache. Stops at the first wrong call of the verification."""
+        from a cache. Stops at the first wrong call of the verification.
+
+        ``remake(args)``: writes a call's values into ``args`` again, in place (``sets`` are then
+        this process's own copies, one per call: the bound pass on cuda). The reference then runs
+        on them uncopied, and they are written again before the oracle side reads them, whatever
+        the reference wrote into them: the values the candidate got, one input set's bytes less
+        held (a matrix-vector problem's re-check held five input sets, 40.1 GiB of a 33.0 GiB
+        bound, H100, 2026-12-06)."""
         mutations = mutations or {}
         while kept:  # each call's outputs dropped once judged: one less held for the next
             call, k, outs = kept.pop(0)
+            stale = False  # the reference ran on ``args`` themselves: written again before the oracle side
             if state.failed:
                 kept.clear()
                 return
@@ -306,13 +348,20 @@ class Judging:
                 args = sets[k]
                 s = inp.InputSet(f"timed-call-{call}", InputKind.NOMINAL, f"timing set {k}", 0, args)
                 if k not in state.refs:  # the reference run, and its oracle side once a call needs it
-                    state.refs[k] = [self._reference_run(s, args), None]
+                    copy = remake is None or self.ctx.rp.mutates_inputs or self.ctx.rp.aliases_inputs
+                    ref = self._reference_run(s, args, copy=copy)
+                    if not copy and not isinstance(ref, InputSetResult) and ig.overlaps(ref, args):
+                        ref = [r.clone() for r in ref]  # a view of the inputs: kept apart from their rewrite
+                    state.refs[k] = [ref, None]
+                    stale = not copy
                 entry = state.refs[k]
             ref, side = entry
             # ``outs`` are this process's own copies, taken while the worker was stopped; outputs
             # equal to the reference's need no oracle (:meth:`exact_result`)
             r = None if isinstance(ref, InputSetResult) else self.exact_result(s, outs, self.ctx.rp.structure, ref, args)
             if r is None and side is None and not isinstance(ref, InputSetResult):
+                if stale:
+                    remake(args)
                 side = entry[1] = self._oracle_side(s, args, ref, self.ctx._nominal_rounding)
             if mix or mutation:
                 s.release()

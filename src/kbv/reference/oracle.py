@@ -99,6 +99,28 @@ def _batch_size(args: Sequence[Any]) -> int | None:
     return sizes.pop() if ok and len(sizes) == 1 else None
 
 
+#: Which arguments a piece of the batch slices (:meth:`Oracle._plan`): every tensor (a batch) or
+#: the first tensor alone (the rows of a matrix product: ``A[rows] @ B``, ``A[rows] @ x``).
+SPLIT_ALL, SPLIT_FIRST = "all", "first"
+
+
+def _split(args: Sequence[Any], how: str) -> tuple[int | None, tuple[bool, ...]]:
+    """(the leading size a piece slices, which arguments it slices) for ``how`` (:data:`SPLIT_ALL`,
+    :data:`SPLIT_FIRST`); (None, ()) where ``args`` cannot be split so."""
+    tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+    if how == SPLIT_ALL:
+        n = _batch_size(args)
+        return (n, tuple(isinstance(a, torch.Tensor) for a in args)) if n is not None else (None, ())
+    if not tensors or args[tensors[0]].dim() == 0:
+        return None, ()
+    return args[tensors[0]].shape[0], tuple(i == tensors[0] for i in range(len(args)))
+
+
+def _slice(args: Sequence[Any], mask: tuple[bool, ...], s0: int, step: int) -> list[Any]:
+    """``args`` with the masked ones cut to rows ``s0 .. s0 + step - 1``."""
+    return [a[s0:s0 + step] if m else a for a, m in zip(args, mask)]
+
+
 #: float64 input bytes of one oracle call above which a row-separable model runs in pieces of the
 #: batch (:meth:`Oracle._plan`): kbv's memory stays near the problem's own size.
 PIECE_BYTES = 64 << 20
@@ -132,6 +154,7 @@ class Oracle:
         self._failed: str | None = None
         self.chunked = 0  #: pieces used by the last call (0: one call).
         self._pieces_planned: int | None = None
+        self._split_how = SPLIT_ALL  #: what a piece slices (:func:`_split`), set with the plan
 
     def _build(self, input_bytes: int) -> torch.nn.Module:
         if self._failed:
@@ -169,14 +192,15 @@ class Oracle:
         finally:
             torch.set_default_dtype(saved)
 
-    def _separable(self, args: Sequence[Any], reference: Sequence[torch.Tensor], n: int, pieces: int) -> bool:
+    def _separable(self, args: Sequence[Any], reference: Sequence[torch.Tensor], n: int, pieces: int,
+                   mask: tuple[bool, ...]) -> bool:
         """The fp32 reference run on the first, a middle and the last piece of the batch alone
-        gives the whole run's rows there (a prefix or suffix scan along the batch, which one end
-        alone would pass, fails the other)."""
+        (the ``mask``ed arguments cut, :func:`_split`) gives the whole run's rows there (a prefix or
+        suffix scan along the batch, which one end alone would pass, fails the other)."""
         step = -(-n // pieces)
         starts = sorted({0, (n // 2) // step * step, (n - 1) // step * step})
         for s0 in starts:
-            part = [a[s0:s0 + step] if isinstance(a, torch.Tensor) else a for a in args]
+            part = _slice(args, mask, s0, step)
             try:
                 with torch.no_grad():
                     out = self._source(*part)
@@ -195,11 +219,14 @@ class Oracle:
                     return False
         return True
 
-    def _pieces(self, model: torch.nn.Module, args: Sequence[Any], n: int, pieces: int) -> list[torch.Tensor]:
+    def _pieces(self, model: torch.nn.Module, args: Sequence[Any], n: int, pieces: int,
+                mask: tuple[bool, ...]) -> list[torch.Tensor]:
         step = -(-n // pieces)
         outs: list[torch.Tensor] | None = None
+        # the arguments every piece takes whole, upcast once (``upcast`` then moves nothing)
+        args = [a if m else upcast([a], self.device)[0] for a, m in zip(args, mask)]
         for s in range(0, n, step):
-            part = self._run(model, [a[s:s + step] if isinstance(a, torch.Tensor) else a for a in args])
+            part = self._run(model, _slice(args, mask, s, step))
             if outs is None:
                 outs = [torch.empty((n, *p.shape[1:]), dtype=p.dtype, device=p.device) for p in part]
             for o, p in zip(outs, part):
@@ -217,14 +244,18 @@ class Oracle:
             return self._pieces_planned
         if reference is None:
             return 0
-        n = _batch_size(args)
         f64 = sum(a.numel() * 8 for a in args if isinstance(a, torch.Tensor))
         pieces = 0
         limit = PIECE_BYTES if self.device.type != "cpu" else min(PIECE_BYTES, HOST_PIECE_BYTES)
-        if n is not None and n > 1 and f64 > limit:
-            want = min(n, -(-f64 // limit))
-            if self._separable(args, reference, n, want):
-                pieces = want
+        for how in (SPLIT_ALL, SPLIT_FIRST):  # a batch first, else a matrix product's rows
+            n, mask = _split(args, how)
+            cut = sum(a.numel() * 8 for a, m in zip(args, mask) if m)  # the bytes pieces divide
+            if n is None or n < 2 or f64 <= limit or cut < f64 // 2:
+                continue
+            want = min(n, -(-cut // max(limit - (f64 - cut), limit // 4)))
+            if self._separable(args, reference, n, want, mask):
+                pieces, self._split_how = want, how
+                break
         self._pieces_planned = pieces
         return pieces
 
@@ -242,10 +273,10 @@ class Oracle:
         model = self._build(input_bytes)
         self.chunked = 0
         planned = self._plan(args, reference)
-        n = _batch_size(args)
+        n, mask = _split(args, self._split_how)
         try:
             if planned and n is not None:
-                return self._pieces(model, args, n, planned)
+                return self._pieces(model, args, n, planned, mask)
             return self._run(model, args)
         except torch.cuda.OutOfMemoryError:
             if self.device.type != "cuda":
@@ -256,13 +287,13 @@ class Oracle:
             raise OracleUnavailable(f"float64 forward raised {type(exc).__name__}: "
                                     f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}") from None
         torch.cuda.empty_cache()
-        n = _batch_size(args)
-        if reference is not None and n is not None and n > 1:
-            for pieces in ORACLE_PIECES:
-                if pieces > n or not self._separable(args, reference, n, pieces):
+        for how in (SPLIT_ALL, SPLIT_FIRST) if reference is not None else ():
+            n, mask = _split(args, how)
+            for pieces in ORACLE_PIECES if n is not None and n > 1 else ():
+                if pieces > n or not self._separable(args, reference, n, pieces, mask):
                     continue
                 try:
-                    return self._pieces(model, args, n, pieces)
+                    return self._pieces(model, args, n, pieces, mask)
                 except torch.cuda.OutOfMemoryError:
                     torch.cuda.empty_cache()
         # the host: only when it can hold the float64 inputs and outputs twice over
@@ -315,8 +346,8 @@ class Oracle:
         against ``oracle`` (the oracle on ``args``) for each of :data:`ROUNDING_MOVES`, without
         holding them whole where the oracle runs in pieces: each piece's moved inputs and
         outputs are judged against the oracle's rows and dropped. None where a move gives None."""
-        n = _batch_size(args)
         pieces = self._plan(args, reference)
+        n, mask = _split(args, self._split_how)
         if not pieces or n is None:
             worst_whole: list[float | None] | None = None
             for seed in ROUNDING_MOVES:
@@ -335,13 +366,18 @@ class Oracle:
         worst: list[float | None] = [0.0 if o.is_floating_point() else None for o in oracle]
         step = -(-n // pieces)
         model = self._build(0)
-        for s0 in range(0, n, step):
-            for seed in ROUNDING_MOVES:
+        for seed in ROUNDING_MOVES:
+            # the arguments every piece takes whole, moved once per move (the same draws as a whole move)
+            whole = [None if m or not isinstance(a, torch.Tensor) else _rounded_up(a, self.device, seed)
+                     if a.is_floating_point() else a.to(self.device) for a, m in zip(args, mask)]
+            for s0 in range(0, n, step):
                 part = []
-                for a in args:
-                    if isinstance(a, torch.Tensor):
+                for a, m, w in zip(args, mask, whole):
+                    if m:
                         a = (_rounded_up(a[s0:s0 + step], self.device, seed, s0 * (a[0].numel() if a.dim() else 1))
                              if a.is_floating_point() else a[s0:s0 + step].to(self.device))
+                    elif w is not None:
+                        a = w
                     part.append(a)
                 try:
                     outs = self._run(model, part)
