@@ -62,9 +62,32 @@ def pids(spec: str) -> set[int]:
     return out
 
 
-def write_candidates(problems: Path, chosen: set[int], runs: Path) -> list[Path]:
+#: appended to a candidate with ``--tf32``: its forward runs with TF32 on for matmuls and
+#: convolutions (restored after), so its outputs differ from the strict-fp32 reference's and every
+#: set takes the fp64 oracle's path (the path whose memory an exact copy never reaches)
+TF32_FORWARD = """
+
+_kbv_bench_forward = ModelNew.forward
+
+
+def _kbv_bench_tf32_forward(self, *args, **kwargs):
+    import torch
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    try:
+        return _kbv_bench_forward(self, *args, **kwargs)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
+ModelNew.forward = _kbv_bench_tf32_forward
+"""
+
+
+def write_candidates(problems: Path, chosen: set[int], runs: Path, tf32: bool = False) -> list[Path]:
     """One reference-copying candidate per chosen problem of ``problems/level1``, in KernelBench's
-    runs layout (``runs/full/level_1_problem_<P>_sample_0_kernel.py``)."""
+    runs layout (``runs/full/level_1_problem_<P>_sample_0_kernel.py``); ``tf32``: its forward under
+    TF32 (:data:`TF32_FORWARD`)."""
     out = []
     (runs / "full").mkdir(parents=True, exist_ok=True)
     for p in sorted((problems / "level1").glob("*.py"), key=lambda f: int(f.name.split("_")[0])):
@@ -72,7 +95,7 @@ def write_candidates(problems: Path, chosen: set[int], runs: Path) -> list[Path]
         if pid not in chosen:
             continue
         dest = runs / "full" / f"level_1_problem_{pid}_sample_0_kernel.py"
-        dest.write_text(re.sub(r"\bModel\b", "ModelNew", p.read_text()))
+        dest.write_text(re.sub(r"\bModel\b", "ModelNew", p.read_text()) + (TF32_FORWARD if tf32 else ""))
         out.append(dest)
     return out
 
@@ -119,6 +142,8 @@ def main() -> None:
     ap.add_argument("--hidden", type=Path, default=DATA / "hidden_tests", help="folder holding level1/<pid>_hidden.py")
     ap.add_argument("--pids", default="1-100", help="problem ids, e.g. 1-50,95")
     ap.add_argument("--quick", action="store_true", help="1 nominal seed, 3 trials (the dry run)")
+    ap.add_argument("--tf32", action="store_true", help="each candidate's forward under TF32: outputs that differ "
+                    "from the reference's, so every set takes the fp64 oracle's path")
     ap.add_argument("--deadline-s", type=float, default=540.0)
     ap.add_argument("--store", type=Path, help="kbv's store (kept; a second call resumes)")
     ap.add_argument("--json", type=Path, default=Path(os.environ["OUT"]) / "full-size.json" if os.environ.get("OUT") else None)
@@ -131,7 +156,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kbv-full-") as tmp:
         work = Path(tmp)
         (work / "problems").symlink_to(args.problems.resolve())
-        if not write_candidates(args.problems, chosen, work / "runs"):
+        if not write_candidates(args.problems, chosen, work / "runs", args.tf32):
             raise SystemExit(f"full_size.py: no problem of {args.problems}/level1 has an id in {args.pids}")
         db = work / "full.db"  # run_kbv's store; a kept one is copied in and back
         if args.store and args.store.exists():

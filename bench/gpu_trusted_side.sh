@@ -12,6 +12,7 @@
 #   bash bench/gpu_trusted_side.sh diag    # issue 24's diagnostics tests and `kbv profile` alone
 #   bash bench/gpu_trusted_side.sh verify  # the judging cuda rows (red team, honest, gpu) and bytes per job on cuda
 #   bash bench/gpu_trusted_side.sh first   # Triton's first call in a fresh process (cold, warm cache), then as bytes
+#   bash bench/gpu_trusted_side.sh full    # TF32 candidates on the matmuls whose device peak went over, then level 1
 #   bash bench/gpu_trusted_side.sh bytes   # bytes per job at full size (6 GiB ReLU, 4096^2 matmul), then level 1 at full size
 #   bash bench/gpu_trusted_side.sh gap     # the 40-kernel batch alone (gap between verdicts), one job profiled
 # Then, here: `PYTHONPATH=src python3 bench/rerun_coverage.py compare DIR` on the two stores that came back.
@@ -26,7 +27,7 @@ judging_rows() {
   local py="timeout $1 python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider" p1 p2 p3
   $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
   $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
-  $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py tests/pipeline/test_warm_call.py tests/sandbox/test_triton_warm.py \
+  $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py tests/pipeline/test_warm_call.py tests/sandbox/test_triton_warm.py tests/pipeline/test_reference_aside.py \
     > "$O/gpu.log" 2>&1 & p3=$!
   wait $p1; wait $p2; wait $p3
 }
@@ -90,7 +91,7 @@ case "$1" in
     py="timeout $(( $(left) - 25 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
     $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
     $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
-    $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py tests/pipeline/test_warm_call.py tests/sandbox/test_triton_warm.py \
+    $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py tests/pipeline/test_warm_call.py tests/sandbox/test_triton_warm.py tests/pipeline/test_reference_aside.py \
     > "$O/gpu.log" 2>&1 & p3=$!
     $py tests/ --ignore=tests/e2e/test_redteam.py --ignore=tests/e2e/test_redteam_bound.py --ignore=tests/e2e/test_honest.py \
       --ignore=tests/e2e/test_gpu.py --ignore=tests/e2e/test_gpu_policy.py --ignore=tests/e2e/test_diagnostics_gpu.py \
@@ -148,6 +149,12 @@ case "$1" in
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
     timeout 120 python3 bench/triton_first_call.py --json "$O/triton_first_call.json" > "$O/triton_first_call.log" 2>&1
     full_bytes 120
+    full_level1 ;;
+  full)  # the matmul problems whose reference device peak went over 4·B + 1 GiB, with TF32 candidates (every
+         # set through the fp64 oracle), then KernelBench-Verified's level 1 at full size until the limit
+    nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+    timeout "${TF32_S:-240}" python3 bench/full_size.py --device cuda --tf32 --pids "${TF32_PIDS:-4,6,7,9,11}" \
+      --deadline-s $(( ${TF32_S:-240} - 20 )) --store /tmp/tf32.db --json "$O/full_tf32.json" > "$O/full_tf32.log" 2>&1
     full_level1 ;;
   bytes)  # the bytes per job at full size alone, then KernelBench-Verified's level 1 at full size
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
