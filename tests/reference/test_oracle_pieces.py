@@ -40,6 +40,7 @@ def test_a_matrix_products_oracle_runs_in_row_pieces_with_the_same_answer(monkey
     model, args = _MatVec(), _args(*shapes)
     whole = _whole(model, args)
     monkeypatch.setattr(orc, "PIECE_BYTES", 8192)
+    monkeypatch.setattr(orc, "FIRST_SPLIT_BYTES", 8192)
     o = orc.Oracle(model, torch.device("cpu"))
     out = o(args, [model(*args)])
     assert o.chunked > 1 and o._split_how == orc.SPLIT_FIRST
@@ -54,6 +55,7 @@ def test_a_matrix_products_oracle_runs_in_row_pieces_with_the_same_answer(monkey
 def test_a_model_mixing_the_first_arguments_rows_is_not_cut(monkeypatch):
     model, args = _Centred(), _args((64, 32), (32, 48))
     monkeypatch.setattr(orc, "PIECE_BYTES", 4096)
+    monkeypatch.setattr(orc, "FIRST_SPLIT_BYTES", 4096)
     o = orc.Oracle(model, torch.device("cpu"))
     out = o(args, [model(*args)])
     assert o.chunked == 0
@@ -78,6 +80,16 @@ def test_a_small_first_argument_is_not_cut(monkeypatch):
     """Cutting the first argument alone buys nothing where the others hold most of the bytes."""
     model, args = _MatVec(), _args((4, 16), (16, 4096))
     monkeypatch.setattr(orc, "PIECE_BYTES", 4096)
+    monkeypatch.setattr(orc, "FIRST_SPLIT_BYTES", 4096)
+    o = orc.Oracle(model, torch.device("cpu"))
+    o(args, [model(*args)])
+    assert o.chunked == 0
+
+
+def test_a_matrix_product_under_the_bounds_slack_runs_whole(monkeypatch):
+    """Below :data:`FIRST_SPLIT_BYTES` the whole float64 call fits: no cut, no copy of each piece."""
+    model, args = _MatVec(), _args((96, 160), (160, 1))
+    monkeypatch.setattr(orc, "PIECE_BYTES", 8192)
     o = orc.Oracle(model, torch.device("cpu"))
     o(args, [model(*args)])
     assert o.chunked == 0

@@ -129,6 +129,11 @@ PIECE_BYTES = 64 << 20
 #: reuses the previous one's memory instead of mapping and page-faulting its own (a 256 MiB ReLU's
 #: oracle took 1.78 CPU-s in 64 MiB pieces, 0.70 in 16 MiB ones; its input-rounding pass 1.99 and 0.86).
 HOST_PIECE_BYTES = 16 << 20
+#: float64 input bytes above which a matrix product's rows are cut (:data:`SPLIT_FIRST`): the
+#: bound's slack (4·B + 1 GiB, :mod:`kbv.processes.footprint`). Below it the whole float64 call fits
+#: beside what the reference worker holds, and a cut costs each piece's output one more copy (a
+#: 2048^2 matmul's oracle moved 60 x B more on cpu in 16 MiB pieces).
+FIRST_SPLIT_BYTES = 1 << 30
 #: pieces a batch is split into when the float64 oracle does not fit on the device in one call.
 ORACLE_PIECES: tuple[int, ...] = (4, 16, 64)
 #: a reference run on one piece of the batch must match the whole run's rows to this normalised
@@ -250,7 +255,7 @@ class Oracle:
         for how in (SPLIT_ALL, SPLIT_FIRST):  # a batch first, else a matrix product's rows
             n, mask = _split(args, how)
             cut = sum(a.numel() * 8 for a, m in zip(args, mask) if m)  # the bytes pieces divide
-            if n is None or n < 2 or f64 <= limit or cut < f64 // 2:
+            if n is None or n < 2 or f64 <= (limit if how == SPLIT_ALL else FIRST_SPLIT_BYTES) or cut < f64 // 2:
                 continue
             want = min(n, -(-cut // max(limit - (f64 - cut), limit // 4)))
             if self._separable(args, reference, n, want, mask):
