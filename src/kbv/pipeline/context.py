@@ -114,6 +114,25 @@ class Context:
         with self._held(worker, request, phase, timeout, hold=False) as reply:
             return reply
 
+    def _send(self, worker: CandidateProcess, request: Any, phase: str) -> None:
+        """The first half of :meth:`_call`; :meth:`_received` reads the reply (several workers
+        then work at once).
+
+        Raises:
+            Stop: WORKER_DIED, the worker is gone.
+        """
+        try:
+            worker.send(request, phase=phase)
+        except WorkerDied as exc:
+            self._add(calls_rule.early_exit(exc.exitcode, phase))
+            self._add(calls_rule.refused_in_log(exc.log_tail))
+            raise Stop(Outcome.WORKER_DIED, f"{self.name}: {exc}", exitcode=exc.exitcode, log_tail=exc.log_tail) from None
+
+    def _received(self, worker: CandidateProcess, phase: str, timeout: float) -> Any:
+        """The checked reply to the request :meth:`_send` sent (as :meth:`_call`'s)."""
+        with self._held(worker, None, phase, timeout, hold=False) as reply:
+            return reply
+
     @contextlib.contextmanager
     def _held(self, worker: CandidateProcess, request: Any, phase: str, timeout: float, hold: bool = True):
         """The worker's checked reply to ``request``; with ``hold`` the worker's tree stays
@@ -128,7 +147,8 @@ class Context:
         """
         cm = worker.held_call(request, phase=phase, timeout=timeout) if hold else None
         try:
-            reply = cm.__enter__() if cm is not None else worker.call(request, phase=phase, timeout=timeout)
+            reply = cm.__enter__() if cm is not None else worker.call(request, phase=phase, timeout=timeout) \
+                if request is not None else worker.receive(phase=phase, timeout=timeout)
         except WorkerTimeout as exc:
             self._add(calls_rule.refused_in_log(exc.log_tail))
             raise Stop(Outcome.TIMED_OUT, f"{self.name}: {exc}", log_tail=exc.log_tail) from None

@@ -3,6 +3,7 @@ candidate file, and the candidate's build in its worker (with the same-weights c
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -52,9 +53,15 @@ class Load:
             self.ctx.state.evidence["scan_error"] = first_line(exc)
 
     # phases -------------------------------------------------------------------------------
-    def _load(self, worker: CandidateProcess) -> None:
+    def _load(self, worker: CandidateProcess, ahead: "PendingLoad | None" = None) -> None:
+        """``worker`` builds ``ModelNew`` with the problem's init inputs (``ahead``: that load, sent
+        already); the same-weights check on its reply.
+
+        Raises:
+            Stop: as :meth:`_send_load`.
+        """
         t0 = time.perf_counter()
-        reply = self._send_load(worker, self.ctx.rp.init_args)
+        reply = ahead.finish() if ahead is not None else self._send_load(worker, self.ctx.rp.init_args)
         self.ctx.cand_model_bytes = reply.model_bytes
         self.ctx.state.evidence["load_seconds"] = reply.load_seconds
         self.ctx.state.evidence["sandbox"] = [str(n) for n in reply.sandbox]
@@ -78,23 +85,61 @@ class Load:
         Raises:
             Stop: the load raised (BUILD_RAISED), the worker failed, or the build lock timed out.
         """
-        module_name = f"kbv_candidate_{self.ctx.candidate.sha256[:16]}"
-        request = protocol.Load(self.ctx.candidate.path, module_name, tuple(init_args), self.ctx.config.init_seed,
-                                self.ctx.config.device, self.ctx.config.precision, self.ctx.fp32_flags)
-        # the build dir is this process's alone while the load builds (stale torch locks removed)
+        return self._load_ahead(worker, init_args).finish()
+
+    def _load_ahead(self, worker: CandidateProcess, init_args: list) -> "PendingLoad":
+        """The load of :meth:`_send_load` sent; its reply read by :meth:`PendingLoad.finish`, so
+        the trusted side and another worker work meanwhile.
+
+        Raises:
+            Stop: the worker is gone, or the build lock timed out.
+        """
+        return PendingLoad(self.ctx, worker, init_args)
+
+
+class PendingLoad:
+    """A ``Load`` sent to a worker, its reply not yet read. kbv's lock on the build directory is
+    held from the send to :meth:`finish` or :meth:`close` (the directory is this process's alone
+    while the load builds; stale torch locks removed, :mod:`kbv.processes.buildlock`)."""
+
+    def __init__(self, ctx: Context, worker: CandidateProcess, init_args: list) -> None:
+        self.ctx, self.worker = ctx, worker
+        module_name = f"kbv_candidate_{ctx.candidate.sha256[:16]}"
+        request = protocol.Load(ctx.candidate.path, module_name, tuple(init_args), ctx.config.init_seed,
+                                ctx.config.device, ctx.config.precision, ctx.fp32_flags)
+        self._stack = contextlib.ExitStack()
         try:
-            with build_lock(Path(worker.setup.build_dir), timeout_s=self.ctx.config.compile_timeout_s,
-                            what=Path(self.ctx.candidate.path).name) as hold:
-                try:
-                    reply = self.ctx._call(worker, request, "load", self.ctx.config.compile_timeout_s)
-                finally:
-                    hold.answered = worker.proc.is_alive()  # it answered: the build ended, done or failed
+            self._hold = self._stack.enter_context(build_lock(
+                Path(worker.setup.build_dir), timeout_s=ctx.config.compile_timeout_s,
+                what=Path(ctx.candidate.path).name))
         except BuildLockTimeout as exc:
-            raise Stop(Outcome.KBV_FAILED, f"{self.ctx.name}: load: {exc}; an evaluation failure, not the "
+            raise Stop(Outcome.KBV_FAILED, f"{ctx.name}: load: {exc}; an evaluation failure, not the "
                                           "candidate's") from None
+        try:
+            ctx._send(worker, request, "load")
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def finish(self) -> protocol.Loaded:
+        """The worker's reply (the lock released).
+
+        Raises:
+            Stop: the load raised (BUILD_RAISED), the worker failed, or its reply is not a ``Loaded``.
+        """
+        try:
+            reply = self.ctx._received(self.worker, "load", self.ctx.config.compile_timeout_s)
+        finally:
+            self._hold.answered = self.worker.proc.is_alive()  # it answered: the build ended, done or failed
+            self._stack.close()
         if not isinstance(reply, protocol.Loaded):
             raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: load: unexpected reply {type(reply).__name__}")
         return reply
+
+    def close(self) -> None:
+        """Release the lock without the reply (the worker is closed by its owner; the build counts
+        as cut off, so the next holder rebuilds what it left)."""
+        self._stack.close()
 
 
 #: ModelNew tensors with a parameter's sample compared with it in full, at most (kbv choice: equal

@@ -93,18 +93,29 @@ class Verification:
                 ctx.state.evidence["worker_started_early"] = ctx.worker is not None
                 ctx.state.evidence["worker_start"] = worker.started_by  # zygote or spawn
                 shape_first = self.shapes._shape_first()  # a secret coin: before this worker's load, or after its sets
+                pending = None  # this worker's load, sent once the shape's worker has built (the loads keep their order)
                 if shape_first:
-                    self.shapes._secret_shapes()  # in a worker of its own
-                self.loader._load(worker)
+                    def send_load() -> None:
+                        nonlocal pending
+                        pending = self.loader._load_ahead(worker, ctx.rp.init_args)
+                    try:
+                        self.shapes._secret_shapes(after_load=send_load)  # in a worker of its own
+                    except BaseException:
+                        if pending is not None:
+                            pending.close()
+                        raise
+                self.loader._load(worker, pending)
                 if ctx.config.integrity and (nm := elf.reader()) is not None:  # its objects' imports, read meanwhile
                     ctx.elf_prefetch = elf.Prefetched([worker.setup.build_dir, str(worker.workdir)], nm)
                 if shape_first:
                     self.shapes._shape_built_nominally()
                 if ctx.on_loaded is not None:
                     ctx.on_loaded()
+                if not shape_first:  # the shape's worker builds while this one's sets are judged
+                    self.shapes._begin_shape()
                 self.correctness._correctness(worker)
                 if not shape_first and all(r.passed for r in state.input_sets if not r.dropped):
-                    self.shapes._secret_shapes()  # (wrong already: not needed)
+                    self.shapes._judge_shape()  # (wrong already: not needed; closed unjudged at the end)
                 self.shapes._shape_finding()
                 self.diagnostics._diagnose(already_wrong=any(r.passed is False for r in state.input_sets
                                                              if not r.dropped))

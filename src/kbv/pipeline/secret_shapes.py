@@ -57,10 +57,15 @@ class SecretShapes:
         self._ahead = worker
 
     def release(self) -> None:
-        """Close the worker started ahead if the stage did not use it."""
+        """Close the worker started ahead if the stage did not use it, and one sent its load by
+        :meth:`_begin_shape` whose sets were not judged."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None:
             ahead.close()
+        begun, self._begun = getattr(self, "_begun", None), None
+        if begun is not None:
+            begun[1].close()
+            begun[0].close()
 
     def _shape_reference(self, rng: secrets.SystemRandom) -> tuple[ReferenceProblem | None, dict, dict]:
         """A secret shape the reference accepts: (its reference problem or None, the sizes, the
@@ -127,49 +132,78 @@ class SecretShapes:
         self._shape_before = self.ctx.config.secret_shapes > 0 and secrets.randbelow(2) == 0
         return self._shape_before
 
-    def _secret_shapes(self) -> None:
+    def _secret_shapes(self, after_load=None) -> None:
         """Judge the candidate at a secret shape (module doc), in a worker of its own: ``ModelNew``
         built once at the shape, then ``secret_shapes`` to ``secret_shapes + EXTRA_SETS_MAX`` sets
-        on fresh draws, each judged as every set is."""
+        on fresh draws, each judged as every set is. ``after_load()``: called once the shape's
+        worker has answered its load, before its sets (the candidate's own load is then sent, so
+        it builds while the shape's sets are judged; the loads keep their order)."""
+        self._begin_shape()
+        self._judge_shape(after_load)
+
+    def _begin_shape(self) -> None:
+        """The first half of :meth:`_secret_shapes`: the shape drawn and its reference built, its
+        worker taken and sent its load (the reply read by :meth:`_judge_shape`, so the candidate's
+        own worker is judged meanwhile where the shape comes after its sets). Nothing is sent where
+        the stage judges nothing (no sets asked for, or no shape the reference accepts)."""
         n = self.ctx.config.secret_shapes
         self._shape_load_error: str | None = None
+        self._begun = None
         if n < 1:
             return
         t0 = time.perf_counter()
         rng = secrets.SystemRandom()
         vrp, sizes, note = self._shape_reference(rng)
         self.ctx.state.evidence["secret_shape"] = note
-        if vrp is None:
-            self.ctx.state.phase_seconds["secret-shape"] = time.perf_counter() - t0
-            return
-        where = "sizes " + ", ".join(f"{k}={v}" for k, v in sizes.items())
-        self._shape_where, self._shape_vrp = where, vrp
-        sets = n + rng.randrange(EXTRA_SETS_MAX + 1)
-        note.update(judged_sets=sets, before_load=self._shape_before)
-        results: list[InputSetResult] = []
-        try:
+        if vrp is not None:
+            self._shape_where = "sizes " + ", ".join(f"{k}={v}" for k, v in sizes.items())
+            self._shape_vrp = vrp
+            note.update(judged_sets=n + rng.randrange(EXTRA_SETS_MAX + 1), before_load=self._shape_before)
             ahead, self._ahead = self._ahead, None
             note["worker_started_early"] = ahead is not None
-            with ahead or CandidateProcess(device=self.ctx.config.device,
-                                           build_dir=build_dir(self.ctx.candidate, self.ctx.config.device),
-                                           preload=backend_modules(self.ctx.candidate.backend)) \
-                    as worker, self._at_shape(vrp):
+            worker = ahead or CandidateProcess(device=self.ctx.config.device,
+                                               build_dir=build_dir(self.ctx.candidate, self.ctx.config.device),
+                                               preload=backend_modules(self.ctx.candidate.backend))
+            try:  # ModelNew built once, at the shape, as a user would
+                self._begun = (worker, self.loader._load_ahead(worker, vrp.init_args), vrp, note)
+            except BaseException:
+                worker.close()
+                raise
+        self.ctx.state.phase_seconds["secret-shape"] = time.perf_counter() - t0
+
+    def _judge_shape(self, after_load=None) -> None:
+        """The second half of :meth:`_secret_shapes`: the load's reply, then the shape's sets; the
+        worker closed at the end."""
+        begun, self._begun = getattr(self, "_begun", None), None
+        if begun is None:
+            return
+        t0 = time.perf_counter()
+        worker, pending, vrp, note = begun
+        results: list[InputSetResult] = []
+        where = self._shape_where
+        try:
+            with worker:
                 try:
-                    self.loader._send_load(worker, vrp.init_args)  # ModelNew built once, at the shape, as a user would
+                    pending.finish()
                 except Stop as stop:
                     if stop.outcome is not Outcome.BUILD_RAISED:
                         raise
                     # the shape's or the candidate's own failure: told apart by the nominal load
                     self._shape_load_error = first_line(stop.message)
-                    return
+                finally:
+                    pending.close()
+                if after_load is not None and not self._shape_load_error:
+                    after_load()  # at the problem's own state (not the shape's: _at_shape below)
+                sets = 0 if self._shape_load_error else note["judged_sets"]
                 try:
-                    for j in range(sets):
-                        seed = inp.secret_seed()
-                        s = inp.InputSet(f"shape-{j + 1}", InputKind.SHAPE, where, seed,
-                                         maker=lambda seed=seed: (inp.draw(vrp.module.get_inputs, seed, vrp.device), None))
-                        results.append(self.correctness._check_set(worker, s))
-                        if results[-1].passed is False:
-                            break
+                    with self._at_shape(vrp):
+                        for j in range(sets):
+                            seed = inp.secret_seed()
+                            s = inp.InputSet(f"shape-{j + 1}", InputKind.SHAPE, where, seed, maker=lambda seed=seed: (
+                                inp.draw(vrp.module.get_inputs, seed, vrp.device), None))
+                            results.append(self.correctness._check_set(worker, s))
+                            if results[-1].passed is False:
+                                break
                 except Stop as stop:
                     if stop.outcome is not Outcome.CALL_RAISED:
                         raise
@@ -178,7 +212,8 @@ class SecretShapes:
                                                   passed=False, fault=first_line(stop.message)))
         finally:
             self._shape_results = results  # listed after the problem's own sets (_shape_finding)
-            self.ctx.state.phase_seconds["secret-shape"] = time.perf_counter() - t0
+            self.ctx.state.phase_seconds["secret-shape"] = (self.ctx.state.phase_seconds.get("secret-shape", 0.0)
+                                                            + time.perf_counter() - t0)
         if self._shape_load_error and not self._shape_before:  # the candidate's own load succeeded before
             self._shape_built_nominally()
 
