@@ -91,3 +91,19 @@ def test_an_output_that_views_the_inputs_is_kept_apart_from_their_rewrite(monkey
     _run(j, values, remake=True)
     assert torch.equal(seen["ref"][0], torch.tensor([0.0, 2.0, 0.0]))
     assert torch.equal(seen["oracle_args"][0], values)
+
+
+def test_a_later_call_on_the_same_set_gets_the_values_again_after_an_exact_one(monkeypatch):
+    """Two kept calls on one set, the first equal to the reference (no oracle side, so no rewrite
+    then), the second not: the oracle side still reads the values the candidate got (the set's
+    values stay marked as run on until written again; red-team helper, 2026-12-06)."""
+    values = torch.tensor([-1.0, 2.0, -3.0])
+    j, seen = _judging(monkeypatch, _Clamps())
+    exact = iter([InputSetResult("x", InputKind.NOMINAL, "", 0, passed=True, exact=True), None])
+    monkeypatch.setattr(j, "exact_result", lambda *a, **k: next(exact))
+    args = [values.clone()]
+    state = Recheck()
+    kept = [(1, 0, [torch.zeros(3)]), (2, 0, [torch.zeros(3)])]
+    j._recheck(kept, {0: args}, state, remake=lambda a: a[0].copy_(values))
+    assert torch.equal(seen["oracle_args"][0], values)
+    assert state.checked == [1, 2] and not state.stale

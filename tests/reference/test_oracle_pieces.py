@@ -93,3 +93,23 @@ def test_a_matrix_product_under_the_bounds_slack_runs_whole(monkeypatch):
     o = orc.Oracle(model, torch.device("cpu"))
     o(args, [model(*args)])
     assert o.chunked == 0
+
+
+class _RowPosition(torch.nn.Module):
+    """A matrix product plus a term that depends on a row's position: any cut moves the term."""
+
+    def forward(self, a, b):
+        n = a.shape[0]
+        return torch.matmul(a, b) + (torch.arange(n, dtype=a.dtype) % 3 == 0).to(a.dtype)[:, None]
+
+
+def test_an_output_that_depends_on_a_rows_position_is_not_cut(monkeypatch):
+    """Every piece is compared with the whole run's rows: with 13 rows in pieces of 2, pieces at
+    rows 0, 6 and 12 alone matched (red-team helper, 2026-12-06)."""
+    model, args = _RowPosition(), _args((13, 8), (8, 4))
+    monkeypatch.setattr(orc, "PIECE_BYTES", 64)
+    monkeypatch.setattr(orc, "FIRST_SPLIT_BYTES", 64)
+    o = orc.Oracle(model, torch.device("cpu"))
+    out = o(args, [model(*args)])
+    assert o.chunked == 0
+    assert torch.allclose(out[0], _whole(model, args)[0], rtol=0, atol=1e-12)

@@ -224,6 +224,7 @@ class BoundStage:
                 self.judge._recheck([entry], {entry[1]: self._pass_call_inputs(sets, call)}, recheck,
                                     remake=lambda args, call=call: self._pass_call_inputs(sets, call, args))
                 recheck.refs.clear()  # one call's reference side at a time: no later call reads it
+                recheck.stale.clear()
                 del entry
         self.ctx.state.evidence.setdefault("bound_rechecks", []).extend(recheck.checked)
         del recheck

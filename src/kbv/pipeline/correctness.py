@@ -4,6 +4,8 @@ distributions D1–D4, kbv's randomised distributions and hidden test files, eac
 
 from __future__ import annotations
 
+from typing import Callable
+
 import time
 from typing import Any
 
@@ -35,6 +37,9 @@ class Correctness:
 
     def __init__(self, ctx: Context, judge: Judging) -> None:
         self.ctx, self.judge = ctx, judge
+        #: called before each of the problem's own sets (the secret shape's load, read once it has
+        #: come: :meth:`kbv.pipeline.secret_shapes.SecretShapes._poll_load`)
+        self.between_sets: Callable[[], None] = lambda: None
 
     def _candidate_outputs(self, worker: CandidateProcess, args: list, *, buffers: str = "fresh",
                            ref: list | None = None, label: str = "", compare: bool = False) -> list:
@@ -85,6 +90,7 @@ class Correctness:
         """:meth:`_check_set` of one of the problem's own sets; where forward raised on it, the set is
         listed as failed before the verification stops, so the table and the record show the set the
         verdict names (a newcomer's RUNTIME_ERROR named nominal-0, which no row showed)."""
+        self.between_sets()
         try:
             return self._check_set(worker, s, keep_outputs=keep_outputs)
         except Stop as stop:

@@ -330,7 +330,6 @@ class Judging:
         mutations = mutations or {}
         while kept:  # each call's outputs dropped once judged: one less held for the next
             call, k, outs = kept.pop(0)
-            stale = False  # the reference ran on ``args`` themselves: written again before the oracle side
             if state.failed:
                 kept.clear()
                 return
@@ -353,15 +352,17 @@ class Judging:
                     if not copy and not isinstance(ref, InputSetResult) and ig.overlaps(ref, args):
                         ref = [r.clone() for r in ref]  # a view of the inputs: kept apart from their rewrite
                     state.refs[k] = [ref, None]
-                    stale = not copy
+                    if not copy:  # the reference ran on ``args`` themselves
+                        state.stale.add(k)
                 entry = state.refs[k]
             ref, side = entry
             # ``outs`` are this process's own copies, taken while the worker was stopped; outputs
             # equal to the reference's need no oracle (:meth:`exact_result`)
             r = None if isinstance(ref, InputSetResult) else self.exact_result(s, outs, self.ctx.rp.structure, ref, args)
             if r is None and side is None and not isinstance(ref, InputSetResult):
-                if stale:
+                if not (mix or mutation) and k in state.stale:  # written again before the oracle side reads them
                     remake(args)
+                    state.stale.discard(k)
                 side = entry[1] = self._oracle_side(s, args, ref, self.ctx._nominal_rounding)
             if mix or mutation:
                 s.release()

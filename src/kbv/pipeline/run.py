@@ -19,6 +19,7 @@ and the stages it calls (no inheritance between them); :class:`Verification` bui
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Callable, ContextManager
 
@@ -65,6 +66,7 @@ class Verification:
         self.loader = Load(ctx)
         self.correctness = Correctness(ctx, judge)
         self.shapes = SecretShapes(ctx, self.loader, self.correctness, worker=shape_worker)
+        self.correctness.between_sets = self.shapes._poll_load  # the shape's load read once it has come
         self.vetting = Vetting(ctx)
         self.diagnostics = Diagnostics(ctx)
         self.timing = Timing(ctx, judge, BoundStage(ctx, judge), RepeatGain(ctx), SyncChecks(ctx), Roofline(ctx),
@@ -83,8 +85,11 @@ class Verification:
         if ctx.rp.device.type == "cuda":
             fp.reset_process_peak(ctx.rp.device)
         cand_peak = None
-        with ctx.worker or CandidateProcess(device=ctx.config.device, build_dir=bd,
-                                            preload=backend_modules(ctx.candidate.backend)) as worker:
+        # ``held`` closes after the worker: the secret shape's worker and lock (a workload's verification
+        # too), and this worker's load sent ahead (its build lock released once nothing builds)
+        with contextlib.ExitStack() as held, ctx.worker or CandidateProcess(
+                device=ctx.config.device, build_dir=bd, preload=backend_modules(ctx.candidate.backend)) as worker:
+            held.callback(self.shapes.release)
             try:
                 self.loader._preflight()
                 if worker.proc.pid is not None:
@@ -97,13 +102,8 @@ class Verification:
                 if shape_first:
                     def send_load() -> None:
                         nonlocal pending
-                        pending = self.loader._load_ahead(worker, ctx.rp.init_args)
-                    try:
-                        self.shapes._secret_shapes(after_load=send_load)  # in a worker of its own
-                    except BaseException:
-                        if pending is not None:
-                            pending.close()
-                        raise
+                        pending = held.enter_context(contextlib.closing(self.loader._load_ahead(worker, ctx.rp.init_args)))
+                    self.shapes._secret_shapes(after_load=send_load)  # in a worker of its own
                 self.loader._load(worker, pending)
                 if ctx.config.integrity and (nm := elf.reader()) is not None:  # its objects' imports, read meanwhile
                     ctx.elf_prefetch = elf.Prefetched([worker.setup.build_dir, str(worker.workdir)], nm)
@@ -115,7 +115,8 @@ class Verification:
                     self.shapes._begin_shape()
                 self.correctness._correctness(worker)
                 if not shape_first and all(r.passed for r in state.input_sets if not r.dropped):
-                    self.shapes._judge_shape()  # (wrong already: not needed; closed unjudged at the end)
+                    self.shapes._judge_shape()
+                self.shapes.release()  # wrong already: the shape's worker closed unjudged, now
                 self.shapes._shape_finding()
                 self.diagnostics._diagnose(already_wrong=any(r.passed is False for r in state.input_sets
                                                              if not r.dropped))

@@ -86,6 +86,9 @@ class Recheck:
     #: (``Judging._oracle_side``) once a call on it needed the oracle, else None]
     refs: dict = field(default_factory=dict)
     checked: list = field(default_factory=list)  #: timed-call indices judged
+    #: timing set indices whose values the reference ran on uncopied (``Judging._recheck``'s
+    #: ``remake``): written again before an oracle side reads them
+    stale: set = field(default_factory=set)
     failed: bool = False
 
 

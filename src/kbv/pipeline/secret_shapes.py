@@ -63,9 +63,33 @@ class SecretShapes:
         if ahead is not None:
             ahead.close()
         begun, self._begun = getattr(self, "_begun", None), None
-        if begun is not None:
-            begun[1].close()
+        if begun is not None:  # the worker stopped first, then the lock (nothing builds once it is free)
             begun[0].close()
+            begun[1].close()
+
+    def _poll_load(self) -> None:
+        """Where the shape's load was sent ahead and its reply has come (or the worker is gone):
+        read it now, so kbv's lock on the build directory is held while the load builds, not
+        while the candidate's own sets are judged (another lane with the same file waits on it).
+        What it ends in is kept for :meth:`_judge_shape`, which acts on it as on a reply read there."""
+        begun = getattr(self, "_begun", None)
+        if begun is None or self._load_end is not None:
+            return
+        worker = begun[0]
+        if worker.conn.poll(0) or not worker.proc.is_alive():
+            self._load_end = self._finish_load(begun[1])
+
+    def _finish_load(self, pending) -> tuple:
+        """``("ok",)``, ``("build", message)`` (ModelNew raised at the shape) or ``("stop", Stop)``."""
+        try:
+            pending.finish()
+            return ("ok",)
+        except Stop as stop:
+            if stop.outcome is Outcome.BUILD_RAISED:
+                return ("build", first_line(stop.message))
+            return ("stop", stop)
+        finally:
+            pending.close()
 
     def _shape_reference(self, rng: secrets.SystemRandom) -> tuple[ReferenceProblem | None, dict, dict]:
         """A secret shape the reference accepts: (its reference problem or None, the sizes, the
@@ -149,6 +173,7 @@ class SecretShapes:
         n = self.ctx.config.secret_shapes
         self._shape_load_error: str | None = None
         self._begun = None
+        self._load_end: tuple | None = None  # the load's end once read (_poll_load)
         if n < 1:
             return
         t0 = time.perf_counter()
@@ -183,15 +208,11 @@ class SecretShapes:
         where = self._shape_where
         try:
             with worker:
-                try:
-                    pending.finish()
-                except Stop as stop:
-                    if stop.outcome is not Outcome.BUILD_RAISED:
-                        raise
-                    # the shape's or the candidate's own failure: told apart by the nominal load
-                    self._shape_load_error = first_line(stop.message)
-                finally:
-                    pending.close()
+                end, self._load_end = self._load_end or self._finish_load(pending), None
+                if end[0] == "stop":
+                    raise end[1]
+                if end[0] == "build":  # the shape's or the candidate's own failure: told apart by the nominal load
+                    self._shape_load_error = end[1]
                 if after_load is not None and not self._shape_load_error:
                     after_load()  # at the problem's own state (not the shape's: _at_shape below)
                 sets = 0 if self._shape_load_error else note["judged_sets"]

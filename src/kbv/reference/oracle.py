@@ -199,12 +199,13 @@ class Oracle:
 
     def _separable(self, args: Sequence[Any], reference: Sequence[torch.Tensor], n: int, pieces: int,
                    mask: tuple[bool, ...]) -> bool:
-        """The fp32 reference run on the first, a middle and the last piece of the batch alone
-        (the ``mask``ed arguments cut, :func:`_split`) gives the whole run's rows there (a prefix or
-        suffix scan along the batch, which one end alone would pass, fails the other)."""
+        """The fp32 reference run on each piece of the batch alone (the ``mask``ed arguments cut,
+        :func:`_split`) gives the whole run's rows there: one fp32 forward in pieces, once per
+        oracle. Every piece, not a few: a prefix or suffix scan fails at one end only, and an output
+        that depends on a row's position (``+ (arange(n) % 3 == 0)``) passed pieces at rows 0, 6 and
+        12 of 13 and was wrong at the others (red-team helper, 2026-12-06)."""
         step = -(-n // pieces)
-        starts = sorted({0, (n // 2) // step * step, (n - 1) // step * step})
-        for s0 in starts:
+        for s0 in range(0, n, step):
             part = _slice(args, mask, s0, step)
             try:
                 with torch.no_grad():
