@@ -52,14 +52,18 @@ def test_a_matrix_products_oracle_runs_in_row_pieces_with_the_same_answer(monkey
     assert errs is not None and errs[0] == pytest.approx(full, rel=1e-6)  # the same draws, whole or in pieces
 
 
-def test_a_model_mixing_the_first_arguments_rows_is_not_cut(monkeypatch):
-    model, args = _Centred(), _args((64, 32), (32, 48))
-    monkeypatch.setattr(orc, "PIECE_BYTES", 4096)
-    monkeypatch.setattr(orc, "FIRST_SPLIT_BYTES", 4096)
+def _assert_run_whole(monkeypatch, model, args, limit: int) -> None:
+    """With pieces of ``limit`` float64 bytes asked for, the oracle declines the cut and answers whole."""
+    monkeypatch.setattr(orc, "PIECE_BYTES", limit)
+    monkeypatch.setattr(orc, "FIRST_SPLIT_BYTES", limit)
     o = orc.Oracle(model, torch.device("cpu"))
     out = o(args, [model(*args)])
     assert o.chunked == 0
     assert torch.allclose(out[0], _whole(model, args)[0], rtol=0, atol=1e-12)
+
+
+def test_a_model_mixing_the_first_arguments_rows_is_not_cut(monkeypatch):
+    _assert_run_whole(monkeypatch, _Centred(), _args((64, 32), (32, 48)), 4096)
 
 
 def test_a_batch_is_still_cut_whole(monkeypatch):
@@ -106,10 +110,4 @@ class _RowPosition(torch.nn.Module):
 def test_an_output_that_depends_on_a_rows_position_is_not_cut(monkeypatch):
     """Every piece is compared with the whole run's rows: with 13 rows in pieces of 2, pieces at
     rows 0, 6 and 12 alone matched (red-team helper, 2026-12-06)."""
-    model, args = _RowPosition(), _args((13, 8), (8, 4))
-    monkeypatch.setattr(orc, "PIECE_BYTES", 64)
-    monkeypatch.setattr(orc, "FIRST_SPLIT_BYTES", 64)
-    o = orc.Oracle(model, torch.device("cpu"))
-    out = o(args, [model(*args)])
-    assert o.chunked == 0
-    assert torch.allclose(out[0], _whole(model, args)[0], rtol=0, atol=1e-12)
+    _assert_run_whole(monkeypatch, _RowPosition(), _args((13, 8), (8, 4)), 64)
