@@ -118,9 +118,23 @@ def test_json_path_in_a_new_folder_says_it_makes_the_folder(tmp_path, monkeypatc
     monkeypatch.setattr(common.err_console, "print", lambda text, **kw: said.append(text))
     target = tmp_path / "new" / "deeper" / "v.json"
     common.writable_output(target, "--json")
-    assert said == [f"kbv: note: --json makes the folder {target.parent}"] and target.parent.is_dir()
+    assert said == [f"kbv: note: --json made the folder {target.parent}"] and target.parent.is_dir()
     common.writable_output(target, "--json")  # the folder exists now: nothing said
     assert len(said) == 1
+
+
+def test_a_folder_that_cannot_be_made_is_refused_without_a_note(tmp_path, monkeypatch):
+    """Under /proc no folder can be made: one line, the fault, and no note that it was made (a
+    newcomer's run printed "makes the folder /proc/x" before the refusal)."""
+    import pytest
+    from kbv.cli import common
+
+    said = []
+    monkeypatch.setattr(common.err_console, "print", lambda text, **kw: said.append(text))
+    monkeypatch.setattr(common, "fail", lambda message: (_ for _ in ()).throw(SystemExit(message)))
+    with pytest.raises(SystemExit) as exc:
+        common.writable_output("/proc/kbv-no-such/v.json", "--json")
+    assert "cannot be written" in str(exc.value) and said == []
 
 
 def test_a_closed_stdout_ends_kbv_quietly_with_141():

@@ -242,11 +242,14 @@ def writable_output(path, option: str) -> None:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         fail(f"{option} {path}: {ancestor} is a file, not a folder")
-    if ancestor != path.parent:  # a typo in a folder name should not pass unseen
-        err_console.print(f"kbv: note: {option} makes the folder {path.parent}", highlight=False, soft_wrap=True,
-                          markup=False)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"{option} {path}: cannot be written ({exc.strerror or exc})")
+    if ancestor != path.parent:  # a typo in a folder name should not pass unseen (said once it is made)
+        err_console.print(f"kbv: note: {option} made the folder {path.parent}", highlight=False, soft_wrap=True,
+                          markup=False)
+    try:
         with open(path, "a"):
             pass
     except OSError as exc:
