@@ -124,9 +124,13 @@ class Context:
         try:
             worker.send(request, phase=phase)
         except WorkerDied as exc:
-            self._add(calls_rule.early_exit(exc.exitcode, phase))
-            self._add(calls_rule.refused_in_log(exc.log_tail))
-            raise Stop(Outcome.WORKER_DIED, f"{self.name}: {exc}", exitcode=exc.exitcode, log_tail=exc.log_tail) from None
+            raise self._died(exc, phase) from None
+
+    def _died(self, exc: WorkerDied, phase: str) -> Stop:
+        """The findings a dead worker leaves (its exit code, refusals in its log) added; its Stop."""
+        self._add(calls_rule.early_exit(exc.exitcode, phase))
+        self._add(calls_rule.refused_in_log(exc.log_tail))
+        return Stop(Outcome.WORKER_DIED, f"{self.name}: {exc}", exitcode=exc.exitcode, log_tail=exc.log_tail)
 
     def _received(self, worker: CandidateProcess, phase: str, timeout: float) -> Any:
         """The checked reply to the request :meth:`_send` sent (as :meth:`_call`'s)."""
@@ -135,8 +139,8 @@ class Context:
 
     @contextlib.contextmanager
     def _held(self, worker: CandidateProcess, request: Any, phase: str, timeout: float, hold: bool = True):
-        """The worker's checked reply to ``request``; with ``hold`` the worker's tree stays
-        stopped inside the block (:meth:`CandidateProcess.held_call`). Worker failures become
+        """The worker's checked reply to ``request`` (None: to the one :meth:`_send` sent); with
+        ``hold`` the worker's tree stays stopped inside the block (:meth:`CandidateProcess.held_call`). Worker failures become
         the pipeline's ends (TIMEOUT, CRASH, RUNTIME_ERROR) here; a reply that does not decode a
         HACK (``probe:reply-channel``), one holding a tensor of a dtype kbv does not judge
         (:class:`kbv.processes.reply_schema.UnjudgedDtype`) INCORRECT (``probe:output-dtype``; where
@@ -147,15 +151,17 @@ class Context:
         """
         cm = worker.held_call(request, phase=phase, timeout=timeout) if hold else None
         try:
-            reply = cm.__enter__() if cm is not None else worker.call(request, phase=phase, timeout=timeout) \
-                if request is not None else worker.receive(phase=phase, timeout=timeout)
+            if cm is not None:
+                reply = cm.__enter__()
+            elif request is None:  # sent already (:meth:`_send`)
+                reply = worker.receive(phase=phase, timeout=timeout)
+            else:
+                reply = worker.call(request, phase=phase, timeout=timeout)
         except WorkerTimeout as exc:
             self._add(calls_rule.refused_in_log(exc.log_tail))
             raise Stop(Outcome.TIMED_OUT, f"{self.name}: {exc}", log_tail=exc.log_tail) from None
         except WorkerDied as exc:
-            self._add(calls_rule.early_exit(exc.exitcode, phase))
-            self._add(calls_rule.refused_in_log(exc.log_tail))
-            raise Stop(Outcome.WORKER_DIED, f"{self.name}: {exc}", exitcode=exc.exitcode, log_tail=exc.log_tail) from None
+            raise self._died(exc, phase) from None
         except UnjudgedDtype as exc:  # the candidate's output (or state): no reference output has that dtype
             self._add(calls_rule.unjudged_dtype(phase, exc.dtype))
             raise Stop(Outcome.WRONG, f"{self.name}: {phase}: {exc}", unjudged_dtype=exc.dtype) from None

@@ -4,10 +4,8 @@ distributions D1–D4, kbv's randomised distributions and hidden test files, eac
 
 from __future__ import annotations
 
-from typing import Callable
-
 import time
-from typing import Any
+from typing import Any, Callable
 
 import torch
 

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import torch
 
 from kbv.processes.footprint import host_available_bytes
+from kbv.reference.batch_pieces import SPLIT_ALL, SPLIT_FIRST, cut_rows, split_args
 from kbv.reference.passes import all_finite, chunk_elements, host_threads
 from kbv.reference.policy import CHUNK_ELEMENTS, max_error, normalised_error, output_errors, rms_of
 
@@ -92,35 +93,6 @@ class OracleUnavailable(RuntimeError):
         self.memory = memory
 
 
-def _batch_size(args: Sequence[Any]) -> int | None:
-    """The common leading size of every tensor argument (None if they differ or there is none)."""
-    sizes = {a.shape[0] for a in args if isinstance(a, torch.Tensor) and a.dim() > 0}
-    ok = all(a.dim() > 0 for a in args if isinstance(a, torch.Tensor))
-    return sizes.pop() if ok and len(sizes) == 1 else None
-
-
-#: Which arguments a piece of the batch slices (:meth:`Oracle._plan`): every tensor (a batch) or
-#: the first tensor alone (the rows of a matrix product: ``A[rows] @ B``, ``A[rows] @ x``).
-SPLIT_ALL, SPLIT_FIRST = "all", "first"
-
-
-def _split(args: Sequence[Any], how: str) -> tuple[int | None, tuple[bool, ...]]:
-    """(the leading size a piece slices, which arguments it slices) for ``how`` (:data:`SPLIT_ALL`,
-    :data:`SPLIT_FIRST`); (None, ()) where ``args`` cannot be split so."""
-    tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-    if how == SPLIT_ALL:
-        n = _batch_size(args)
-        return (n, tuple(isinstance(a, torch.Tensor) for a in args)) if n is not None else (None, ())
-    if not tensors or args[tensors[0]].dim() == 0:
-        return None, ()
-    return args[tensors[0]].shape[0], tuple(i == tensors[0] for i in range(len(args)))
-
-
-def _slice(args: Sequence[Any], mask: tuple[bool, ...], s0: int, step: int) -> list[Any]:
-    """``args`` with the masked ones cut to rows ``s0 .. s0 + step - 1``."""
-    return [a[s0:s0 + step] if m else a for a, m in zip(args, mask)]
-
-
 #: float64 input bytes of one oracle call above which a row-separable model runs in pieces of the
 #: batch (:meth:`Oracle._plan`): kbv's memory stays near the problem's own size.
 PIECE_BYTES = 64 << 20
@@ -159,7 +131,7 @@ class Oracle:
         self._failed: str | None = None
         self.chunked = 0  #: pieces used by the last call (0: one call).
         self._pieces_planned: int | None = None
-        self._split_how = SPLIT_ALL  #: what a piece slices (:func:`_split`), set with the plan
+        self._split_how = SPLIT_ALL  #: what a piece cuts (:mod:`kbv.reference.batch_pieces`), set with the plan
 
     def _build(self, input_bytes: int) -> torch.nn.Module:
         if self._failed:
@@ -200,13 +172,14 @@ class Oracle:
     def _separable(self, args: Sequence[Any], reference: Sequence[torch.Tensor], n: int, pieces: int,
                    mask: tuple[bool, ...]) -> bool:
         """The fp32 reference run on each piece of the batch alone (the ``mask``ed arguments cut,
-        :func:`_split`) gives the whole run's rows there: one fp32 forward in pieces, once per
-        oracle. Every piece, not a few: a prefix or suffix scan fails at one end only, and an output
-        that depends on a row's position (``+ (arange(n) % 3 == 0)``) passed pieces at rows 0, 6 and
-        12 of 13 and was wrong at the others (red-team helper, 2026-12-06)."""
+        :func:`kbv.reference.batch_pieces.split_args`) gives the whole run's rows there: one fp32
+        forward in pieces, once per oracle. Every piece, not a few: a prefix or suffix scan fails
+        at one end only, and an output that depends on a row's position (``+ (arange(n) % 3 ==
+        0)``) passed pieces at rows 0, 6 and 12 of 13 and was wrong at the others (red-team
+        helper, 2026-12-06)."""
         step = -(-n // pieces)
         for s0 in range(0, n, step):
-            part = _slice(args, mask, s0, step)
+            part = cut_rows(args, mask, s0, step)
             try:
                 with torch.no_grad():
                     out = self._source(*part)
@@ -232,7 +205,7 @@ class Oracle:
         # the arguments every piece takes whole, upcast once (``upcast`` then moves nothing)
         args = [a if m else upcast([a], self.device)[0] for a, m in zip(args, mask)]
         for s in range(0, n, step):
-            part = self._run(model, _slice(args, mask, s, step))
+            part = self._run(model, cut_rows(args, mask, s, step))
             if outs is None:
                 outs = [torch.empty((n, *p.shape[1:]), dtype=p.dtype, device=p.device) for p in part]
             for o, p in zip(outs, part):
@@ -254,7 +227,7 @@ class Oracle:
         pieces = 0
         limit = PIECE_BYTES if self.device.type != "cpu" else min(PIECE_BYTES, HOST_PIECE_BYTES)
         for how in (SPLIT_ALL, SPLIT_FIRST):  # a batch first, else a matrix product's rows
-            n, mask = _split(args, how)
+            n, mask = split_args(args, how)
             cut = sum(a.numel() * 8 for a, m in zip(args, mask) if m)  # the bytes pieces divide
             if n is None or n < 2 or f64 <= (limit if how == SPLIT_ALL else FIRST_SPLIT_BYTES) or cut < f64 // 2:
                 continue
@@ -279,7 +252,7 @@ class Oracle:
         model = self._build(input_bytes)
         self.chunked = 0
         planned = self._plan(args, reference)
-        n, mask = _split(args, self._split_how)
+        n, mask = split_args(args, self._split_how)
         try:
             if planned and n is not None:
                 return self._pieces(model, args, n, planned, mask)
@@ -294,7 +267,7 @@ class Oracle:
                                     f"{str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}") from None
         torch.cuda.empty_cache()
         for how in (SPLIT_ALL, SPLIT_FIRST) if reference is not None else ():
-            n, mask = _split(args, how)
+            n, mask = split_args(args, how)
             for pieces in ORACLE_PIECES if n is not None and n > 1 else ():
                 if pieces > n or not self._separable(args, reference, n, pieces, mask):
                     continue
@@ -353,7 +326,7 @@ class Oracle:
         holding them whole where the oracle runs in pieces: each piece's moved inputs and
         outputs are judged against the oracle's rows and dropped. None where a move gives None."""
         pieces = self._plan(args, reference)
-        n, mask = _split(args, self._split_how)
+        n, mask = split_args(args, self._split_how)
         if not pieces or n is None:
             worst_whole: list[float | None] | None = None
             for seed in ROUNDING_MOVES:
