@@ -82,7 +82,10 @@ def measure(problem: Path, candidate: Path, device: str, sites: bool = False) ->
     by_op: collections.Counter = collections.Counter()
     ops = [0]
     by_site: collections.Counter = collections.Counter()
-    NO_BYTES = {torch.ops.aten.set_}  # a tensor pointed at another storage: nothing read or written
+    # a tensor pointed at another storage, or new memory not yet written (``empty_like`` takes its
+    # argument as a template only): nothing read or written
+    NO_BYTES = {torch.ops.aten.set_, torch.ops.aten.empty, torch.ops.aten.empty_like,
+                torch.ops.aten.empty_strided, torch.ops.aten.new_empty}
     GATHERS = {torch.ops.aten.index}  # an index by a tensor of positions (samples of an output)
 
     class Count(TorchDispatchMode):

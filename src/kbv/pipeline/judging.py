@@ -12,7 +12,7 @@ import torch
 
 from kbv.checks import output_rules as out_rule
 from kbv.reference.policy import (INPUT_ROUNDING, POLICIES, SWEEP_TOLERANCES, VACUOUS_BASELINE_ERROR,
-                                  kbv_check, output_errors, sweep_key)
+                                  finite_by_rms, kbv_check, output_errors, sweep_key)
 from kbv.checks.probe_rules import over_budget, settle_probes
 from kbv.checks.tf32_rules import tf32_inert
 from kbv.intake.problems import ProblemError
@@ -133,7 +133,8 @@ class Judging:
         measured here; :meth:`_judge` measures it only where the set fails without it
         (:meth:`_rounding_later`)."""
         oracle, oracle_note = self._oracle(args, ref)
-        if oracle is not None and not reference_is_finite(oracle):
+        # finiteness read in the pass that keeps each output's RMS for the error passes (policy.finite_by_rms)
+        if oracle is not None and not all(finite_by_rms(o) for o in oracle):
             return self._dropped(s, "fp64 oracle output has NaN/Inf")
         if self.ctx.oracle.chunked:
             self.ctx.state.evidence["oracle_pieces"] = self.ctx.oracle.chunked
@@ -336,7 +337,9 @@ class Judging:
             mix, mutation = mutations.get(call, (None, ()))
             if mix or mutation:
                 args = timing.mix_values(sets[k], sets[mix[0]], *mix[1:]) if mix else sets[k]
-                args = apply_mutation(args, mutation)
+                # the mix's new tensors are this call's own: changed in place, not cloned again
+                args = apply_mutation(args, mutation, owned={i for i, (a, b) in enumerate(zip(args, sets[k]))
+                                                             if isinstance(a, torch.Tensor) and a is not b})
                 share = mix[3] if mix and len(mix) > 3 else timing.MIX_FRACTION
                 how = ("" if not mix else f"the values of set {mix[0]}, " if share >= 1
                        else f"1/{round(1 / share)} of its elements from set {mix[0]}, ")

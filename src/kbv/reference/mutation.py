@@ -3,6 +3,8 @@ probe, and a content digest that stands in for a kept copy (reference worker onl
 
 from __future__ import annotations
 
+from typing import Collection
+
 import torch
 
 from kbv.reference.passes import chunk_elements, host_threads
@@ -96,11 +98,12 @@ def timed_mutation(args: list, spare: list, g: torch.Generator, skip: tuple = ()
     return tuple(out)
 
 
-def apply_mutation(args: list, mutation: tuple) -> list:
-    """``args`` with :func:`timed_mutation`'s changes (touched tensors cloned)."""
+def apply_mutation(args: list, mutation: tuple, owned: Collection[int] = ()) -> list:
+    """``args`` with :func:`timed_mutation`'s changes (touched tensors cloned, except those at the
+    positions in ``owned``: tensors the caller made for this call alone, changed in place)."""
     out = list(args)
     for ai, where, value in mutation:
-        t = out[ai].clone() if out[ai] is args[ai] else out[ai]
+        t = out[ai].clone() if out[ai] is args[ai] and ai not in owned else out[ai]
         t[tuple(where)] = value
         out[ai] = t
     return out

@@ -84,6 +84,17 @@ def _rounded_up(a: torch.Tensor, device: torch.device, seed: int | None = None, 
 ROUNDING_MOVES: tuple[int | None, ...] = (None, 0x5EED)
 
 
+def _finite_from_error(y: Any, error: float | None) -> bool:
+    """Whether every element of ``y`` (a moved oracle output) is finite, given its error against an
+    oracle output found finite (:meth:`Oracle.input_rounding_errors`): a finite error proves it (a NaN
+    or an infinity of ``y`` where the oracle is finite makes the error infinite), so only an
+    infinite one (or an integer output's None) reads ``y`` again (:func:`all_finite`): the same
+    figure as a finiteness pass before the error pass, one read of ``y`` fewer (issue 21)."""
+    if not isinstance(y, torch.Tensor) or (error is not None and error == error and error != float("inf")):
+        return True
+    return all_finite(y, CHUNK_ELEMENTS)
+
+
 class OracleUnavailable(RuntimeError):
     """The float64 copy of the model could not be built or run (one line). ``memory`` is True when
     the cause is memory (device and host both too small): kbv's failure, not the candidate's."""
@@ -290,7 +301,7 @@ class Oracle:
             raise OracleUnavailable("float64 forward ran out of memory on the device and the host", memory=True) from None
 
     def input_rounding(self, args: Sequence[Any], reference: Sequence[torch.Tensor] | None = None,
-                       seed: int | None = None) -> list[torch.Tensor] | None:
+                       seed: int | None = None, check_finite: bool = True) -> list[torch.Tensor] | None:
         """Oracle outputs for ``args`` with every floating-point element moved by one fp32 rounding
         (:func:`_rounded_up`): up, ``a + eps(float32) * |a|``, or with ``seed`` up or down at
         random (see :data:`INPUT_ROUNDING`); None when the oracle is unavailable or an output is
@@ -314,7 +325,7 @@ class Oracle:
             return None
         finally:
             del moved
-        for o in outs:
+        for o in outs if check_finite else ():
             if isinstance(o, torch.Tensor) and not all_finite(o, CHUNK_ELEMENTS):
                 return None
         return outs
@@ -330,10 +341,13 @@ class Oracle:
         if not pieces or n is None:
             worst_whole: list[float | None] | None = None
             for seed in ROUNDING_MOVES:
-                moved = self.input_rounding(args, reference, seed)
+                # finiteness read from the error pass (:func:`_finite_from_error`), not a pass of its own
+                moved = self.input_rounding(args, reference, seed, check_finite=False)
                 if moved is None:
                     return None
                 errs = output_errors(moved, oracle)
+                if not all(_finite_from_error(y, e) for y, e in zip(moved, errs)):
+                    return None
                 del moved
                 worst_whole = errs if worst_whole is None else [
                     None if a is None or b is None else max(a, b) for a, b in zip(worst_whole, errs)]
@@ -368,9 +382,10 @@ class Oracle:
                 for k, (y, o) in enumerate(zip(outs, oracle)):
                     if worst[k] is None:
                         continue
-                    if not all_finite(y, CHUNK_ELEMENTS):
+                    e = max_error(y, o[s0:s0 + step], scales[k])
+                    if not _finite_from_error(y, e):
                         return None
-                    worst[k] = max(worst[k], max_error(y, o[s0:s0 + step], scales[k]))
+                    worst[k] = max(worst[k], e)
                 del outs
         return worst
 

@@ -47,7 +47,7 @@ from typing import Sequence
 import torch
 
 from kbv.reference import fused
-from kbv.reference.passes import chunk_elements, host_threads
+from kbv.reference.passes import all_finite, chunk_elements, host_threads
 
 POLICIES = ("kbv", "kbv-compat")
 
@@ -125,9 +125,26 @@ def budget(baseline_errors: dict[str, float | None], dtype: torch.dtype, k: floa
 def rms_of(o: torch.Tensor) -> float:
     """Root mean square of the finite elements of ``o``; kept on the tensor (an oracle output is
     judged against several times and never changes), so it is computed once."""
+    return _rms_and_finite(o)[0]
+
+
+def finite_by_rms(o: torch.Tensor) -> bool:
+    """Whether every element of ``o`` is finite, read in :func:`rms_of`'s own pass (its RMS is then
+    kept on ``o`` for the error passes that follow): a chunk's sum of squares is finite only where
+    every element is, and a chunk whose sum is not is settled element by element (finite values
+    whose squares overflow count as finite), so the figure is :func:`kbv.reference.passes.all_finite`'s
+    in the read an oracle output gets anyway (issue 21). Other dtypes than real floating point: the
+    all_finite pass."""
+    if not o.is_floating_point():
+        return all_finite(o, CHUNK_ELEMENTS)
+    return _rms_and_finite(o)[1]
+
+
+def _rms_and_finite(o: torch.Tensor) -> tuple[float, bool]:
+    """(:func:`rms_of`, every element finite), one read of ``o``, kept on the tensor."""
     cached = getattr(o, "_kbv_rms", None)
     if cached is not None and cached[0] == o._version:
-        return cached[1]
+        return cached[1], cached[2]
     flat = o.reshape(-1)
     total, count = 0.0, 0
     step = chunk_elements(flat.device, CHUNK_ELEMENTS)
@@ -143,11 +160,12 @@ def rms_of(o: torch.Tensor) -> float:
                 total += float(torch.where(fin, c * c, torch.zeros_like(c)).sum())
                 count += int(fin.sum())
     rms = math.sqrt(total / count) if count else 0.0
+    finite = count == flat.numel()
     try:
-        o._kbv_rms = (o._version, rms)
+        o._kbv_rms = (o._version, rms, finite)
     except (AttributeError, RuntimeError):
         pass
-    return rms
+    return rms, finite
 
 
 def normalised_error(y: torch.Tensor, o: torch.Tensor) -> float:

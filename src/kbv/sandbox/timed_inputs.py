@@ -45,9 +45,10 @@ def mix_values(args: Sequence[object], source: Sequence[object], seed: int, skip
             g.manual_seed((int(seed) + ai) % (1 << 63))
             b = b.to(device=a.device, dtype=a.dtype)
             target = into[ai] if into is not None and ai < len(into) else None
-            # where the mixed values go: the caller's buffer, ``a`` itself, or a new tensor
+            # where the mixed values go: the caller's buffer, ``a`` itself, or a new tensor; a new one
+            # is not filled first (both branches below write every element of it: issue 21's bytes)
             dst = target if target is not None else a if inplace and a.is_contiguous() \
-                else a.clone(memory_format=torch.contiguous_format)
+                else torch.empty_like(a, memory_format=torch.contiguous_format)
             if fraction >= 1:
                 dst.copy_(b)
             else:  # in chunks: no full-size mask or random tensor beside the result; no index gather
