@@ -13,6 +13,7 @@
 #   bash bench/gpu_trusted_side.sh verify  # the judging cuda rows (red team, honest, gpu) and bytes per job on cuda
 #   bash bench/gpu_trusted_side.sh first   # Triton's first call in a fresh process (cold, warm cache), then as bytes
 #   bash bench/gpu_trusted_side.sh full    # TF32 candidates on the matmuls whose device peak went over, then level 1
+#   bash bench/gpu_trusted_side.sh h100    # on an 80 GB card: the judging rows beside TF32 matmuls 6,7,9,11, bytes, level 1
 #   bash bench/gpu_trusted_side.sh bytes   # bytes per job at full size (6 GiB ReLU, 4096^2 matmul), then level 1 at full size
 #   bash bench/gpu_trusted_side.sh gap     # the 40-kernel batch alone (gap between verdicts), one job profiled
 # Then, here: `PYTHONPATH=src python3 bench/rerun_coverage.py compare DIR` on the two stores that came back.
@@ -156,6 +157,18 @@ case "$1" in
     timeout "${TF32_S:-240}" python3 bench/full_size.py --device cuda --tf32 --pids "${TF32_PIDS:-4,6,7,9,11}" \
       --deadline-s $(( ${TF32_S:-240} - 20 )) --store /tmp/tf32.db --json "$O/full_tf32.json" > "$O/full_tf32.log" 2>&1
     full_level1 ;;
+  h100)  # what an 80 GB card can take of issue 21's full size: the judging cuda rows beside the matmul problems
+         # whose reference device peak went over (TF32 candidates, TF32_PIDS default 6,7,9,11), then the
+         # 4096^2 matmul's bytes per job, then level 1 at full size until the limit
+    nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+    judging_rows "$(( $(left) > 420 ? 300 : $(left) * 2 / 3 ))" & p1=$!
+    timeout "${TF32_S:-240}" python3 bench/full_size.py --device cuda --tf32 --pids "${TF32_PIDS:-6,7,9,11}" \
+      --deadline-s $(( ${TF32_S:-240} - 20 )) --store /tmp/tf32.db --json "$O/full_tf32.json" > "$O/full_tf32.log" 2>&1
+    wait $p1
+    timeout 90 python3 bench/bytes_per_job.py --device cuda --sites \
+      --problem bench/kbv-verified/KernelBench/level1/1_Square_matrix_multiplication_.py \
+      --candidate src/kbv/data/candidates/matmul_tf32.py --json "$O/bytes_matmul_full.json" > "$O/bytes_matmul_full.log" 2>&1
+    full_level1 ;;
   bytes)  # the bytes per job at full size alone, then KernelBench-Verified's level 1 at full size
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
     full_bytes 150
@@ -174,7 +187,7 @@ case "$1" in
     p=$([ "$1" = full1 ] && echo 1-50 || echo 51-100)
     timeout $(( $(left) - 5 )) python3 bench/full_size.py --device cuda --pids "$p" --deadline-s $(( $(left) - 30 )) \
       --store /tmp/full.db --json "$O/full_size.json" > "$O/full_size.log" 2>&1 ;;
-  *) echo "usage: $0 alone|beside|rest|suite|focus|diag|verify|trace|short|mix|bytes|gap|full1|full2" >&2; exit 2 ;;
+  *) echo "usage: $0 alone|beside|rest|suite|focus|diag|verify|trace|short|mix|bytes|gap|h100|full1|full2" >&2; exit 2 ;;
 esac
 echo "$1: wall $(( $(date +%s) - t0 )) s" >> "$O/summary.txt"
 for f in "$O"/*.log; do echo "== $f: $(grep -E "passed|failed|error" "$f" | tail -1 | cut -c1-200)"; done
