@@ -134,7 +134,9 @@ def finite_by_rms(o: torch.Tensor) -> bool:
     every element is, and a chunk whose sum is not is settled element by element (finite values
     whose squares overflow count as finite), so the figure is :func:`kbv.reference.passes.all_finite`'s
     in the read an oracle output gets anyway (issue 21). Other dtypes than real floating point: the
-    all_finite pass."""
+    all_finite pass. Like the RMS, the figure is kept on ``o`` under its version counter: an oracle
+    output is a new tensor of the float64 forward, and a write that moves no version counter (through
+    ``.data`` or the storage) into one handed out already would leave it stale."""
     if not o.is_floating_point():
         return all_finite(o, CHUNK_ELEMENTS)
     return _rms_and_finite(o)[1]
