@@ -403,3 +403,26 @@ def test_input_rounding_sees_a_shift_invariant_function_at_a_large_offset():
     os_ = s([x])
     up_sum = kbv_policy.output_errors(s.input_rounding([x]), os_)[0]
     assert s.input_rounding_errors([x], os_)[0] == pytest.approx(up_sum)
+
+
+def test_rounded_up_moves_every_element_by_one_fp32_rounding():
+    """``_rounded_up``: ``a + eps * |a|`` (up), or ``a ± eps * |a|`` by the index's draw, in float64,
+    chunk by chunk into the result, ``a`` unwritten; pieces of a larger tensor (``offset``) draw as the whole."""
+    from kbv.reference import oracle as orc
+
+    eps = torch.finfo(torch.float32).eps
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(3 * orc.CHUNK_ELEMENTS // 2 + 7, generator=g)
+    a[:4] = torch.tensor([0.0, float("inf"), -float("inf"), 1e-45])
+    kept = a.clone()
+    a64 = a.double()
+    up = orc._rounded_up(a, torch.device("cpu"))
+    assert up.dtype == torch.float64 and torch.equal(a, kept)
+    assert torch.equal(up[4:], a64[4:] + a64[4:].abs() * eps) and up[1] == float("inf") and up[2].isnan()
+    signs = orc._signs(0, a.numel(), 0x5EED, torch.device("cpu"))
+    moved = orc._rounded_up(a, torch.device("cpu"), seed=0x5EED)
+    assert torch.equal(moved[4:], a64[4:] + a64[4:].abs() * eps * signs[4:])
+    assert set(signs.unique().tolist()) == {-1.0, 1.0}
+    half = a.numel() // 2
+    piece = orc._rounded_up(a[half:], torch.device("cpu"), seed=0x5EED, offset=half)
+    assert torch.equal(piece, moved[half:])

@@ -71,11 +71,14 @@ def _rounded_up(a: torch.Tensor, device: torch.device, seed: int | None = None, 
     step = chunk_elements(device, CHUNK_ELEMENTS)
     with host_threads(device):
         for s in range(0, src.numel(), step):
-            c = src[s:s + step].to(device=device, dtype=torch.float64, copy=True)
-            move = c.abs().mul_(eps)
+            part = dst[s:s + step]
+            part.copy_(src[s:s + step])  # float64 in the result's own memory: no chunk copied twice
+            size = part.abs()
             if seed is not None:
-                move.mul_(_signs(offset + s, c.numel(), seed, device))
-            dst[s:s + step] = c.add_(move)
+                size.mul_(_signs(offset + s, part.numel(), seed, device))
+            # ``eps * |a|`` is exact (eps is a power of two), so ``a + eps * |a| * sign`` rounds once
+            # whether or not the add is fused: the same value as a move made first and added
+            part.add_(size, alpha=eps)
     return m
 
 
