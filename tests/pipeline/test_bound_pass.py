@@ -60,3 +60,40 @@ def test_made_again_with_the_sets_strides():
         again = stage._pass_call_inputs(sets, call)
         assert again[0].stride() == sets[0][0].stride() and not again[0].is_contiguous()
         assert all(torch.equal(a, b) for a, b in zip(again, target))
+
+
+def test_the_null_outputs_are_not_held_through_the_baselines_loops():
+    """The trusted loops hold the null's outputs (made once) for the null loop only: an
+    output-heavy problem's baselines' loops held them beside the slot and two calls' outputs, 5·O
+    (KernelBench-Verified's small-K matmul: 20.2 GiB of a 17.1 GiB bound, H100, 2026-12-07)."""
+    import contextlib
+    import gc
+    import weakref
+
+    from kbv.sandbox import numeric_flags as bl
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.first = None
+            self.alive_later = []
+
+        def forward(self, x):
+            out = x * 2.0
+            if self.first is None:
+                self.first = weakref.ref(out)
+            else:
+                gc.collect()
+                self.alive_later.append(self.first() is not None)
+            return out
+
+    model = Model()
+    rp = SimpleNamespace(model=model, device=torch.device("cpu"), mutates_inputs=False)
+    stage = BoundStage.__new__(BoundStage)
+    stage.ctx = SimpleNamespace(rp=rp, fp32_flags=bl.flags_for("eager-fp32"), _slot_bytes=4096 + 1024,
+                                _slot_touch=0, config=SimpleNamespace(baselines=("eager-fp32",)))
+    worker = SimpleNamespace(paused=contextlib.nullcontext)
+    sets = [[torch.randn(256)] for _ in range(3)]
+    null, _, floors = stage._trusted_loops(worker, sets, None, 2, 1, lambda: None)
+    assert set(floors) == {"eager-fp32"} and null >= 0
+    assert model.alive_later and not any(model.alive_later)

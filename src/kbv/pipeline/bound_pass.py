@@ -308,6 +308,10 @@ class BoundStage:
             #: the host's load as the trusted side sees it (kbv.checks.bound_plan.outside_wait_ms)
             self._null_wait_share = (wait1 - wait0) / span if wait0 is not None and wait1 is not None \
                 and span > 0 else 0.0
+            # the null's outputs are not held through the baselines' loops, where each call makes its
+            # own: an output-heavy problem's loop held the slot (2·O), them and two calls' outputs,
+            # 5·O (KernelBench-Verified's small-K matmul: 20.2 GiB of a 17.1 GiB bound, H100, 2026-12-07)
+            del made
             for b in self.ctx.config.baselines:
                 bl.apply_flags(bl.flags_for(b))
                 runs = []
@@ -318,5 +322,5 @@ class BoundStage:
                 w, busiest, all_ = min(runs)
                 floors[b], cpu[b] = w - null, (busiest, all_)
         bl.apply_flags(self.ctx.fp32_flags)
-        del copier, made
+        del copier
         return null, (null_busiest, null_all, cpu), floors
