@@ -114,7 +114,10 @@ def read_jobs(db: Path) -> dict:
                      **peaks, "bound_bytes": bound,
                      # the reference worker's device peak so far at the end of each phase: the phase that went over
                      "phase_device_peaks": mem.get("phase_device_peaks") or {},
-                     "over_bound": [k for k, x in peaks.items() if bound and x and x > bound]}
+                     "over_bound": [k for k, x in peaks.items() if bound and x and x > bound],
+                     # a candidate's out-of-memory failure: what the device held when it came
+                     **({"device_capacity": v["evidence"]["device_capacity"]}
+                        if (v.get("evidence") or {}).get("device_capacity") else {})}
     return jobs
 
 

@@ -44,7 +44,14 @@ def test_the_context_ends_the_verification_as_kbvs_failure_only_where_the_rule_s
         ctx_mod.Context._device_capacity(c)
     assert stop.value.outcome is Outcome.KBV_FAILED and "does not fit this machine" in stop.value.message
     assert c.state.evidence["device_capacity"]["reference_reserved_bytes"] == 37 * GIB
-    ctx_mod.Context._device_capacity(_ctx(monkeypatch, 30 * GIB, 139 * GIB, 37 * GIB))  # room left: no stop
+    room = _ctx(monkeypatch, 30 * GIB, 139 * GIB, 37 * GIB)
+    ctx_mod.Context._device_capacity(room)  # room left: no stop
+    # the figures are kept where the failure stays the candidate's too (full size, H100: a conv's
+    # RUNTIME_ERROR whose verdict could not say what the device held)
+    kept = room.state.evidence["device_capacity"]
+    assert kept["does_not_fit"] is False and kept["free_bytes"] == 30 * GIB
+    assert kept["candidate_at_most_bytes"] == 72 * GIB and kept["bound_bytes"] == 4 * 12 * GIB + GIB
+    assert c.state.evidence["device_capacity"]["does_not_fit"] is True
     cpu = _ctx(monkeypatch, 0, 79 * GIB, 37 * GIB)
     cpu.rp.device = torch.device("cpu")
     ctx_mod.Context._device_capacity(cpu)  # cpu: the candidate's failure stands

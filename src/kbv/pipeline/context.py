@@ -208,11 +208,14 @@ class Context:
         # other users' bytes are not subtracted: where NVML lists host PIDs, its fallback counts the
         # candidate (whose /proc fds kbv may not read) among them (red-team, 2026-12-06); the rule is then
         # stricter beside a foreign process, never looser
-        reason = calls_rule.device_capacity_oom(free, total, reserved, 0, self._input_bytes + out,
-                                                fp.bound_bytes(self._input_bytes, out))
+        bound = fp.bound_bytes(self._input_bytes, out)
+        reason = calls_rule.device_capacity_oom(free, total, reserved, 0, self._input_bytes + out, bound)
+        # kept whichever way the rule went: a RUNTIME_ERROR's verdict says what the device held then
+        self.state.evidence["device_capacity"] = {
+            "free_bytes": free, "total_bytes": total, "reference_reserved_bytes": reserved,
+            "candidate_at_most_bytes": max(0, total - free - reserved), "bound_bytes": bound,
+            "call_bytes": self._input_bytes + out, "does_not_fit": reason is not None}
         if reason is not None:
-            self.state.evidence["device_capacity"] = {"free_bytes": free, "total_bytes": total,
-                                                      "reference_reserved_bytes": reserved}
             raise Stop(Outcome.KBV_FAILED, f"{self.name}: the problem does not fit this machine: {reason}")
 
     def _fault_handlers(self, worker: CandidateProcess, reply: object) -> None:
