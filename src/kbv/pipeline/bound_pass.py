@@ -228,6 +228,7 @@ class BoundStage:
                 del entry
         self.ctx.state.evidence.setdefault("bound_rechecks", []).extend(recheck.checked)
         del recheck
+        self.ctx._phase_peak("bound-recheck")  # the re-check apart from the trusted loops that follow
         self._null_wait_share = 0.0
         null, null_cpu, floors = self._trusted_loops(worker, bound_sets, flush, calls, warmup,
                                                      lambda: self._write_pass_inputs(sets, bound_sets, plan))

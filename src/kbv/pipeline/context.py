@@ -239,8 +239,9 @@ class Context:
         phase's count (evidence ``memory_footprint["phase_peaks"]``); on cuda also the device peak
         so far (``memory_footprint["phase_device_peaks"]``, not reset between phases)."""
         peak = fp.host_peak_bytes()
-        if peak is not None:
-            self.state.evidence.setdefault("phase_host_peaks", {})[phase] = peak
+        if peak is not None:  # a phase marked more than once (each bound pass) keeps its highest
+            peaks = self.state.evidence.setdefault("phase_host_peaks", {})
+            peaks[phase] = max(peaks.get(phase, 0), peak)
             self._peak = max(getattr(self, "_peak", 0), peak)
         fp.reset_host_peak()
         if self.rp.device.type == "cuda":  # the device peak so far: the phase where it rose past the bound

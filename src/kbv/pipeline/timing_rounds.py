@@ -137,6 +137,7 @@ class Timing:
             self.ctx.elf_prefetch.stop()
         with self._quiet_timing():  # the build pool's builds and the next job's worker stopped
             samples, clock = self._rounds(worker, sets, flush)
+            self.ctx._phase_peak("rounds")  # apart from the bound pass's: where a device peak rose
             bad = implausible_times(samples["candidate"])
             if bad:
                 self.ctx._add(out_rule.implausible_times_finding(bad))
