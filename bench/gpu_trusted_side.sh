@@ -13,7 +13,7 @@
 #   bash bench/gpu_trusted_side.sh verify  # the judging cuda rows (red team, honest, gpu) and bytes per job on cuda
 #   bash bench/gpu_trusted_side.sh first   # Triton's first call in a fresh process (cold, warm cache), then as bytes
 #   bash bench/gpu_trusted_side.sh full    # TF32 candidates on the matmuls whose device peak went over, then level 1
-#   bash bench/gpu_trusted_side.sh h100    # on an 80 GB card: the judging rows beside TF32 matmuls 6,7,9,11, bytes, level 1
+#   bash bench/gpu_trusted_side.sh h100    # on an 80 GB card: the judging rows beside TF32 matmuls 9 and 11, bytes, level 1 (FULL_PIDS)
 #   bash bench/gpu_trusted_side.sh bytes   # bytes per job at full size (6 GiB ReLU, 4096^2 matmul), then level 1 at full size
 #   bash bench/gpu_trusted_side.sh gap     # the 40-kernel batch alone (gap between verdicts), one job profiled
 # Then, here: `PYTHONPATH=src python3 bench/rerun_coverage.py compare DIR` on the two stores that came back.
@@ -51,10 +51,11 @@ full_bytes() {
     --problem bench/kbv-verified/KernelBench/level1/1_Square_matrix_multiplication_.py \
     --candidate src/kbv/data/candidates/matmul_tf32.py --json "$O/bytes_matmul_full.json" > "$O/bytes_matmul_full.log" 2>&1
 }
-# KernelBench-Verified's level 1 at full size with the request trace until the limit (bench/kbv-verified carried)
+# KernelBench-Verified's level 1 at full size with the request trace until the limit (bench/kbv-verified carried;
+# FULL_PIDS picks the problems, default 1-100)
 full_level1() {
   KBV_REQUEST_TRACE="$O/full_trace.jsonl" timeout $(( $(left) - 5 )) python3 bench/full_size.py --device cuda \
-    --pids 1-100 --deadline-s $(( $(left) - 30 )) --store /tmp/full.db --json "$O/full_size.json" > "$O/full_size.log" 2>&1
+    --pids "${FULL_PIDS:-1-100}" --deadline-s $(( $(left) - 30 )) --store /tmp/full.db --json "$O/full_size.json" > "$O/full_size.log" 2>&1
   python3 bench/request_trace.py "$O/full_trace.jsonl" --skip 0 --json "$O/full_trace_summary.json" > /dev/null 2>&1
 }
 case "$1" in
@@ -154,15 +155,15 @@ case "$1" in
   full)  # the matmul problems whose reference device peak went over 4·B + 1 GiB, with TF32 candidates (every
          # set through the fp64 oracle), then KernelBench-Verified's level 1 at full size until the limit
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
-    timeout "${TF32_S:-240}" python3 bench/full_size.py --device cuda --tf32 --pids "${TF32_PIDS:-4,6,7,9,11}" \
+    timeout "${TF32_S:-240}" python3 bench/full_size.py --device cuda --tf32 --pids "${TF32_PIDS:-9,11}" \
       --deadline-s $(( ${TF32_S:-240} - 20 )) --store /tmp/tf32.db --json "$O/full_tf32.json" > "$O/full_tf32.log" 2>&1
     full_level1 ;;
   h100)  # what an 80 GB card can take of issue 21's full size: the judging cuda rows beside the matmul problems
-         # whose reference device peak went over (TF32 candidates, TF32_PIDS default 6,7,9,11), then the
+         # whose reference device peak went over (TF32 candidates, TF32_PIDS default 9,11: 4, 6 and 7 ran in earlier sessions), then the
          # 4096^2 matmul's bytes per job, then level 1 at full size until the limit
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
-    judging_rows "$(( $(left) > 420 ? 300 : $(left) * 2 / 3 ))" & p1=$!
-    timeout "${TF32_S:-240}" python3 bench/full_size.py --device cuda --tf32 --pids "${TF32_PIDS:-6,7,9,11}" \
+    judging_rows "$(( $(left) > 480 ? 360 : $(left) * 2 / 3 ))" & p1=$!
+    timeout "${TF32_S:-240}" python3 bench/full_size.py --device cuda --tf32 --pids "${TF32_PIDS:-9,11}" \
       --deadline-s $(( ${TF32_S:-240} - 20 )) --store /tmp/tf32.db --json "$O/full_tf32.json" > "$O/full_tf32.log" 2>&1
     wait $p1
     timeout 90 python3 bench/bytes_per_job.py --device cuda --sites \
