@@ -86,6 +86,12 @@ def fault_handlers(caught: Collection[int], at_spawn: Collection[int], faulthand
 _GIB = float(1 << 30)
 
 
+def candidate_at_most(free_bytes: int, total_bytes: int, reference_reserved_bytes: int, other_bytes: int = 0) -> int:
+    """The most device bytes the candidate's tree can hold: the device's used bytes less the
+    reference worker's and other users' (kbv's other workers are counted as the candidate's)."""
+    return max(0, total_bytes - free_bytes - reference_reserved_bytes - other_bytes)
+
+
 def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_bytes: int, other_bytes: int,
                         call_bytes: int, bound_bytes: int) -> str | None:
     """Whether a candidate's device out-of-memory failure is the device's capacity, not the
@@ -106,11 +112,11 @@ def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_by
     or on a device with room left, keeps its RUNTIME_ERROR."""
     if total_bytes <= 0 or call_bytes <= 0:
         return None
-    candidate_at_most = max(0, total_bytes - free_bytes - reference_reserved_bytes - other_bytes)
-    if free_bytes >= call_bytes or candidate_at_most > bound_bytes:
+    held = candidate_at_most(free_bytes, total_bytes, reference_reserved_bytes, other_bytes)
+    if free_bytes >= call_bytes or held > bound_bytes:
         return None
     others = f", other processes {other_bytes / _GIB:.1f} GiB" if other_bytes > 0 else ""
     return (f"the device ran out of memory with both workers on it: the candidate worker held at most "
-            f"{candidate_at_most / _GIB:.1f} GiB (within kbv's bound of {bound_bytes / _GIB:.1f} GiB, 4·B + 1 GiB), "
+            f"{held / _GIB:.1f} GiB (within kbv's bound of {bound_bytes / _GIB:.1f} GiB, 4·B + 1 GiB), "
             f"the reference worker {reference_reserved_bytes / _GIB:.1f} GiB{others}; {free_bytes / _GIB:.1f} of "
             f"{total_bytes / _GIB:.1f} GiB free (B = {call_bytes / _GIB:.2f} GiB): run it on a device with more memory")

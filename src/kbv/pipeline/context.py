@@ -213,7 +213,7 @@ class Context:
         # kept whichever way the rule went: a RUNTIME_ERROR's verdict says what the device held then
         self.state.evidence["device_capacity"] = {
             "free_bytes": free, "total_bytes": total, "reference_reserved_bytes": reserved,
-            "candidate_at_most_bytes": max(0, total - free - reserved), "bound_bytes": bound,
+            "candidate_at_most_bytes": calls_rule.candidate_at_most(free, total, reserved), "bound_bytes": bound,
             "call_bytes": self._input_bytes + out, "does_not_fit": reason is not None}
         if reason is not None:
             raise Stop(Outcome.KBV_FAILED, f"{self.name}: the problem does not fit this machine: {reason}")

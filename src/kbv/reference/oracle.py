@@ -17,6 +17,7 @@ The normalised error and the two correctness policies that judge against this or
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any, Sequence
 
 import torch
@@ -93,7 +94,7 @@ def _finite_from_error(y: Any, error: float | None) -> bool:
     or an infinity of ``y`` where the oracle is finite makes the error infinite), so only an
     infinite one (or an integer output's None) reads ``y`` again (:func:`all_finite`): the same
     figure as a finiteness pass before the error pass, one read of ``y`` fewer (issue 21)."""
-    if not isinstance(y, torch.Tensor) or (error is not None and error == error and error != float("inf")):
+    if not isinstance(y, torch.Tensor) or (error is not None and math.isfinite(error)):
         return True
     return all_finite(y, CHUNK_ELEMENTS)
 
