@@ -426,3 +426,24 @@ def test_rounded_up_moves_every_element_by_one_fp32_rounding():
     half = a.numel() // 2
     piece = orc._rounded_up(a[half:], torch.device("cpu"), seed=0x5EED, offset=half)
     assert torch.equal(piece, moved[half:])
+
+
+def test_rounded_up_rounds_the_move_then_the_sum_for_tiny_float64():
+    """Where ``eps * |a|`` underflows (float64 below 2^-999) the move is rounded before it is added,
+    on every host: a fused ``add_(alpha=)`` rounds once on AVX2 and differed by one ulp in about 1 %
+    of such elements (red-team helper, 2026-12-07)."""
+    from kbv.reference import oracle as orc
+
+    eps = torch.finfo(torch.float32).eps
+    g = torch.Generator().manual_seed(2)
+    mant = torch.randint(0, 2**52, (1 << 16,), generator=g, dtype=torch.int64)
+    exp = torch.randint(1, 33, (1 << 16,), generator=g, dtype=torch.int64)
+    a = torch.cat([((exp << 52) | mant).view(torch.float64), mant.view(torch.float64)])
+    a = torch.cat([a, -a])
+    for seed in orc.ROUNDING_MOVES:
+        move = a.abs() * eps
+        if seed is not None:
+            move = move * orc._signs(0, a.numel(), seed, torch.device("cpu"))
+        want = a + move
+        got = orc._rounded_up(a, torch.device("cpu"), seed)
+        assert torch.equal(got.view(torch.int64), want.view(torch.int64)), seed

@@ -232,6 +232,7 @@ class BoundStage:
         self._null_wait_share = 0.0
         null, null_cpu, floors = self._trusted_loops(worker, bound_sets, flush, calls, warmup,
                                                      lambda: self._write_pass_inputs(sets, bound_sets, plan))
+        self.ctx._phase_peak("bound-pass")  # each pass's loops apart from the next pass's re-check
         cpu_figures = {}
         if cpu and threads1 and all1.get("worker") is not None and all0.get("worker") is not None:
             spent = [ms - threads0.get(tid, 0.0) for tid, ms in threads1.items()]

@@ -74,12 +74,12 @@ def _rounded_up(a: torch.Tensor, device: torch.device, seed: int | None = None, 
         for s in range(0, src.numel(), step):
             part = dst[s:s + step]
             part.copy_(src[s:s + step])  # float64 in the result's own memory: no chunk copied twice
-            size = part.abs()
+            move = part.abs().mul_(eps)
             if seed is not None:
-                size.mul_(_signs(offset + s, part.numel(), seed, device))
-            # ``eps * |a|`` is exact (eps is a power of two), so ``a + eps * |a| * sign`` rounds once
-            # whether or not the add is fused: the same value as a move made first and added
-            part.add_(size, alpha=eps)
+                move.mul_(_signs(offset + s, part.numel(), seed, device))
+            # the move rounded on its own, then added: ``add_(alpha=)`` may fuse the two (one rounding
+            # on AVX2 hosts), which differs where ``eps * |a|`` underflows (float64 below 2^-999)
+            part.add_(move)
     return m
 
 
