@@ -9,7 +9,7 @@ import types
 import pytest
 import torch
 
-from kbv.checks.worker_calls import device_capacity_oom
+from kbv.checks.worker_calls import device_capacity_oom, staged_timing_bytes
 from kbv.pipeline import context as ctx_mod
 from kbv.pipeline.outcome import Outcome, Stop
 
@@ -32,10 +32,30 @@ def test_room_left_or_a_candidate_over_the_bound_keeps_the_candidates_failure():
     assert device_capacity_oom(0, 79 * GIB, 37 * GIB, 0, 0, GIB) is None  # no size known
 
 
-def _ctx(monkeypatch, free, total, reserved):
+def test_kbvs_own_timing_buffers_in_the_candidate_worker_are_not_charged_to_it():
+    """The measured case (full size, H100, fifteenth session): KernelBench-Verified's conv2d, I = 1 GiB,
+    O = 7.97 GiB (B = 9 GiB, bound 37 GiB); two timing sets, one 16 GiB slot, the earlier output kept:
+    about 28 GiB of the candidate worker's memory is kbv's, and the honest candidate's own output did
+    not fit beside it."""
+    i, o = GIB, int(7.97 * GIB)
+    staged = staged_timing_bytes(i, o, 2, 2 * o, 128 << 20)
+    assert staged == 4 * i + 3 * o + (128 << 20)
+    bound = 4 * (i + o) + GIB
+    # 7 GiB free, the reference worker at 26 GiB: the tree held 46 GiB, over the bound with kbv's share in it
+    args = (7 * GIB, 79 * GIB, 26 * GIB, 0, i + o, bound)
+    assert device_capacity_oom(*args) is None
+    why = device_capacity_oom(*args, staged)
+    assert why is not None and "of them kbv's timing buffers" in why
+    # a candidate whose own allocations are over the bound keeps its failure with kbv's share taken off
+    assert device_capacity_oom(int(0.5 * GIB), 139 * GIB, 26 * GIB, 0, i + o, bound, staged) is None
+    assert staged_timing_bytes(i, -1, 2, 0, 0) == 4 * i  # no reference output size known
+
+
+def _ctx(monkeypatch, free, total, reserved, staged=0):
     monkeypatch.setattr(ctx_mod.fp, "device_memory", lambda device: (free, total, reserved))
     rp = types.SimpleNamespace(device=torch.device("cuda", 0), output_bytes=6 * GIB)
-    return types.SimpleNamespace(rp=rp, _input_bytes=6 * GIB, name="c.py", state=types.SimpleNamespace(evidence={}))
+    return types.SimpleNamespace(rp=rp, _input_bytes=6 * GIB, name="c.py", state=types.SimpleNamespace(evidence={}),
+                                 _staged_bytes=staged)
 
 
 def test_the_context_ends_the_verification_as_kbvs_failure_only_where_the_rule_says(monkeypatch):
@@ -52,6 +72,14 @@ def test_the_context_ends_the_verification_as_kbvs_failure_only_where_the_rule_s
     assert kept["does_not_fit"] is False and kept["free_bytes"] == 30 * GIB
     assert kept["candidate_at_most_bytes"] == 72 * GIB and kept["bound_bytes"] == 4 * 12 * GIB + GIB
     assert c.state.evidence["device_capacity"]["does_not_fit"] is True
+    # kbv's timing buffers in the candidate worker are counted out before the bound, and kept
+    staged = _ctx(monkeypatch, int(2.4 * GIB), 79 * GIB, 10 * GIB, staged=20 * GIB)
+    with pytest.raises(Stop):
+        ctx_mod.Context._device_capacity(staged)
+    assert staged.state.evidence["device_capacity"]["staged_bytes"] == 20 * GIB
+    unstaged = _ctx(monkeypatch, int(2.4 * GIB), 79 * GIB, 10 * GIB)
+    ctx_mod.Context._device_capacity(unstaged)  # the same tree, none of it kbv's: over the bound, its own
+    assert unstaged.state.evidence["device_capacity"]["does_not_fit"] is False
     cpu = _ctx(monkeypatch, 0, 79 * GIB, 37 * GIB)
     cpu.rp.device = torch.device("cpu")
     ctx_mod.Context._device_capacity(cpu)  # cpu: the candidate's failure stands

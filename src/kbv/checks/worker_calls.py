@@ -92,8 +92,21 @@ def candidate_at_most(free_bytes: int, total_bytes: int, reference_reserved_byte
     return max(0, total_bytes - free_bytes - reference_reserved_bytes - other_bytes)
 
 
+def staged_timing_bytes(input_bytes: int, output_bytes: int, timing_sets: int, slot_buffer_bytes: int,
+                        held_output_bytes: int) -> int:
+    """Device bytes kbv places in the candidate worker for the timing stage (cuda), none of them the
+    candidate's: its copies of the ``timing_sets`` input sets and two call buffers, each
+    ``input_bytes`` (:meth:`kbv.sandbox.timed.TimedRequests.set_timing_inputs`), the output slot buffer
+    (``slot_buffer_bytes``), and the earlier timed call's outputs it keeps alive through the next
+    call (``output_bytes``) plus up to ``held_output_bytes`` more (``EvalConfig.held_output_bytes``).
+    Measured need: KernelBench-Verified's full-size conv2d (problem 63, I = 1 GiB, O = 8 GiB) put
+    about 28 GiB there, and its honest candidate's own output then went over 4·B + 1 GiB on an 80 GB
+    H100 (fifteenth session)."""
+    return max(0, (timing_sets + 2) * input_bytes + slot_buffer_bytes + max(0, output_bytes) + held_output_bytes)
+
+
 def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_bytes: int, other_bytes: int,
-                        call_bytes: int, bound_bytes: int) -> str | None:
+                        call_bytes: int, bound_bytes: int, staged_bytes: int = 0) -> str | None:
     """Whether a candidate's device out-of-memory failure is the device's capacity, not the
     candidate's: the reason (for a "does not fit this machine" end, kbv's failure) or None (the
     candidate's RUNTIME_ERROR, as before).
@@ -102,9 +115,12 @@ def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_by
     ``total_bytes`` the device's (``cudaMemGetInfo``), ``reference_reserved_bytes`` what the
     reference worker's allocator holds, ``other_bytes`` other users' (NVML, not kbv's), ``call_bytes``
     one call's inputs and outputs (B), ``bound_bytes`` kbv's per-process bound (4·B + 1 GiB,
-    :func:`kbv.processes.footprint.bound_bytes`). The candidate's tree then holds at most
-    ``total - free - reference - other`` (the rest, kbv's other workers included). Where that is
-    within the bound and less than B is free, a candidate that kept to the bound every kbv process
+    :func:`kbv.processes.footprint.bound_bytes`), ``staged_bytes`` what kbv itself placed in the
+    candidate worker's device memory (the timing stage's copies of its input sets, the two call
+    buffers, the output slots and the earlier timed output it keeps alive:
+    :func:`staged_timing_bytes`). The candidate's tree then holds at most ``total - free - reference
+    - other`` (the rest, kbv's other workers included), of which its own allocations are at most
+    that less ``staged_bytes``. Where those are within the bound and less than B is free, a candidate that kept to the bound every kbv process
     keeps to ran out because the device cannot hold both workers' footprints (measured: the 6 GiB
     elementwise problems of KernelBench-Verified on an 80 GB H100, reference worker 37-44 GiB,
     candidate worker 25-37 GiB). A candidate that claims an out-of-memory failure it did not have
@@ -113,10 +129,12 @@ def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_by
     if total_bytes <= 0 or call_bytes <= 0:
         return None
     held = candidate_at_most(free_bytes, total_bytes, reference_reserved_bytes, other_bytes)
-    if free_bytes >= call_bytes or held > bound_bytes:
+    own = max(0, held - max(0, staged_bytes))
+    if free_bytes >= call_bytes or own > bound_bytes:
         return None
     others = f", other processes {other_bytes / _GIB:.1f} GiB" if other_bytes > 0 else ""
+    staged = f", {staged_bytes / _GIB:.1f} GiB of them kbv's timing buffers" if staged_bytes > 0 else ""
     return (f"the device ran out of memory with both workers on it: the candidate worker held at most "
-            f"{held / _GIB:.1f} GiB (within kbv's bound of {bound_bytes / _GIB:.1f} GiB, 4·B + 1 GiB), "
+            f"{held / _GIB:.1f} GiB{staged} (its own within kbv's bound of {bound_bytes / _GIB:.1f} GiB, 4·B + 1 GiB), "
             f"the reference worker {reference_reserved_bytes / _GIB:.1f} GiB{others}; {free_bytes / _GIB:.1f} of "
             f"{total_bytes / _GIB:.1f} GiB free (B = {call_bytes / _GIB:.2f} GiB): run it on a device with more memory")

@@ -100,6 +100,9 @@ class Context:
         self._slot_bytes = 0  #: bytes per slot.
         self._slot_touch = 0  #: bytes of each slot written when it is made, on cpu (0: all).
         self._slot_count = 0  #: slots in the buffer.
+        #: device bytes kbv placed in the candidate worker for the timing stage
+        #: (:func:`kbv.checks.worker_calls.staged_timing_bytes`); 0 before it.
+        self._staged_bytes = 0
         self._views: list = []  #: the last timed call's outputs, views of slot 0 (kbv.sandbox.rawcopy.view).
         self._kept_times: dict = {}  #: candidate times of judged and of other timed calls (plan leak evidence).
         self._signals_at_spawn: frozenset = frozenset()
@@ -209,12 +212,13 @@ class Context:
         # candidate (whose /proc fds kbv may not read) among them (red-team, 2026-12-06); the rule is then
         # stricter beside a foreign process, never looser
         bound = fp.bound_bytes(self._input_bytes, out)
-        reason = calls_rule.device_capacity_oom(free, total, reserved, 0, self._input_bytes + out, bound)
+        reason = calls_rule.device_capacity_oom(free, total, reserved, 0, self._input_bytes + out, bound,
+                                                self._staged_bytes)
         # kept whichever way the rule went: a RUNTIME_ERROR's verdict says what the device held then
         self.state.evidence["device_capacity"] = {
             "free_bytes": free, "total_bytes": total, "reference_reserved_bytes": reserved,
             "candidate_at_most_bytes": calls_rule.candidate_at_most(free, total, reserved), "bound_bytes": bound,
-            "call_bytes": self._input_bytes + out, "does_not_fit": reason is not None}
+            "call_bytes": self._input_bytes + out, "staged_bytes": self._staged_bytes, "does_not_fit": reason is not None}
         if reason is not None:
             raise Stop(Outcome.KBV_FAILED, f"{self.name}: the problem does not fit this machine: {reason}")
 

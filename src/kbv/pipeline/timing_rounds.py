@@ -19,6 +19,7 @@ import torch
 from kbv.checks import bound_plan
 from kbv.checks import memory_growth_rules as growth_rule
 from kbv.checks import output_rules as out_rule
+from kbv.checks import worker_calls as calls_rule
 from kbv.checks.timing_rules import implausible_times, plan_leak
 from kbv.model.records import Measurement
 from kbv.pipeline.bound_pass import BoundStage
@@ -130,6 +131,9 @@ class Timing:
                 or ready.slots.dtype != torch.uint8 or ready.slots.numel() < slot_bytes * slots):
             raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: malformed reply")
         self.ctx._slots, self.ctx._slot_bytes, self.ctx._slot_count = ready.slots, slot_bytes, slots
+        if self.ctx.rp.device.type == "cuda":  # what of the candidate worker's device memory is kbv's
+            self.ctx._staged_bytes = calls_rule.staged_timing_bytes(in_bytes, self.ctx.rp.output_bytes, len(sets),
+                                                                    slot_bytes * slots, cfg.held_output_bytes)
         flush = l2_flush_bytes(self.ctx.rp.device)
         if self.ctx.rp.device.type == "cuda":  # other work on the GPU, recorded beside every figure it may slow
             self.ctx.state.evidence["gpu_share"] = {"start": gpushare.read(self.ctx.rp.device.index or 0).evidence()}
