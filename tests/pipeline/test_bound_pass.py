@@ -97,3 +97,35 @@ def test_the_null_outputs_are_not_held_through_the_baselines_loops():
     null, _, floors = stage._trusted_loops(worker, sets, None, 2, 1, lambda: None)
     assert set(floors) == {"eager-fp32"} and null >= 0
     assert model.alive_later and not any(model.alive_later)
+
+
+def test_the_trusted_loops_slots_hold_the_references_outputs_without_the_workers_slack(monkeypatch):
+    """The trusted loops copy each call's outputs as the candidate worker does, into slots sized to
+    the reference's outputs alone: the worker's slots carry SLOT_SLACK x slack, and an output-heavy
+    problem's loops held them whole (KernelBench-Verified's full size, H100, fifteenth session)."""
+    import contextlib
+
+    from kbv.pipeline import bound_pass as bp
+    from kbv.sandbox import numeric_flags as bl
+    from kbv.sandbox import rawcopy
+
+    sizes = []
+
+    class Recording(rawcopy.SlotCopier):
+        def __init__(self, device, slot_bytes, slots, touch_bytes=0):
+            sizes.append((slot_bytes, slots))
+            super().__init__(device, slot_bytes, slots, touch_bytes)
+
+    monkeypatch.setattr(bp.rawcopy, "SlotCopier", Recording)
+    model = torch.nn.Linear(70, 300)
+    sets = [[torch.randn(33, 70)] for _ in range(2)]
+    stage = BoundStage.__new__(BoundStage)
+    stage.ctx = SimpleNamespace(
+        rp=SimpleNamespace(device=torch.device("cpu"), model=model, mutates_inputs=False),
+        fp32_flags=bl.flags_for("eager-fp32"), _slot_bytes=4 * 33 * 300 * 2 + 8192, _slot_touch=0,
+        config=SimpleNamespace(baselines=("eager-fp32",)))
+    worker = SimpleNamespace(paused=contextlib.nullcontext)
+    with torch.no_grad():
+        null, _, floors = stage._trusted_loops(worker, sets, None, 2, 0, lambda: None)
+    assert sizes == [(4 * 33 * 300 + 256 - (4 * 33 * 300) % 256, 2)]  # one call's output, aligned
+    assert null >= 0 and set(floors) == {"eager-fp32"}

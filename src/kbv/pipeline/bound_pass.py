@@ -277,7 +277,7 @@ class BoundStage:
         per call minus the null's, ms})."""
         rp = self.ctx.rp
         bl.apply_flags(self.ctx.fp32_flags)
-        copier = rawcopy.SlotCopier(rp.device, self.ctx._slot_bytes, calls, self.ctx._slot_touch)
+        copier = None
 
         def loop(fn) -> tuple[float, float, float]:
             """(wall, busiest thread's CPU, all threads' CPU) per call of this process, ms."""
@@ -302,6 +302,12 @@ class BoundStage:
             with torch.no_grad():  # the set itself where the reference writes no input (no clone held)
                 made = rp.model(*(inp.clone_args(bound_sets[0]) if rp.mutates_inputs else bound_sets[0]))
             made = tuple(made) if isinstance(made, (tuple, list)) else (made,)
+            # the loops' slots hold the reference's outputs alone (their spans, aligned as the worker's
+            # copier places them), not the candidate worker's slack of SLOT_SLACK x: on cuda an
+            # output-heavy problem's slots are the loops' largest buffer
+            need = sum(-(-max(1, rawcopy.layout(t, rp.device.type)[4]) // rawcopy.ALIGN) * rawcopy.ALIGN for t in made)
+            copier = rawcopy.SlotCopier(rp.device, min(self.ctx._slot_bytes, max(rawcopy.ALIGN, need)), calls,
+                                        self.ctx._slot_touch)
             tid = threading.get_native_id()
             wait0, t0 = procfs.run_delay_ms(os.getpid(), tid), time.perf_counter()
             null, null_busiest, null_all = min(loop(lambda *args: made) for _ in range(repeats.get("null", 1)))
