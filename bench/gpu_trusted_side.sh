@@ -127,6 +127,15 @@ case "$1" in
       timeout 60 python3 bench/bytes_per_job.py --device cuda --sites --problem src/kbv/data/problems/level1/4_Square_matmul.py \
         --candidate src/kbv/data/candidates/matmul_tf32.py --json "$O/bytes_matmul.json" > "$O/bytes_matmul.log" 2>&1; } & p4=$!
     wait $p1; wait $p4 ;;
+  rows)  # after a change to a judging path: the judging cuda rows beside the bytes per job of
+        # KernelBench-Verified's 4096^2 matmul, then level 1 at full size until the limit (/tmp/full.db resumes)
+    nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+    judging_rows "$(( $(left) > 480 ? 360 : $(left) * 2 / 3 ))" & p1=$!
+    timeout 90 python3 bench/bytes_per_job.py --device cuda --sites \
+      --problem bench/kbv-verified/KernelBench/level1/1_Square_matrix_multiplication_.py \
+      --candidate src/kbv/data/candidates/matmul_tf32.py --json "$O/bytes_matmul_full.json" > "$O/bytes_matmul_full.log" 2>&1
+    wait $p1
+    full_level1 ;;
   trace)  # the 40-kernel batch alone, cold, with the request trace (bench/request_trace.py: where each job's wall
           # goes), then the worker's parts and the judging cuda rows (as verify) on the same machine
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
