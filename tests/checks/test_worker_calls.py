@@ -9,7 +9,7 @@ import types
 import pytest
 import torch
 
-from kbv.checks.worker_calls import device_capacity_oom, staged_timing_bytes
+from kbv.checks.worker_calls import device_capacity_oom, kept_output_bytes, staged_timing_bytes
 from kbv.pipeline import context as ctx_mod
 from kbv.pipeline.outcome import Outcome, Stop
 
@@ -38,7 +38,7 @@ def test_kbvs_own_timing_buffers_in_the_candidate_worker_are_not_charged_to_it()
     about 28 GiB of the candidate worker's memory is kbv's, and the honest candidate's own output did
     not fit beside it."""
     i, o = GIB, int(7.97 * GIB)
-    staged = staged_timing_bytes(i, o, 2, 2 * o, 128 << 20)
+    staged = staged_timing_bytes(i, 2, 2, 2 * o) + kept_output_bytes(o, 128 << 20)
     assert staged == 4 * i + 3 * o + (128 << 20)
     bound = 4 * (i + o) + GIB
     # 7 GiB free, the reference worker at 26 GiB: the tree held 46 GiB, over the bound with kbv's share in it
@@ -48,14 +48,15 @@ def test_kbvs_own_timing_buffers_in_the_candidate_worker_are_not_charged_to_it()
     assert why is not None and "of them kbv's timing buffers" in why
     # a candidate whose own allocations are over the bound keeps its failure with kbv's share taken off
     assert device_capacity_oom(int(0.5 * GIB), 139 * GIB, 26 * GIB, 0, i + o, bound, staged) is None
-    assert staged_timing_bytes(i, -1, 2, 0, 0) == 4 * i  # no reference output size known
+    assert kept_output_bytes(-1, 0) == 0  # no reference output size known
+    assert staged_timing_bytes(i, 2, 0, 0) == 2 * i  # the bound pass's shared sets serve as call buffers
 
 
 def _ctx(monkeypatch, free, total, reserved, staged=0):
     monkeypatch.setattr(ctx_mod.fp, "device_memory", lambda device: (free, total, reserved))
     rp = types.SimpleNamespace(device=torch.device("cuda", 0), output_bytes=6 * GIB)
-    return types.SimpleNamespace(rp=rp, _input_bytes=6 * GIB, name="c.py", state=types.SimpleNamespace(evidence={}),
-                                 _staged_bytes=staged)
+    return types.SimpleNamespace(rp=rp, _input_bytes=6 * GIB, name="c.py",
+                                 state=types.SimpleNamespace(evidence={}, input_sets=[]), _staged_bytes=staged)
 
 
 def test_the_context_ends_the_verification_as_kbvs_failure_only_where_the_rule_says(monkeypatch):
@@ -80,6 +81,26 @@ def test_the_context_ends_the_verification_as_kbvs_failure_only_where_the_rule_s
     unstaged = _ctx(monkeypatch, int(2.4 * GIB), 79 * GIB, 10 * GIB)
     ctx_mod.Context._device_capacity(unstaged)  # the same tree, none of it kbv's: over the bound, its own
     assert unstaged.state.evidence["device_capacity"]["does_not_fit"] is False
+    # a candidate wrong on a set already keeps its failure: no excuse drops a wrong kernel from the metrics
+    wrong = _ctx(monkeypatch, int(2.4 * GIB), 79 * GIB, 37 * GIB)
+    wrong.state.input_sets = [types.SimpleNamespace(passed=True), types.SimpleNamespace(passed=False)]
+    ctx_mod.Context._device_capacity(wrong)
     cpu = _ctx(monkeypatch, 0, 79 * GIB, 37 * GIB)
     cpu.rp.device = torch.device("cpu")
     ctx_mod.Context._device_capacity(cpu)  # cpu: the candidate's failure stands
+
+
+def test_the_kept_output_counts_as_kbvs_only_once_a_timed_call_has_returned():
+    """Before the first timed reply the worker keeps no earlier output: an out-of-memory failure on
+    that call is not credited with one (red-team helper, sixteenth session)."""
+    from kbv.sandbox import protocol
+
+    c = types.SimpleNamespace(_staged_bytes=4 * GIB, _staged_kept=9 * GIB, name="c.py", _reused_reported=False,
+                              _memory_reported=False, _slots=torch.zeros(64, dtype=torch.uint8), _slot_bytes=64)
+    with pytest.raises(Stop):  # a malformed reply adds nothing
+        ctx_mod.Context._timed_reply(c, object())
+    assert (c._staged_bytes, c._staged_kept) == (4 * GIB, 9 * GIB)
+    ctx_mod.Context._timed_reply(c, protocol.CallTimed(time_ms=1.0, clock="cuda-event", outputs=()))
+    assert (c._staged_bytes, c._staged_kept) == (13 * GIB, 0)
+    ctx_mod.Context._timed_reply(c, protocol.CallTimed(time_ms=1.0, clock="cuda-event", outputs=()))
+    assert c._staged_bytes == 13 * GIB  # once

@@ -88,7 +88,7 @@ def test_the_null_outputs_are_not_held_through_the_baselines_loops():
             return out
 
     model = Model()
-    rp = SimpleNamespace(model=model, device=torch.device("cpu"), mutates_inputs=False)
+    rp = SimpleNamespace(model=model, device=torch.device("cpu"), mutates_inputs=False, output_bytes=1024)
     stage = BoundStage.__new__(BoundStage)
     stage.ctx = SimpleNamespace(rp=rp, fp32_flags=bl.flags_for("eager-fp32"), _slot_bytes=4096 + 1024,
                                 _slot_touch=0, config=SimpleNamespace(baselines=("eager-fp32",)))
@@ -121,7 +121,7 @@ def test_the_trusted_loops_slots_hold_the_references_outputs_without_the_workers
     sets = [[torch.randn(33, 70)] for _ in range(2)]
     stage = BoundStage.__new__(BoundStage)
     stage.ctx = SimpleNamespace(
-        rp=SimpleNamespace(device=torch.device("cpu"), model=model, mutates_inputs=False),
+        rp=SimpleNamespace(device=torch.device("cpu"), model=model, mutates_inputs=False, output_bytes=4 * 33 * 300),
         fp32_flags=bl.flags_for("eager-fp32"), _slot_bytes=4 * 33 * 300 * 2 + 8192, _slot_touch=0,
         config=SimpleNamespace(baselines=("eager-fp32",)))
     worker = SimpleNamespace(paused=contextlib.nullcontext)
@@ -129,3 +129,9 @@ def test_the_trusted_loops_slots_hold_the_references_outputs_without_the_workers
         null, _, floors = stage._trusted_loops(worker, sets, None, 2, 0, lambda: None)
     assert sizes == [(4 * 33 * 300 + 256 - (4 * 33 * 300) % 256, 2)]  # one call's output, aligned
     assert null >= 0 and set(floors) == {"eager-fp32"}
+    # outputs whose bytes are not the nominal ones (a value-dependent size): the worker's slot size
+    sizes.clear()
+    stage.ctx.rp.output_bytes = 4 * 33 * 300 - 400
+    with torch.no_grad():
+        stage._trusted_loops(worker, sets, None, 2, 0, lambda: None)
+    assert sizes == [(stage.ctx._slot_bytes, 2)]

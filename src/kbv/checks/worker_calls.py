@@ -92,17 +92,23 @@ def candidate_at_most(free_bytes: int, total_bytes: int, reference_reserved_byte
     return max(0, total_bytes - free_bytes - reference_reserved_bytes - other_bytes)
 
 
-def staged_timing_bytes(input_bytes: int, output_bytes: int, timing_sets: int, slot_buffer_bytes: int,
-                        held_output_bytes: int) -> int:
+def staged_timing_bytes(input_bytes: int, timing_sets: int, call_buffers: int, slot_buffer_bytes: int) -> int:
     """Device bytes kbv places in the candidate worker for the timing stage (cuda), none of them the
-    candidate's: its copies of the ``timing_sets`` input sets and two call buffers, each
-    ``input_bytes`` (:meth:`kbv.sandbox.timed.TimedRequests.set_timing_inputs`), the output slot buffer
-    (``slot_buffer_bytes``), and the earlier timed call's outputs it keeps alive through the next
-    call (``output_bytes``) plus up to ``held_output_bytes`` more (``EvalConfig.held_output_bytes``).
+    candidate's, from the timing inputs' request on (:meth:`kbv.sandbox.timed.TimedRequests.set_timing_inputs`):
+    its copies of the ``timing_sets`` input sets and its ``call_buffers`` call buffers (two; none once
+    the bound pass's shared sets take their place), each ``input_bytes``, and the output slot buffer
+    (``slot_buffer_bytes``). Add :func:`kept_output_bytes` once a timed call has returned.
     Measured need: KernelBench-Verified's full-size conv2d (problem 63, I = 1 GiB, O = 8 GiB) put
-    about 28 GiB there, and its honest candidate's own output then went over 4·B + 1 GiB on an 80 GB
-    H100 (fifteenth session)."""
-    return max(0, (timing_sets + 2) * input_bytes + slot_buffer_bytes + max(0, output_bytes) + held_output_bytes)
+    about 28 GiB there with the kept output, and its honest candidate's own output then went over
+    4·B + 1 GiB on an 80 GB H100 (fifteenth session)."""
+    return max(0, (timing_sets + call_buffers) * input_bytes + slot_buffer_bytes)
+
+
+def kept_output_bytes(output_bytes: int, held_output_bytes: int) -> int:
+    """Device bytes of earlier timed calls' outputs the candidate worker keeps alive, once one call
+    has returned: the last call's (``output_bytes``, the reference's) through the next call, and up
+    to ``held_output_bytes`` more (``EvalConfig.held_output_bytes``)."""
+    return max(0, output_bytes) + max(0, held_output_bytes)
 
 
 def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_bytes: int, other_bytes: int,

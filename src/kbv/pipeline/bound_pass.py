@@ -79,6 +79,8 @@ class BoundStage:
         if not isinstance(self.ctx._call(worker, protocol.SetBoundInputs(tuple(tuple(b) for b in bound_sets)), "time",
                                      self.ctx.config.call_timeout_s), protocol.Pong):
             raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: malformed reply")
+        if self.ctx.rp.device.type == "cuda":  # the worker's call buffers freed: the shared sets serve
+            self.ctx._staged_bytes = max(0, self.ctx._staged_bytes - min(2, n) * in_bytes)
         floors, walls, passes = [], [], []
         device = self.ctx.rp.device.type
         call_bytes = (self.ctx.rp.output_bytes or 0) + in_bytes
@@ -306,7 +308,11 @@ class BoundStage:
             # copier places them), not the candidate worker's slack of SLOT_SLACK x: on cuda an
             # output-heavy problem's slots are the loops' largest buffer
             need = sum(-(-max(1, rawcopy.layout(t, rp.device.type)[4]) // rawcopy.ALIGN) * rawcopy.ALIGN for t in made)
-            copier = rawcopy.SlotCopier(rp.device, min(self.ctx._slot_bytes, max(rawcopy.ALIGN, need)), calls,
+            # a reference whose output size follows its values (nonzero, unique: these outputs' bytes
+            # are not the nominal ones) may make a larger one in a later loop: the worker's slot size
+            if sum(t.numel() * t.element_size() for t in made) != rp.output_bytes:
+                need = self.ctx._slot_bytes
+            copier = rawcopy.SlotCopier(rp.device, min(self.ctx._slot_bytes, need), calls,
                                         self.ctx._slot_touch)
             tid = threading.get_native_id()
             wait0, t0 = procfs.run_delay_ms(os.getpid(), tid), time.perf_counter()

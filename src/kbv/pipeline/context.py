@@ -103,6 +103,9 @@ class Context:
         #: device bytes kbv placed in the candidate worker for the timing stage
         #: (:func:`kbv.checks.worker_calls.staged_timing_bytes`); 0 before it.
         self._staged_bytes = 0
+        #: bytes added to ``_staged_bytes`` at the first timed reply (the kept output,
+        #: :func:`kbv.checks.worker_calls.kept_output_bytes`); 0 once added.
+        self._staged_kept = 0
         self._views: list = []  #: the last timed call's outputs, views of slot 0 (kbv.sandbox.rawcopy.view).
         self._kept_times: dict = {}  #: candidate times of judged and of other timed calls (plan leak evidence).
         self._signals_at_spawn: frozenset = frozenset()
@@ -203,6 +206,10 @@ class Context:
         device = self.rp.device
         if device.type != "cuda":
             return
+        if any(r.passed is False for r in self.state.input_sets):
+            # wrong already: a failure after that is the candidate's, never an excuse that drops a
+            # wrong kernel from the metrics (red-team helper, sixteenth session)
+            return
         try:
             free, total, reserved = fp.device_memory(device)
         except RuntimeError:  # the device does not answer: the candidate's failure stands
@@ -269,6 +276,7 @@ class Context:
         reported once), and the outputs' layouts in the slot buffer (``self._views``)."""
         if not isinstance(reply, protocol.CallTimed) or not isinstance(reply.time_ms, (int, float)):
             raise Stop(Outcome.BAD_REPLY, f"{self.name}: time: malformed reply")
+        self._staged_bytes, self._staged_kept = self._staged_bytes + self._staged_kept, 0
         if reply.reused and not self._reused_reported:
             self._reused_reported = True
             self._add(out_rule.reused_output(str(reply.reused)))

@@ -124,6 +124,9 @@ class Timing:
         # the slack behind them is backed only where an output needs it
         touch = min(slot_bytes, -(-(max(self.ctx.rp.output_bytes, 0) + 4096) // rawcopy.ALIGN) * rawcopy.ALIGN)
         self.ctx._slot_touch = touch
+        if self.ctx.rp.device.type == "cuda":  # what of the candidate worker's device memory is kbv's, from now on
+            self.ctx._staged_bytes = calls_rule.staged_timing_bytes(in_bytes, len(sets), 2, slot_bytes * slots)
+            self.ctx._staged_kept = calls_rule.kept_output_bytes(self.ctx.rp.output_bytes, cfg.held_output_bytes)
         ready = self.ctx._call(worker, protocol.SetTimingInputs(tuple(tuple(inp.shared_clone(s)) for s in sets),
                                                             slot_bytes, slots, cfg.held_output_bytes, touch),
                            "time", cfg.call_timeout_s)
@@ -131,9 +134,7 @@ class Timing:
                 or ready.slots.dtype != torch.uint8 or ready.slots.numel() < slot_bytes * slots):
             raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: malformed reply")
         self.ctx._slots, self.ctx._slot_bytes, self.ctx._slot_count = ready.slots, slot_bytes, slots
-        if self.ctx.rp.device.type == "cuda":  # what of the candidate worker's device memory is kbv's
-            self.ctx._staged_bytes = calls_rule.staged_timing_bytes(in_bytes, self.ctx.rp.output_bytes, len(sets),
-                                                                    slot_bytes * slots, cfg.held_output_bytes)
+
         flush = l2_flush_bytes(self.ctx.rp.device)
         if self.ctx.rp.device.type == "cuda":  # other work on the GPU, recorded beside every figure it may slow
             self.ctx.state.evidence["gpu_share"] = {"start": gpushare.read(self.ctx.rp.device.index or 0).evidence()}
