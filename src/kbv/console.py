@@ -232,6 +232,9 @@ def print_verdict(v: Verdict, console: Console | None = None, *, verbose: bool =
         if v.evidence.get("tf32_inert") and "eager-tf32" in v.timing:
             c.print("  eager-tf32 is eager-fp32's times: the reference runs no matmul or convolution, which TF32 "
                     "alone changes", highlight=False, soft_wrap=True)
+        elif v.evidence.get("tf32_same_bits_cpu") and "eager-tf32" in v.timing:
+            c.print("  eager-tf32 is eager-fp32's times: on this CPU the reference gives the same bits under both "
+                    "(no TF32 matmul here)", highlight=False, soft_wrap=True)
     if len(workloads) > 1:
         t = Table(title="Declared workloads (the credited speedup is their geometric mean)", title_justify="left")
         labels = list(v.speedup or v.unverified_speedup or (workloads[0].get("speedup") or {}))

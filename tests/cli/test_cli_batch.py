@@ -18,6 +18,7 @@ from kbv.batch.baseline_cache import attach_compile_speedup, baseline_key, expor
 from kbv.batch.runner import BROKEN_PREFIX, plan_batch, run_batch
 from kbv.cli.main import app
 from kbv.batch.evaluator import EvaluationError
+from kbv.intake.layout import LayoutError
 from kbv.intake.problems import ProblemError
 from kbv.model.records import EvalConfig, Measurement, Status
 from kbv.batch.store import Store
@@ -391,3 +392,68 @@ def test_hidden_tests_folder_under_any_name_is_read(tree, tmp_path):
                   "def get_hidden_inputs():\n    return []\n").parents[1]
     plan = plan_batch(problems, [runs], CONFIG, hidden_tests_root=named)
     assert plan.hidden_tests == {(1, 3): (named / "level1" / "3_hidden.py").resolve()}
+
+
+def test_a_hidden_test_file_added_changed_or_broken(tree, tmp_path):
+    """A broken hidden test file stops the batch before anything runs, naming the file and the fault;
+    a file added or changed later supersedes its problem's verdicts, which run again with it
+    (newcomer helper: a fixed file left the verdicts made without the tests)."""
+    problems, runs = tree
+    ht = tmp_path / "ht"
+    write(ht / "level1" / "1_hidden.py", "def get_hidden_inputs(:\n")
+    with pytest.raises(LayoutError, match=r"1_hidden\.py: syntax error at line 1"):
+        plan_batch(problems, [runs], CONFIG, hidden_tests_root=ht)
+    write(ht / "level1" / "1_hidden.py", "def get_inputs():\n    return []\n")
+    with pytest.raises(LayoutError, match=r"1_hidden\.py: not a hidden test file"):
+        plan_batch(problems, [runs], CONFIG, hidden_tests_root=ht)
+    plain = plan_batch(problems, [runs], CONFIG)
+    with Store(tmp_path / "s.db") as store:
+        assert run_batch(plain, store, evaluator=FakeEvaluator()).finished == 5
+        write(ht / "level1" / "1_hidden.py", "def get_hidden_inputs():\n    return []\n")
+        added = plan_batch(problems, [runs], CONFIG, hidden_tests_root=ht)
+        out = run_batch(added, store, evaluator=FakeEvaluator())
+        assert out.superseded == 2 and out.finished == 2 and out.already_done == 3  # problem 1's two samples
+        write(ht / "level1" / "1_hidden.py", "def get_hidden_inputs():\n    return [[]]\n")
+        changed = plan_batch(problems, [runs], CONFIG, hidden_tests_root=ht)
+        assert run_batch(changed, store, evaluator=FakeEvaluator()).superseded == 2
+        again = run_batch(plan_batch(problems, [runs], CONFIG, hidden_tests_root=ht), store, evaluator=FakeEvaluator())
+        assert again.superseded == 0 and again.finished == 0 and again.already_done == 5
+
+
+def test_cli_run_names_the_selected_problems_a_hidden_tests_folder_does_not_cover(tmp_path):
+    """Two problems, one hidden test file: the batch runs, and says which problem runs without (only
+    static rejections here: no worker starts)."""
+    for pid, name in ((1, "A"), (2, "B")):
+        write(tmp_path / "problems" / "level1" / f"{pid}_{name}.py", PROBLEM)
+        write(tmp_path / "runs" / "m" / f"level_1_problem_{pid}_sample_0_kernel.py", "class ModelNew(:\n")
+    ht = write(tmp_path / "ht" / "level1" / "1_hidden.py", "def get_hidden_inputs():\n    return []\n").parents[1]
+    r = runner.invoke(app, ["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(tmp_path / "s.db"),
+                            "--device", "cpu", "--hidden-tests", str(ht)])
+    flat = " ".join(r.output.split())
+    assert r.exit_code == 0 and "1 selected problem(s) have no hidden test file" in flat and "level1/2" in flat, r.output
+
+
+def test_cli_run_exits_2_naming_a_hidden_test_file_that_failed_when_it_ran(tmp_path):
+    """A hidden test file that parses but raises when called: its verdicts stand without its sets,
+    and ``kbv run`` says so and exits 2, as ``kbv eval`` does (newcomer helper: exit 0 and PASS)."""
+    write(tmp_path / "problems" / "level1" / "1_A.py", PROBLEM)
+    write(tmp_path / "runs" / "m" / "level_1_problem_1_sample_0_kernel.py", GOOD)
+    ht = write(tmp_path / "ht" / "level1" / "1_hidden.py",
+               "def get_hidden_inputs():\n    raise ValueError('boom')\n").parents[1]
+    from kbv.cli.common import make_config
+
+    config = make_config("cpu", "fp32", None, 6, 1, None)  # what the command below resolves
+    plan = plan_batch(tmp_path / "problems", [tmp_path / "runs"], config, hidden_tests_root=ht)
+
+    class Lacking(FakeEvaluator):
+        def evaluate(self, problem, candidate, config, *, hidden_tests=None):
+            v = super().evaluate(problem, candidate, config, hidden_tests=hidden_tests)
+            return dataclasses.replace(v, evidence={**v.evidence, "hidden_tests_error": f"{hidden_tests}: boom"})
+
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        assert run_batch(plan, store, evaluator=Lacking()).finished == 1
+    r = runner.invoke(app, ["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(db),
+                            "--device", "cpu", "--trials", "6", "--warmup", "1", "--hidden-tests", str(ht)])
+    flat = " ".join(r.output.split())
+    assert r.exit_code == 2 and "hidden tests not checked on 1 verdict(s)" in flat and "boom" in flat, r.output

@@ -342,6 +342,16 @@ def test_eval_reads_the_hidden_test_file_beside_the_problem_or_the_one_given(tmp
     # and the verdict's own line says it lacks them, as its JSON message does (newcomer, 2026-12-06:
     # a reader of the PASS line or the JSON saw a clean PASS)
     assert "(hidden tests not checked:" in next(ln for ln in r.stdout.splitlines() if "PASS" in ln), r.stdout
+    # a file that does not parse, or defines no get_hidden_inputs, stops before anything runs
+    # (newcomer, sixteenth session: the verdict's PASS line came first, the error at the end)
+    syntax = tmp_path / "syntax" / "level1"
+    syntax.mkdir(parents=True)
+    for text, says in (("def get_hidden_inputs(:\n", "syntax error at line 1"),
+                       ("def get_inputs():\n    return []\n", "defines no get_hidden_inputs()")):
+        (syntax / "1_hidden.py").write_text(text)
+        r = kbv("eval", PROBLEM, cand, *fast, "--hidden-tests", syntax.parent)
+        assert r.returncode == 2 and says in r.stderr and "1_hidden.py" in r.stderr, r.stderr
+        assert "PASS" not in r.stdout and "verifying" not in r.stdout, r.stdout
     # a problem outside a levelN folder: the folder cannot name its file
     flat = tmp_path / "flat"
     flat.mkdir()

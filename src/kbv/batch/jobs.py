@@ -37,6 +37,13 @@ def config_hash(config: EvalConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def with_hidden_tests(config_hash_: str, tests_sha256: str) -> str:
+    """The ``config_hash`` of a job whose problem has a hidden test file (its bytes' sha256): the
+    configuration's hash and the file's, so the job's key changes with the file. A problem without
+    one keeps the configuration's hash (a store of an older kbv resumes)."""
+    return f"{config_hash_}+ht{tests_sha256[:16]}"
+
+
 @dataclass(frozen=True)
 class Job:
     """One (problem, candidate) evaluation of a batch. Identity is :attr:`key`."""
@@ -47,7 +54,9 @@ class Job:
     candidate_sha256: str
     run: str  #: the run (model) the candidate came from.
     sample_id: int | None
-    config_hash: str  #: :func:`config_hash` of the resolved :class:`EvalConfig`.
+    #: :func:`config_hash` of the resolved :class:`EvalConfig` (:func:`with_hidden_tests` where the
+    #: problem has a hidden test file).
+    config_hash: str
     level: int | None = None
     problem_id: int | None = None
     problem_name: str | None = None

@@ -7,18 +7,19 @@ problem files' hashes (:func:`_sync_exclusions`), and jobs of changed files are 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from kbv.batch.jobs import Job, config_hash, problem_key
+from kbv.batch.jobs import Job, config_hash, problem_key, with_hidden_tests
 from kbv.batch.store import Store
 from kbv.intake.candidates import CandidateError, load_candidate
 from kbv.intake.layout import (CandidateFile, Layout, LayoutError, discover_candidates, discover_hidden_tests,
     find_hidden_tests_root, vet_problems)
-from kbv.intake.problems import ProblemError, identify
+from kbv.intake.problems import ProblemError, identify, vet_hidden_test
 from kbv.batch.evaluator import rejected_candidate
 from kbv.model.records import CandidateRef, EvalConfig, ProblemRef, to_dict
 
@@ -174,7 +175,20 @@ def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str],
         hidden_root = find_hidden_tests_root(problems_root, Path(problems_root).parent)
         hidden = discover_hidden_tests(hidden_root) if hidden_root else {}
         hidden = {k: v for k, v in hidden.items() if k in by_id}
-    return BatchPlan(config=config, problems=problems, jobs=tuple(rejected + accepted),
+    # each hidden test file vetted before anything runs (a broken one would leave its problem's
+    # verdicts without the tests), and its bytes made part of its problem's job keys: a file added,
+    # changed or removed later supersedes those verdicts (remove_superseded), as a changed problem
+    # file does (newcomer helper: a fixed file left the verdicts made without it)
+    tests_sha = {}
+    for k, path in hidden.items():
+        try:
+            tests_sha[k] = vet_hidden_test(path)
+        except ProblemError as exc:
+            raise LayoutError(f"hidden test file {exc}") from None
+    jobs = [dataclasses.replace(pj, job=dataclasses.replace(
+                pj.job, config_hash=with_hidden_tests(chash, tests_sha[(pj.job.level, pj.job.problem_id)])))
+            if (pj.job.level, pj.job.problem_id) in tests_sha else pj for pj in rejected + accepted]
+    return BatchPlan(config=config, problems=problems, jobs=tuple(jobs),
                      broken_files=tuple(broken), orphans=tuple(orphans), ignored=cscan.ignored,
                      hidden_tests=hidden, broken_candidates=tuple(broken_of))
 

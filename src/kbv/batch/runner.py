@@ -39,8 +39,10 @@ What happens to each kind of failure:
 Hidden test files (KernelBench-Verified ``hidden_tests/level<L>/<pid>_hidden.py``) found for a
 problem are passed to the reference worker, which adds each list that ``get_hidden_inputs()``
 returns (drawn under a secret seed) as a hidden input set ``HT1``, ``HT2``, ... beside D1–D4. A
-broken hidden test file is recorded in the verdict's evidence (``hidden_tests_error``), not fatal.
-The file's content is not part of a job's identity: edit one and rerun with a fresh store.
+hidden test file that does not parse or defines no ``get_hidden_inputs`` stops the plan before
+anything runs; one that fails when called is recorded in the verdict's evidence
+(``hidden_tests_error``) and ``kbv run`` exits 2 naming it. A file's bytes are part of its problem's
+job keys, so a file added, fixed or changed supersedes those verdicts.
 """
 
 from __future__ import annotations

@@ -113,7 +113,13 @@ def eval_cmd(
     tools, ncu = diagnostics_options(dev, sanitize, profile)
     config = make_config(dev, precision.value, seeds, trials, warmup, timeout, policy.value, secret_shapes, tools, ncu)
     ht = _hidden_test_file(pref, hidden_tests)
-    if ht is not None:
+    if ht is not None:  # a broken file stops here, before anything runs, not under a verdict
+        from kbv.intake.problems import ProblemError, vet_hidden_test
+
+        try:
+            vet_hidden_test(ht)
+        except ProblemError as exc:
+            fail(f"--hidden-tests {exc}")
         console.print(f"hidden test file: {ht} (its sets are checked as HT1, HT2, ...)", highlight=False,
                           markup=False, soft_wrap=True)
     verdict = _evaluate(pref, cref, config, dev, f"verifying {candidate.name} against {problem.name} on {dev}...", ht)

@@ -135,6 +135,22 @@ def load_problem(path: Path | str) -> ProblemRef:
     )
 
 
+def vet_hidden_test(path: Path | str) -> str:
+    """Statically vet a KernelBench-Verified hidden test file (``level<L>/<pid>_hidden.py``) before
+    anything runs; returns the sha256 of its bytes (a batch store records it: a changed file is
+    another run's tests).
+
+    Raises:
+        ProblemError: unreadable, not UTF-8, too large, syntax error, or no module-level
+            ``get_hidden_inputs``.
+    """
+    path = Path(path).resolve()
+    text, raw = read_source(path, ProblemError)
+    if "get_hidden_inputs" not in top_level_names(parse_source(path, text, ProblemError)):
+        raise ProblemError(path, "not a hidden test file: it defines no get_hidden_inputs() at module level")
+    return hashlib.sha256(raw).hexdigest()
+
+
 def discover_problems(root: Path | str) -> list[ProblemRef]:
     """All problem files under ``root`` (a file, a ``levelN`` folder or a KernelBench checkout).
 

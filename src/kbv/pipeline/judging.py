@@ -23,7 +23,7 @@ from kbv.pipeline.schedule import Recheck
 from kbv.processes import footprint as fp
 from kbv.reference import inputs as inp
 from kbv.reference import oracle as orc
-from kbv.reference.build import first_line, run_reference
+from kbv.reference.build import first_line, run_reference, same_bits_under
 from kbv.reference.mutation import apply_mutation
 from kbv.reference.comparison import Comparison, compare, equals_reference, reference_is_finite
 from kbv.sandbox import call_probes as ig
@@ -56,6 +56,17 @@ class Judging:
             self.ctx.rp.tf32_inert = tf32_inert({k: (dict(c.ops), c.error) for k, c in counts.items()})
         self.ctx.state.evidence["tf32_inert"] = self.ctx.rp.tf32_inert
         return self.ctx.rp.tf32_inert
+
+    def tf32_same_on_cpu(self, args: list) -> bool:
+        """On cpu, whether eager-tf32 runs eager-fp32's kernels on ``args``
+        (:func:`kbv.reference.build.same_bits_under`, once per problem in this reference worker):
+        then it is timed as eager-fp32's times. False on cuda (:meth:`_tf32_inert` decides there)."""
+        if self.ctx.rp.device.type != "cpu":
+            return False
+        if self.ctx.rp.tf32_same_cpu is None:
+            self.ctx.rp.tf32_same_cpu = same_bits_under(self.ctx.rp, args, self.ctx.fp32_flags, self.ctx.tf32_flags)
+        self.ctx.state.evidence["tf32_same_bits_cpu"] = self.ctx.rp.tf32_same_cpu
+        return self.ctx.rp.tf32_same_cpu
 
     def _dropped(self, s: inp.InputSet, reason: str) -> InputSetResult:
         return InputSetResult(s.name, s.kind, s.transform, s.seed, passed=None, dropped=True, drop_reason=reason)

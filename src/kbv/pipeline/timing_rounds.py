@@ -202,9 +202,10 @@ class Timing:
         rule = StopRule.from_config(cfg)
         subjects = ["candidate", *cfg.baselines]
         samples: dict[str, list] = {s: [] for s in subjects}
-        # eager-tf32 is eager-fp32 where the reference runs no op the TF32 switches reach: timed once
+        # eager-tf32 is eager-fp32 where the reference runs no op the TF32 switches reach, or on cpu
+        # where both flag sets give the same bits: timed once
         mirrored = ({"eager-tf32": "eager-fp32"} if {"eager-tf32", "eager-fp32"} <= set(cfg.baselines)
-                    and self.judge._tf32_inert(sets[0]) else {})
+                    and (self.judge._tf32_inert(sets[0]) or self.judge.tf32_same_on_cpu(sets[0])) else {})
         clock = "cuda-event" if self.ctx.rp.device.type == "cuda" else "perf_counter"
         model = self.ctx.rp.model
         recheck = Recheck()

@@ -51,6 +51,9 @@ class ReferenceProblem:
     output_bytes: int = 0  #: bytes of one call's outputs (set on every run; sizes the timed re-checks).
     #: no op of the reference's reached by the TF32 switches (kbv.checks.tf32_rules); None until counted.
     tf32_inert: bool | None = None
+    #: cpu: the reference's outputs are the same bits under eager-fp32's and eager-tf32's flags
+    #: (:func:`same_bits_under`); None until compared.
+    tf32_same_cpu: bool | None = None
     #: the size constants a secret shape changes (kbv.pipeline.secret_shapes), () when none can; None until searched.
     shape_search: tuple | None = None
     #: declared workloads, ``{name: {size constant: value}}`` in the order written (kbv.reference.workloads).
@@ -204,3 +207,19 @@ def run_reference(rp: ReferenceProblem, args: list, flags: dict, original: list 
     if rp.device.type == "cuda":
         torch.cuda.synchronize(rp.device)
     return out
+
+
+def same_bits_under(rp: ReferenceProblem, args: list, flags: dict, other: dict) -> bool:
+    """Whether the reference's outputs on copies of ``args`` are the same bits under ``flags`` and
+    ``other`` (two forwards; ``flags`` applied again after). On cpu eager-fp32's and eager-tf32's
+    flags differ only in ``float32_matmul_precision`` ("high" asks oneDNN for TF32 matmuls, which
+    few CPUs have): the same bits there say the same kernels ran, and one baseline's times serve
+    both. False where the reference raised (both are then timed)."""
+    try:
+        a = run_reference(rp, inp.clone_args(args), flags)
+        b = run_reference(rp, inp.clone_args(args), other)
+        return len(a) == len(b) and all(bitwise_equal(x, y) for x, y in zip(a, b))
+    except Exception:  # noqa: BLE001 - the reference's own failure on these values
+        return False
+    finally:
+        bl.apply_flags(flags)
