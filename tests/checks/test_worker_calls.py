@@ -85,6 +85,8 @@ def test_the_context_ends_the_verification_as_kbvs_failure_only_where_the_rule_s
     wrong = _ctx(monkeypatch, int(2.4 * GIB), 79 * GIB, 37 * GIB)
     wrong.state.input_sets = [types.SimpleNamespace(passed=True), types.SimpleNamespace(passed=False)]
     ctx_mod.Context._device_capacity(wrong)
+    assert wrong.state.evidence["device_capacity"]["wrong_already"] is True
+    assert device_capacity_oom(int(2.4 * GIB), 79 * GIB, 37 * GIB, 0, 12 * GIB, 49 * GIB, wrong_already=True) is None
     cpu = _ctx(monkeypatch, 0, 79 * GIB, 37 * GIB)
     cpu.rp.device = torch.device("cpu")
     ctx_mod.Context._device_capacity(cpu)  # cpu: the candidate's failure stands

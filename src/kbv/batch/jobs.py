@@ -37,11 +37,11 @@ def config_hash(config: EvalConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def with_hidden_tests(config_hash_: str, tests_sha256: str) -> str:
-    """The ``config_hash`` of a job whose problem has a hidden test file (its bytes' sha256): the
-    configuration's hash and the file's, so the job's key changes with the file. A problem without
-    one keeps the configuration's hash (a store of an older kbv resumes)."""
-    return f"{config_hash_}+ht{tests_sha256[:16]}"
+def with_hidden_tests(config_hash_: str, tests_sha256: str | None) -> str:
+    """The ``config_hash`` of a job whose problem has a hidden test file (``tests_sha256``, its
+    bytes' sha256): the configuration's hash and the file's, so the job's key changes with the file.
+    Without one (None) the configuration's hash alone (a store of an older kbv resumes)."""
+    return f"{config_hash_}+ht{tests_sha256[:16]}" if tests_sha256 else config_hash_
 
 
 @dataclass(frozen=True)

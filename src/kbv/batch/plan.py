@@ -7,7 +7,6 @@ problem files' hashes (:func:`_sync_exclusions`), and jobs of changed files are 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -151,24 +150,6 @@ def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str],
             broken.append(_broken_file(exc))
     by_id = {(p.level, p.problem_id): p for p in problems if p.problem_id is not None}
     broken_ids = {(b.level, b.problem_id) for b in broken if b.problem_id is not None}
-    cscan = discover_candidates(candidate_roots, layout)
-    rejected, accepted, orphans, broken_of = [], [], [], []
-    chash = config_hash(config)
-    for f in cscan.files:
-        if not selection.run(f.run) or not selection.problem(f.level, f.problem_id):
-            continue
-        problem = by_id.get((f.level, f.problem_id))
-        if problem is None:
-            (broken_of if (f.level, f.problem_id) in broken_ids else orphans).append(f)
-            continue
-        try:
-            cand = load_candidate(f.path, run=f.run, sample_id=f.sample_id)
-            fault = None
-        except CandidateError as exc:
-            cand = rejected_candidate(f.path, run=f.run, sample_id=f.sample_id)
-            fault = str(exc)
-        pj = PlannedJob(Job.from_refs(problem, cand, chash), problem, cand, fault)
-        (rejected if fault else accepted).append(pj)
     if hidden_tests_root is not None:
         hidden = _named_hidden_tests(Path(hidden_tests_root), by_id)
     else:
@@ -185,10 +166,26 @@ def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str],
             tests_sha[k] = vet_hidden_test(path)
         except ProblemError as exc:
             raise LayoutError(f"hidden test file {exc}") from None
-    jobs = [dataclasses.replace(pj, job=dataclasses.replace(
-                pj.job, config_hash=with_hidden_tests(chash, tests_sha[(pj.job.level, pj.job.problem_id)])))
-            if (pj.job.level, pj.job.problem_id) in tests_sha else pj for pj in rejected + accepted]
-    return BatchPlan(config=config, problems=problems, jobs=tuple(jobs),
+    cscan = discover_candidates(candidate_roots, layout)
+    rejected, accepted, orphans, broken_of = [], [], [], []
+    chash = config_hash(config)
+    for f in cscan.files:
+        if not selection.run(f.run) or not selection.problem(f.level, f.problem_id):
+            continue
+        problem = by_id.get((f.level, f.problem_id))
+        if problem is None:
+            (broken_of if (f.level, f.problem_id) in broken_ids else orphans).append(f)
+            continue
+        try:
+            cand = load_candidate(f.path, run=f.run, sample_id=f.sample_id)
+            fault = None
+        except CandidateError as exc:
+            cand = rejected_candidate(f.path, run=f.run, sample_id=f.sample_id)
+            fault = str(exc)
+        job = Job.from_refs(problem, cand, with_hidden_tests(chash, tests_sha.get((f.level, f.problem_id))))
+        pj = PlannedJob(job, problem, cand, fault)
+        (rejected if fault else accepted).append(pj)
+    return BatchPlan(config=config, problems=problems, jobs=tuple(rejected + accepted),
                      broken_files=tuple(broken), orphans=tuple(orphans), ignored=cscan.ignored,
                      hidden_tests=hidden, broken_candidates=tuple(broken_of))
 

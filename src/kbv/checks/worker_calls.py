@@ -112,7 +112,8 @@ def kept_output_bytes(output_bytes: int, held_output_bytes: int) -> int:
 
 
 def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_bytes: int, other_bytes: int,
-                        call_bytes: int, bound_bytes: int, staged_bytes: int = 0) -> str | None:
+                        call_bytes: int, bound_bytes: int, staged_bytes: int = 0,
+                        wrong_already: bool = False) -> str | None:
     """Whether a candidate's device out-of-memory failure is the device's capacity, not the
     candidate's: the reason (for a "does not fit this machine" end, kbv's failure) or None (the
     candidate's RUNTIME_ERROR, as before).
@@ -131,8 +132,10 @@ def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_by
     elementwise problems of KernelBench-Verified on an 80 GB H100, reference worker 37-44 GiB,
     candidate worker 25-37 GiB). A candidate that claims an out-of-memory failure it did not have
     gains this only on such a device, where an honest one fails the same way; one over the bound,
-    or on a device with room left, keeps its RUNTIME_ERROR."""
-    if total_bytes <= 0 or call_bytes <= 0:
+    or on a device with room left, keeps its RUNTIME_ERROR. So does one ``wrong_already`` on a judged
+    set: its failure is never an excuse that drops a wrong kernel from the metrics (red-team
+    helper, sixteenth session)."""
+    if wrong_already or total_bytes <= 0 or call_bytes <= 0:
         return None
     held = candidate_at_most(free_bytes, total_bytes, reference_reserved_bytes, other_bytes)
     own = max(0, held - max(0, staged_bytes))

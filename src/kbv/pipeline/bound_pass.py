@@ -279,7 +279,6 @@ class BoundStage:
         per call minus the null's, ms})."""
         rp = self.ctx.rp
         bl.apply_flags(self.ctx.fp32_flags)
-        copier = None
 
         def loop(fn) -> tuple[float, float, float]:
             """(wall, busiest thread's CPU, all threads' CPU) per call of this process, ms."""
@@ -304,16 +303,14 @@ class BoundStage:
             with torch.no_grad():  # the set itself where the reference writes no input (no clone held)
                 made = rp.model(*(inp.clone_args(bound_sets[0]) if rp.mutates_inputs else bound_sets[0]))
             made = tuple(made) if isinstance(made, (tuple, list)) else (made,)
-            # the loops' slots hold the reference's outputs alone (their spans, aligned as the worker's
-            # copier places them), not the candidate worker's slack of SLOT_SLACK x: on cuda an
-            # output-heavy problem's slots are the loops' largest buffer
-            need = sum(-(-max(1, rawcopy.layout(t, rp.device.type)[4]) // rawcopy.ALIGN) * rawcopy.ALIGN for t in made)
-            # a reference whose output size follows its values (nonzero, unique: these outputs' bytes
-            # are not the nominal ones) may make a larger one in a later loop: the worker's slot size
-            if sum(t.numel() * t.element_size() for t in made) != rp.output_bytes:
-                need = self.ctx._slot_bytes
-            copier = rawcopy.SlotCopier(rp.device, min(self.ctx._slot_bytes, need), calls,
-                                        self.ctx._slot_touch)
+            # the loops' slots hold the reference's outputs alone, not the candidate worker's slack of
+            # SLOT_SLACK x (on cuda an output-heavy problem's largest buffer here); a reference whose
+            # output size follows its values (nonzero, unique: these outputs' bytes are not the
+            # nominal ones) may make a larger one in a later loop, and gets the worker's slot size
+            fixed = sum(t.numel() * t.element_size() for t in made) == rp.output_bytes
+            slot = min(self.ctx._slot_bytes, max(rawcopy.ALIGN, rawcopy.slot_need(made, rp.device.type))) \
+                if fixed else self.ctx._slot_bytes
+            copier = rawcopy.SlotCopier(rp.device, slot, calls, self.ctx._slot_touch)
             tid = threading.get_native_id()
             wait0, t0 = procfs.run_delay_ms(os.getpid(), tid), time.perf_counter()
             null, null_busiest, null_all = min(loop(lambda *args: made) for _ in range(repeats.get("null", 1)))

@@ -206,10 +206,6 @@ class Context:
         device = self.rp.device
         if device.type != "cuda":
             return
-        if any(r.passed is False for r in self.state.input_sets):
-            # wrong already: a failure after that is the candidate's, never an excuse that drops a
-            # wrong kernel from the metrics (red-team helper, sixteenth session)
-            return
         try:
             free, total, reserved = fp.device_memory(device)
         except RuntimeError:  # the device does not answer: the candidate's failure stands
@@ -219,13 +215,15 @@ class Context:
         # candidate (whose /proc fds kbv may not read) among them (red-team, 2026-12-06); the rule is then
         # stricter beside a foreign process, never looser
         bound = fp.bound_bytes(self._input_bytes, out)
+        wrong = any(r.passed is False for r in self.state.input_sets)
         reason = calls_rule.device_capacity_oom(free, total, reserved, 0, self._input_bytes + out, bound,
-                                                self._staged_bytes)
+                                                self._staged_bytes, wrong)
         # kept whichever way the rule went: a RUNTIME_ERROR's verdict says what the device held then
         self.state.evidence["device_capacity"] = {
             "free_bytes": free, "total_bytes": total, "reference_reserved_bytes": reserved,
             "candidate_at_most_bytes": calls_rule.candidate_at_most(free, total, reserved), "bound_bytes": bound,
-            "call_bytes": self._input_bytes + out, "staged_bytes": self._staged_bytes, "does_not_fit": reason is not None}
+            "call_bytes": self._input_bytes + out, "staged_bytes": self._staged_bytes, "wrong_already": wrong,
+            "does_not_fit": reason is not None}
         if reason is not None:
             raise Stop(Outcome.KBV_FAILED, f"{self.name}: the problem does not fit this machine: {reason}")
 

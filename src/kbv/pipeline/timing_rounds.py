@@ -67,7 +67,7 @@ def slot_plan(output_bytes: int, device: torch.device) -> tuple[int, int]:
     plus 4 KiB, 256-byte aligned); as many slots as fit in :data:`SLOT_MEMORY_FRACTION` of free memory
     and :data:`SLOT_BUFFER_CAP` (on cpu also a quarter of the candidate's /dev/shm quota), between 1
     and :data:`MAX_SLOTS`."""
-    per = -(-(int(output_bytes) * SLOT_SLACK + 4096) // rawcopy.ALIGN) * rawcopy.ALIGN
+    per = rawcopy.aligned(int(output_bytes) * SLOT_SLACK + 4096)
     free = fp.device_free_bytes(device) if device.type == "cuda" else fp.host_available_bytes()
     budget = min(SLOT_BUFFER_CAP.get(device.type, 256 << 20), free * SLOT_MEMORY_FRACTION)
     if device.type == "cpu":  # the buffer lives in the candidate's /dev/shm, beside an output it shares
@@ -122,7 +122,7 @@ class Timing:
         slots = min(slots, bound_plan.max_bound_calls(in_bytes, self.ctx.rp.device.type))
         # on cpu each slot is written up to the reference's outputs (plus a page) when it is made:
         # the slack behind them is backed only where an output needs it
-        touch = min(slot_bytes, -(-(max(self.ctx.rp.output_bytes, 0) + 4096) // rawcopy.ALIGN) * rawcopy.ALIGN)
+        touch = min(slot_bytes, rawcopy.aligned(max(self.ctx.rp.output_bytes, 0) + 4096))
         self.ctx._slot_touch = touch
         if self.ctx.rp.device.type == "cuda":  # what of the candidate worker's device memory is kbv's, from now on
             self.ctx._staged_bytes = calls_rule.staged_timing_bytes(in_bytes, len(sets), 2, slot_bytes * slots)
@@ -134,7 +134,6 @@ class Timing:
                 or ready.slots.dtype != torch.uint8 or ready.slots.numel() < slot_bytes * slots):
             raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: malformed reply")
         self.ctx._slots, self.ctx._slot_bytes, self.ctx._slot_count = ready.slots, slot_bytes, slots
-
         flush = l2_flush_bytes(self.ctx.rp.device)
         if self.ctx.rp.device.type == "cuda":  # other work on the GPU, recorded beside every figure it may slow
             self.ctx.state.evidence["gpu_share"] = {"start": gpushare.read(self.ctx.rp.device.index or 0).evidence()}

@@ -124,6 +124,17 @@ def _pack(dst: int, src: int, shape: Sequence[int], stride: Sequence[int], eleme
     _copyto(out.reshape(*shape, element_size), view)
 
 
+def aligned(n: int) -> int:
+    """``n`` bytes rounded up to :data:`ALIGN`: where the next output starts in a slot."""
+    return -(-int(n) // ALIGN) * ALIGN
+
+
+def slot_need(outs: Sequence[Any], device_type: str) -> int:
+    """The bytes :meth:`SlotCopier.copy` takes of a slot for ``outs`` unpacked: each output's span,
+    aligned (:func:`layout`'s errors are raised for what it cannot copy)."""
+    return sum(aligned(layout(t, device_type)[4]) for t in outs)
+
+
 class SlotCopier:
     """Copies outputs into a slot buffer: ``slots`` regions of ``slot_bytes`` each, in one byte tensor
     allocated on ``device`` before any timed call (shared on cpu, so the trusted side maps it)."""
@@ -176,7 +187,7 @@ class SlotCopier:
                 es = int(_element_size(t))
             found.append((ptr, shape, stride, dtype, n, es))
         # padded or sliced cpu outputs (honest layouts) whose spans do not all fit: their elements alone
-        pack = self._lib is None and sum(-(-f[4] // ALIGN) * ALIGN for f in found) > self.slot_bytes
+        pack = self._lib is None and sum(aligned(f[4]) for f in found) > self.slot_bytes
         at = 0
         result = []
         for ptr, shape, stride, dtype, n, es in found:
@@ -198,7 +209,7 @@ class SlotCopier:
                     if r:
                         raise RuntimeError(f"cuMemcpy of an output failed (CUresult {r})")
             result.append((base + at, shape, stride, dtype))
-            at += -(-n // ALIGN) * ALIGN
+            at += aligned(n)
         return tuple(result)
 
 
