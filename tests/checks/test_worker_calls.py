@@ -52,11 +52,22 @@ def test_kbvs_own_timing_buffers_in_the_candidate_worker_are_not_charged_to_it()
     assert staged_timing_bytes(i, 2, 0, 0) == 2 * i  # the bound pass's shared sets serve as call buffers
 
 
+def test_kbvs_share_is_at_most_what_the_tree_grew_since_staging_began():
+    """A failure inside the staging request itself: the buffers planned were not made, so a
+    candidate over its bound before kbv staged anything keeps its failure (red-team helper): a 6 GiB
+    elementwise problem on 80 GiB, the candidate at 38 GiB before staging, the reference at 40."""
+    args = (2 * GIB, 80 * GIB, 40 * GIB, 0, 12 * GIB, 25 * GIB, 18 * GIB)
+    assert device_capacity_oom(*args) is not None  # the planned share taken whole
+    assert device_capacity_oom(*args, held_before_staging=38 * GIB) is None  # nothing made yet
+    assert device_capacity_oom(*args, held_before_staging=20 * GIB) is not None  # 18 GiB made
+
+
 def _ctx(monkeypatch, free, total, reserved, staged=0):
     monkeypatch.setattr(ctx_mod.fp, "device_memory", lambda device: (free, total, reserved))
     rp = types.SimpleNamespace(device=torch.device("cuda", 0), output_bytes=6 * GIB)
     return types.SimpleNamespace(rp=rp, _input_bytes=6 * GIB, name="c.py",
-                                 state=types.SimpleNamespace(evidence={}, input_sets=[]), _staged_bytes=staged)
+                                 state=types.SimpleNamespace(evidence={}, input_sets=[]), _staged_bytes=staged,
+                                 _held_before_staging=None)
 
 
 def test_the_context_ends_the_verification_as_kbvs_failure_only_where_the_rule_says(monkeypatch):

@@ -113,7 +113,7 @@ def kept_output_bytes(output_bytes: int, held_output_bytes: int) -> int:
 
 def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_bytes: int, other_bytes: int,
                         call_bytes: int, bound_bytes: int, staged_bytes: int = 0,
-                        wrong_already: bool = False) -> str | None:
+                        wrong_already: bool = False, held_before_staging: int | None = None) -> str | None:
     """Whether a candidate's device out-of-memory failure is the device's capacity, not the
     candidate's: the reason (for a "does not fit this machine" end, kbv's failure) or None (the
     candidate's RUNTIME_ERROR, as before).
@@ -134,10 +134,14 @@ def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_by
     gains this only on such a device, where an honest one fails the same way; one over the bound,
     or on a device with room left, keeps its RUNTIME_ERROR. So does one ``wrong_already`` on a judged
     set: its failure is never an excuse that drops a wrong kernel from the metrics (red-team
-    helper, sixteenth session)."""
+    helper, sixteenth session). ``held_before_staging``: the tree's bytes (:func:`candidate_at_most`)
+    read just before kbv began staging; kbv's share is at most what the tree grew since, so a failure
+    inside the staging request itself is not credited with buffers never made (red-team helper)."""
     if wrong_already or total_bytes <= 0 or call_bytes <= 0:
         return None
     held = candidate_at_most(free_bytes, total_bytes, reference_reserved_bytes, other_bytes)
+    if held_before_staging is not None:
+        staged_bytes = min(staged_bytes, max(0, held - held_before_staging))
     own = max(0, held - max(0, staged_bytes))
     if free_bytes >= call_bytes or own > bound_bytes:
         return None

@@ -125,6 +125,7 @@ class Timing:
         touch = min(slot_bytes, rawcopy.aligned(max(self.ctx.rp.output_bytes, 0) + 4096))
         self.ctx._slot_touch = touch
         if self.ctx.rp.device.type == "cuda":  # what of the candidate worker's device memory is kbv's, from now on
+            self.ctx._held_before_staging = calls_rule.candidate_at_most(*fp.device_memory(self.ctx.rp.device))
             self.ctx._staged_bytes = calls_rule.staged_timing_bytes(in_bytes, len(sets), 2, slot_bytes * slots)
             self.ctx._staged_kept = calls_rule.kept_output_bytes(self.ctx.rp.output_bytes, cfg.held_output_bytes)
         ready = self.ctx._call(worker, protocol.SetTimingInputs(tuple(tuple(inp.shared_clone(s)) for s in sets),
