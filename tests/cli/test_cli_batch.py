@@ -406,6 +406,11 @@ def test_a_hidden_test_file_added_changed_or_broken(tree, tmp_path):
     write(ht / "level1" / "1_hidden.py", "def get_inputs():\n    return []\n")
     with pytest.raises(LayoutError, match=r"1_hidden\.py: not a hidden test file"):
         plan_batch(problems, [runs], CONFIG, hidden_tests_root=ht)
+    (ht / "level1" / "1_hidden.py").unlink()
+    (ht / "level1" / "1_hidden.py").symlink_to(tmp_path / "gone.py")  # a dangling link is named, not skipped
+    with pytest.raises(LayoutError, match=r"gone\.py: no such file"):
+        plan_batch(problems, [runs], CONFIG, hidden_tests_root=ht)
+    (ht / "level1" / "1_hidden.py").unlink()
     plain = plan_batch(problems, [runs], CONFIG)
     with Store(tmp_path / "s.db") as store:
         assert run_batch(plain, store, evaluator=FakeEvaluator()).finished == 5

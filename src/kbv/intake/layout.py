@@ -298,8 +298,8 @@ def discover_hidden_tests(root: Path | str) -> dict[tuple[int, int], Path]:
             continue
         for f in sorted(level_dir.iterdir()):
             fm = _HIDDEN_FILE_RE.match(f.name)
-            if f.is_file() and fm:
-                out[(int(lm["level"]), int(fm["pid"]))] = f.resolve()
+            if fm:  # a dangling link or a folder of that name too: vetting names it (not a file)
+                out[(int(lm["level"]), int(fm["pid"]))] = f.absolute()
     return out
 
 
