@@ -438,6 +438,22 @@ def test_cli_run_names_the_selected_problems_a_hidden_tests_folder_does_not_cove
     assert r.exit_code == 0 and "1 selected problem(s) have no hidden test file" in flat and "level1/2" in flat, r.output
 
 
+def test_cli_run_names_hidden_test_files_that_match_no_problem(tmp_path):
+    """Files of a ``--hidden-tests`` folder for no problem of the root (a misnamed file, another
+    level's) are named, not passed over (fresh helper); an unselected problem's file is not."""
+    for pid, name in ((1, "A"), (2, "B")):
+        write(tmp_path / "problems" / "level1" / f"{pid}_{name}.py", PROBLEM)
+    write(tmp_path / "runs" / "m" / "level_1_problem_1_sample_0_kernel.py", "class ModelNew(:\n")
+    body = "def get_hidden_inputs():\n    return []\n"
+    for rel in ("level1/1_hidden.py", "level1/2_hidden.py", "level1/9_hidden.py", "level2/1_hidden.py"):
+        write(tmp_path / "ht" / rel, body)
+    r = runner.invoke(app, ["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(tmp_path / "s.db"),
+                            "--device", "cpu", "--problem-ids", "1", "--hidden-tests", str(tmp_path / "ht")])
+    flat = " ".join(r.output.split())
+    assert r.exit_code == 0 and "2 hidden test file(s) match no problem" in flat, r.output
+    assert "9_hidden.py" in flat and "level2" in flat and "2_hidden.py" not in flat, r.output
+
+
 def test_cli_run_exits_2_naming_a_hidden_test_file_that_failed_when_it_ran(tmp_path):
     """A hidden test file that parses but raises when called: its verdicts stand without its sets,
     and ``kbv run`` says so and exits 2, as ``kbv eval`` does (newcomer helper: exit 0 and PASS)."""

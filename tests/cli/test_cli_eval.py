@@ -360,6 +360,40 @@ def test_eval_reads_the_hidden_test_file_beside_the_problem_or_the_one_given(tmp
     assert r.returncode == 2 and "levelNone" not in r.stderr and "not a levelN/<id>_Name.py problem" in r.stderr, r.stderr
 
 
+def test_eval_refuses_another_problems_hidden_test_file(tmp_path):
+    """``kbv eval --hidden-tests FILE`` with the file of another problem (by its
+    ``level<L>/<pid>_hidden.py`` name) exits 2 before anything runs (fresh helper: it was taken)."""
+    cand = DATA / "candidates" / "relu_torch.py"
+    other = tmp_path / "level1" / "2_hidden.py"
+    other.parent.mkdir()
+    other.write_text((DATA / "hidden_tests" / "level1" / "1_hidden.py").read_text())
+    r = kbv("eval", PROBLEM, cand, "--device", "cpu", "--hidden-tests", other)
+    assert r.returncode == 2 and "hidden test file of level1/2, not of" in r.stderr and str(other) in r.stderr, r.stderr
+    assert "verifying" not in r.stdout, r.stdout
+    level = tmp_path / "level3" / "1_hidden.py"  # the same id at another level
+    level.parent.mkdir()
+    level.write_text(other.read_text())
+    r = kbv("eval", PROBLEM, cand, "--device", "cpu", "--hidden-tests", level)
+    assert r.returncode == 2 and "level3/1, not of" in r.stderr, r.stderr
+
+
+@pytest.mark.e2e
+def test_eval_exits_2_naming_a_hidden_set_the_reference_cannot_run(tmp_path):
+    """A set of the user's hidden test file that the reference raises on (here one input too many)
+    is the file's fault: the verdict stands on the other sets, and ``kbv eval`` names the set and
+    exits 2 (fresh helper: it was dropped with exit 0)."""
+    path = tmp_path / "level1" / "1_hidden.py"
+    path.parent.mkdir()
+    path.write_text("import torch\n\ndef get_hidden_inputs():\n"
+                    "    return [[torch.randn(64, 64)], [torch.randn(64, 64), torch.randn(3)]]\n")
+    r = kbv("eval", PROBLEM, DATA / "candidates" / "relu_torch.py", "--device", "cpu", "--seeds", "1",
+            "--trials", "3", "--warmup", "0", "--secret-shapes", "0", "--hidden-tests", path,
+            "--json", tmp_path / "v.json")
+    assert r.returncode == 2 and "set HT2: reference raised TypeError" in r.stderr and str(path) in r.stderr, r.stderr
+    sets = {s["name"]: s for s in json.loads((tmp_path / "v.json").read_text())["input_sets"]}
+    assert sets["HT1"]["passed"] is True and sets["HT2"]["dropped"], sets
+
+
 def test_a_cuda_candidate_that_fails_to_build_on_cpu_gets_a_note():
     """The toolchain's own error ("CUDA_HOME environment variable is not set") does not say the
     candidate needs a GPU (newcomer, 2026-12-05)."""

@@ -125,6 +125,11 @@ def test_a_file_the_trace_cannot_follow_gets_one_plain_call(tmp_path, extra):
     ("x = 1\n", "get_hidden_inputs() failed: AttributeError"),
     ("import nonexistent_module_xyz\n", "get_hidden_inputs() failed: ModuleNotFoundError"),
     ("def get_hidden_inputs():\n    return [1, 2]\n", "must return a list of input lists"),
+    # no sets: the verdict would say hidden tests were checked when none were (fresh helper)
+    ("def get_hidden_inputs():\n    return []\n", "get_hidden_inputs() returned no input sets"),
+    # the same through the plain call (the meta trace cannot read a value)
+    ("import torch\ndef get_hidden_inputs():\n    torch.ones(1).item()\n    return []\n",
+     "get_hidden_inputs() returned no input sets"),
 ])
 def test_a_broken_file_is_a_problem_error_naming_it(tmp_path, body, fault):
     path = tmp_path / "2_hidden.py"

@@ -110,6 +110,9 @@ class BatchPlan:
     #: selected candidates whose problem file is one of ``broken_files``: skipped with it.
     broken_candidates: tuple[CandidateFile, ...] = ()
 
+    #: files of a ``--hidden-tests`` folder whose (level, id) is no problem of the problems root.
+    stray_hidden_tests: tuple[Path, ...] = ()
+
     @property
     def runs(self) -> list[str]:
         return sorted({pj.job.run for pj in self.jobs})
@@ -150,8 +153,14 @@ def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str],
             broken.append(_broken_file(exc))
     by_id = {(p.level, p.problem_id): p for p in problems if p.problem_id is not None}
     broken_ids = {(b.level, b.problem_id) for b in broken if b.problem_id is not None}
+    stray_tests: tuple[Path, ...] = ()
     if hidden_tests_root is not None:
         hidden = _named_hidden_tests(Path(hidden_tests_root), by_id)
+        # files for no problem of the root at all (not merely unselected ones): said, since a typo'd
+        # name or the wrong level's folder leaves a problem without the tests meant for it
+        known = {(p.level, p.problem_id) for p in pscan.problems} | {identify(Path(e.path))[:2] for e in pscan.errors}
+        stray_tests = tuple(v for k, v in sorted(discover_hidden_tests(Path(hidden_tests_root)).items())
+                            if k not in known)
     else:
         hidden_root = find_hidden_tests_root(problems_root, Path(problems_root).parent)
         hidden = discover_hidden_tests(hidden_root) if hidden_root else {}
@@ -187,7 +196,7 @@ def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str],
         (rejected if fault else accepted).append(pj)
     return BatchPlan(config=config, problems=problems, jobs=tuple(rejected + accepted),
                      broken_files=tuple(broken), orphans=tuple(orphans), ignored=cscan.ignored,
-                     hidden_tests=hidden, broken_candidates=tuple(broken_of))
+                     hidden_tests=hidden, broken_candidates=tuple(broken_of), stray_hidden_tests=stray_tests)
 
 
 def _named_hidden_tests(root: Path, by_id: dict) -> dict[tuple[int, int], Path]:

@@ -160,6 +160,11 @@ def run_cmd(
             shown = ", ".join(f"level{p.level}/{p.problem_id}" for p in without[:5]) + (", ..." if len(without) > 5 else "")
             console.print(f"[yellow]{len(without)} selected problem(s) have no hidden test file[/] in {hidden_tests} "
                           f"({shown}): they run without hidden tests", highlight=False)
+    if plan.stray_hidden_tests:
+        stray = plan.stray_hidden_tests
+        shown = ", ".join(str(p) for p in stray[:3]) + (", ..." if len(stray) > 3 else "")
+        console.print(f"[yellow]{len(stray)} hidden test file(s) match no problem[/] of {problems} ({shown}): "
+                      "not used (a misnamed file, or another level's?)", highlight=False)
     if not plan.jobs:
         if selection.runs is not None:
             from kbv.intake.layout import discover_candidates

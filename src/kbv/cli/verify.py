@@ -39,11 +39,17 @@ def _hidden_test_file(pref, given: Optional[Path]) -> Optional[str]:
     ``<pid>_hidden.py`` file, or a ``hidden_tests`` folder holding ``level<L>/<pid>_hidden.py``),
     else the one found as ``kbv run`` finds it (a ``hidden_tests`` folder in or beside the folder
     of the problem's ``levelN`` folder), else None. A ``given`` that holds none exits 2."""
-    from kbv.intake.layout import discover_hidden_tests, find_hidden_tests_root
+    from kbv.intake.layout import discover_hidden_tests, find_hidden_tests_root, hidden_test_identity
 
     key = (pref.level, pref.problem_id)
     if given is not None:
         if given.is_file():
+            other = hidden_test_identity(given)
+            # a KernelBench-Verified file names its problem: another problem's sets would fail the
+            # reference, or pass with shapes the problem never takes
+            if None not in key and any(m is not None and m != k for m, k in zip(other, key)):
+                fail(f"--hidden-tests {given}: is the hidden test file of level{other[0] or '?'}/{other[1]}, not of "
+                     f"{pref.path} (level{pref.level}/{pref.problem_id})")
             return str(given.resolve())
         if not given.is_dir():
             fail(f"--hidden-tests {given}: no such file or folder")

@@ -284,6 +284,14 @@ def find_hidden_tests_root(*candidates: Path | str) -> Path | None:
     return None
 
 
+def hidden_test_identity(path: Path | str) -> tuple[int | None, int | None]:
+    """``(level, problem_id)`` a hidden test file's name gives (``level<L>/<pid>_hidden.py``), each
+    None where the name or its folder's name does not follow that layout."""
+    path = Path(path)
+    fm, lm = _HIDDEN_FILE_RE.match(path.name), _HIDDEN_LEVEL_RE.match(path.parent.name)
+    return (int(lm["level"]) if lm and fm else None), (int(fm["pid"]) if fm else None)
+
+
 def discover_hidden_tests(root: Path | str) -> dict[tuple[int, int], Path]:
     """``{(level, problem_id): path}`` of every ``level<L>/<pid>_hidden.py`` of ``root``'s
     ``hidden_tests`` folder (``root`` itself or its ``hidden_tests`` subfolder), or of ``root``
@@ -305,4 +313,4 @@ def discover_hidden_tests(root: Path | str) -> dict[tuple[int, int], Path]:
 
 __all__ = ["Layout", "LayoutError", "CandidateFile", "CandidateScan", "ProblemScan", "scan_root",
            "discover_candidates", "detect_layout", "problem_files", "unnamed_problem_files", "vet_problems",
-           "discover_hidden_tests", "find_hidden_tests_root", "KERNELBENCH_RE"]
+           "discover_hidden_tests", "find_hidden_tests_root", "hidden_test_identity", "KERNELBENCH_RE"]

@@ -252,10 +252,17 @@ class Correctness:
             self._cache_probes(worker, nominal[-1])
         for s in sets:
             try:
-                self.ctx.state.input_sets.append(self._listed(worker, s))
+                r = self._listed(worker, s)
             except ProblemError as exc:  # a hidden test file's later call failed (its sets come last)
                 self.ctx.state.evidence["hidden_tests_error"] = str(exc)
                 break
+            self.ctx.state.input_sets.append(r)
+            if r.dropped and s.transform.startswith("hidden_tests[") and r.drop_reason.startswith("reference raised") \
+                    and "hidden_tests_error" not in self.ctx.state.evidence:
+                # a set of the user's file that the reference cannot run is the file's fault (another
+                # problem's shapes, a wrong dtype): said and exited on, not passed over as a dropped set
+                # (a reference output with NaN/Inf stays a dropped set: the problem's, not the file's)
+                self.ctx.state.evidence["hidden_tests_error"] = f"{self.ctx.hidden_tests}: set {s.name}: {r.drop_reason}"
         few_places = [n for n, d in DISTRIBUTIONS.items() if d.rewrite is not None]
         self.ctx.state.findings += off_nominal_findings([r for r in self.ctx.state.input_sets if not r.dropped], few_places)
         self.ctx._kept_outputs = None

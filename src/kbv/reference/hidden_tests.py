@@ -337,7 +337,7 @@ def hidden_test_sets(path: str, device: torch.device | str | None = None) -> lis
 
     Raises:
         ProblemError: the file fails to import, ``get_hidden_inputs`` is missing, raises, or returns
-            no list of input lists; later, from a set's ``args``, when a call raises or returns
+            no list of input lists or an empty one; later, from a set's ``args``, when a call raises or returns
             another number of sets.
     """
     fn = _fresh(path)
@@ -358,6 +358,8 @@ def hidden_test_sets(path: str, device: torch.device | str | None = None) -> lis
         # says what is wrong with a broken one)
         maker.trace, maker.count = None, -1
         maker.pending = dict(enumerate(maker.plain()))
+    if maker.count == 0:  # no sets: the file would check nothing while the verdict says it was given
+        raise ProblemError(path, "get_hidden_inputs() returned no input sets")
     sets = [inp.InputSet(f"HT{k + 1}", InputKind.HIDDEN, f"hidden_tests[{k}]", seed,
                          maker=functools.partial(maker.set_args, k)) for k in range(maker.count)]
     for s in sets:
