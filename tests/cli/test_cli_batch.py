@@ -425,6 +425,31 @@ def test_a_hidden_test_file_added_changed_or_broken(tree, tmp_path):
         assert again.superseded == 0 and again.finished == 0 and again.already_done == 5
 
 
+def test_a_rerun_without_the_hidden_tests_does_not_replace_verdicts_made_with_them(tree, tmp_path):
+    """Resuming a store without the ``--hidden-tests`` it was run with is refused, naming the problems
+    and the folder: it would supersede those verdicts with ones made without the tests (newcomer
+    helper, sixteenth session); with the folder it resumes."""
+    from kbv.batch.plan import ConfigMismatch
+    from kbv.cli.common import make_config
+
+    config = make_config("cpu", "fp32", None, 6, 1, None)  # what the command below resolves
+    problems, runs = tree
+    ht = tmp_path / "ht"
+    write(ht / "level1" / "1_hidden.py", "def get_hidden_inputs():\n    return [[]]\n")
+    with Store(tmp_path / "s.db") as store:
+        assert run_batch(plan_batch(problems, [runs], config, hidden_tests_root=ht), store,
+                         evaluator=FakeEvaluator()).finished == 5
+        with pytest.raises(ConfigMismatch, match=r"hidden tests for 1 problem\(s\) \(level1/1\)"):
+            run_batch(plan_batch(problems, [runs], config), store, evaluator=FakeEvaluator())
+        again = run_batch(plan_batch(problems, [runs], config, hidden_tests_root=ht), store, evaluator=FakeEvaluator())
+        assert again.superseded == 0 and again.already_done == 5  # nothing was removed by the refusal
+    r = runner.invoke(app, ["run", str(problems), str(runs), "--store", str(tmp_path / "s.db"), "--device", "cpu",
+                            "--trials", "6", "--warmup", "1"])
+    flat = " ".join(r.output.split())
+    assert r.exit_code == 2 and "holds verdicts made with hidden tests for 1 problem(s) (level1/1)" in flat, r.output
+    assert f"give the same --hidden-tests ({ht.resolve()})" in flat and "or a new --store" in flat, r.output
+
+
 def test_cli_run_names_the_selected_problems_a_hidden_tests_folder_does_not_cover(tmp_path):
     """Two problems, one hidden test file: the batch runs, and says which problem runs without (only
     static rejections here: no worker starts)."""

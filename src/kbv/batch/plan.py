@@ -283,6 +283,30 @@ def _slot(job: Job) -> tuple:
     return (job.run, job.level, job.problem_id, job.problem_name, job.sample_id)
 
 
+def check_hidden_tests(store: Store, plan: BatchPlan) -> None:
+    """Refuse a rerun that would replace verdicts made with hidden tests by verdicts made without
+    them: a stored job of one of the plan's slots whose key has a hidden test file's hash
+    (:func:`kbv.batch.jobs.with_hidden_tests`) where the plan's job has none (the
+    ``--hidden-tests`` of the first run left out, or its folder moved). A changed file is another
+    matter: its verdicts are superseded (:func:`remove_superseded`). Records the folder of the
+    plan's hidden test files in the store (meta ``hidden_tests``) for the message.
+
+    Raises:
+        ConfigMismatch: such jobs exist; the message names their problems and the recorded folder.
+    """
+    wanted = {_slot(pj.job): pj.job for pj in plan.jobs}
+    lost = sorted({f"level{j.level}/{j.problem_id}" for j in store.jobs()
+                   if _slot(j) in wanted and "+ht" in j.config_hash and "+ht" not in wanted[_slot(j)].config_hash})
+    if lost:
+        where = store.get_meta("hidden_tests")
+        shown = ", ".join(lost[:5]) + (", ..." if len(lost) > 5 else "")
+        raise ConfigMismatch(f"{store.path} holds verdicts made with hidden tests for {len(lost)} problem(s) ({shown}) "
+                             f"that this run has no hidden test file for; give the same --hidden-tests"
+                             f"{f' ({where})' if where else ''} or a new --store")
+    if plan.hidden_tests:
+        store.set_meta("hidden_tests", str(Path(next(iter(plan.hidden_tests.values()))).parent.parent))
+
+
 def remove_superseded(plan: BatchPlan, store: Store) -> int:
     """Delete stored jobs (and verdicts) whose slot — (run, problem, sample) — the plan now fills
     with a different job: the candidate or the problem file changed, so the old verdict no longer

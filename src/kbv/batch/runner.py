@@ -62,8 +62,8 @@ from kbv.batch.baseline_cache import attach_compile_speedup
 from kbv.batch.evaluator import EvaluationError, Evaluator, rejection_verdict
 from kbv.batch.jobs import problem_key
 from kbv.batch.plan import (_SHA_CHARS, BROKEN_PREFIX, BatchPlan, BrokenProblemFile, ConfigMismatch, PlannedJob,
-                            Selection, _sync_exclusions, broken_reason, check_config, parse_ids, plan_batch,
-                            remove_superseded)
+                            Selection, _sync_exclusions, broken_reason, check_config, check_hidden_tests, parse_ids,
+                            plan_batch, remove_superseded)
 from kbv.batch.store import Store
 from kbv.intake.problems import ProblemError
 from kbv.model.records import EvalConfig, Status, Verdict
@@ -162,7 +162,8 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
         pause_builds: stop the build pool's processes while any lane times.
         allow_mixed: resume a store another kbv source wrote to, and go on if the source changes.
     Raises:
-        ConfigMismatch: the store holds results of another configuration.
+        ConfigMismatch: the store holds results of another configuration, or verdicts made with
+            hidden tests that this plan lacks (:func:`kbv.batch.plan.check_hidden_tests`).
         SourceMismatch: the store's verdicts come from another kbv source (and not ``allow_mixed``).
         ValueError: ``evaluator`` given with ``lanes`` or ``lane_factory``.
     """
@@ -181,6 +182,7 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
         raise ValueError("give an evaluator or lanes, not both")
     console = console or Console(quiet=True)
     check_config(store, plan.config)
+    check_hidden_tests(store, plan)
     source = SourceWatch()
     check_source(store, source.digest, allow_mixed=allow_mixed)
     out = BatchOutcome(total=len(plan.jobs))
