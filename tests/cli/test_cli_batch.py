@@ -479,6 +479,43 @@ def test_cli_run_names_hidden_test_files_that_match_no_problem(tmp_path):
     assert "9_hidden.py" in flat and "level2" in flat and "2_hidden.py" not in flat, r.output
 
 
+def test_a_hidden_test_file_edited_during_the_run_is_named_and_its_verdicts_rerun(tmp_path):
+    """Sets made from other bytes than the job was planned with (the file edited mid-run): the
+    verdict records it as ``hidden_tests_error``, ``kbv run`` exits 2 naming the file, and the next
+    run supersedes the verdict (its key has the new bytes)."""
+    import hashlib
+
+    write(tmp_path / "problems" / "level1" / "1_A.py", PROBLEM)
+    write(tmp_path / "runs" / "m" / "level_1_problem_1_sample_0_kernel.py", GOOD)
+    ht = write(tmp_path / "ht" / "level1" / "1_hidden.py", "def get_hidden_inputs():\n    return [[]]\n").parents[1]
+    from kbv.cli.common import make_config
+
+    config = make_config("cpu", "fp32", None, 6, 1, None)
+    plan = plan_batch(tmp_path / "problems", [tmp_path / "runs"], config, hidden_tests_root=ht)
+    edited = "def get_hidden_inputs():\n    return [[], []]\n"
+
+    class Edited(FakeEvaluator):
+        def evaluate(self, problem, candidate, config, *, hidden_tests=None):
+            v = super().evaluate(problem, candidate, config, hidden_tests=hidden_tests)
+            made = hashlib.sha256(edited.encode()).hexdigest()
+            return dataclasses.replace(v, evidence={**v.evidence, "hidden_tests_sha256": made})
+
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        assert run_batch(plan, store, evaluator=Edited()).finished == 1
+        v = store.verdict(plan.jobs[0].job)
+        assert "the file changed after the run was planned" in v.evidence["hidden_tests_error"], v.evidence
+    r = runner.invoke(app, ["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(db),
+                            "--device", "cpu", "--trials", "6", "--warmup", "1", "--hidden-tests", str(ht)])
+    flat = " ".join(r.output.split())
+    assert r.exit_code == 2 and "the file changed after the run was planned" in flat and "1_hidden.py" in flat, r.output
+    write(ht / "level1" / "1_hidden.py", edited)
+    with Store(db) as store:
+        again = run_batch(plan_batch(tmp_path / "problems", [tmp_path / "runs"], config, hidden_tests_root=ht), store,
+                          evaluator=FakeEvaluator())
+        assert again.superseded == 1 and again.finished == 1
+
+
 def test_cli_run_exits_2_naming_a_hidden_test_file_that_failed_when_it_ran(tmp_path):
     """A hidden test file that parses but raises when called: its verdicts stand without its sets,
     and ``kbv run`` says so and exits 2, as ``kbv eval`` does (newcomer helper: exit 0 and PASS)."""

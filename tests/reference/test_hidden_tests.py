@@ -263,3 +263,18 @@ def test_a_module_in_a_set_with_weights_left_on_meta_gets_a_plain_call(tmp_path)
     sets = ht.hidden_test_sets(_file(tmp_path, text))
     for s in sets:
         assert s.args[1].weight.device.type == "cpu"
+
+
+def test_a_file_edited_while_its_sets_are_made_is_a_problem_error(tmp_path):
+    """Every import of the file must read the bytes of the first (``HiddenSets.sha256``): a file
+    edited between the trace and a set's call would give sets of two versions under one verdict."""
+    import hashlib
+
+    path = _write(tmp_path)
+    sets = ht.hidden_test_sets(path)
+    assert sets.sha256 == hashlib.sha256(open(path, "rb").read()).hexdigest()
+    _ = sets[0].args
+    with open(path, "a") as f:
+        f.write("# edited\n")
+    with pytest.raises(ProblemError, match="the file changed while its sets were being made"):
+        _ = sets[1].args

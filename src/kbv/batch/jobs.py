@@ -44,6 +44,15 @@ def with_hidden_tests(config_hash_: str, tests_sha256: str | None) -> str:
     return f"{config_hash_}+ht{tests_sha256[:16]}" if tests_sha256 else config_hash_
 
 
+def hidden_tests_changed(config_hash_: str, made_from: str | None) -> bool:
+    """Whether a job planned with a hidden test file's hash (:func:`with_hidden_tests`) had its
+    hidden sets made from other bytes (``made_from``: the sha256 the verdict's evidence records as
+    ``hidden_tests_sha256``; None where no set was made). The file was edited during the run: the
+    verdict's key names bytes its sets did not come from."""
+    planned = config_hash_.partition("+ht")[2]
+    return bool(planned) and made_from is not None and not made_from.startswith(planned)
+
+
 @dataclass(frozen=True)
 class Job:
     """One (problem, candidate) evaluation of a batch. Identity is :attr:`key`."""

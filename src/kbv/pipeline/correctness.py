@@ -243,7 +243,10 @@ class Correctness:
             sets += inp.randomised_sets(get_inputs, self.ctx.config.distributions, self.ctx.rp.domains, dev)
         if self.ctx.hidden_tests:
             try:
-                sets += hidden_test_sets(self.ctx.hidden_tests, dev)
+                made = hidden_test_sets(self.ctx.hidden_tests, dev)
+                sets += made
+                # the bytes the sets came from: a batch compares them with those it planned the job with
+                self.ctx.state.evidence["hidden_tests_sha256"] = made.sha256
             except ProblemError as exc:
                 self.ctx.state.evidence["hidden_tests_error"] = str(exc)
         for k, s in enumerate(nominal):

@@ -186,24 +186,31 @@ class _Only(TorchDispatchMode):
         return _meta_call(func, args, kwargs)
 
 
-def _load(path: str) -> Callable[[], Any]:
-    """``get_hidden_inputs`` of a fresh import of ``path``: the trace and the real calls each get
-    their own module, so state a file keeps between calls (a cache, a generator) is never shared
-    between them."""
+def _load(path: str, sha: str | None = None) -> tuple[Callable[[], Any], str]:
+    """(``get_hidden_inputs`` of a fresh import of ``path``, the sha256 of the bytes run): the trace
+    and the real calls each get their own module, so state a file keeps between calls (a cache, a
+    generator) is never shared between them. The bytes hashed are the bytes executed (read once).
+
+    Raises:
+        ProblemError: ``sha`` given and the file's bytes are no longer those (edited while its sets
+            were being made).
+    """
     raw = Path(path).read_bytes()
-    name = f"kbv_hidden_{hashlib.sha256(raw).hexdigest()[:16]}"
-    spec = importlib.util.spec_from_file_location(name, path)
+    digest = hashlib.sha256(raw).hexdigest()
+    if sha is not None and digest != sha:
+        raise ProblemError(path, "the file changed while its sets were being made")
+    spec = importlib.util.spec_from_file_location(f"kbv_hidden_{digest[:16]}", path)
     if spec is None or spec.loader is None:
         raise ProblemError(path, "cannot be imported as a module")
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return getattr(module, "get_hidden_inputs")
+    exec(compile(raw, path, "exec"), module.__dict__)  # noqa: S102 - the user's own hidden test file
+    return getattr(module, "get_hidden_inputs"), digest
 
 
-def _fresh(path: str) -> Callable[[], Any]:
+def _fresh(path: str, sha: str | None = None) -> tuple[Callable[[], Any], str]:
     """:func:`_load`, its failures the file's (:class:`ProblemError`)."""
     try:
-        return _load(path)
+        return _load(path, sha)
     except (ProblemError, KeyboardInterrupt):
         raise
     except BaseException as exc:  # noqa: BLE001 - a broken hidden test file is the problem's fault
@@ -243,8 +250,11 @@ class _Maker:
     """The sets of one file under one secret seed, made on ``device`` one at a time (module
     docstring); ``trace`` None: one plain call makes them all."""
 
-    def __init__(self, path: str, seed: int, device: torch.device | str | None, trace: _Trace | None):
+    def __init__(self, path: str, seed: int, device: torch.device | str | None, trace: _Trace | None,
+                 sha: str | None = None):
         self.path, self.seed, self.count, self.trace = path, seed, -1, trace
+        #: sha256 of the file's bytes at its first import: every later import must read the same
+        self.sha = sha
         self.device = None if device is None or torch.device(device).type == "cpu" else torch.device(device)
         self.pending: dict[int, list[Any]] = {}
         #: each set's tensors in the trace (meta)
@@ -282,7 +292,7 @@ class _Maker:
     def plain(self) -> list[list[Any]]:
         """One plain call of a fresh import: every set, none on the meta device."""
         self.calls += 1
-        lists = self.call(_fresh(self.path))
+        lists = self.call(_fresh(self.path, self.sha)[0])
         if self._stray_meta(lists):
             raise ProblemError(self.path, "get_hidden_inputs() returned tensors on the meta device")
         return lists
@@ -302,7 +312,8 @@ class _Maker:
                 seed = self.set_seed(k)
                 # an import of its own: state the file keeps between calls starts afresh, as in a
                 # plain call that makes every set once
-                args = self.call(_fresh(self.path), _Only(self.trace, self.trace.needed(self.shapes[k])), seed)[k]
+                args = self.call(_fresh(self.path, self.sha)[0], _Only(self.trace, self.trace.needed(self.shapes[k])),
+                                 seed)[k]
                 if self._stray_meta(args):
                     raise _Diverged(f"set {k} holds a tensor the trace did not tie to it")
                 if torch.initial_seed() != seed or (self.device is not None and self.device.type == "cuda"
@@ -330,19 +341,27 @@ class _nothing:
         return False
 
 
-def hidden_test_sets(path: str, device: torch.device | str | None = None) -> list[inp.InputSet]:
+class HiddenSets(list):
+    """The input sets of one hidden test file, with the sha256 of the bytes they were made from
+    (``sha256``: a batch compares it with the file's hash when the job was planned)."""
+
+    sha256: str = ""
+
+
+def hidden_test_sets(path: str, device: torch.device | str | None = None) -> HiddenSets:
     """Input sets ``HT1``, ``HT2``, ... (kind hidden) from hidden test file ``path``, drawn under one
     secret seed, each made on ``device`` (default the CPU) when first used and held one at a time
-    (module docstring). The sets are not ``remakeable``: a file may keep state between calls.
+    (module docstring). The sets are not ``remakeable``: a file may keep state between calls. Every
+    import of the file reads the bytes of the first (``HiddenSets.sha256``).
 
     Raises:
         ProblemError: the file fails to import, ``get_hidden_inputs`` is missing, raises, or returns
-            no list of input lists or an empty one; later, from a set's ``args``, when a call raises or returns
-            another number of sets.
+            no list of input lists or an empty one; later, from a set's ``args``, when a call raises,
+            returns another number of sets, or the file's bytes changed.
     """
-    fn = _fresh(path)
+    fn, sha = _fresh(path)
     seed = inp.secret_seed()
-    maker = _Maker(path, seed, device, _Trace())
+    maker = _Maker(path, seed, device, _Trace(), sha)
     try:
         shapes = maker.call(fn, maker.trace)  # the trace: an import of its own (fn)
         if any(t.device.type != "meta" for t in _tensors(shapes)):
@@ -360,8 +379,9 @@ def hidden_test_sets(path: str, device: torch.device | str | None = None) -> lis
         maker.pending = dict(enumerate(maker.plain()))
     if maker.count == 0:  # no sets: the file would check nothing while the verdict says it was given
         raise ProblemError(path, "get_hidden_inputs() returned no input sets")
-    sets = [inp.InputSet(f"HT{k + 1}", InputKind.HIDDEN, f"hidden_tests[{k}]", seed,
-                         maker=functools.partial(maker.set_args, k)) for k in range(maker.count)]
+    sets = HiddenSets(inp.InputSet(f"HT{k + 1}", InputKind.HIDDEN, f"hidden_tests[{k}]", seed,
+                                   maker=functools.partial(maker.set_args, k)) for k in range(maker.count))
+    sets.sha256 = sha
     for s in sets:
         # a file may keep state between calls (a generator of its own): a set made again need not
         # have the same values, so nothing kbv measures on a set is measured on a second making
