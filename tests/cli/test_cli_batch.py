@@ -443,11 +443,31 @@ def test_a_rerun_without_the_hidden_tests_does_not_replace_verdicts_made_with_th
             run_batch(plan_batch(problems, [runs], config), store, evaluator=FakeEvaluator())
         again = run_batch(plan_batch(problems, [runs], config, hidden_tests_root=ht), store, evaluator=FakeEvaluator())
         assert again.superseded == 0 and again.already_done == 5  # nothing was removed by the refusal
+        # another folder for problem 2 in a later run: each problem's folder is recorded (red-team
+        # helper: one value, overwritten, named the wrong folder)
+        other = tmp_path / "ht2"
+        for pid in (1, 2):
+            write(other / "level1" / f"{pid}_hidden.py", "def get_hidden_inputs():\n    return [[]]\n")
+        assert run_batch(plan_batch(problems, [runs], config, hidden_tests_root=other), store,
+                         evaluator=FakeEvaluator()).superseded == 2  # problem 2's samples, with tests now
+        with pytest.raises(ConfigMismatch, match=re.escape(f"(level1/2) ") + r".*" + re.escape(f"({other.resolve()})")):
+            run_batch(plan_batch(problems, [runs], config, hidden_tests_root=ht), store, evaluator=FakeEvaluator())
+        # a file removed on purpose: the user says so
+        out = run_batch(plan_batch(problems, [runs], config), store, evaluator=FakeEvaluator(),
+                        allow_without_hidden_tests=True)
+        assert out.superseded == 4 and out.finished == 4
+        run_batch(plan_batch(problems, [runs], config, hidden_tests_root=ht), store, evaluator=FakeEvaluator())
     r = runner.invoke(app, ["run", str(problems), str(runs), "--store", str(tmp_path / "s.db"), "--device", "cpu",
                             "--trials", "6", "--warmup", "1"])
     flat = " ".join(r.output.split())
     assert r.exit_code == 2 and "holds verdicts made with hidden tests for 1 problem(s) (level1/1)" in flat, r.output
-    assert f"give the same --hidden-tests ({ht.resolve()})" in flat and "or a new --store" in flat, r.output
+    assert f"give the same --hidden-tests ({ht.resolve()})" in flat and "--allow-without-hidden-tests" in flat, r.output
+    # a statically rejected candidate's verdict needs no test: its slot does not count
+    write(ht / "level1" / "3_hidden.py", "def get_hidden_inputs():\n    return [[]]\n")
+    base = ["run", str(problems), str(runs), "--store", str(tmp_path / "r.db"), "--device", "cpu", "--problem-ids", "3"]
+    assert runner.invoke(app, base + ["--hidden-tests", str(ht)]).exit_code == 0
+    r = runner.invoke(app, base)
+    assert r.exit_code == 0 and "holds verdicts made with hidden tests" not in r.output, r.output
 
 
 def test_cli_run_names_the_selected_problems_a_hidden_tests_folder_does_not_cover(tmp_path):
@@ -464,19 +484,23 @@ def test_cli_run_names_the_selected_problems_a_hidden_tests_folder_does_not_cove
 
 
 def test_cli_run_names_hidden_test_files_that_match_no_problem(tmp_path):
-    """Files of a ``--hidden-tests`` folder for no problem of the root (a misnamed file, another
-    level's) are named, not passed over (fresh helper); an unselected problem's file is not."""
+    """Files of a ``--hidden-tests`` folder for no problem of the root (a misnamed file) are named,
+    not passed over (fresh helper); an unselected problem's file is not, nor one of a level the root
+    does not have (red-team helper: running one level named every other level's file)."""
     for pid, name in ((1, "A"), (2, "B")):
         write(tmp_path / "problems" / "level1" / f"{pid}_{name}.py", PROBLEM)
     write(tmp_path / "runs" / "m" / "level_1_problem_1_sample_0_kernel.py", "class ModelNew(:\n")
-    body = "def get_hidden_inputs():\n    return []\n"
-    for rel in ("level1/1_hidden.py", "level1/2_hidden.py", "level1/9_hidden.py", "level2/1_hidden.py"):
+    body = "def get_hidden_inputs():\n    return [[]]\n"
+    for rel in ("level1/1_hidden.py", "level1/2_hidden.py", "level1/9_hidden.py", "level1/10_hidden.py",
+                "level2/1_hidden.py"):
         write(tmp_path / "ht" / rel, body)
     r = runner.invoke(app, ["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(tmp_path / "s.db"),
                             "--device", "cpu", "--problem-ids", "1", "--hidden-tests", str(tmp_path / "ht")])
     flat = " ".join(r.output.split())
     assert r.exit_code == 0 and "2 hidden test file(s) match no problem" in flat, r.output
-    assert "9_hidden.py" in flat and "level2" in flat and "2_hidden.py" not in flat, r.output
+    assert "9_hidden.py" in flat and "10_hidden.py" in flat and "2_hidden.py" not in flat, r.output
+    # another level's files, beside a root of one level, are usual (a whole hidden_tests folder): not named
+    assert "level2" not in flat, r.output
 
 
 def test_a_hidden_test_file_edited_during_the_run_is_named_and_its_verdicts_rerun(tmp_path):

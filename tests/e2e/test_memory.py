@@ -186,6 +186,11 @@ def test_the_worker_says_out_of_memory_as_a_kind_read_off_the_exception():
 
     assert is_out_of_memory(RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8"))
     assert is_out_of_memory(MemoryError()) and not is_out_of_memory(ValueError("out of memory"))
+    # cuBLAS / cuDNN failing to allocate their workspace on a full device (red-team helper: a reference
+    # that failed so on a hidden set was a dropped set, not kbv's EVAL_ERROR)
+    assert is_out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"))
+    assert is_out_of_memory(RuntimeError("cuDNN error: CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED"))
+    assert not is_out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
     assert protocol.Failed("forward", "RuntimeError", "x").kind == protocol.RAISED
 
 

@@ -278,3 +278,27 @@ def test_a_file_edited_while_its_sets_are_made_is_a_problem_error(tmp_path):
         f.write("# edited\n")
     with pytest.raises(ProblemError, match="the file changed while its sets were being made"):
         _ = sets[1].args
+
+
+@pytest.mark.parametrize("error", ["torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')",
+                                   "MemoryError()", "RuntimeError('CUBLAS_STATUS_ALLOC_FAILED')"])
+def test_a_memory_failure_while_a_set_is_made_is_not_the_files_fault(tmp_path, error):
+    """A device (or host) too full to make a set, as a candidate can leave it between its calls, is
+    kbv's limit: the memory error goes on to the verification (EVAL_ERROR), never a ProblemError
+    under which the remaining hidden sets would be skipped and the verdict kept (red-team helper)."""
+    count = tmp_path / "calls"
+    path = tmp_path / "4_hidden.py"
+    path.write_text(f"""
+import pathlib, torch
+def get_hidden_inputs():
+    c = pathlib.Path({str(count)!r})
+    n = int(c.read_text()) if c.exists() else 0
+    c.write_text(str(n + 1))
+    if n >= 1 and torch.ones(1).device.type != "meta":
+        raise {error}
+    return [[torch.rand(4)], [torch.rand(4)]]
+""")
+    with pytest.raises((torch.OutOfMemoryError, MemoryError, RuntimeError)) as err:
+        for s in ht.hidden_test_sets(str(path)):
+            _ = s.args
+    assert not isinstance(err.value, ProblemError)

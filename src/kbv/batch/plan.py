@@ -110,7 +110,8 @@ class BatchPlan:
     #: selected candidates whose problem file is one of ``broken_files``: skipped with it.
     broken_candidates: tuple[CandidateFile, ...] = ()
 
-    #: files of a ``--hidden-tests`` folder whose (level, id) is no problem of the problems root.
+    #: files of a ``--hidden-tests`` folder whose (level, id) is no problem of the problems root, in
+    #: the levels the root has.
     stray_hidden_tests: tuple[Path, ...] = ()
 
     @property
@@ -158,9 +159,11 @@ def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str],
         hidden = _named_hidden_tests(Path(hidden_tests_root), by_id)
         # files for no problem of the root at all (not merely unselected ones): said, since a typo'd
         # name or the wrong level's folder leaves a problem without the tests meant for it
+        # only in the levels the root has: a whole hidden_tests folder beside one level's problems is usual
         known = {(p.level, p.problem_id) for p in pscan.problems} | {identify(Path(e.path))[:2] for e in pscan.errors}
+        levels = {lv for lv, _ in known}
         stray_tests = tuple(v for k, v in sorted(discover_hidden_tests(Path(hidden_tests_root)).items())
-                            if k not in known)
+                            if k not in known and k[0] in levels)
     else:
         hidden_root = find_hidden_tests_root(problems_root, Path(problems_root).parent)
         hidden = discover_hidden_tests(hidden_root) if hidden_root else {}
@@ -283,28 +286,51 @@ def _slot(job: Job) -> tuple:
     return (job.run, job.level, job.problem_id, job.problem_name, job.sample_id)
 
 
-def check_hidden_tests(store: Store, plan: BatchPlan) -> None:
+def check_hidden_tests(store: Store, plan: BatchPlan, *, allow_without: bool = False) -> None:
     """Refuse a rerun that would replace verdicts made with hidden tests by verdicts made without
     them: a stored job of one of the plan's slots whose key has a hidden test file's hash
     (:func:`kbv.batch.jobs.with_hidden_tests`) where the plan's job has none (the
-    ``--hidden-tests`` of the first run left out, or its folder moved). A changed file is another
-    matter: its verdicts are superseded (:func:`remove_superseded`). Records the folder of the
-    plan's hidden test files in the store (meta ``hidden_tests``) for the message.
+    ``--hidden-tests`` of the first run left out, or its folder moved). Statically rejected jobs do
+    not count (their verdict needs no test); a changed file does not either (its verdicts are
+    superseded, :func:`remove_superseded`); ``allow_without``: a file removed on purpose, those
+    verdicts are replaced. Reads the store's meta ``hidden_tests`` (the folder each problem's file
+    was in: ``{"level/id": folder}``) for the message; :func:`record_hidden_tests` writes it.
 
     Raises:
-        ConfigMismatch: such jobs exist; the message names their problems and the recorded folder.
+        ConfigMismatch: such jobs exist; the message names their problems and their folders.
     """
-    wanted = {_slot(pj.job): pj.job for pj in plan.jobs}
+    if allow_without:
+        return
+    wanted = {_slot(pj.job): pj.job for pj in plan.jobs if pj.rejection is None}
     lost = sorted({f"level{j.level}/{j.problem_id}" for j in store.jobs()
                    if _slot(j) in wanted and "+ht" in j.config_hash and "+ht" not in wanted[_slot(j)].config_hash})
     if lost:
-        where = store.get_meta("hidden_tests")
+        folders = _hidden_folders(store)
+        where = ", ".join(sorted({folders[k] for k in lost if k in folders}))
         shown = ", ".join(lost[:5]) + (", ..." if len(lost) > 5 else "")
         raise ConfigMismatch(f"{store.path} holds verdicts made with hidden tests for {len(lost)} problem(s) ({shown}) "
                              f"that this run has no hidden test file for; give the same --hidden-tests"
-                             f"{f' ({where})' if where else ''} or a new --store")
-    if plan.hidden_tests:
-        store.set_meta("hidden_tests", str(Path(next(iter(plan.hidden_tests.values()))).parent.parent))
+                             f"{f' ({where})' if where else ''}, a new --store, or "
+                             "--allow-without-hidden-tests to replace those verdicts")
+
+
+def _hidden_folders(store: Store) -> dict[str, str]:
+    """The store's meta ``hidden_tests``: ``{"level/id": folder}`` ({} where none is recorded)."""
+    try:
+        folders = json.loads(store.get_meta("hidden_tests") or "{}")
+    except ValueError:
+        return {}
+    return folders if isinstance(folders, dict) else {}
+
+
+def record_hidden_tests(store: Store, plan: BatchPlan) -> None:
+    """Record in the store the folder of each of the plan's hidden test files (meta
+    ``hidden_tests``, merged with what earlier runs recorded), once the run is accepted."""
+    if not plan.hidden_tests:
+        return
+    folders = _hidden_folders(store)
+    folders.update({f"level{lv}/{pid}": str(Path(path).parent.parent) for (lv, pid), path in plan.hidden_tests.items()})
+    store.set_meta("hidden_tests", json.dumps(folders, sort_keys=True))
 
 
 def remove_superseded(plan: BatchPlan, store: Store) -> int:

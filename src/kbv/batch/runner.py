@@ -63,7 +63,7 @@ from kbv.batch.evaluator import EvaluationError, Evaluator, rejection_verdict
 from kbv.batch.jobs import hidden_tests_changed, problem_key
 from kbv.batch.plan import (_SHA_CHARS, BROKEN_PREFIX, BatchPlan, BrokenProblemFile, ConfigMismatch, PlannedJob,
                             Selection, _sync_exclusions, broken_reason, check_config, check_hidden_tests, parse_ids,
-                            plan_batch, remove_superseded)
+                            plan_batch, record_hidden_tests, remove_superseded)
 from kbv.batch.store import Store
 from kbv.intake.problems import ProblemError
 from kbv.model.records import EvalConfig, Status, Verdict
@@ -130,7 +130,7 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
               on_verdict: Callable[[PlannedJob, Verdict], None] | None = None,
               lanes: Sequence | None = None, builds: int = 0, jobs_per_build: int | None = None,
               lane_factory: Callable | None = None, prestart: bool = True, pause_builds: bool = True,
-              allow_mixed: bool = False) -> BatchOutcome:
+              allow_mixed: bool = False, allow_without_hidden_tests: bool = False) -> BatchOutcome:
     """Run every job of ``plan`` that has no verdict yet, writing each verdict as it finishes.
 
     Jobs go to *lanes*, each verifying one job at a time: by default one lane in this thread; with
@@ -161,6 +161,8 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
         prestart: start each lane's next candidate worker early.
         pause_builds: stop the build pool's processes while any lane times.
         allow_mixed: resume a store another kbv source wrote to, and go on if the source changes.
+        allow_without_hidden_tests: replace verdicts made with hidden tests by ones made without
+            (:func:`kbv.batch.plan.check_hidden_tests`).
     Raises:
         ConfigMismatch: the store holds results of another configuration, or verdicts made with
             hidden tests that this plan lacks (:func:`kbv.batch.plan.check_hidden_tests`).
@@ -182,9 +184,10 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
         raise ValueError("give an evaluator or lanes, not both")
     console = console or Console(quiet=True)
     check_config(store, plan.config)
-    check_hidden_tests(store, plan)
+    check_hidden_tests(store, plan, allow_without=allow_without_hidden_tests)
     source = SourceWatch()
     check_source(store, source.digest, allow_mixed=allow_mixed)
+    record_hidden_tests(store, plan)
     out = BatchOutcome(total=len(plan.jobs))
     out.superseded = remove_superseded(plan, store)
     store.add_jobs(pj.job for pj in plan.jobs)

@@ -68,3 +68,25 @@ def shape_specialised(judged: Sequence[InputSetResult]) -> Finding | None:
     return finding("inputs:shape-specialised", (21,), Severity.WARNING,
                    f"right at the problem's own sizes, wrong at {first.transform}: {first.fault or 'outputs differ'} "
                    "(a kernel that holds only at the shape it was written for)")
+
+
+#: the ``transform`` of a set made from a hidden test file (:func:`kbv.reference.hidden_tests.hidden_test_sets`)
+HIDDEN_FILE_SET = "hidden_tests["
+
+
+def hidden_file_fault(path: str, results: Sequence[InputSetResult]) -> str | None:
+    """What is wrong with hidden test file ``path`` by the results of the sets made from it
+    (``results``, in order; sets of other kinds are passed over): a set the reference raised on (the
+    file's inputs do not fit the problem: another problem's shapes, a wrong dtype), or no set judged
+    at all (every reference or oracle output not finite: the file checked nothing while the verdict
+    would say it was given). None where a set was judged and the reference ran on every one. A set
+    whose outputs alone are not finite stays a dropped set: the problem's values, not the file's
+    fault. The reference's own memory failures never reach here (kbv's failure, EVAL_ERROR)."""
+    made = [r for r in results if r.transform.startswith(HIDDEN_FILE_SET)]
+    raised = next((r for r in made if r.dropped and (r.drop_reason or "").startswith("reference raised")), None)
+    if raised is not None:
+        return f"{path}: set {raised.name}: {raised.drop_reason}"
+    if made and all(r.dropped for r in made):
+        return f"{path}: none of its {len(made)} set(s) could be judged ({made[0].drop_reason})"
+    return None
+

@@ -102,6 +102,7 @@ def run_cmd(
     no_build_pause: bool = typer.Option(False, "--no-build-pause", help="Run the build pool at idle priority while a lane times, instead of stopping its processes (the default)."),
     no_prestart: bool = typer.Option(False, "--no-prestart", help="Start each candidate worker when its job starts, not while the job before it runs (the default)."),
     allow_mixed: bool = typer.Option(False, "--allow-mixed", help="Add to a store that another kbv source wrote, and go on if kbv's files change during the run (the store records every source)."),
+    allow_without_hidden_tests: bool = typer.Option(False, "--allow-without-hidden-tests", help="Resume a store whose verdicts were made with hidden test files this run has none for (a file removed on purpose): those verdicts are replaced by ones made without them."),
 ) -> None:
     """Verify every (problem, candidate) pair into a resumable store: one verdict written per
     finished job; a rerun skips finished pairs and redoes interrupted ones."""
@@ -164,7 +165,7 @@ def run_cmd(
         stray = plan.stray_hidden_tests
         shown = ", ".join(str(p) for p in stray[:3]) + (", ..." if len(stray) > 3 else "")
         console.print(f"[yellow]{len(stray)} hidden test file(s) match no problem[/] of {problems} ({shown}): "
-                      "not used (a misnamed file, or another level's?)", highlight=False)
+                      "not used (a misnamed file?)", highlight=False)
     if not plan.jobs:
         if selection.runs is not None:
             from kbv.intake.layout import discover_candidates
@@ -189,7 +190,8 @@ def run_cmd(
         try:
             outcome = run_batch(plan, st, console=console, retry_excluded=retry_excluded, lanes=lane_specs,
                                 builds=n_builds, lane_factory=ray_ex.lanes if ray_ex else None,
-                                prestart=not no_prestart, pause_builds=not no_build_pause, allow_mixed=allow_mixed)
+                                prestart=not no_prestart, pause_builds=not no_build_pause, allow_mixed=allow_mixed,
+                                allow_without_hidden_tests=allow_without_hidden_tests)
         except (ConfigMismatch, SourceMismatch) as exc:
             fail(str(exc))
         finally:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import torch
 
 from kbv.checks import output_rules as out_rule
-from kbv.checks.input_rules import off_nominal_findings
+from kbv.checks.input_rules import hidden_file_fault, off_nominal_findings
 from kbv.checks.outputs import fingerprint
 from kbv.checks.probe_rules import call_findings
 from kbv.intake.problems import ProblemError
@@ -260,12 +260,11 @@ class Correctness:
                 self.ctx.state.evidence["hidden_tests_error"] = str(exc)
                 break
             self.ctx.state.input_sets.append(r)
-            if r.dropped and s.transform.startswith("hidden_tests[") and r.drop_reason.startswith("reference raised") \
-                    and "hidden_tests_error" not in self.ctx.state.evidence:
-                # a set of the user's file that the reference cannot run is the file's fault (another
-                # problem's shapes, a wrong dtype): said and exited on, not passed over as a dropped set
-                # (a reference output with NaN/Inf stays a dropped set: the problem's, not the file's)
-                self.ctx.state.evidence["hidden_tests_error"] = f"{self.ctx.hidden_tests}: set {s.name}: {r.drop_reason}"
+        fault = hidden_file_fault(self.ctx.hidden_tests, self.ctx.state.input_sets) if self.ctx.hidden_tests else None
+        if fault and "hidden_tests_error" not in self.ctx.state.evidence:
+            # the user's file checked less than it was given for: said and exited on (kbv eval/run
+            # exit 2), not passed over as dropped sets
+            self.ctx.state.evidence["hidden_tests_error"] = fault
         few_places = [n for n, d in DISTRIBUTIONS.items() if d.rewrite is not None]
         self.ctx.state.findings += off_nominal_findings([r for r in self.ctx.state.input_sets if not r.dropped], few_places)
         self.ctx._kept_outputs = None

@@ -51,6 +51,7 @@ from kbv.intake.problems import ProblemError
 from kbv.model.records import InputKind
 from kbv.reference import inputs as inp
 from kbv.reference.build import first_line
+from kbv.sandbox.peak_memory import is_out_of_memory
 
 META = torch.device("meta")
 
@@ -214,6 +215,8 @@ def _fresh(path: str, sha: str | None = None) -> tuple[Callable[[], Any], str]:
     except (ProblemError, KeyboardInterrupt):
         raise
     except BaseException as exc:  # noqa: BLE001 - a broken hidden test file is the problem's fault
+        if is_out_of_memory(exc):  # kbv's limit (EVAL_ERROR), never a file fault that skips the sets
+            raise
         raise ProblemError(path, f"get_hidden_inputs() failed: {type(exc).__name__}: {first_line(exc)}") from None
 
 
@@ -280,6 +283,11 @@ class _Maker:
         except (_Diverged, ProblemError, KeyboardInterrupt):
             raise
         except BaseException as exc:  # noqa: BLE001 - a broken hidden test file is the problem's fault
+            if is_out_of_memory(exc):
+                # the device or host full when a set is made (a candidate can fill the device between
+                # its calls): kbv's failure, EVAL_ERROR (Verification.run), not hidden sets skipped
+                # under a verdict that stands
+                raise
             raise ProblemError(self.path, f"get_hidden_inputs() failed: {type(exc).__name__}: "
                                           f"{first_line(exc)}") from None
         if self.count < 0:

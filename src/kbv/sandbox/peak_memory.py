@@ -65,7 +65,10 @@ def nbytes(args: Sequence[Any]) -> int:
 #: exceptions that mean an allocation failed (host or device).
 MEMORY_ERRORS: tuple[type[BaseException], ...] = (MemoryError, torch.cuda.OutOfMemoryError)
 #: how torch's CPU allocator says it (a plain RuntimeError) and CUDA's, in the exception's own text.
-_MEMORY_TEXT = ("can't allocate memory", "CUDA out of memory", "out of memory")
+#: what an allocation failure's RuntimeError says: the CPU allocator, the CUDA caching allocator, and
+#: cuBLAS / cuDNN failing to allocate their workspace (``CUBLAS_STATUS_ALLOC_FAILED``, cuDNN 9's
+#: ``..._DEVICE_ALLOCATION_FAILED``) on a full device
+_MEMORY_TEXT = ("can't allocate memory", "CUDA out of memory", "out of memory", "ALLOC_FAILED", "ALLOCATION_FAILED")
 
 
 def is_out_of_memory(exc: BaseException) -> bool:
