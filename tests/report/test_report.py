@@ -437,3 +437,21 @@ def test_a_sample_over_declared_workloads_shows_each_and_the_geometric_mean(page
     assert "geometric mean (credited)" in page
     assert "<td class=\"t\">wide&lt;b&gt;</td><td class=\"t\">dim=1536</td>" in page
     assert "wide<b>" not in page
+
+
+def test_verdicts_whose_hidden_test_file_failed_are_listed(tmp_path):
+    """A verdict made without all of its hidden test file's sets (the user's file failed) is named in
+    report.md, the HTML page and the samples CSV, not only in ``kbv run``'s exit (red-team helper)."""
+    with Store(tmp_path / "s.db") as s:
+        for v in make_batch(runs=("m",), levels={1: 2}, samples=1):
+            s.put_verdict(job_for(v), v)
+        bad = make_verdict("PASS", run="m", level=1, problem_id=7, sample_id=0,
+                           evidence={"hidden_tests_error": "/h/level1/7_hidden.py: set HT2: reference raised <b>TypeError</b>"})
+        s.put_verdict(job_for(bad), bad)
+        md = write_markdown(s, tmp_path / "r.md").read_text()
+        html = write_html(s, tmp_path / "r.html").read_text()
+        samples = list(csv.DictReader(write_samples_csv(s, tmp_path / "samples.csv").open()))
+    assert "## Verdicts without all of their hidden test file's sets" in md
+    assert "m level1/7" in md and "set HT2: reference raised" in md and "<b>" not in md
+    assert "1 verdict(s) without all of their hidden test file" in html and "&lt;b&gt;TypeError" in html
+    assert [r["hidden_tests_error"] for r in samples if r["hidden_tests_error"]] == [bad.evidence["hidden_tests_error"]]

@@ -108,8 +108,17 @@ def sample_row(v: Verdict) -> dict[str, Any]:
         "candidate_median_ms": cand.median_ms if cand else None,
         "candidate_peak_bytes": mem.peak_bytes if mem else None,
         **_diagnostic_columns(v),
+        # the user's hidden test file that failed for this verdict: its sets are not (all) in it
+        "hidden_tests_error": v.evidence.get("hidden_tests_error") or "",
         "message": v.message.replace("\n", " ")[:2000], "candidate_path": v.candidate.path,
     }
+
+
+def lacking_hidden_tests(verdicts: Iterable[Verdict]) -> list[str]:
+    """One line per verdict whose hidden test file failed (``evidence["hidden_tests_error"]``): the
+    run, problem and sample, and what failed."""
+    return [f"{v.candidate.run or '(unnamed)'} {problem_key(v.problem)} sample {v.candidate.sample_id}: "
+            f"{v.evidence['hidden_tests_error']}" for v in verdicts if v.evidence.get("hidden_tests_error")]
 
 
 def write_samples_csv(store: Store, path: Path | str) -> Path:
@@ -230,10 +239,11 @@ def _audit_lines(audits: Sequence[Any]) -> list[str]:
 
 def write_metrics_markdown(metrics: BatchMetrics, path: Path | str, *, title: str = "kbv report",
                            unfinished: int = 0, matrix: tuple[list[str], list[dict[str, Any]]] | None = None,
-                           audits: Sequence[Any] = ()) -> Path:
+                           audits: Sequence[Any] = (), lacking_hidden: Sequence[str] = ()) -> Path:
     """Markdown summary: leaderboard, decomposition, the problem × run matrix (``matrix``: from
     :func:`kbv.report.views.status_matrix`), each pair of runs compared over their common problems,
-    failures per distribution, ``kbv audit``'s labels (``audits``: its ``AuditRow`` list), exclusions.
+    failures per distribution, ``kbv audit``'s labels (``audits``: its ``AuditRow`` list), exclusions,
+    and the verdicts whose hidden test file failed (``lacking_hidden``: :func:`lacking_hidden_tests`).
 
     ``unfinished``: jobs of the store without a verdict yet (a batch still running or stopped):
     the page then says the figures are partial. A correct speedup marked ``~`` averages over
@@ -289,6 +299,11 @@ def write_metrics_markdown(metrics: BatchMetrics, path: Path | str, *, title: st
     else:
         lines.append("No hidden input sets were run.")
     lines += _audit_lines(audits)
+    if lacking_hidden:
+        lines += ["", "## Verdicts without all of their hidden test file's sets", "",
+                  "The user's hidden test file failed for these (the candidate's verdict stands on the other sets; "
+                  "fix the file and rerun):", ""]
+        lines += [f"- {_md(t)}" for t in lacking_hidden]
     lines += ["", "## Excluded problems", ""]
     lines += [f"- `{_md(e.problem_key)}`: {_md('; '.join(e.reasons))} ({e.samples} samples)"
               for e in metrics.excluded] or ["None."]

@@ -25,8 +25,8 @@ import jinja2
 from kbv.batch.metrics import (DECOMPOSITION_BASELINES, DECOMPOSITION_CORRECTNESS, DEFAULT_BASELINE,
     BatchMetrics, compute_metrics)
 from kbv.model.records import POLICIES
-from kbv.report.export import (fmt_pct, fmt_ratio, missing_baseline, write_eval_results_json, write_leaderboard_csv,
-    write_metrics_markdown, write_samples_csv)
+from kbv.report.export import (fmt_pct, fmt_ratio, lacking_hidden_tests, missing_baseline, write_eval_results_json,
+                               write_leaderboard_csv, write_metrics_markdown, write_samples_csv)
 from kbv.report import plots as report_plots
 from kbv.batch.paired import paired_comparisons
 from kbv.report.export import CLIPPED_HEAD, clipped_cell
@@ -133,7 +133,7 @@ def render_html(store: Store, *, baseline: str = DEFAULT_BASELINE, include_exclu
             "scatter": [(lv, report_plots.memory_speedup_scatter(metrics, lv)) for lv in levels],
         },
         problems=problem_views([v for v in verdicts if keep is None or keep(v)], exclusions, audits),
-        audit_filter=audit, missing_baseline=missing_baseline(metrics),
+        audit_filter=audit, missing_baseline=missing_baseline(metrics), lacking_hidden=lacking_hidden_tests(verdicts),
     )
 
 
@@ -173,7 +173,9 @@ def _markdown_extras(store: Store, metrics: BatchMetrics) -> dict[str, Any]:
     """What report.md shows beside the metrics: the problem × run matrix and the audit labels."""
     from kbv.generate.audit_store import audit_rows
 
-    return {"matrix": status_matrix(metrics, list(store.verdicts())), "audits": audit_rows(store.path)}
+    verdicts = list(store.verdicts())
+    return {"matrix": status_matrix(metrics, verdicts), "audits": audit_rows(store.path),
+            "lacking_hidden": lacking_hidden_tests(verdicts)}
 
 
 def policy_rows(metrics: BatchMetrics) -> list[dict[str, Any]]:
