@@ -85,6 +85,30 @@ def test_verify_paths_reuses_one_reference_worker():
     assert "cpu" not in sessions._sessions
 
 
+@pytest.mark.e2e
+def test_verify_raises_on_a_hidden_test_file_that_failed_with_the_verdict_attached(tmp_path):
+    """A hidden test file that fails when it runs is the caller's input fault: ``kbv.verify`` raises
+    ``HiddenTestsError`` (a ``ProblemError``) carrying the verdict made without its sets, as
+    ``kbv eval`` exits 2 (newcomer helper: PASS returned, the failure only in ``evidence``). A file
+    that cannot run at all stops before anything does."""
+    from kbv.intake.problems import HiddenTestsError
+
+    bad = tmp_path / "1_hidden.py"
+    bad.write_text("def get_hidden_inputs():\n    raise RuntimeError('boom in hidden')\n")
+    try:
+        with pytest.raises(HiddenTestsError, match="hidden tests not checked: get_hidden_inputs\\(\\) failed: "
+                                                   "RuntimeError: boom in hidden") as err:
+            kbv.verify(CPU_RELU, RELU_TORCH, SMALL, hidden_tests=bad)
+        assert err.value.verdict.status is Status.PASS and str(bad) in str(err.value)
+        assert str(err.value).count(str(bad)) == 1  # named once
+        bad.write_text("def get_hidden_inputs(:\n")
+        with pytest.raises(ProblemError, match="syntax error at line 1") as err:
+            kbv.verify(CPU_RELU, RELU_TORCH, SMALL, hidden_tests=bad)
+        assert not isinstance(err.value, HiddenTestsError)
+    finally:
+        kbv.close()
+
+
 # Parent side only: no worker -----------------------------------------------------------------
 
 def test_import_kbv_is_cheap():

@@ -160,7 +160,12 @@ def verify(problem: Source, candidate: Source, config: ConfigLike = None, *,
         FileNotFoundError: a path names no file.
         ValueError: a name given with a path, or one that is not a plain file stem.
         kbv.intake.problems.ProblemError: the problem is broken (static vetting, or its import,
-            constructor, inputs or reference forward failed in the reference worker).
+            constructor, inputs or reference forward failed in the reference worker), or the hidden
+            test file does not parse or defines no ``get_hidden_inputs`` (nothing runs).
+        kbv.intake.problems.HiddenTestsError: the hidden test file failed when it ran (raised, gave
+            no set, a set the reference cannot run, none judged, edited meanwhile); its ``verdict``
+            is the verdict made without those sets (a ``ProblemError``: the caller's file, as
+            ``kbv eval`` exits 2 on it).
         TypeError, ValueError: a bad ``config`` (:func:`make_config`) or argument type.
         OSError: source text cannot be written to the kbv cache.
     Thread-safe: calls for one device run one after another in one reference worker.
@@ -174,8 +179,16 @@ def verify(problem: Source, candidate: Source, config: ConfigLike = None, *,
         return rejection_verdict(pref, cref, config, fault)
     ht = str(Path(hidden_tests).expanduser().resolve()) if hidden_tests is not None else None
     from kbv.batch.sessions import session
+    from kbv.intake.problems import HiddenTestsError, vet_hidden_test
 
-    return session(config.device).call(lambda ev: ev.evaluate(pref, cref, config, hidden_tests=ht))
+    if ht is not None:
+        vet_hidden_test(ht)  # a file that cannot run stops before anything does
+    verdict = session(config.device).call(lambda ev: ev.evaluate(pref, cref, config, hidden_tests=ht))
+    error = verdict.evidence.get("hidden_tests_error")
+    if error:  # never a PASS that reads as checked on the file's sets (newcomer helper)
+        fault = error[len(ht) + 2:] if error.startswith(f"{ht}: ") else error
+        raise HiddenTestsError(ht, f"hidden tests not checked: {fault}", verdict)
+    return verdict
 
 
 # A batch ------------------------------------------------------------------------------------------

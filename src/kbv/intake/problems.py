@@ -39,6 +39,16 @@ class ProblemError(SourceError):
     """A broken problem file (missing names, syntax error, import failure, bad inputs)."""
 
 
+class HiddenTestsError(ProblemError):
+    """A hidden test file that failed when it ran (:mod:`kbv.reference.hidden_tests`), raised by
+    :func:`kbv.verify` after the verification: ``verdict`` is the verdict made without (some of)
+    its sets, as ``kbv eval`` prints it before exiting 2."""
+
+    def __init__(self, path: Path | str, fault: str, verdict: object = None):
+        super().__init__(path, fault)
+        self.verdict = verdict
+
+
 def read_source(path: Path, error: type[SourceError] = SourceError) -> tuple[str, bytes]:
     """Read a Python source file as UTF-8, refusing what cannot be a source file.
 
