@@ -492,13 +492,14 @@ def test_cli_run_names_hidden_test_files_that_match_no_problem(tmp_path):
     write(tmp_path / "runs" / "m" / "level_1_problem_1_sample_0_kernel.py", "class ModelNew(:\n")
     body = "def get_hidden_inputs():\n    return [[]]\n"
     for rel in ("level1/1_hidden.py", "level1/2_hidden.py", "level1/9_hidden.py", "level1/10_hidden.py",
-                "level2/1_hidden.py"):
+                "level2/1_hidden.py", "level1/1_hidden_old.py"):
         write(tmp_path / "ht" / rel, body)
     r = runner.invoke(app, ["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(tmp_path / "s.db"),
                             "--device", "cpu", "--problem-ids", "1", "--hidden-tests", str(tmp_path / "ht")])
     flat = " ".join(r.output.split())
-    assert r.exit_code == 0 and "2 hidden test file(s) match no problem" in flat, r.output
+    assert r.exit_code == 0 and "3 file(s) in" in flat and "match no problem" in flat, r.output
     assert "9_hidden.py" in flat and "10_hidden.py" in flat and "2_hidden.py" not in flat, r.output
+    assert "1_hidden_old.py" in flat and "not <pid>_hidden.py" in flat, r.output  # newcomer helper: passed over
     # another level's files, beside a root of one level, are usual (a whole hidden_tests folder): not named
     assert "level2" not in flat, r.output
 

@@ -17,7 +17,7 @@ from kbv.batch.jobs import Job, config_hash, problem_key, with_hidden_tests
 from kbv.batch.store import Store
 from kbv.intake.candidates import CandidateError, load_candidate
 from kbv.intake.layout import (CandidateFile, Layout, LayoutError, discover_candidates, discover_hidden_tests,
-    find_hidden_tests_root, vet_problems)
+    find_hidden_tests_root, misnamed_hidden_tests, vet_problems)
 from kbv.intake.problems import ProblemError, identify, vet_hidden_test
 from kbv.batch.evaluator import rejected_candidate
 from kbv.model.records import CandidateRef, EvalConfig, ProblemRef, to_dict
@@ -111,7 +111,7 @@ class BatchPlan:
     broken_candidates: tuple[CandidateFile, ...] = ()
 
     #: files of a ``--hidden-tests`` folder whose (level, id) is no problem of the problems root, in
-    #: the levels the root has.
+    #: the levels the root has, and ``.py`` files of its level folders not named ``<pid>_hidden.py``.
     stray_hidden_tests: tuple[Path, ...] = ()
 
     @property
@@ -163,7 +163,7 @@ def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str],
         known = {(p.level, p.problem_id) for p in pscan.problems} | {identify(Path(e.path))[:2] for e in pscan.errors}
         levels = {lv for lv, _ in known}
         stray_tests = tuple(v for k, v in sorted(discover_hidden_tests(Path(hidden_tests_root)).items())
-                            if k not in known and k[0] in levels)
+                            if k not in known and k[0] in levels) + tuple(misnamed_hidden_tests(Path(hidden_tests_root)))
     else:
         hidden_root = find_hidden_tests_root(problems_root, Path(problems_root).parent)
         hidden = discover_hidden_tests(hidden_root) if hidden_root else {}

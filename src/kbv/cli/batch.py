@@ -164,8 +164,8 @@ def run_cmd(
     if plan.stray_hidden_tests:
         stray = plan.stray_hidden_tests
         shown = ", ".join(str(p) for p in stray[:3]) + (", ..." if len(stray) > 3 else "")
-        console.print(f"[yellow]{len(stray)} hidden test file(s) match no problem[/] of {problems} ({shown}): "
-                      "not used (a misnamed file?)", highlight=False)
+        console.print(f"[yellow]{len(stray)} file(s) in {hidden_tests} match no problem[/] of {problems} ({shown}): "
+                      "not used (named for no problem here, or not <pid>_hidden.py)", highlight=False)
     if not plan.jobs:
         if selection.runs is not None:
             from kbv.intake.layout import discover_candidates

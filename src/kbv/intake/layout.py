@@ -292,6 +292,16 @@ def hidden_test_identity(path: Path | str) -> tuple[int | None, int | None]:
     return (int(lm["level"]) if lm and fm else None), (int(fm["pid"]) if fm else None)
 
 
+def misnamed_hidden_tests(root: Path | str) -> list[Path]:
+    """``.py`` files in ``root``'s ``level<L>`` folders (as :func:`discover_hidden_tests` reads
+    them) not named ``<pid>_hidden.py``: not used, and worth a word (``1_hidden_old.py``)."""
+    base = find_hidden_tests_root(root) or Path(root)
+    if not base.is_dir():
+        return []
+    return [f.absolute() for d in sorted(base.iterdir()) if d.is_dir() and _HIDDEN_LEVEL_RE.match(d.name)
+            for f in sorted(d.iterdir()) if f.suffix == ".py" and not _HIDDEN_FILE_RE.match(f.name)]
+
+
 def discover_hidden_tests(root: Path | str) -> dict[tuple[int, int], Path]:
     """``{(level, problem_id): path}`` of every ``level<L>/<pid>_hidden.py`` of ``root``'s
     ``hidden_tests`` folder (``root`` itself or its ``hidden_tests`` subfolder), or of ``root``
@@ -313,4 +323,4 @@ def discover_hidden_tests(root: Path | str) -> dict[tuple[int, int], Path]:
 
 __all__ = ["Layout", "LayoutError", "CandidateFile", "CandidateScan", "ProblemScan", "scan_root",
            "discover_candidates", "detect_layout", "problem_files", "unnamed_problem_files", "vet_problems",
-           "discover_hidden_tests", "find_hidden_tests_root", "hidden_test_identity", "KERNELBENCH_RE"]
+           "discover_hidden_tests", "find_hidden_tests_root", "hidden_test_identity", "misnamed_hidden_tests", "KERNELBENCH_RE"]
