@@ -82,8 +82,9 @@ class ProfileCheck:
         if not isinstance(reply, protocol.OpCounts) or not op_counts_ok(reply):
             raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: profile: malformed reply")
         bl.apply_flags(self.ctx.fp32_flags)
-        ref_ops = profiling.compute_ops(self.ctx.rp.model, inp.clone_args(sets[0]))
-        ref_recorded = profiling.recorded_ops(self.ctx.rp.model, inp.clone_args(sets[0]))
+        with worker.paused():  # the reference's op times, which the cpu work share reads, undisturbed by the candidate
+            ref_ops = profiling.compute_ops(self.ctx.rp.model, inp.clone_args(sets[0]))
+            ref_recorded = profiling.recorded_ops(self.ctx.rp.model, inp.clone_args(sets[0]))
         evidence = {"candidate_ops": dict(reply.ops), "reference_ops": dict(ref_ops.ops),
                     "candidate_ops_recorded": dict(reply.recorded), "reference_ops_recorded": dict(ref_recorded.ops),
                     "own_share": reply.own_share, "error": reply.error or ref_ops.error,
@@ -107,7 +108,10 @@ class ProfileCheck:
             # four more recordings of the reference's call: the share's least over them (one slow call
             # of a cheap op must not make it most of the reference's work; with five, ops of equal
             # cost cross 50 % in 1 run in 252, with three in 1 in 20)
-            again = [profiling.recorded_ops(self.ctx.rp.model, inp.clone_args(sets[0])) for _ in range(4)]
+            # the candidate stopped meanwhile: threads of its own burning the CPU would slow the ops it
+            # did not keep in one recording, and their greatest time lowers the share
+            with worker.paused():
+                again = [profiling.recorded_ops(self.ctx.rp.model, inp.clone_args(sets[0])) for _ in range(4)]
             by_work = reference_work_covered(ref_recorded, dict(reply.recorded_shaped), again)
             if by_work is not None:
                 evidence["reference_work_covered"] = round(by_work[0], 3)
