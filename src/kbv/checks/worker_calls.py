@@ -4,7 +4,6 @@ kbv does not judge, a fault handler installed by the candidate. Pure functions o
 
 from __future__ import annotations
 
-import re
 import signal
 from typing import Collection
 
@@ -152,45 +151,3 @@ def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_by
             f"{held / _GIB:.1f} GiB{staged} (its own within kbv's bound of {bound_bytes / _GIB:.1f} GiB, 4·B + 1 GiB), "
             f"the reference worker {reference_reserved_bytes / _GIB:.1f} GiB{others}; {free_bytes / _GIB:.1f} of "
             f"{total_bytes / _GIB:.1f} GiB free (B = {call_bytes / _GIB:.2f} GiB): run it on a device with more memory")
-
-
-#: the size torch's CUDA out-of-memory message says an allocation asked for
-_TRIED = re.compile(r"Tried to allocate ([0-9]+(?:\.[0-9]+)?) (GiB|MiB|KiB|B)\b")
-_UNIT = {"GiB": 1 << 30, "MiB": 1 << 20, "KiB": 1 << 10, "B": 1}
-
-
-def tried_bytes(message: str) -> int | None:
-    """Bytes a CUDA out-of-memory message of the trusted side's own says were asked for (``Tried
-    to allocate 2.00 GiB``), None where it does not say (cuBLAS, cuDNN, the host)."""
-    m = _TRIED.search(message or "")
-    return int(float(m[1]) * _UNIT[m[2]]) if m else None
-
-
-def reference_oom_from_candidate(candidate_bytes: int | None, staged_bytes: int, bound_bytes: int,
-                                 free_bytes: int, tried: int | None) -> str | None:
-    """Whether the reference worker's own out-of-memory failure on cuda is the candidate's doing,
-    the reason (a RUNTIME_ERROR, charged to the candidate) or None (kbv's failure, EVAL_ERROR, as
-    before). A candidate's device memory has no cap: one that fills the device between its calls
-    would otherwise turn a later INCORRECT into an EVAL_ERROR that the metrics leave out (red-team
-    helper, seventeenth session).
-
-    Charged only with proof, from the trusted side's readings: ``candidate_bytes`` the device bytes of
-    the candidate's process tree by a per-process reading (NVML: no other user's bytes counted as
-    its; None where there is none, and nothing is charged), ``staged_bytes`` kbv's own buffers in it
-    (:func:`staged_timing_bytes`), ``bound_bytes`` kbv's per-process bound (4·B + 1 GiB,
-    :func:`kbv.processes.footprint.bound_bytes`), ``free_bytes`` what the reference worker could
-    still take when it failed, ``tried`` the allocation that failed (:func:`tried_bytes`; None:
-    nothing is charged). The candidate is charged where its own bytes exceed the bound by enough
-    that, had it kept to the bound, the allocation would have fit: an honest kernel within the
-    bound is never charged, nor one over it on a device that had room anyway."""
-    if candidate_bytes is None or tried is None or tried <= 0:
-        return None
-    own = max(0, candidate_bytes - max(0, staged_bytes))
-    excess = own - bound_bytes
-    if excess <= 0 or free_bytes + excess < tried:
-        return None
-    return (f"the reference worker ran out of device memory (it asked for {tried / _GIB:.2f} GiB, "
-            f"{free_bytes / _GIB:.2f} GiB free) while the candidate's processes held {own / _GIB:.1f} GiB of their "
-            f"own, over kbv's bound of {bound_bytes / _GIB:.1f} GiB (4·B + 1 GiB): within it the allocation "
-            "would have fit")
-
