@@ -101,6 +101,10 @@ def test_verify_raises_on_a_hidden_test_file_that_failed_with_the_verdict_attach
             kbv.verify(CPU_RELU, RELU_TORCH, SMALL, hidden_tests=bad)
         assert err.value.verdict.status is Status.PASS and str(bad) in str(err.value)
         assert str(err.value).count(str(bad)) == 1  # named once
+        # a failing verdict is returned whatever the file did (its sets could not raise it)
+        wrong = "import torch.nn as nn\n\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n"
+        v = kbv.verify(CPU_RELU, wrong, SMALL, hidden_tests=bad)
+        assert v.status in (Status.INCORRECT, Status.HACK) and "boom in hidden" in v.evidence["hidden_tests_error"]
         bad.write_text("def get_hidden_inputs(:\n")
         with pytest.raises(ProblemError, match="syntax error at line 1") as err:
             kbv.verify(CPU_RELU, RELU_TORCH, SMALL, hidden_tests=bad)

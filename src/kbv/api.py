@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence, Un
 
 from kbv.intake.sources import Source, as_path, problem_ref
 from kbv.model.config import PROBLEM_FIELDS
-from kbv.model.records import CandidateRef, EvalConfig, Verdict
+from kbv.model.records import CandidateRef, EvalConfig, Status, Verdict
 
 if TYPE_CHECKING:  # heavy modules, imported by the functions that use them
     from kbv.batch.runner import BatchOutcome, BatchPlan, PlannedJob
@@ -157,15 +157,17 @@ def verify(problem: Source, candidate: Source, config: ConfigLike = None, *,
         candidate failing static vetting is ``COMPILE_ERROR`` without running, and a failure of
         kbv itself is ``EVAL_ERROR`` (the reference worker is restarted for the next call).
     Raises:
-        FileNotFoundError: a path names no file.
+        FileNotFoundError: a problem or candidate path names no file (a ``hidden_tests`` path that
+            names none: ``ProblemError``, as its other faults).
         ValueError: a name given with a path, or one that is not a plain file stem.
         kbv.intake.problems.ProblemError: the problem is broken (static vetting, or its import,
             constructor, inputs or reference forward failed in the reference worker), or the hidden
             test file does not parse or defines no ``get_hidden_inputs`` (nothing runs).
         kbv.intake.problems.HiddenTestsError: the hidden test file failed when it ran (raised, gave
-            no set, a set the reference cannot run, none judged, edited meanwhile); its ``verdict``
-            is the verdict made without those sets (a ``ProblemError``: the caller's file, as
-            ``kbv eval`` exits 2 on it).
+            no set, a set the reference cannot run, none judged, edited meanwhile) under a PASS or
+            SHORTCUT, whose meaning needs its sets; its ``verdict`` is that verdict (a
+            ``ProblemError``: the caller's file, as ``kbv eval`` exits 2 on it). A failing verdict
+            (INCORRECT, HACK, ...) is returned whatever the file did: its sets could not raise it.
         TypeError, ValueError: a bad ``config`` (:func:`make_config`) or argument type.
         OSError: source text cannot be written to the kbv cache.
     Thread-safe: calls for one device run one after another in one reference worker.
@@ -185,7 +187,9 @@ def verify(problem: Source, candidate: Source, config: ConfigLike = None, *,
         vet_hidden_test(ht)  # a file that cannot run stops before anything does
     verdict = session(config.device).call(lambda ev: ev.evaluate(pref, cref, config, hidden_tests=ht))
     error = verdict.evidence.get("hidden_tests_error")
-    if error:  # never a PASS that reads as checked on the file's sets (newcomer helper)
+    # never a PASS that reads as checked on the file's sets (newcomer helper); a failing verdict stands
+    # (a caller's `except ProblemError` must not drop a HACK: red-team helper)
+    if error and verdict.status in (Status.PASS, Status.SHORTCUT):
         fault = error[len(ht) + 2:] if error.startswith(f"{ht}: ") else error
         raise HiddenTestsError(ht, f"hidden tests not checked: {fault}", verdict)
     return verdict

@@ -21,7 +21,7 @@ def test_a_gemv_or_a_blocked_gemm_is_other_work():
     assert reference_work_covered(GEMM, {"aten.mv|32,1024,1024": 1, "aten.mul|32,512": 1}) is None
     assert reference_work_covered(GEMM, {"aten.addmm|16,512,512,1024,1024": 2}) is None  # two half blocks
     assert reference_work_covered(GEMM, {"aten.mul|32,512": 1}) is None  # 2 % of the time
-    assert WORK_COVERED_MIN == 0.5
+    assert WORK_COVERED_MIN == 0.6
 
 
 def test_calls_are_counted_and_failed_or_timeless_counts_give_none():
@@ -47,23 +47,36 @@ def test_each_ops_time_is_its_least_over_the_reference_recordings():
     gemm_again = OpCount(ops=GEMM.ops, shaped=GEMM.shaped, time_us={LINEAR: 990.0, "aten.relu|32,512": 25.0,
                                                                    "aten.mul|32,512": 25.0})
     share, _ = reference_work_covered(GEMM, {"aten.addmm|32,512,512,1024,1024": 1}, [gemm_again])
-    assert abs(share - 950 / 1005) < 1e-9  # the GEMM re-run is still most of the work (the rest at 30 + 25)
+    assert abs(share - 950 / 995) < 1e-9  # the GEMM re-run is still most of the work
 
 
 def test_a_candidate_near_half_of_the_work_gets_one_verdict_run_after_run():
-    """Kept ops at their least time, the others at their greatest: ``2 * |x|`` rewritten as
-    ``where(x < 0, -x, x) * 2`` keeps the mul, about half of the time. With each op's least time the
-    share crossed 50 % in some runs and not others (newcomer helper: 2 PASS, 3 SHORTCUT in five runs);
-    now it stays under unless the mul's least time is over the abs's greatest in every recording."""
+    """One of two ops of equal cost kept (``2 * |x|`` rewritten as ``where(x < 0, -x, x) * 2``, the mul
+    kept) sits at one half: under the 0.6 needed whichever op a run finds faster (newcomer helper: 2
+    PASS, 3 SHORTCUT in five runs with 0.5); two of three kept is over it (2/3)."""
     keys = ("aten.abs|64,512", "aten.mul|64,512")
-    runs = [(20.0, 21.0), (22.0, 19.5), (20.5, 20.0)]  # (abs, mul) µs in three recordings
-    rec = [OpCount(ops={"aten.abs": 1, "aten.mul": 1}, shaped=dict.fromkeys(keys, 1), time_us=dict(zip(keys, t)))
-           for t in runs]
     kept = {"aten.mul|64,512": 1, "aten.where|64,512,64,512,64,512": 1, "aten.neg|64,512": 1}
-    for order in (rec, rec[::-1], rec[1:] + rec[:1]):
-        assert reference_work_covered(order[0], kept, order[1:]) is None  # 19.5 / (19.5 + 22) under 50 %
-    # least times alone (the former rule) would have said 19.5 / (19.5 + 20) = 49 %, and over 50 % had
-    # the abs's least been 19: one draw away from the other verdict
-    clear = [OpCount(ops=r.ops, shaped=r.shaped, time_us={"aten.abs|64,512": 5.0, "aten.mul|64,512": 40.0})
-             for r in rec]
-    assert reference_work_covered(clear[0], kept, clear[1:])[0] == 40 / 45  # most of the work: still said
+    for abs_us, mul_us in ((20.0, 19.0), (19.0, 21.0), (20.0, 20.0)):
+        rec = OpCount(ops={"aten.abs": 1, "aten.mul": 1}, shaped=dict.fromkeys(keys, 1),
+                      time_us={keys[0]: abs_us, keys[1]: mul_us})
+        assert reference_work_covered(rec, kept) is None
+    three = ("aten.abs|64,512", "aten.mul|64,512", "aten.add|64,512")
+    rec = OpCount(ops={"aten.abs": 1, "aten.mul": 1, "aten.add": 1}, shaped=dict.fromkeys(three, 1),
+                  time_us=dict.fromkeys(three, 20.0))
+    assert abs(reference_work_covered(rec, {"aten.mul|64,512": 1, "aten.add|64,512": 1})[0] - 2 / 3) < 1e-9
+
+
+def test_one_slow_recording_of_an_op_not_kept_does_not_let_a_wrapper_through():
+    """Each op at its least time: load from outside the candidate's tree (another lane, any process)
+    that slows one recording of a cheap op the wrapper did not keep leaves the share where it was
+    (red-team helper: with the ops not kept at their greatest time a GEMM-keeping wrapper got PASS
+    in 7 runs of 10 beside two busy processes)."""
+    keys = ("aten.linear|32,256,256,256,256", "aten.gelu|32,256", "aten.tanh|32,256")
+    calm = OpCount(ops={"aten.linear": 1, "aten.gelu": 1, "aten.tanh": 1}, shaped=dict.fromkeys(keys, 1),
+                   time_us=dict(zip(keys, (300.0, 40.0, 30.0))))
+    slow = OpCount(ops=calm.ops, shaped=calm.shaped, time_us=dict(zip(keys, (310.0, 45.0, 11900.0))))
+    kept = {"aten.addmm|32,256,256,256,256": 1, "aten.mul|32,256": 1, "aten.special_ndtr|32,256": 1,
+            "aten.tanh|32,256": 0}
+    share, ops = reference_work_covered(calm, kept, [slow, calm])
+    assert abs(share - 300 / 370) < 1e-9 and ops == ["aten.linear"]
+    assert reference_work_covered(slow, kept, [calm])[0] == share  # whichever recording came first

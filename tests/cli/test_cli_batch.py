@@ -502,6 +502,18 @@ def test_cli_run_names_hidden_test_files_that_match_no_problem(tmp_path):
     assert "1_hidden_old.py" in flat and "not <pid>_hidden.py" in flat, r.output  # newcomer helper: passed over
     # another level's files, beside a root of one level, are usual (a whole hidden_tests folder): not named
     assert "level2" not in flat, r.output
+    write(tmp_path / "ht" / "level2" / "x.py", body)  # nor its misnamed ones (red-team helper)
+    write(tmp_path / "ht" / "level1" / "3_hidden.PY", body)  # a suffix in capitals is named
+    r = runner.invoke(app, ["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(tmp_path / "s.db"),
+                            "--device", "cpu", "--problem-ids", "1", "--hidden-tests", str(tmp_path / "ht")])
+    flat = " ".join(r.output.split())
+    assert r.exit_code == 0 and "4 file(s) in" in flat and "level2" not in flat, r.output
+    # two files for one problem: which holds its tests is not guessed (red-team helper: one was kept)
+    write(tmp_path / "ht" / "level_1" / "1_hidden.py", body)
+    r = runner.invoke(app, ["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(tmp_path / "s.db"),
+                            "--device", "cpu", "--problem-ids", "1", "--hidden-tests", str(tmp_path / "ht")])
+    flat = " ".join(r.output.split())
+    assert r.exit_code == 2 and "two hidden test files for level1/1" in flat, r.output
 
 
 def test_a_hidden_test_file_edited_during_the_run_is_named_and_its_verdicts_rerun(tmp_path):

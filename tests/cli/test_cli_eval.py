@@ -375,6 +375,12 @@ def test_eval_refuses_another_problems_hidden_test_file(tmp_path):
     level.write_text(other.read_text())
     r = kbv("eval", PROBLEM, cand, "--device", "cpu", "--hidden-tests", level)
     assert r.returncode == 2 and "level3/1, not of" in r.stderr, r.stderr
+    for rel in ("level1/1_hidden.py", "level_1/1_hidden.py"):  # two files for problem 1: none is guessed
+        (tmp_path / "two" / rel).parent.mkdir(parents=True)
+        (tmp_path / "two" / rel).write_text(other.read_text())
+    r = kbv("eval", PROBLEM, cand, "--device", "cpu", "--hidden-tests", tmp_path / "two")
+    assert r.returncode == 2 and "two hidden test files for level1/1" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
 
 
 @pytest.mark.e2e

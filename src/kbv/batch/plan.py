@@ -163,7 +163,8 @@ def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str],
         known = {(p.level, p.problem_id) for p in pscan.problems} | {identify(Path(e.path))[:2] for e in pscan.errors}
         levels = {lv for lv, _ in known}
         stray_tests = tuple(v for k, v in sorted(discover_hidden_tests(Path(hidden_tests_root)).items())
-                            if k not in known and k[0] in levels) + tuple(misnamed_hidden_tests(Path(hidden_tests_root)))
+                            if k not in known and k[0] in levels) + tuple(misnamed_hidden_tests(Path(hidden_tests_root),
+                                                                                                levels))
     else:
         hidden_root = find_hidden_tests_root(problems_root, Path(problems_root).parent)
         hidden = discover_hidden_tests(hidden_root) if hidden_root else {}

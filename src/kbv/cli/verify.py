@@ -38,7 +38,17 @@ def _hidden_test_file(pref, given: Optional[Path]) -> Optional[str]:
     """The KernelBench-Verified hidden test file of problem ``pref``: ``given`` (a
     ``<pid>_hidden.py`` file, or a ``hidden_tests`` folder holding ``level<L>/<pid>_hidden.py``),
     else the one found as ``kbv run`` finds it (a ``hidden_tests`` folder in or beside the folder
-    of the problem's ``levelN`` folder), else None. A ``given`` that holds none exits 2."""
+    of the problem's ``levelN`` folder), else None. A ``given`` that holds none, and a folder with
+    two files for one problem, exit 2."""
+    from kbv.intake.layout import LayoutError
+
+    try:
+        return _find_hidden_test_file(pref, given)
+    except LayoutError as exc:
+        fail(f"--hidden-tests {exc}" if given is not None else f"hidden tests: {exc}")
+
+
+def _find_hidden_test_file(pref, given: Optional[Path]) -> Optional[str]:
     from kbv.intake.layout import discover_hidden_tests, find_hidden_tests_root, hidden_test_identity
 
     key = (pref.level, pref.problem_id)

@@ -27,7 +27,7 @@ import enum
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Collection, Iterable
 
 from kbv.intake.problems import _FILE_RE, ProblemError, load_problem
 from kbv.model.records import ProblemRef
@@ -292,20 +292,27 @@ def hidden_test_identity(path: Path | str) -> tuple[int | None, int | None]:
     return (int(lm["level"]) if lm and fm else None), (int(fm["pid"]) if fm else None)
 
 
-def misnamed_hidden_tests(root: Path | str) -> list[Path]:
-    """``.py`` files in ``root``'s ``level<L>`` folders (as :func:`discover_hidden_tests` reads
-    them) not named ``<pid>_hidden.py``: not used, and worth a word (``1_hidden_old.py``)."""
+def misnamed_hidden_tests(root: Path | str, levels: Collection[int] | None = None) -> list[Path]:
+    """``.py`` files (any case of the suffix) in ``root``'s ``level<L>`` folders (as
+    :func:`discover_hidden_tests` reads them; ``levels``: those levels only) not named
+    ``<pid>_hidden.py``: not used, and worth a word (``1_hidden_old.py``, ``3_hidden.PY``)."""
     base = find_hidden_tests_root(root) or Path(root)
     if not base.is_dir():
         return []
-    return [f.absolute() for d in sorted(base.iterdir()) if d.is_dir() and _HIDDEN_LEVEL_RE.match(d.name)
-            for f in sorted(d.iterdir()) if f.suffix == ".py" and not _HIDDEN_FILE_RE.match(f.name)]
+    return [f.absolute() for d in sorted(base.iterdir()) if d.is_dir() and (lm := _HIDDEN_LEVEL_RE.match(d.name))
+            and (levels is None or int(lm["level"]) in levels)
+            for f in sorted(d.iterdir()) if f.suffix.lower() == ".py" and not _HIDDEN_FILE_RE.match(f.name)]
 
 
 def discover_hidden_tests(root: Path | str) -> dict[tuple[int, int], Path]:
     """``{(level, problem_id): path}`` of every ``level<L>/<pid>_hidden.py`` of ``root``'s
     ``hidden_tests`` folder (``root`` itself or its ``hidden_tests`` subfolder), or of ``root``
-    itself under another name."""
+    itself under another name.
+
+    Raises:
+        LayoutError: two files claim one problem (``level1/1_hidden.py`` and ``level1/01_hidden.py``,
+            or ``level1/`` and ``level_1/``): which one holds its tests is not for kbv to guess.
+    """
     base = find_hidden_tests_root(root) or Path(root)
     if not base.is_dir():
         return {}
@@ -317,7 +324,11 @@ def discover_hidden_tests(root: Path | str) -> dict[tuple[int, int], Path]:
         for f in sorted(level_dir.iterdir()):
             fm = _HIDDEN_FILE_RE.match(f.name)
             if fm:  # a dangling link or a folder of that name too: vetting names it (not a file)
-                out[(int(lm["level"]), int(fm["pid"]))] = f.absolute()
+                key = (int(lm["level"]), int(fm["pid"]))
+                if key in out:
+                    raise LayoutError(f"{out[key]} and {f.absolute()}: two hidden test files for level{key[0]}/"
+                                      f"{key[1]}; keep one")
+                out[key] = f.absolute()
     return out
 
 

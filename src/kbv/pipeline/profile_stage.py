@@ -105,11 +105,9 @@ class ProfileCheck:
         # re-ran most of the reference's work as the reference's own ops, by the reference's op time
         if covered is None and self.ctx.rp.device.type == "cpu" and self.ctx.candidate.backend == "torch" \
                 and not reply.recorded_error:
-            # four more recordings of the reference's call: the share's least over them (one slow call
-            # of a cheap op must not make it most of the reference's work; with five, ops of equal
-            # cost cross 50 % in 1 run in 252, with three in 1 in 20)
-            # the candidate stopped meanwhile: threads of its own burning the CPU would slow the ops it
-            # did not keep in one recording, and their greatest time lowers the share
+            # four more recordings of the reference's call, each op's least time over the five (one
+            # slow call of one op must not make it most of the reference's work), the candidate
+            # stopped meanwhile (its threads cannot slow them)
             with worker.paused():
                 again = [profiling.recorded_ops(self.ctx.rp.model, inp.clone_args(sets[0])) for _ in range(4)]
             by_work = reference_work_covered(ref_recorded, dict(reply.recorded_shaped), again)
