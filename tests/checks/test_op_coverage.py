@@ -80,3 +80,44 @@ def test_one_slow_recording_of_an_op_not_kept_does_not_let_a_wrapper_through():
     share, ops = reference_work_covered(calm, kept, [slow, calm])
     assert abs(share - 300 / 370) < 1e-9 and ops == ["aten.linear"]
     assert reference_work_covered(slow, kept, [calm])[0] == share  # whichever recording came first
+
+
+def test_a_gemm_cut_into_row_blocks_or_padded_is_the_same_work():
+    """The reference's GEMM re-run as two half-row ``addmm`` calls, or as one ``addmm`` on inputs padded
+    by a row, re-runs its multiply-adds in PyTorch's kernel (red-team helper: both were PASS); a
+    GEMV, or blocks of another inner dimension (a triangle's), are other work."""
+    from kbv.checks.op_coverage import gemm_work
+
+    ref_key = "aten.linear|32,512,512,1024,1024|32x1024;512x1024;512"
+    ref = OpCount(ops={"aten.linear": 1, "aten.relu": 1}, shaped={ref_key: 1, "aten.relu|32,512|32x512": 1},
+                  time_us={ref_key: 950.0, "aten.relu|32,512|32x512": 50.0})
+    assert gemm_work(ref_key) == (1024, 32 * 512 * 1024)
+    half = "aten.addmm|16,512,512,1024,1024|512;16x1024;1024x512"
+    assert reference_work_covered(ref, {half: 2, "aten.cat|16,16,512,512": 1})[0] == 0.95
+    padded = "aten.addmm|33,512,512,1024,1024|512;33x1024;1024x512"
+    assert reference_work_covered(ref, {padded: 1, "aten.clamp_min|32,512|32x512": 1})[0] == 0.95
+    assert reference_work_covered(ref, {half: 1}) is None  # half the multiply-adds
+    assert reference_work_covered(ref, {"aten.mv|32,1024,1024|32x1024;1024": 1}) is None
+    square = "aten.mm|256,256,256,256|256x256;256x256"
+    upper = OpCount(ops={"aten.mm": 1}, shaped={square: 1}, time_us={square: 100.0})
+    triangle = {f"aten.mm|64,{256 - r},{256 - r},256|64x{256 - r};{256 - r}x256": 1 for r in range(0, 256, 64)}
+    assert reference_work_covered(upper, triangle) is None  # row blocks of A's upper triangle: other inner dimensions
+    rows = {"aten.mm|64,256,256,256|64x256;256x256": 4}
+    assert reference_work_covered(upper, rows)[0] == 1.0  # all of the rows: the same GEMM
+    # one candidate GEMM serves one reference GEMM: two equal reference GEMMs need both re-run
+    two = OpCount(ops={"aten.mm": 2}, shaped={"aten.mm|8,8,8,8|8x8;8x8": 2}, time_us={"aten.mm|8,8,8,8|8x8;8x8": 10.0})
+    assert reference_work_covered(two, {"aten.mm|4,8,8,8|4x8;8x8": 2}) is None
+    assert reference_work_covered(two, {"aten.mm|4,8,8,8|4x8;8x8": 4})[0] == 1.0
+
+
+def test_gemm_work_reads_each_gemm_ops_shapes():
+    from kbv.checks.op_coverage import gemm_work
+
+    assert gemm_work("aten.mm|4,8,8,16|4x8;8x16") == (8, 4 * 8 * 16)
+    assert gemm_work("aten.bmm|2,2,4,8,8,16|2x4x8;2x8x16") == (8, 2 * 4 * 8 * 16)
+    assert gemm_work("aten.matmul|3,4,8,8,16|3x4x8;8x16") == (8, 3 * 4 * 8 * 16)
+    assert gemm_work("aten.baddbmm|...|2x4x16;2x4x8;2x8x16") == (8, 2 * 4 * 8 * 16)
+    assert gemm_work("aten.mm|4,8,8,16") is None  # no shapes (a count of an older kbv)
+    assert gemm_work("aten.mm|4,8,9,16|4x8;9x16") is None  # not a product
+    assert gemm_work("aten.relu|4,8|4x8") is None and gemm_work("aten.einsum|4,8,8,16|4x8;8x16") is None
+    assert gemm_work("aten.mm|x|ax8;8x16") is None

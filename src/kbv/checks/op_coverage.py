@@ -141,8 +141,87 @@ WORK_COVERED_MIN = 0.6
 
 
 def _work(key: str) -> tuple[str, str]:
-    op, _, sizes = key.partition("|")
-    return _family(op), sizes
+    op, _, rest = key.partition("|")
+    return _family(op), rest.partition("|")[0]
+
+
+#: share of a reference GEMM's multiply-adds that the candidate's GEMMs of the same inner dimension
+#: must re-run for it to count as kept (kbv choice): a GEMM cut into row blocks, or run on padded
+#: inputs, re-runs all of them (a pad a few % more); a triangle's blocks have other inner
+#: dimensions, and a GEMV does 1/N of them (honest rows in tests/e2e/test_honest.py).
+GEMM_WORK_SHARE = 0.9
+
+
+def gemm_work(key: str) -> tuple[int, int] | None:
+    """(inner dimension K, multiply-adds) of one call of the GEMM an :attr:`OpCount.shaped` key
+    names (``aten.addmm|...|512;32x1024;1024x512``), from its arguments' shapes; None for another
+    op, a key without shapes, or shapes that do not make a GEMM (``einsum``: its equation is not a
+    shape)."""
+    op, _, rest = key.partition("|")
+    parts = rest.split("|")
+    if len(parts) < 2:
+        return None
+    try:
+        shapes = [tuple(int(d) for d in a.split("x")) if a else () for a in parts[1].split(";")]
+    except ValueError:
+        return None
+    name = op.partition(".")[2].rstrip("_")
+    if name in ("addmm", "_addmm_activation", "baddbmm", "addmv", "addbmm"):
+        shapes = shapes[1:]  # the added term first
+    if len(shapes) < 2:
+        return None
+    a, b = shapes[0], shapes[1]
+    if name == "linear" and len(a) >= 1 and len(b) == 2 and b[1] == a[-1]:
+        return a[-1], _prod(a[:-1]) * b[0] * a[-1]
+    if name in ("mv", "addmv") and len(a) == 2 and len(b) == 1 and a[1] == b[0]:
+        return b[0], a[0] * a[1]
+    if name in ("mm", "addmm", "_addmm_activation") and len(a) == 2 and len(b) == 2 and a[1] == b[0]:
+        return a[1], a[0] * a[1] * b[1]
+    if name in ("bmm", "baddbmm", "addbmm") and len(a) == 3 and len(b) == 3 and a[2] == b[1] and a[0] == b[0]:
+        return a[2], a[0] * a[1] * a[2] * b[2]
+    if name == "matmul" and len(a) >= 2 and len(b) >= 2 and a[-1] == b[-2]:
+        return a[-1], max(_prod(a[:-2]), _prod(b[:-2])) * a[-2] * a[-1] * b[-1]
+    return None
+
+
+def _prod(dims: Sequence[int]) -> int:
+    out = 1
+    for d in dims:
+        out *= d
+    return out
+
+
+def _gemm_kept(reference: OpCount, need: Mapping[tuple, int], kept: list, candidate_shaped: Mapping[str, int],
+               order: Sequence[tuple]) -> list:
+    """The reference's GEMM works (of ``need``, not in ``kept``) whose multiply-adds the candidate's
+    GEMMs of the same inner dimension re-ran, to :data:`GEMM_WORK_SHARE`: a GEMM cut into blocks of
+    rows or run on padded inputs is the same work (red-team helper, seventeenth session: both were
+    PASS). Each of the candidate's multiply-adds serves one reference GEMM; those of the GEMMs kept
+    exactly are spent first; ``order``: the works by their time, the greatest first."""
+    have: dict[int, int] = {}
+    for k, n in candidate_shaped.items():
+        g = gemm_work(k) if isinstance(k, str) and type(n) is int and n > 0 else None
+        if g is not None:
+            have[g[0]] = have.get(g[0], 0) + g[1] * n
+    by_work: dict[tuple, dict[int, int]] = {}
+    for k, n in reference.shaped.items():
+        w, g = _work(k), gemm_work(k)
+        if g is not None and w[0] == "family:gemm":
+            by_work.setdefault(w, {})
+            by_work[w][g[0]] = by_work[w].get(g[0], 0) + g[1] * int(n)
+    for w in kept:
+        for kdim, macs in by_work.get(w, {}).items():
+            have[kdim] = have.get(kdim, 0) - macs
+    more = []
+    for w in order:
+        if w in kept or w not in by_work or w not in need:
+            continue
+        wanted = by_work[w]
+        if all(have.get(kdim, 0) >= GEMM_WORK_SHARE * macs for kdim, macs in wanted.items()):
+            for kdim, macs in wanted.items():
+                have[kdim] -= macs
+            more.append(w)
+    return more
 
 
 def reference_work_covered(reference: OpCount, candidate_shaped: Mapping[str, int],
@@ -159,7 +238,9 @@ def reference_work_covered(reference: OpCount, candidate_shaped: Mapping[str, in
 
     The same work: an op of the same family (:data:`OP_FAMILIES`) on arguments of the same sizes
     (``aten.linear`` of x[32,1024] and W[512,1024] is ``aten.addmm`` of x and W.t()), at least as
-    many times as the reference ran it. ``reference`` is the reference's
+    many times as the reference ran it; for a GEMM also GEMMs of the same inner dimension that re-run
+    its multiply-adds (:func:`gemm_work`, :data:`GEMM_WORK_SHARE`: the GEMM cut into row blocks, or
+    padded). ``reference`` is the reference's
     :func:`kbv.sandbox.profiling.recorded_ops` with its times (the trusted side's);
     ``candidate_shaped`` the candidate's ``shaped`` count (a claim, as every op count is). A
     candidate that re-ran the reference's GEMM and wrote its ReLU as ``clamp_min`` is not
@@ -188,6 +269,7 @@ def reference_work_covered(reference: OpCount, candidate_shaped: Mapping[str, in
             if isinstance(k, str) and type(n) is int and n > 0:
                 have[_work(k)] = have.get(_work(k), 0) + n
         kept = [w for w, n in need.items() if have.get(w, 0) >= n]
+        kept += _gemm_kept(reference, need, kept, candidate_shaped, sorted(need, key=lambda w: -spent[w]))
         share = sum(spent[w] for w in kept) / total
         if share < WORK_COVERED_MIN:
             return None

@@ -119,6 +119,10 @@ NO_MATH_OPS: frozenset[str] = _VIEW_OPS | _COPY_OPS | _ALLOC_OPS | _META_OPS
 # max_pool2d / max_pool2d_with_indices / mkldnn_max_pool2d / adaptive_avg_pool2d / _adaptive_...
 
 
+#: longest argument-shape part of an :attr:`OpCount.shaped` key (a ``cat`` of many tensors leaves it out)
+SHAPES_CHARS = 200
+
+
 @dataclass(frozen=True)
 class OpCount:
     """aten compute ops executed by one call (:func:`compute_ops`).
@@ -132,8 +136,9 @@ class OpCount:
 
     ops: dict[str, int] = field(default_factory=dict)
     error: str | None = None
-    #: :func:`recorded_ops` only: the same ops keyed ``"aten.addmm|32,512,512,1024,1024"`` (the sizes of
-    #: every tensor argument, sorted: the same work whatever the argument order or a transpose)
+    #: :func:`recorded_ops` only: the same ops keyed ``"aten.addmm|32,512,512,1024,1024|512;32x1024;1024x512"``
+    #: (the sizes of every tensor argument, sorted: the same work whatever the argument order or a
+    #: transpose; then each argument's shape in order, left out past :data:`SHAPES_CHARS`)
     shaped: dict[str, int] = field(default_factory=dict)
     #: :func:`recorded_ops` only: µs of wall time in the calling or worker thread per :attr:`shaped`
     #: key (the profiler's ``cpu_time_total``, children included), summed over its calls.
@@ -376,9 +381,12 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
                 parent = parent.cpu_parent
             if parent is None:
                 top[key] = top.get(key, 0) + 1
-                sizes = sorted(int(d) for shape in (getattr(ev, "input_shapes", None) or ())
-                               if isinstance(shape, (list, tuple)) for d in shape if isinstance(d, int))
-                work = f"{key}|{','.join(map(str, sizes))}"
+                shapes = [shape for shape in (getattr(ev, "input_shapes", None) or ()) if isinstance(shape, (list, tuple))]
+                sizes = sorted(int(d) for shape in shapes for d in shape if isinstance(d, int))
+                # each argument's shape too, in order (a GEMM's multiply-adds: kbv.checks.op_coverage.gemm_work)
+                args = ";".join("x".join(str(int(d)) for d in shape) for shape in shapes
+                                if all(isinstance(d, int) for d in shape))
+                work = f"{key}|{','.join(map(str, sizes))}" + (f"|{args}" if len(args) <= SHAPES_CHARS else "")
                 shaped[work] = shaped.get(work, 0) + 1
                 spent[work] = spent.get(work, 0.0) + float(getattr(ev, "cpu_time_total", 0.0) or 0.0)
         return OpCount(ops=top, error=error, shaped=shaped, time_us=spent)
