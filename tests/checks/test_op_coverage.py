@@ -21,7 +21,7 @@ def test_a_gemv_or_a_blocked_gemm_is_other_work():
     assert reference_work_covered(GEMM, {"aten.mv|32,1024,1024": 1, "aten.mul|32,512": 1}) is None
     assert reference_work_covered(GEMM, {"aten.addmm|16,512,512,1024,1024": 2}) is None  # two half blocks
     assert reference_work_covered(GEMM, {"aten.mul|32,512": 1}) is None  # 2 % of the time
-    assert WORK_COVERED_MIN == 0.6
+    assert WORK_COVERED_MIN == 0.8
 
 
 def test_calls_are_counted_and_failed_or_timeless_counts_give_none():
@@ -50,20 +50,27 @@ def test_each_ops_time_is_its_least_over_the_reference_recordings():
     assert abs(share - 950 / 995) < 1e-9  # the GEMM re-run is still most of the work
 
 
-def test_a_candidate_near_half_of_the_work_gets_one_verdict_run_after_run():
-    """One of two ops of equal cost kept (``2 * |x|`` rewritten as ``where(x < 0, -x, x) * 2``, the mul
-    kept) sits at one half: under the 0.6 needed whichever op a run finds faster (newcomer helper: 2
-    PASS, 3 SHORTCUT in five runs with 0.5); two of three kept is over it (2/3)."""
+def test_elementwise_reformulations_stay_clear_of_the_threshold():
+    """The shares a reformulation of a few elementwise ops sits at stay under 0.8 whichever op a run
+    finds faster: one of two equal ops kept (``2 * |x|`` with the mul kept: PASS and SHORTCUT by turns
+    at 0.5), the add of ``relu(a + b)`` kept (62-64 %: SHORTCUT at 0.6, against the README's PASS),
+    two of three (2/3); a GEMM with its epilogue rewritten is over it (newcomer helpers)."""
     keys = ("aten.abs|64,512", "aten.mul|64,512")
     kept = {"aten.mul|64,512": 1, "aten.where|64,512,64,512,64,512": 1, "aten.neg|64,512": 1}
     for abs_us, mul_us in ((20.0, 19.0), (19.0, 21.0), (20.0, 20.0)):
         rec = OpCount(ops={"aten.abs": 1, "aten.mul": 1}, shaped=dict.fromkeys(keys, 1),
                       time_us={keys[0]: abs_us, keys[1]: mul_us})
         assert reference_work_covered(rec, kept) is None
+    add = ("aten.add|64,512,64,512", "aten.relu|64,512")
+    for add_us in (30.0, 32.0, 40.0):  # 60 %, 62 %, 67 %
+        rec = OpCount(ops={"aten.add": 1, "aten.relu": 1}, shaped=dict.fromkeys(add, 1),
+                      time_us={add[0]: add_us, add[1]: 20.0})
+        assert reference_work_covered(rec, {"aten.add|64,512,64,512": 1, "aten.clamp|64,512": 1}) is None
     three = ("aten.abs|64,512", "aten.mul|64,512", "aten.add|64,512")
     rec = OpCount(ops={"aten.abs": 1, "aten.mul": 1, "aten.add": 1}, shaped=dict.fromkeys(three, 1),
                   time_us=dict.fromkeys(three, 20.0))
-    assert abs(reference_work_covered(rec, {"aten.mul|64,512": 1, "aten.add|64,512": 1})[0] - 2 / 3) < 1e-9
+    assert reference_work_covered(rec, {"aten.mul|64,512": 1, "aten.add|64,512": 1}) is None
+    assert reference_work_covered(GEMM, {"aten.addmm|32,512,512,1024,1024": 1})[0] == 0.95
 
 
 def test_one_slow_recording_of_an_op_not_kept_does_not_let_a_wrapper_through():

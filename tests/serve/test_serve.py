@@ -337,6 +337,39 @@ def test_async_client_retries_too():
     assert asyncio.run(go()).score == 1.0 and len(calls) == 3
 
 
+def test_verify_that_runs_out_of_time_raises_with_the_job_id():
+    """``verify(..., timeout=)`` promises a verdict: a job still running then raises ``VerifyTimeout``
+    naming the job (newcomer helper: an unfinished result came back, ``score`` None, which an RL loop
+    read as a reward); ``wait`` returns the job as it stands."""
+    import asyncio
+
+    from kbv.serve.client import VerifyTimeout
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/verifications":
+            return httpx.Response(202, json={"id": "j9", "created": True})
+        return httpx.Response(200, json={"id": "j9", "state": "running", "verdict": None, "reward": None,
+                                         "error": None})
+
+    with Client("http://kbv.test", transport=httpx.MockTransport(handler)) as c:
+        with pytest.raises(VerifyTimeout, match="job j9 not finished after 0.2 s") as err:
+            c.verify("level1/1_ReLU", RELU, timeout=0.2)
+        assert err.value.job_id == "j9" and err.value.result.state == "running"
+        assert c.wait("j9", timeout=0.1).finished is False
+
+    async def go():
+        async with AsyncClient("http://kbv.test", transport=httpx.MockTransport(handler)) as c:
+            await c.verify("level1/1_ReLU", RELU, timeout=0.1)
+
+    with pytest.raises(VerifyTimeout):
+        asyncio.run(go())
+    from kbv.serve.rewards import make_verl_compute_score  # a reward function gives its invalid score
+
+    with Client("http://kbv.test", transport=httpx.MockTransport(handler)) as c:
+        score = make_verl_compute_score(c, timeout=0.1, invalid=-1.0)
+        assert score("kbv", f"```python\n{RELU}\n```", "level1/1_ReLU") == -1.0
+
+
 def test_client_is_exported_lazily_and_parses_events():
     assert kbv.Client is Client and kbv.AsyncClient is AsyncClient
     lines = ["id: 1", "event: verdict", 'data: {"id": "x", "state": "done"}', "", ": keep-alive", "",

@@ -40,6 +40,18 @@ class ServeError(RuntimeError):
         self.message = message
 
 
+class VerifyTimeout(TimeoutError):
+    """``verify(..., timeout=...)`` ran out of time before the job finished: the job goes on on the
+    server; ``job_id`` waits for it again (``wait``, ``result``), ``result`` is its state then (an
+    unfinished result has no status and no score: a reward read from it would be None)."""
+
+    def __init__(self, job_id: str, timeout: float, result: "Result"):
+        super().__init__(f"kbv serve: job {job_id} not finished after {timeout:g} s (state {result.state}); "
+                         "wait for it with wait(job_id)")
+        self.job_id = job_id
+        self.result = result
+
+
 @dataclass(frozen=True)
 class Result:
     """One verification as the server reports it.
@@ -219,8 +231,13 @@ class Client(_Base):
 
     def verify(self, problem: str, candidate: str, config: Mapping[str, Any] | None = None, *,
                backend: str | None = None, timeout: float | None = None) -> Result:
-        """Submit and wait for the result (``timeout``: seconds at most, None for no limit)."""
-        return self.wait(self.submit(problem, candidate, config, backend=backend), timeout)
+        """Submit and wait for the finished result (``timeout``: seconds at most, None for no limit).
+
+        Raises:
+            VerifyTimeout: not finished within ``timeout`` (the job goes on; its id is on the error).
+        """
+        job_id = self.submit(problem, candidate, config, backend=backend)
+        return _finished(job_id, timeout, self.wait(job_id, timeout))
 
     def stream(self, since: int = 0) -> Iterator[Result]:
         """The finished jobs of this token (all jobs on a server without tokens) as they finish,
@@ -297,7 +314,9 @@ class AsyncClient(_Base):
 
     async def verify(self, problem: str, candidate: str, config: Mapping[str, Any] | None = None, *,
                      backend: str | None = None, timeout: float | None = None) -> Result:
-        return await self.wait(await self.submit(problem, candidate, config, backend=backend), timeout)
+        """As :meth:`Client.verify` (raises :class:`VerifyTimeout`)."""
+        job_id = await self.submit(problem, candidate, config, backend=backend)
+        return _finished(job_id, timeout, await self.wait(job_id, timeout))
 
     async def stream(self, since: int = 0) -> AsyncIterator[Result]:
         async with self._http.stream("GET", "/v1/stream", params={"since": since},
@@ -315,4 +334,11 @@ class AsyncClient(_Base):
                     data.append(line[5:].lstrip(" "))
 
 
-__all__ = ["Client", "AsyncClient", "Result", "ServeError", "job", "RETRY_STATUSES"]
+def _finished(job_id: str, timeout: float | None, r: Result) -> Result:
+    """``r`` if finished; else :class:`VerifyTimeout` (``verify`` promises a verdict, not a state)."""
+    if not r.finished:
+        raise VerifyTimeout(job_id, timeout or 0.0, r)
+    return r
+
+
+__all__ = ["Client", "AsyncClient", "Result", "ServeError", "VerifyTimeout", "job", "RETRY_STATUSES"]

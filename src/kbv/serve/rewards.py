@@ -20,7 +20,7 @@ import os
 from typing import Any, Callable, Mapping, Sequence
 
 from kbv.generate.extract import ExtractionError, extract_model_new
-from kbv.serve.client import Client, Result, job
+from kbv.serve.client import Client, Result, VerifyTimeout, job
 
 #: the score of an answer without a ``ModelNew`` code block (``kbv.generate.feedback.no_code_reward``).
 NO_CODE_SCORE = 0.0
@@ -96,7 +96,10 @@ def make_verl_compute_score(client: Client, *, config: Mapping[str, Any] | None 
             code = extract_model_new(completion_text(solution_str))
         except ExtractionError:
             return NO_CODE_SCORE
-        r = client.verify(str(ground_truth), code, config, backend=backend, timeout=timeout)
+        try:
+            r = client.verify(str(ground_truth), code, config, backend=backend, timeout=timeout)
+        except VerifyTimeout as exc:  # not finished in time: the invalid score, as a failed job's
+            r = exc.result
         score = _score(r, invalid)
         return invalid if score is None else score
 
