@@ -233,6 +233,8 @@ def test_source_text_is_named_as_the_caller_says():
     ref = sources.problem_ref(CPU_RELU.read_text(), "19_ReLU")
     assert ref.problem_id == 19 and ref.name == "ReLU"
     assert sources.source_file("x = 1\n", "candidate", "a") != sources.source_file("x = 1\n", "candidate", "b")
+    # a file name given for the stem is shown as written (fresh helper: "timeout.py.py")
+    assert sources.source_file("x = 1\n", "candidate", "timeout.py").name == "timeout.py"
     with pytest.raises(ValueError, match="plain file stem"):
         sources.source_file("x = 1\n", "candidate", "../evil")
     with pytest.raises(ValueError, match="for source text"):
