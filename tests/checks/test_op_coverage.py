@@ -90,9 +90,9 @@ def test_one_slow_recording_of_an_op_not_kept_does_not_let_a_wrapper_through():
 
 
 def test_a_gemm_cut_into_row_blocks_or_padded_is_the_same_work():
-    """The reference's GEMM re-run as two half-row ``addmm`` calls, or as one ``addmm`` on inputs padded
-    by a row, re-runs its multiply-adds in PyTorch's kernel (red-team helper: both were PASS); a
-    GEMV, or blocks of another inner dimension (a triangle's), are other work."""
+    """The reference's GEMM re-run in blocks (of rows, of its inner dimension, broadcast) or on padded
+    inputs re-runs its multiply-adds in PyTorch's kernel (red-team helpers: each was PASS); a GEMV,
+    or a triangle's blocks (5/8 of the multiply-adds here), are other work."""
     from kbv.checks.op_coverage import gemm_work
 
     ref_key = "aten.linear|32,512,512,1024,1024|32x1024;512x1024;512"
@@ -104,11 +104,17 @@ def test_a_gemm_cut_into_row_blocks_or_padded_is_the_same_work():
     padded = "aten.addmm|33,512,512,1024,1024|512;33x1024;1024x512"
     assert reference_work_covered(ref, {padded: 1, "aten.clamp_min|32,512|32x512": 1})[0] == 0.95
     assert reference_work_covered(ref, {half: 1}) is None  # half the multiply-adds
+    split_k = "aten.addmm|32,512,512,512,512|512;32x512;512x512"  # two halves of the inner dimension
+    assert reference_work_covered(ref, {split_k: 2, "aten.add|32,512,32,512|32x512;32x512": 1})[0] == 0.95
+    pad_k = "aten.matmul|32,512,1025,1025|32x1025;1025x512"  # padded along the inner dimension
+    assert reference_work_covered(ref, {pad_k: 1})[0] == 0.95
+    bcast = "aten.matmul|...|2x1x16x1024;1x2x1024x256"  # rows and columns in 2 x 2 broadcast blocks
+    assert reference_work_covered(ref, {bcast: 1})[0] == 0.95
     assert reference_work_covered(ref, {"aten.mv|32,1024,1024|32x1024;1024": 1}) is None
     square = "aten.mm|256,256,256,256|256x256;256x256"
     upper = OpCount(ops={"aten.mm": 1}, shaped={square: 1}, time_us={square: 100.0})
     triangle = {f"aten.mm|64,{256 - r},{256 - r},256|64x{256 - r};{256 - r}x256": 1 for r in range(0, 256, 64)}
-    assert reference_work_covered(upper, triangle) is None  # row blocks of A's upper triangle: other inner dimensions
+    assert reference_work_covered(upper, triangle) is None  # row blocks of A's upper triangle: 5/8 of the work
     rows = {"aten.mm|64,256,256,256|64x256;256x256": 4}
     assert reference_work_covered(upper, rows)[0] == 1.0  # all of the rows: the same GEMM
     # one candidate GEMM serves one reference GEMM: two equal reference GEMMs need both re-run
@@ -128,3 +134,7 @@ def test_gemm_work_reads_each_gemm_ops_shapes():
     assert gemm_work("aten.mm|4,8,9,16|4x8;9x16") is None  # not a product
     assert gemm_work("aten.relu|4,8|4x8") is None and gemm_work("aten.einsum|4,8,8,16|4x8;8x16") is None
     assert gemm_work("aten.mm|x|ax8;8x16") is None
+    # a broadcast batch is the product of both (red-team helper: max() counted half of a 2x1 by 1x2)
+    assert gemm_work("aten.matmul|...|2x1x16x32;1x2x32x8") == (32, 4 * 16 * 32 * 8)
+    assert gemm_work("aten.matmul|...|2x16x32;3x32x8") is None  # does not broadcast
+    assert gemm_work("aten.mm|x|3x-1;-1x2") is None

@@ -147,10 +147,10 @@ def _work(key: str) -> tuple[str, str]:
     return _family(op), rest.partition("|")[0]
 
 
-#: share of a reference GEMM's multiply-adds that the candidate's GEMMs of the same inner dimension
-#: must re-run for it to count as kept (kbv choice): a GEMM cut into row blocks, or run on padded
-#: inputs, re-runs all of them (a pad a few % more); a triangle's blocks have other inner
-#: dimensions, and a GEMV does 1/N of them (honest rows in tests/e2e/test_honest.py).
+#: share of a reference GEMM's multiply-adds that the candidate's GEMMs must re-run for it to count
+#: as kept (kbv choice): a GEMM cut into blocks of rows, columns or its inner dimension, or run on
+#: padded inputs, re-runs all of them (a pad a few % more); a triangle's blocks do about half of
+#: them, a GEMV 1/N (honest rows in tests/e2e/test_honest.py), a reassociation that pays fewer.
 GEMM_WORK_SHARE = 0.9
 
 
@@ -167,6 +167,8 @@ def gemm_work(key: str) -> tuple[int, int] | None:
         shapes = [tuple(int(d) for d in a.split("x")) if a else () for a in parts[1].split(";")]
     except ValueError:
         return None
+    if any(d < 0 for shape in shapes for d in shape):
+        return None
     name = op.partition(".")[2].rstrip("_")
     if name in ("addmm", "_addmm_activation", "baddbmm", "addmv", "addbmm"):
         shapes = shapes[1:]  # the added term first
@@ -182,8 +184,20 @@ def gemm_work(key: str) -> tuple[int, int] | None:
     if name in ("bmm", "baddbmm", "addbmm") and len(a) == 3 and len(b) == 3 and a[2] == b[1] and a[0] == b[0]:
         return a[2], a[0] * a[1] * a[2] * b[2]
     if name == "matmul" and len(a) >= 2 and len(b) >= 2 and a[-1] == b[-2]:
-        return a[-1], max(_prod(a[:-2]), _prod(b[:-2])) * a[-2] * a[-1] * b[-1]
+        batch = _broadcast(a[:-2], b[:-2])  # a 2x1 and a 1x2 batch make 2x2 GEMMs
+        return None if batch is None else (a[-1], _prod(batch) * a[-2] * a[-1] * b[-1])
     return None
+
+
+def _broadcast(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
+    """The broadcast of two batch shapes (NumPy's rule), None where they do not broadcast."""
+    out = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x, y = (a[-i] if i <= len(a) else 1), (b[-i] if i <= len(b) else 1)
+        if x != y and 1 not in (x, y):
+            return None
+        out.append(max(x, y) if 1 in (x, y) else x)
+    return tuple(reversed(out))
 
 
 def _prod(dims: Sequence[int]) -> int:
@@ -196,32 +210,27 @@ def _prod(dims: Sequence[int]) -> int:
 def _gemm_kept(reference: OpCount, need: Mapping[tuple, int], kept: list, candidate_shaped: Mapping[str, int],
                order: Sequence[tuple]) -> list:
     """The reference's GEMM works (of ``need``, not in ``kept``) whose multiply-adds the candidate's
-    GEMMs of the same inner dimension re-ran, to :data:`GEMM_WORK_SHARE`: a GEMM cut into blocks of
-    rows or run on padded inputs is the same work (red-team helper, seventeenth session: both were
-    PASS). Each of the candidate's multiply-adds serves one reference GEMM; those of the GEMMs kept
-    exactly are spent first; ``order``: the works by their time, the greatest first."""
-    have: dict[int, int] = {}
+    GEMMs re-ran, to :data:`GEMM_WORK_SHARE`: a GEMM cut into blocks (of rows, columns or its inner
+    dimension), broadcast or run on padded inputs is the same work (red-team helpers, seventeenth
+    session: each was PASS). Each of the candidate's multiply-adds serves one reference GEMM; those of
+    the GEMMs kept exactly are spent first; ``order``: the works by their time, the greatest first."""
+    have = 0
     for k, n in candidate_shaped.items():
         g = gemm_work(k) if isinstance(k, str) and type(n) is int and n > 0 else None
         if g is not None:
-            have[g[0]] = have.get(g[0], 0) + g[1] * n
-    by_work: dict[tuple, dict[int, int]] = {}
+            have += g[1] * n
+    by_work: dict[tuple, int] = {}
     for k, n in reference.shaped.items():
         w, g = _work(k), gemm_work(k)
         if g is not None and w[0] == "family:gemm":
-            by_work.setdefault(w, {})
-            by_work[w][g[0]] = by_work[w].get(g[0], 0) + g[1] * int(n)
-    for w in kept:
-        for kdim, macs in by_work.get(w, {}).items():
-            have[kdim] = have.get(kdim, 0) - macs
+            by_work[w] = by_work.get(w, 0) + g[1] * int(n)
+    have -= sum(by_work.get(w, 0) for w in kept)
     more = []
     for w in order:
         if w in kept or w not in by_work or w not in need:
             continue
-        wanted = by_work[w]
-        if all(have.get(kdim, 0) >= GEMM_WORK_SHARE * macs for kdim, macs in wanted.items()):
-            for kdim, macs in wanted.items():
-                have[kdim] -= macs
+        if by_work[w] > 0 and have >= GEMM_WORK_SHARE * by_work[w]:
+            have -= by_work[w]
             more.append(w)
     return more
 
@@ -240,9 +249,8 @@ def reference_work_covered(reference: OpCount, candidate_shaped: Mapping[str, in
 
     The same work: an op of the same family (:data:`OP_FAMILIES`) on arguments of the same sizes
     (``aten.linear`` of x[32,1024] and W[512,1024] is ``aten.addmm`` of x and W.t()), at least as
-    many times as the reference ran it; for a GEMM also GEMMs of the same inner dimension that re-run
-    its multiply-adds (:func:`gemm_work`, :data:`GEMM_WORK_SHARE`: the GEMM cut into row blocks, or
-    padded). ``reference`` is the reference's
+    many times as the reference ran it; for a GEMM also GEMMs that re-run its multiply-adds
+    (:func:`gemm_work`, :data:`GEMM_WORK_SHARE`: the GEMM cut into blocks, broadcast or padded). ``reference`` is the reference's
     :func:`kbv.sandbox.profiling.recorded_ops` with its times (the trusted side's);
     ``candidate_shaped`` the candidate's ``shaped`` count (a claim, as every op count is). A
     candidate that re-ran the reference's GEMM and wrote its ReLU as ``clamp_min`` is not
