@@ -161,7 +161,9 @@ def test_rejection_verdict_is_a_compile_error_with_a_minimal_environment(problem
     cand = rejected_candidate(path, run="m", sample_id=0)
     v = rejection_verdict(load_problem(problems / "level1" / "1_Identity.py"), cand, EvalConfig(),
                           f"{path}: syntax error at line 1")
-    assert v.status is Status.COMPILE_ERROR and str(path) in v.message
+    # named by the file's name, as every other verdict's message (source text's path is a cache path)
+    assert v.status is Status.COMPILE_ERROR and v.message == "bad.py: syntax error at line 1"
+    assert v.candidate.path == str(path)
     assert v.environment.device == "cpu" and v.environment.device_name is None
     assert v.timing == {} and v.input_sets == () and v.evidence["ran"] is False
 

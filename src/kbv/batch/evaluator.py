@@ -68,9 +68,13 @@ def rejection_verdict(problem: ProblemRef, candidate: CandidateRef, config: Eval
     """COMPILE_ERROR for a candidate refused by static vetting (unreadable, not UTF-8, over the size
     limit, syntax error, no ``ModelNew``), built here without running anything.
 
-    ``fault`` is the one-line :class:`kbv.intake.candidates.CandidateError` text (it names the file).
+    ``fault`` is the one-line :class:`kbv.intake.candidates.CandidateError` text (it names the file);
+    the message names the file as every other verdict's does, by its name (the path is the
+    candidate's: source text's is a cache path, fresh helper).
     """
-    return Verdict(status=Status.COMPILE_ERROR, message=fault, problem=problem, candidate=candidate,
+    prefix = f"{candidate.path}: "
+    message = f"{Path(candidate.path).name}: {fault[len(prefix):]}" if fault.startswith(prefix) else fault
+    return Verdict(status=Status.COMPILE_ERROR, message=message, problem=problem, candidate=candidate,
                    config=config, environment=minimal_environment(config.device),
                    evidence={"phase": "static vetting", "ran": False})
 
