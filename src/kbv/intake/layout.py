@@ -27,7 +27,7 @@ import enum
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Collection, Iterable
+from typing import Collection, Iterable, Iterator
 
 from kbv.intake.problems import _FILE_RE, ProblemError, load_problem
 from kbv.model.records import ProblemRef
@@ -292,15 +292,23 @@ def hidden_test_identity(path: Path | str) -> tuple[int | None, int | None]:
     return (int(lm["level"]) if lm and fm else None), (int(fm["pid"]) if fm else None)
 
 
+def _hidden_level_dirs(root: Path | str) -> Iterator[tuple[int, Path]]:
+    """``(level, folder)`` of each ``level<L>`` folder of ``root``'s ``hidden_tests`` folder
+    (``root`` itself or its ``hidden_tests`` subfolder), or of ``root`` itself under another name."""
+    base = find_hidden_tests_root(root) or Path(root)
+    if not base.is_dir():
+        return
+    for d in sorted(base.iterdir()):
+        lm = _HIDDEN_LEVEL_RE.match(d.name)
+        if lm and d.is_dir():
+            yield int(lm["level"]), d
+
+
 def misnamed_hidden_tests(root: Path | str, levels: Collection[int] | None = None) -> list[Path]:
     """``.py`` files (any case of the suffix) in ``root``'s ``level<L>`` folders (as
     :func:`discover_hidden_tests` reads them; ``levels``: those levels only) not named
     ``<pid>_hidden.py``: not used, and worth a word (``1_hidden_old.py``, ``3_hidden.PY``)."""
-    base = find_hidden_tests_root(root) or Path(root)
-    if not base.is_dir():
-        return []
-    return [f.absolute() for d in sorted(base.iterdir()) if d.is_dir() and (lm := _HIDDEN_LEVEL_RE.match(d.name))
-            and (levels is None or int(lm["level"]) in levels)
+    return [f.absolute() for level, d in _hidden_level_dirs(root) if levels is None or level in levels
             for f in sorted(d.iterdir()) if f.suffix.lower() == ".py" and not _HIDDEN_FILE_RE.match(f.name)]
 
 
@@ -313,18 +321,12 @@ def discover_hidden_tests(root: Path | str) -> dict[tuple[int, int], Path]:
         LayoutError: two files claim one problem (``level1/1_hidden.py`` and ``level1/01_hidden.py``,
             or ``level1/`` and ``level_1/``): which one holds its tests is not for kbv to guess.
     """
-    base = find_hidden_tests_root(root) or Path(root)
-    if not base.is_dir():
-        return {}
     out: dict[tuple[int, int], Path] = {}
-    for level_dir in sorted(base.iterdir()):
-        lm = _HIDDEN_LEVEL_RE.match(level_dir.name)
-        if not (level_dir.is_dir() and lm):
-            continue
-        for f in sorted(level_dir.iterdir()):
+    for level, d in _hidden_level_dirs(root):
+        for f in sorted(d.iterdir()):
             fm = _HIDDEN_FILE_RE.match(f.name)
             if fm:  # a dangling link or a folder of that name too: vetting names it (not a file)
-                key = (int(lm["level"]), int(fm["pid"]))
+                key = (level, int(fm["pid"]))
                 if key in out:
                     raise LayoutError(f"{out[key]} and {f.absolute()}: two hidden test files for level{key[0]}/"
                                       f"{key[1]}; keep one")
@@ -334,4 +336,5 @@ def discover_hidden_tests(root: Path | str) -> dict[tuple[int, int], Path]:
 
 __all__ = ["Layout", "LayoutError", "CandidateFile", "CandidateScan", "ProblemScan", "scan_root",
            "discover_candidates", "detect_layout", "problem_files", "unnamed_problem_files", "vet_problems",
-           "discover_hidden_tests", "find_hidden_tests_root", "hidden_test_identity", "misnamed_hidden_tests", "KERNELBENCH_RE"]
+           "discover_hidden_tests", "find_hidden_tests_root", "hidden_test_identity", "misnamed_hidden_tests",
+           "KERNELBENCH_RE"]
