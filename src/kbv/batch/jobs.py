@@ -44,12 +44,18 @@ def with_hidden_tests(config_hash_: str, tests_sha256: str | None) -> str:
     return f"{config_hash_}+ht{tests_sha256[:16]}" if tests_sha256 else config_hash_
 
 
+def planned_tests_hash(config_hash_: str) -> str:
+    """The hidden test file's hash prefix :func:`with_hidden_tests` put in a job's ``config_hash``
+    ("" for a job planned without one)."""
+    return config_hash_.partition("+ht")[2]
+
+
 def hidden_tests_changed(config_hash_: str, made_from: str | None) -> bool:
     """Whether a job planned with a hidden test file's hash (:func:`with_hidden_tests`) had its
     hidden sets made from other bytes (``made_from``: the sha256 the verdict's evidence records as
     ``hidden_tests_sha256``; None where no set was made). The file was edited during the run: the
     verdict's key names bytes its sets did not come from."""
-    planned = config_hash_.partition("+ht")[2]
+    planned = planned_tests_hash(config_hash_)
     return bool(planned) and made_from is not None and not made_from.startswith(planned)
 
 

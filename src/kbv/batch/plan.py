@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from kbv.batch.jobs import Job, config_hash, problem_key, with_hidden_tests
+from kbv.batch.jobs import Job, config_hash, planned_tests_hash, problem_key, with_hidden_tests
 from kbv.batch.store import Store
 from kbv.intake.candidates import CandidateError, load_candidate
 from kbv.intake.layout import (CandidateFile, Layout, LayoutError, discover_candidates, discover_hidden_tests,
@@ -156,15 +156,8 @@ def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str],
     broken_ids = {(b.level, b.problem_id) for b in broken if b.problem_id is not None}
     stray_tests: tuple[Path, ...] = ()
     if hidden_tests_root is not None:
-        hidden = _named_hidden_tests(Path(hidden_tests_root), by_id)
-        # files for no problem of the root at all (not merely unselected ones): said, since a typo'd
-        # name or the wrong level's folder leaves a problem without the tests meant for it
-        # only in the levels the root has: a whole hidden_tests folder beside one level's problems is usual
         known = {(p.level, p.problem_id) for p in pscan.problems} | {identify(Path(e.path))[:2] for e in pscan.errors}
-        levels = {lv for lv, _ in known}
-        stray_tests = tuple(v for k, v in sorted(discover_hidden_tests(Path(hidden_tests_root)).items())
-                            if k not in known and k[0] in levels) + tuple(misnamed_hidden_tests(Path(hidden_tests_root),
-                                                                                                levels))
+        hidden, stray_tests = _named_hidden_tests(Path(hidden_tests_root), by_id, known)
     else:
         hidden_root = find_hidden_tests_root(problems_root, Path(problems_root).parent)
         hidden = discover_hidden_tests(hidden_root) if hidden_root else {}
@@ -203,10 +196,15 @@ def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str],
                      hidden_tests=hidden, broken_candidates=tuple(broken_of), stray_hidden_tests=stray_tests)
 
 
-def _named_hidden_tests(root: Path, by_id: dict) -> dict[tuple[int, int], Path]:
+def _named_hidden_tests(root: Path, by_id: dict,
+                        known: set) -> tuple[dict[tuple[int, int], Path], tuple[Path, ...]]:
     """The hidden-test files of a folder the user named (``--hidden-tests``): ``root`` is a
     ``hidden_tests`` folder, holds one, or holds its ``level<L>/<pid>_hidden.py`` files under any
-    name. Only the selected problems' files are kept.
+    name. Returns (the selected problems' files, the stray ones): stray are files for no problem of
+    the root at all (``known``: every problem's (level, id), broken ones included; not merely
+    unselected ones), and ``.py`` files not named ``<pid>_hidden.py``, both only in the levels the
+    root has (a whole ``hidden_tests`` folder beside one level's problems is usual): a typo'd name
+    or the wrong level's folder leaves a problem without the tests meant for it.
 
     Raises:
         kbv.intake.layout.LayoutError: ``root`` is not a folder, holds no ``<pid>_hidden.py`` file,
@@ -224,7 +222,9 @@ def _named_hidden_tests(root: Path, by_id: dict) -> dict[tuple[int, int], Path]:
         shown = ", ".join(f"level{lv}/{pid}" for lv, pid in sorted(found)[:3])
         raise LayoutError(f"{root}: --hidden-tests has {len(found)} hidden-test file(s) ({shown}"
                           f"{', ...' if len(found) > 3 else ''}) but none for a selected problem")
-    return kept
+    levels = {lv for lv, _ in known}
+    stray = [v for k, v in sorted(found.items()) if k not in known and k[0] in levels]
+    return kept, tuple(stray + misnamed_hidden_tests(root, levels))
 
 
 # Running ------------------------------------------------------------------------------------------
@@ -304,7 +304,8 @@ def check_hidden_tests(store: Store, plan: BatchPlan, *, allow_without: bool = F
         return
     wanted = {_slot(pj.job): pj.job for pj in plan.jobs if pj.rejection is None}
     lost = sorted({f"level{j.level}/{j.problem_id}" for j in store.jobs()
-                   if _slot(j) in wanted and "+ht" in j.config_hash and "+ht" not in wanted[_slot(j)].config_hash})
+                   if _slot(j) in wanted and planned_tests_hash(j.config_hash)
+                   and not planned_tests_hash(wanted[_slot(j)].config_hash)})
     if lost:
         folders = _hidden_folders(store)
         where = ", ".join(sorted({folders[k] for k in lost if k in folders}))

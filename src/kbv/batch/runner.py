@@ -60,7 +60,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, 
 from kbv.batch.annotate import name_baselines, speedup_intervals
 from kbv.batch.baseline_cache import attach_compile_speedup
 from kbv.batch.evaluator import EvaluationError, Evaluator, rejection_verdict
-from kbv.batch.jobs import hidden_tests_changed, problem_key
+from kbv.batch.jobs import hidden_tests_changed, planned_tests_hash, problem_key
 from kbv.batch.plan import (_SHA_CHARS, BROKEN_PREFIX, BatchPlan, BrokenProblemFile, ConfigMismatch, PlannedJob,
                             Selection, _sync_exclusions, broken_reason, check_config, check_hidden_tests, parse_ids,
                             plan_batch, record_hidden_tests, remove_superseded)
@@ -300,7 +300,7 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
                 path = (hidden or {}).get((pj.problem.level, pj.problem.problem_id))
                 res = replace(res, evidence={**res.evidence, "hidden_tests_error": (
                     f"{path}: the file changed after the run was planned (sets made from {made_from[:12]}, "
-                    f"planned {pj.job.config_hash.partition('+ht')[2][:12]})")})
+                    f"planned {planned_tests_hash(pj.job.config_hash)[:12]})")})
             record(pj, speedup_intervals(name_baselines(attach_compile_speedup(res, store))))
 
     def built(pj: PlannedJob, b) -> None:  # from a build thread
