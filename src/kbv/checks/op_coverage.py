@@ -5,8 +5,11 @@ reference's own compute ops (:func:`reference_covered`), did its own kernels do 
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Mapping, Sequence
+
+import torch
 
 from kbv.sandbox.kernels import KernelProfile
 from kbv.sandbox.profiling import NO_MATH_OPS, OpCount
@@ -176,7 +179,7 @@ def gemm_work(key: str) -> tuple[int, int] | None:
         return None
     a, b = shapes[0], shapes[1]
     if name == "linear" and len(a) >= 1 and len(b) == 2 and b[1] == a[-1]:
-        return a[-1], _prod(a[:-1]) * b[0] * a[-1]
+        return a[-1], math.prod(a[:-1]) * b[0] * a[-1]
     if name in ("mv", "addmv") and len(a) == 2 and len(b) == 1 and a[1] == b[0]:
         return b[0], a[0] * a[1]
     if name in ("mm", "addmm", "_addmm_activation") and len(a) == 2 and len(b) == 2 and a[1] == b[0]:
@@ -184,27 +187,12 @@ def gemm_work(key: str) -> tuple[int, int] | None:
     if name in ("bmm", "baddbmm", "addbmm") and len(a) == 3 and len(b) == 3 and a[2] == b[1] and a[0] == b[0]:
         return a[2], a[0] * a[1] * a[2] * b[2]
     if name == "matmul" and len(a) >= 2 and len(b) >= 2 and a[-1] == b[-2]:
-        batch = _broadcast(a[:-2], b[:-2])  # a 2x1 and a 1x2 batch make 2x2 GEMMs
-        return None if batch is None else (a[-1], _prod(batch) * a[-2] * a[-1] * b[-1])
-    return None
-
-
-def _broadcast(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...] | None:
-    """The broadcast of two batch shapes (NumPy's rule), None where they do not broadcast."""
-    out = []
-    for i in range(1, max(len(a), len(b)) + 1):
-        x, y = (a[-i] if i <= len(a) else 1), (b[-i] if i <= len(b) else 1)
-        if x != y and 1 not in (x, y):
+        try:  # the broadcast of both batches: a 2x1 and a 1x2 batch make 2x2 GEMMs
+            batch = math.prod(torch.broadcast_shapes(a[:-2], b[:-2]))
+        except RuntimeError:
             return None
-        out.append(max(x, y) if 1 in (x, y) else x)
-    return tuple(reversed(out))
-
-
-def _prod(dims: Sequence[int]) -> int:
-    out = 1
-    for d in dims:
-        out *= d
-    return out
+        return a[-1], batch * a[-2] * a[-1] * b[-1]
+    return None
 
 
 def _gemm_kept(reference: OpCount, need: Mapping[tuple, int], kept: list, candidate_shaped: Mapping[str, int],

@@ -208,16 +208,24 @@ def _load(path: str, sha: str | None = None) -> tuple[Callable[[], Any], str]:
     return getattr(module, "get_hidden_inputs"), digest
 
 
+def _file_fault(path: str, exc: BaseException) -> ProblemError:
+    """``exc``, raised by the file's code, as the file's fault. A memory failure is raised again as
+    it is: the device or host full when a set is made (a candidate can fill the device between its
+    calls) is kbv's failure, EVAL_ERROR (``Verification.run``), never a file fault under which the
+    remaining sets would be skipped and the verdict kept."""
+    if is_out_of_memory(exc):
+        raise exc
+    return ProblemError(path, f"get_hidden_inputs() failed: {type(exc).__name__}: {first_line(exc)}")
+
+
 def _fresh(path: str, sha: str | None = None) -> tuple[Callable[[], Any], str]:
-    """:func:`_load`, its failures the file's (:class:`ProblemError`)."""
+    """:func:`_load`, its failures the file's (:func:`_file_fault`)."""
     try:
         return _load(path, sha)
     except (ProblemError, KeyboardInterrupt):
         raise
     except BaseException as exc:  # noqa: BLE001 - a broken hidden test file is the problem's fault
-        if is_out_of_memory(exc):  # kbv's limit (EVAL_ERROR), never a file fault that skips the sets
-            raise
-        raise ProblemError(path, f"get_hidden_inputs() failed: {type(exc).__name__}: {first_line(exc)}") from None
+        raise _file_fault(path, exc) from None
 
 
 def _checked(path: str, lists: Any) -> list[list[Any]]:
@@ -283,13 +291,7 @@ class _Maker:
         except (_Diverged, ProblemError, KeyboardInterrupt):
             raise
         except BaseException as exc:  # noqa: BLE001 - a broken hidden test file is the problem's fault
-            if is_out_of_memory(exc):
-                # the device or host full when a set is made (a candidate can fill the device between
-                # its calls): kbv's failure, EVAL_ERROR (Verification.run), not hidden sets skipped
-                # under a verdict that stands
-                raise
-            raise ProblemError(self.path, f"get_hidden_inputs() failed: {type(exc).__name__}: "
-                                          f"{first_line(exc)}") from None
+            raise _file_fault(self.path, exc) from None
         if self.count < 0:
             self.count = len(lists)
         elif len(lists) != self.count:
