@@ -114,13 +114,6 @@ def sample_row(v: Verdict) -> dict[str, Any]:
     }
 
 
-def lacking_hidden_tests(verdicts: Iterable[Verdict]) -> list[str]:
-    """One line per verdict whose hidden test file failed (``evidence["hidden_tests_error"]``): the
-    run, problem and sample, and what failed."""
-    return [f"{v.candidate.run or '(unnamed)'} {problem_key(v.problem)} sample {v.candidate.sample_id}: "
-            f"{v.evidence['hidden_tests_error']}" for v in verdicts if v.evidence.get("hidden_tests_error")]
-
-
 def write_samples_csv(store: Store, path: Path | str) -> Path:
     """Per-sample CSV of every stored verdict (messages made formula-safe)."""
     return _write_rows(Path(path), [sample_row(v) for v in store.verdicts()])
@@ -243,7 +236,8 @@ def write_metrics_markdown(metrics: BatchMetrics, path: Path | str, *, title: st
     """Markdown summary: leaderboard, decomposition, the problem × run matrix (``matrix``: from
     :func:`kbv.report.views.status_matrix`), each pair of runs compared over their common problems,
     failures per distribution, ``kbv audit``'s labels (``audits``: its ``AuditRow`` list), exclusions,
-    and the verdicts whose hidden test file failed (``lacking_hidden``: :func:`lacking_hidden_tests`).
+    and the verdicts whose hidden test file failed (``lacking_hidden``:
+    :func:`kbv.report.views.lacking_hidden_tests`).
 
     ``unfinished``: jobs of the store without a verdict yet (a batch still running or stopped):
     the page then says the figures are partial. A correct speedup marked ``~`` averages over

@@ -25,12 +25,13 @@ import jinja2
 from kbv.batch.metrics import (DECOMPOSITION_BASELINES, DECOMPOSITION_CORRECTNESS, DEFAULT_BASELINE,
     BatchMetrics, compute_metrics)
 from kbv.model.records import POLICIES
-from kbv.report.export import (fmt_pct, fmt_ratio, lacking_hidden_tests, missing_baseline, write_eval_results_json,
-                               write_leaderboard_csv, write_metrics_markdown, write_samples_csv)
+from kbv.report.export import (fmt_pct, fmt_ratio, missing_baseline, write_eval_results_json, write_leaderboard_csv,
+    write_metrics_markdown, write_samples_csv)
 from kbv.report import plots as report_plots
 from kbv.batch.paired import paired_comparisons
 from kbv.report.export import CLIPPED_HEAD, clipped_cell
-from kbv.report.views import SHOWN_P, anchor, comparison_rows, leaderboard, mean_std, problem_views, status_matrix
+from kbv.report.views import (SHOWN_P, anchor, comparison_rows, lacking_hidden_tests, leaderboard, mean_std,
+    problem_views, status_matrix)
 from kbv.batch.results import SPEEDUP_COLUMNS
 from kbv.batch.store import Store
 

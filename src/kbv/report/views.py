@@ -11,7 +11,7 @@ import json
 import re
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from kbv.batch.jobs import problem_key
 from kbv.batch.metrics import BatchMetrics, LevelMetrics
@@ -215,3 +215,10 @@ def status_matrix(metrics: BatchMetrics, verdicts: list[Verdict]) -> tuple[list[
                           "noisy": bool(o and o.best_noisy), "sort": _num(speed)})
         rows.append({"key": k, "anchor": anchor(k), "cells": cells})
     return [r or "(unnamed)" for r in runs], rows
+
+
+def lacking_hidden_tests(verdicts: Iterable[Verdict]) -> list[str]:
+    """One line per verdict whose hidden test file failed (``evidence["hidden_tests_error"]``): the
+    run, problem and sample, and what failed."""
+    return [f"{v.candidate.run or '(unnamed)'} {problem_key(v.problem)} sample {v.candidate.sample_id}: "
+            f"{v.evidence['hidden_tests_error']}" for v in verdicts if v.evidence.get("hidden_tests_error")]
