@@ -59,6 +59,16 @@ def hidden_tests_changed(config_hash_: str, made_from: str | None) -> bool:
     return bool(planned) and made_from is not None and not made_from.startswith(planned)
 
 
+def hidden_tests_drift(config_hash_: str, made_from: str | None, path: object) -> str | None:
+    """The ``hidden_tests_error`` of a verdict whose sets came from other bytes than its job was
+    planned with (:func:`hidden_tests_changed`; ``path``: the file), None where they did not: the
+    run says it (exit 2), and the next run supersedes the verdict, its key having the new bytes."""
+    if not hidden_tests_changed(config_hash_, made_from):
+        return None
+    return (f"{path}: the file changed after the run was planned (sets made from {str(made_from)[:12]}, "
+            f"planned {planned_tests_hash(config_hash_)[:12]})")
+
+
 @dataclass(frozen=True)
 class Job:
     """One (problem, candidate) evaluation of a batch. Identity is :attr:`key`."""

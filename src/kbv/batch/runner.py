@@ -60,7 +60,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, 
 from kbv.batch.annotate import name_baselines, speedup_intervals
 from kbv.batch.baseline_cache import attach_compile_speedup
 from kbv.batch.evaluator import EvaluationError, Evaluator, rejection_verdict
-from kbv.batch.jobs import hidden_tests_changed, planned_tests_hash, problem_key
+from kbv.batch.jobs import hidden_tests_drift, problem_key
 from kbv.batch.plan import (_SHA_CHARS, BROKEN_PREFIX, BatchPlan, BrokenProblemFile, ConfigMismatch, PlannedJob,
                             Selection, _sync_exclusions, broken_reason, check_config, check_hidden_tests, parse_ids,
                             plan_batch, record_hidden_tests, remove_superseded)
@@ -293,14 +293,10 @@ def run_batch(plan: BatchPlan, store: Store, *, evaluator: Evaluator | None = No
             out.internal_errors.append((pj.candidate.path, text))
             say(f"KBV ERROR     {pj.candidate.path}: {first} (job released)")
         else:
-            made_from = res.evidence.get("hidden_tests_sha256")
-            if hidden_tests_changed(pj.job.config_hash, made_from) and not res.evidence.get("hidden_tests_error"):
-                # the file was edited after the plan: the sets checked are not those the job's key names;
-                # said (exit 2) and superseded on the next run, whose key has the new bytes
-                path = (hidden or {}).get((pj.problem.level, pj.problem.problem_id))
-                res = replace(res, evidence={**res.evidence, "hidden_tests_error": (
-                    f"{path}: the file changed after the run was planned (sets made from {made_from[:12]}, "
-                    f"planned {planned_tests_hash(pj.job.config_hash)[:12]})")})
+            drift = hidden_tests_drift(pj.job.config_hash, res.evidence.get("hidden_tests_sha256"),
+                                       (hidden or {}).get((pj.problem.level, pj.problem.problem_id)))
+            if drift and not res.evidence.get("hidden_tests_error"):  # the file was edited after the plan
+                res = replace(res, evidence={**res.evidence, "hidden_tests_error": drift})
             record(pj, speedup_intervals(name_baselines(attach_compile_speedup(res, store))))
 
     def built(pj: PlannedJob, b) -> None:  # from a build thread

@@ -35,8 +35,8 @@ def source_file(text: str, kind: str, name: str | None = None) -> Path:
     """The file holding ``text`` (UTF-8) under ``<kbv cache>/sources/``:
     ``<kind>_<first 24 hex digits of its SHA-256>/<name>.py`` (``name`` defaults to ``kind``; it is
     what verdicts and reports show, and for a problem a KernelBench name such as ``19_ReLU`` also
-    gives its id; a ``.py`` ending is the file's, not the stem's). Written once (atomically): the same path for the same text and name on every
-    call and in every process.
+    gives its id; a ``.py`` ending is the file's, not the stem's). Written once (atomically): the
+    same path for the same text and name on every call and in every process.
 
     Raises:
         ValueError: ``name`` is not a plain file stem (letters, digits, ``_``, ``.``, ``-``; at most 100).
@@ -46,7 +46,6 @@ def source_file(text: str, kind: str, name: str | None = None) -> Path:
         raise ValueError(f"{kind} name {name!r} must be a plain file stem (letters, digits, '_', '.', '-')")
     if name is not None and name.endswith(".py") and len(name) > 3:
         name = name[:-3]  # a file name given for its stem: shown as written, not as "x.py.py"
-
     raw = text.encode("utf-8")
     folder = _sources_dir() / f"{kind}_{hashlib.sha256(raw).hexdigest()[:24]}"
     folder.mkdir(mode=0o700, exist_ok=True)
