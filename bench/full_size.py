@@ -17,6 +17,9 @@ goals:
 - ``median_gap_s``: the median gap between consecutive verdicts (the first job's start-up left
   out), goal <= 6 s;
 - ``over_bound``: jobs whose host or device peak exceeds the bound, goal none;
+- ``over_bound_with_forward``: the same against ``4·B + 1 GiB + W``, W the reference's own eager
+  forward beyond its inputs and outputs (``reference_forward_working_bytes``, the memory stage's
+  measurement): a loss's or a 3-D convolution's intermediates, which any evaluator pays;
 - ``eval_errors``: EVAL_ERROR verdicts other than "does not fit this machine", goal none.
 
 A run past ``--deadline-s`` is stopped (SIGTERM: kbv stores what it finished) and reported with what
@@ -100,6 +103,18 @@ def write_candidates(problems: Path, chosen: set[int], runs: Path, tf32: bool = 
     return out
 
 
+def forward_working_bytes(verdict: dict, bound: int | None) -> int | None:
+    """The reference's own eager forward beyond its inputs and outputs (bytes): its measured forward
+    peak over the inputs (``memory["reference"]["forward_peak_bytes"]``, the memory stage's) less the
+    outputs, O = B - inputs with B from the bound ``4·B + 1 GiB``; None where either is missing."""
+    ref = (verdict.get("memory") or {}).get("reference") or {}
+    peak, inputs = ref.get("forward_peak_bytes"), ref.get("input_bytes")
+    if not bound or peak is None or inputs is None:
+        return None
+    out = max(0, (bound - (1 << 30)) // 4 - int(inputs))
+    return max(0, int(peak) - out)
+
+
 def read_jobs(db: Path) -> dict:
     """Every verdict of ``db`` by problem id: status, message, phase seconds and memory figures."""
     jobs = {}
@@ -109,12 +124,18 @@ def read_jobs(db: Path) -> dict:
         peaks = {k: mem.get(k) for k in ("reference_host_peak_bytes", "candidate_host_peak_bytes",
                                          "reference_device_peak_bytes")}
         pid = int(re.search(r"problem_(\d+)_", Path(path).name)[1])
-        jobs[pid] = {"status": status, "message": (v.get("message") or "")[:200],
+        working = forward_working_bytes(v, bound)
+        jobs[pid] = {"status": status, "message": (v.get("message") or "")[:400],
                      "phase_s": round(sum(float(x) for x in (v.get("phase_seconds") or {}).values()), 2),
                      **peaks, "bound_bytes": bound,
                      # the reference worker's device peak so far at the end of each phase: the phase that went over
                      "phase_device_peaks": mem.get("phase_device_peaks") or {},
                      "over_bound": [k for k, x in peaks.items() if bound and x and x > bound],
+                     # the problem's own eager forward beyond its inputs and outputs (W): what any
+                     # evaluator that runs the reference pays; the device peak against 4·B + 1 GiB + W
+                     "reference_forward_working_bytes": working,
+                     "over_bound_with_forward": [k for k, x in peaks.items()
+                                                 if bound and x and x > bound + (working or 0)],
                      # a candidate's out-of-memory failure: what the device held when it came
                      **({"device_capacity": v["evidence"]["device_capacity"]}
                         if (v.get("evidence") or {}).get("device_capacity") else {})}
@@ -131,6 +152,8 @@ def summarise(run: dict, jobs: dict, chosen: set[int]) -> dict:
         "median_phase_s": round(statistics.median(j["phase_s"] for j in jobs.values()), 2) if jobs else None,
         "statuses": {s: sum(j["status"] == s for j in jobs.values()) for s in sorted({j["status"] for j in jobs.values()})},
         "over_bound": {pid: j["over_bound"] for pid, j in sorted(jobs.items()) if j["over_bound"]},
+        "over_bound_with_forward": {pid: j["over_bound_with_forward"] for pid, j in sorted(jobs.items())
+                                    if j["over_bound_with_forward"]},
         "does_not_fit": sorted(pid for pid, j in jobs.items() if j["status"] == "EVAL_ERROR" and NOT_FIT in j["message"]),
         "eval_errors": {pid: j["message"] for pid, j in sorted(jobs.items())
                         if j["status"] == "EVAL_ERROR" and NOT_FIT not in j["message"]},

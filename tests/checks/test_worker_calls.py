@@ -62,12 +62,28 @@ def test_kbvs_share_is_at_most_what_the_tree_grew_since_staging_began():
     assert device_capacity_oom(*args, held_before_staging=20 * GIB) is not None  # 18 GiB made
 
 
+def test_once_the_staging_reply_came_back_kbvs_share_is_all_it_staged():
+    """The measured case (KernelBench-Verified's full-size MSE loss, B = 8 GiB, on an 80 GB H100,
+    eighteenth session): the staging reused 33.6 GB of blocks the candidate's allocator kept from
+    the correctness calls, so the tree grew 3.9 GB for 34.4 GB staged; the honest candidate's 4 GiB
+    intermediate then failed with 0.76 GB free. The growth cap charged it 37.5 GB of its own, over
+    the 33 GiB bound: a RUNTIME_ERROR. With the staging's reply back, the share is whole."""
+    args = (760_676_352, 85_017_493_504, 42_817_552_384, 0, 8_589_934_596, 35_433_480_208, 34_359_742_720)
+    before = 37_542_756_352
+    assert device_capacity_oom(*args, held_before_staging=before) is None  # a failure inside the staging
+    why = device_capacity_oom(*args, held_before_staging=before, staging_done=True)
+    assert why is not None and "34.4 GiB" not in why and "32.0 GiB of them kbv's" in why
+    # a candidate over the bound with the whole share taken off still keeps its failure
+    assert device_capacity_oom(760_676_352, 139 * GIB, 42 * GIB, 0, 8 * GIB, 33 * GIB, 32 * GIB,
+                               held_before_staging=before, staging_done=True) is None
+
+
 def _ctx(monkeypatch, free, total, reserved, staged=0):
     monkeypatch.setattr(ctx_mod.fp, "device_memory", lambda device: (free, total, reserved))
     rp = types.SimpleNamespace(device=torch.device("cuda", 0), output_bytes=6 * GIB)
     return types.SimpleNamespace(rp=rp, _input_bytes=6 * GIB, name="c.py",
                                  state=types.SimpleNamespace(evidence={}, input_sets=[]), _staged_bytes=staged,
-                                 _held_before_staging=None)
+                                 _held_before_staging=None, _staging_done=False)
 
 
 def test_the_context_ends_the_verification_as_kbvs_failure_only_where_the_rule_says(monkeypatch):
@@ -89,6 +105,15 @@ def test_the_context_ends_the_verification_as_kbvs_failure_only_where_the_rule_s
     with pytest.raises(Stop):
         ctx_mod.Context._device_capacity(staged)
     assert staged.state.evidence["device_capacity"]["staged_bytes"] == 20 * GIB
+    # the growth cap applies only until the staging's reply came back whole
+    capped = _ctx(monkeypatch, int(2.4 * GIB), 79 * GIB, 10 * GIB, staged=20 * GIB)
+    capped._held_before_staging = 60 * GIB
+    ctx_mod.Context._device_capacity(capped)
+    assert capped.state.evidence["device_capacity"]["does_not_fit"] is False
+    capped._staging_done = True
+    with pytest.raises(Stop):
+        ctx_mod.Context._device_capacity(capped)
+    assert capped.state.evidence["device_capacity"]["staging_done"] is True
     unstaged = _ctx(monkeypatch, int(2.4 * GIB), 79 * GIB, 10 * GIB)
     ctx_mod.Context._device_capacity(unstaged)  # the same tree, none of it kbv's: over the bound, its own
     assert unstaged.state.evidence["device_capacity"]["does_not_fit"] is False

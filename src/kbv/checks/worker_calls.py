@@ -113,7 +113,8 @@ def kept_output_bytes(output_bytes: int, held_output_bytes: int) -> int:
 
 def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_bytes: int, other_bytes: int,
                         call_bytes: int, bound_bytes: int, staged_bytes: int = 0,
-                        wrong_already: bool = False, held_before_staging: int | None = None) -> str | None:
+                        wrong_already: bool = False, held_before_staging: int | None = None,
+                        staging_done: bool = False) -> str | None:
     """Whether a candidate's device out-of-memory failure is the device's capacity, not the
     candidate's: the reason (for a "does not fit this machine" end, kbv's failure) or None (the
     candidate's RUNTIME_ERROR, as before).
@@ -136,11 +137,18 @@ def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_by
     set: its failure is never an excuse that drops a wrong kernel from the metrics (red-team
     helper, sixteenth session). ``held_before_staging``: the tree's bytes (:func:`candidate_at_most`)
     read just before kbv began staging; kbv's share is at most what the tree grew since, so a failure
-    inside the staging request itself is not credited with buffers never made (red-team helper)."""
+    inside the staging request itself is not credited with buffers never made (red-team helper).
+    ``staging_done``: the staging request's reply came back whole, so every staged buffer exists and
+    kbv's share is all of ``staged_bytes``; the growth cap then does not apply. The staging reuses
+    blocks the candidate's allocator kept from the correctness calls, kbv's inputs among them, so the
+    tree grows by less than it stages (measured: KernelBench-Verified's full-size MSE and Huber
+    losses on an 80 GB H100, 34.4 GB staged, 3.9 GB of growth, an honest candidate's 4 GiB
+    intermediate then a RUNTIME_ERROR; eighteenth session). A candidate that frees kbv's buffers
+    after the reply gains at most ``staged_bytes`` of room, and only on a device already full."""
     if wrong_already or total_bytes <= 0 or call_bytes <= 0:
         return None
     held = candidate_at_most(free_bytes, total_bytes, reference_reserved_bytes, other_bytes)
-    if held_before_staging is not None:
+    if held_before_staging is not None and not staging_done:
         staged_bytes = min(staged_bytes, max(0, held - held_before_staging))
     own = max(0, held - max(0, staged_bytes))
     if free_bytes >= call_bytes or own > bound_bytes:

@@ -108,6 +108,8 @@ class Context:
         self._staged_kept = 0
         #: the candidate tree's device bytes just before kbv's staging began (None: not read)
         self._held_before_staging: int | None = None
+        #: the staging request's reply came back whole: every staged buffer exists
+        self._staging_done = False
         self._views: list = []  #: the last timed call's outputs, views of slot 0 (kbv.sandbox.rawcopy.view).
         self._kept_times: dict = {}  #: candidate times of judged and of other timed calls (plan leak evidence).
         self._signals_at_spawn: frozenset = frozenset()
@@ -219,13 +221,15 @@ class Context:
         bound = fp.bound_bytes(self._input_bytes, out)
         wrong = any(r.passed is False for r in self.state.input_sets)
         reason = calls_rule.device_capacity_oom(free, total, reserved, 0, self._input_bytes + out, bound,
-                                                self._staged_bytes, wrong, self._held_before_staging)
+                                                self._staged_bytes, wrong, self._held_before_staging,
+                                                self._staging_done)
         # kept whichever way the rule went: a RUNTIME_ERROR's verdict says what the device held then
         self.state.evidence["device_capacity"] = {
             "free_bytes": free, "total_bytes": total, "reference_reserved_bytes": reserved,
             "candidate_at_most_bytes": calls_rule.candidate_at_most(free, total, reserved), "bound_bytes": bound,
             "call_bytes": self._input_bytes + out, "staged_bytes": self._staged_bytes,
-            "held_before_staging_bytes": self._held_before_staging, "wrong_already": wrong,
+            "held_before_staging_bytes": self._held_before_staging, "staging_done": self._staging_done,
+            "wrong_already": wrong,
             "does_not_fit": reason is not None}
         if reason is not None:
             raise Stop(Outcome.KBV_FAILED, f"{self.name}: the problem does not fit this machine: {reason}")

@@ -125,6 +125,7 @@ class Timing:
         touch = min(slot_bytes, rawcopy.aligned(max(self.ctx.rp.output_bytes, 0) + 4096))
         self.ctx._slot_touch = touch
         if self.ctx.rp.device.type == "cuda":  # what of the candidate worker's device memory is kbv's, from now on
+            fp.release_device_cache(self.ctx.rp.device)  # the correctness stage's cache: room for the staging
             self.ctx._held_before_staging = calls_rule.candidate_at_most(*fp.device_memory(self.ctx.rp.device))
             self.ctx._staged_bytes = calls_rule.staged_timing_bytes(in_bytes, len(sets), 2, slot_bytes * slots)
             self.ctx._staged_kept = calls_rule.kept_output_bytes(self.ctx.rp.output_bytes, cfg.held_output_bytes)
@@ -135,6 +136,8 @@ class Timing:
                 or ready.slots.dtype != torch.uint8 or ready.slots.numel() < slot_bytes * slots):
             raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: time: malformed reply")
         self.ctx._slots, self.ctx._slot_bytes, self.ctx._slot_count = ready.slots, slot_bytes, slots
+        self.ctx._staging_done = True
+        fp.release_device_cache(self.ctx.rp.device)  # the sets' IPC clones, once the worker holds its copies
         flush = l2_flush_bytes(self.ctx.rp.device)
         if self.ctx.rp.device.type == "cuda":  # other work on the GPU, recorded beside every figure it may slow
             self.ctx.state.evidence["gpu_share"] = {"start": gpushare.read(self.ctx.rp.device.index or 0).evidence()}

@@ -1,0 +1,22 @@
+"""kbv.processes.footprint.release_device_cache: the trusted side gives its unused device memory back
+before and after the timing stage's staging (on an 80 GB H100 the reference worker reserved 42.8 GB
+with about 32 GB in use, and an honest candidate's intermediate found 0.8 GB free)."""
+
+from __future__ import annotations
+
+import torch
+
+from kbv.processes import footprint
+
+
+def test_cuda_collects_ipc_blocks_then_empties_the_cache_after_a_sync(monkeypatch):
+    calls = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: calls.append("synchronize"))
+    monkeypatch.setattr(torch.cuda, "ipc_collect", lambda: calls.append("ipc_collect"))
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty_cache"))
+    footprint.release_device_cache(torch.device("cuda", 0))
+    # the IPC blocks first: collected, they become cached blocks the emptying then returns
+    assert calls == ["synchronize", "ipc_collect", "empty_cache"]
+    calls.clear()
+    footprint.release_device_cache(torch.device("cpu"))
+    assert calls == []
