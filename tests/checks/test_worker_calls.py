@@ -142,3 +142,41 @@ def test_the_kept_output_counts_as_kbvs_only_once_a_timed_call_has_returned():
     assert (c._staged_bytes, c._staged_kept) == (13 * GIB, 0)
     ctx_mod.Context._timed_reply(c, protocol.CallTimed(time_ms=1.0, clock="cuda-event", outputs=()))
     assert c._staged_bytes == 13 * GIB  # once
+
+
+def test_the_reference_workers_own_failure_on_a_full_device_is_the_devices_capacity():
+    """The measured case (KernelBench-Verified's full-size MSE loss, B = 8 GiB, bound 33 GiB, on an
+    80 GB H100, eighteenth session): the reference worker's 4 GiB allocation failed with 2.67 GiB
+    free, the reference at 33.6 GiB reserved (32.0 GiB peak in use), the candidate worker at 38.3
+    GiB, 32 GiB of it kbv's timing buffers. Before, a bare "kbv ran out of memory"."""
+    from kbv.checks.worker_calls import trusted_oom_does_not_fit
+
+    args = dict(free_bytes=int(2.67 * GIB), total_bytes=int(79.18 * GIB), reference_reserved_bytes=int(33.6 * GIB),
+                reference_peak_bytes=32 * GIB, call_bytes=8 * GIB, bound_bytes=33 * GIB)
+    why = trusted_oom_does_not_fit(**args, staged_bytes=32 * GIB)
+    assert why is not None and "within kbv's bound of 33.0 GiB" in why and "32.0 GiB of them kbv's" in why
+    # the candidate's tree over the bound without kbv's share: not called a fit (it may have filled the device)
+    assert trusted_oom_does_not_fit(**args) is None
+    # the reference worker over its own bound: kbv's excess, not the device's size
+    assert trusted_oom_does_not_fit(**{**args, "reference_peak_bytes": 34 * GIB}, staged_bytes=32 * GIB) is None
+    # room left on the device: not its capacity
+    assert trusted_oom_does_not_fit(**{**args, "free_bytes": 9 * GIB}, staged_bytes=32 * GIB) is None
+    assert trusted_oom_does_not_fit(**{**args, "total_bytes": 0}, staged_bytes=32 * GIB) is None
+
+
+def test_the_context_reads_the_reference_failure_as_the_device_left_it(monkeypatch):
+    c = _ctx(monkeypatch, int(2.67 * GIB), int(79.18 * GIB), int(33.6 * GIB), staged=32 * GIB)
+    c.rp.output_bytes = 0
+    c._input_bytes = 8 * GIB
+    monkeypatch.setattr(ctx_mod.fp, "process_peak_bytes", lambda device: 32 * GIB)
+    released = []
+    monkeypatch.setattr(ctx_mod.fp, "release_device_cache", lambda device: released.append(device))
+    why = ctx_mod.Context._trusted_oom_fit(c)
+    assert why is not None and "within kbv's bound" in why and released == []  # no release before the reading
+    kept = c.state.evidence["trusted_oom"]
+    assert kept["does_not_fit"] is True and kept["reference_peak_bytes"] == 32 * GIB
+    monkeypatch.setattr(ctx_mod.fp, "process_peak_bytes", lambda device: 40 * GIB)
+    assert ctx_mod.Context._trusted_oom_fit(c) is None  # over kbv's own bound: said as kbv's memory failure
+    assert c.state.evidence["trusted_oom"]["does_not_fit"] is False
+    c.rp.device = torch.device("cpu")
+    assert ctx_mod.Context._trusted_oom_fit(c) is None

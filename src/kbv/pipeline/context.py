@@ -234,6 +234,26 @@ class Context:
         if reason is not None:
             raise Stop(Outcome.KBV_FAILED, f"{self.name}: the problem does not fit this machine: {reason}")
 
+    def _trusted_oom_fit(self) -> str | None:
+        """After the reference worker's own out-of-memory failure on cuda: the reason it is the
+        device's capacity (:func:`kbv.checks.worker_calls.trusted_oom_does_not_fit`), or None; the
+        device's figures are kept as ``evidence["trusted_oom"]``."""
+        if self.rp.device.type != "cuda" or self._input_bytes <= 0:
+            return None
+        try:  # read as the failure left the device: a release first would show room the work lacked
+            free, total, reserved = fp.device_memory(self.rp.device)
+            peak = fp.process_peak_bytes(self.rp.device)
+        except RuntimeError:
+            return None
+        call = self._input_bytes + max(self.rp.output_bytes, 0)
+        bound = fp.bound_bytes(self._input_bytes, max(self.rp.output_bytes, 0))
+        reason = calls_rule.trusted_oom_does_not_fit(free, total, reserved, peak, call, bound, self._staged_bytes)
+        self.state.evidence["trusted_oom"] = {"free_bytes": free, "total_bytes": total,
+                                              "reference_reserved_bytes": reserved,
+                                              "reference_peak_bytes": peak, "bound_bytes": bound,
+                                              "staged_bytes": self._staged_bytes, "does_not_fit": reason is not None}
+        return reason
+
     def _fault_handlers(self, worker: CandidateProcess, reply: object) -> None:
         """The candidate worker catches SIGSEGV or SIGBUS (its ``SigCgt``, read here from
         /proc): memory that computes itself when touched, a lazy output (taxonomy 3). Neither

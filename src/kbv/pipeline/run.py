@@ -144,7 +144,9 @@ class Verification:
                 if not fp.is_memory_error(exc):
                     raise
                 outcome = Outcome.KBV_FAILED
-                message = (f"{ctx.name}: kbv ran out of memory in the reference worker "
+                fit = ctx._trusted_oom_fit()
+                message = (f"{ctx.name}: the problem does not fit this machine: {fit}" if fit else
+                           f"{ctx.name}: kbv ran out of memory in the reference worker "
                            f"({type(exc).__name__}: {first_line(exc)}); not the candidate's fault")
             finally:
                 bl.apply_flags(ctx.fp32_flags)

@@ -37,6 +37,14 @@ THREAD_GRACE_S = 0.2
 #: own, before asking whether they worked after the return (kbv.sandbox.call_probes.ThreadWork): work queued
 #: before the return is picked up by an idle pool thread well within this (kbv choice).
 THREAD_SETTLE_S = 0.02
+#: bytes of a call's inputs from which a correctness forward on cuda gives this process's unused
+#: cached device memory back before it replies (kbv choice): kbv's own copies of large inputs (the
+#: moved buffers' spacers, the previous call's inputs) stay cached in this process's allocator,
+#: where neither the reference worker nor the secret shape's worker can use them (KernelBench-
+#: Verified's full-size Huber loss, B = 8 GiB, on an 80 GB H100: the shape's worker ran out of
+#: memory beside this worker's 30 GB; eighteenth session). Below it the cache is small beside a
+#: device, and re-allocating each call would cost more than it frees.
+RELEASE_CACHE_MIN_BYTES = 1 << 30
 
 
 class _Server(TimedRequests, ProbeRequests, ReplyReports):
@@ -63,6 +71,7 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
         self.protocol = protocol
         self.timing = timing
         self._out_of_memory = memory.is_out_of_memory  # captured before the candidate loads
+        self._empty_cache = torch.cuda.empty_cache  # likewise: kbv's housekeeping, not the candidate's
         # own references, taken before any candidate code runs (patching the modules later does
         # not reach these; a patch is reported by _tampering())
         self._time_calls = timing.time_calls
@@ -171,6 +180,19 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
         if self.device.type == "cuda":
             self.timing._cuda_sync(self.device)
 
+    def _release_cache(self, args: Any, poison: bool = False) -> None:
+        """On cuda, where ``args`` hold at least :data:`RELEASE_CACHE_MIN_BYTES`: give the
+        allocator's unused blocks back to the device (no tensor in use is touched). ``poison``
+        (a probed call): the blocks are filled with the poison pattern first, so what the call left
+        in them (its intermediates) does not come back unpoisoned in a later call's allocation from
+        the driver, as the cached blocks would not (:func:`kbv.sandbox.call_probes.poison_free_memory`)."""
+        torch = self.torch
+        if self.device.type == "cuda" and sum(
+                a.numel() * a.element_size() for a in args if type(a) is torch.Tensor) >= RELEASE_CACHE_MIN_BYTES:
+            if poison:
+                self.integrity.poison_free_memory(self.device)
+            self._empty_cache()
+
     def _own(self, args: Any) -> list:
         """Copy shared inputs into this process's own memory."""
         torch = self.torch
@@ -263,7 +285,9 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
             self.last_args = args
             tensors, structure = _flatten(out)
             memory = self.pointers.output_memory(tensors) if self.device.type == "cuda" else ""
-            return self.protocol.Outputs(tensors=self._shareable(tensors, memory), structure=structure,
+            tensors = self._shareable(tensors, memory)
+            self._release_cache(args)
+            return self.protocol.Outputs(tensors=tensors, structure=structure,
                                          flag_changes=self._check_flags(), memory=memory)
         ig.poison_free_memory(self.device, self.last_sizes)
         self._sync()
@@ -292,6 +316,7 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
         tensors = self._shareable(tensors, memory)
         self.last_args = args
         self.last_sizes = [t.numel() * t.element_size() for t in (*tensors, *args) if type(t) is torch.Tensor]
+        self._release_cache(args, poison=True)
         changes = self._check_flags()
         return self.protocol.Outputs(tensors=tensors, structure=structure, flag_changes=changes,
                                      snapshot=snapshot, exact=tuple(type(t) is torch.Tensor for t in tensors),
