@@ -152,13 +152,13 @@ def test_the_reference_workers_own_failure_on_a_full_device_is_the_devices_capac
     from kbv.checks.worker_calls import trusted_oom_does_not_fit
 
     args = dict(free_bytes=int(2.67 * GIB), total_bytes=int(79.18 * GIB), reference_reserved_bytes=int(33.6 * GIB),
-                reference_peak_bytes=32 * GIB, call_bytes=8 * GIB, bound_bytes=33 * GIB)
+                reference_need_bytes=32 * GIB, call_bytes=8 * GIB, bound_bytes=33 * GIB)
     why = trusted_oom_does_not_fit(**args, staged_bytes=32 * GIB)
     assert why is not None and "within kbv's bound of 33.0 GiB" in why and "32.0 GiB of them kbv's" in why
     # the candidate's tree over the bound without kbv's share: not called a fit (it may have filled the device)
     assert trusted_oom_does_not_fit(**args) is None
     # the reference worker over its own bound: kbv's excess, not the device's size
-    assert trusted_oom_does_not_fit(**{**args, "reference_peak_bytes": 34 * GIB}, staged_bytes=32 * GIB) is None
+    assert trusted_oom_does_not_fit(**{**args, "reference_need_bytes": 34 * GIB}, staged_bytes=32 * GIB) is None
     # room left on the device: not its capacity
     assert trusted_oom_does_not_fit(**{**args, "free_bytes": 9 * GIB}, staged_bytes=32 * GIB) is None
     assert trusted_oom_does_not_fit(**{**args, "total_bytes": 0}, staged_bytes=32 * GIB) is None
@@ -168,15 +168,39 @@ def test_the_context_reads_the_reference_failure_as_the_device_left_it(monkeypat
     c = _ctx(monkeypatch, int(2.67 * GIB), int(79.18 * GIB), int(33.6 * GIB), staged=32 * GIB)
     c.rp.output_bytes = 0
     c._input_bytes = 8 * GIB
+    c._staging_done = True
     monkeypatch.setattr(ctx_mod.fp, "process_peak_bytes", lambda device: 32 * GIB)
+    monkeypatch.setattr(ctx_mod.fp, "allocated_bytes", lambda device: 28 * GIB)
     released = []
     monkeypatch.setattr(ctx_mod.fp, "release_device_cache", lambda device: released.append(device))
-    why = ctx_mod.Context._trusted_oom_fit(c)
+    oom = torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0 has ...")
+    why = ctx_mod.Context._trusted_oom_fit(c, oom)
     assert why is not None and "within kbv's bound" in why and released == []  # no release before the reading
     kept = c.state.evidence["trusted_oom"]
-    assert kept["does_not_fit"] is True and kept["reference_peak_bytes"] == 32 * GIB
+    assert kept["does_not_fit"] is True and kept["reference_need_bytes"] == 32 * GIB
+    # in use at the failure plus the failed request over the bound: kbv's own excess (red-team helper)
+    big = torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 10.00 GiB. GPU 0 ...")
+    assert ctx_mod.Context._trusted_oom_fit(c, big) is None
+    assert c.state.evidence["trusted_oom"]["reference_need_bytes"] == 38 * GIB
+    # before the staging's reply kbv's planned buffers may not exist: not taken off the candidate's
+    c._staging_done = False
+    assert ctx_mod.Context._trusted_oom_fit(c, oom) is None
+    assert c.state.evidence["trusted_oom"]["staged_bytes"] == 0
+    c._staging_done = True
     monkeypatch.setattr(ctx_mod.fp, "process_peak_bytes", lambda device: 40 * GIB)
-    assert ctx_mod.Context._trusted_oom_fit(c) is None  # over kbv's own bound: said as kbv's memory failure
-    assert c.state.evidence["trusted_oom"]["does_not_fit"] is False
+    assert ctx_mod.Context._trusted_oom_fit(c, oom) is None  # over kbv's own bound: said as kbv's memory failure
+    monkeypatch.setattr(ctx_mod.fp, "process_peak_bytes", lambda device: 32 * GIB)
+    # a host allocation's failure is not the device's capacity
+    assert ctx_mod.Context._trusted_oom_fit(c, MemoryError()) is None
+    assert ctx_mod.Context._trusted_oom_fit(c, RuntimeError("DefaultCPUAllocator: can't allocate memory")) is None
+    assert ctx_mod.Context._trusted_oom_fit(c, RuntimeError("CUBLAS_STATUS_ALLOC_FAILED")) is not None
     c.rp.device = torch.device("cpu")
-    assert ctx_mod.Context._trusted_oom_fit(c) is None
+    assert ctx_mod.Context._trusted_oom_fit(c, oom) is None
+
+
+def test_the_failed_requests_size_is_read_from_the_allocators_message():
+    from kbv.processes.footprint import requested_bytes
+
+    assert requested_bytes(RuntimeError("CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0")) == 4 * GIB
+    assert requested_bytes(RuntimeError("Tried to allocate 512.00 MiB")) == 512 << 20
+    assert requested_bytes(RuntimeError("CUBLAS_STATUS_ALLOC_FAILED")) == 0

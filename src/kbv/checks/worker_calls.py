@@ -162,31 +162,31 @@ def device_capacity_oom(free_bytes: int, total_bytes: int, reference_reserved_by
 
 
 def trusted_oom_does_not_fit(free_bytes: int, total_bytes: int, reference_reserved_bytes: int,
-                             reference_peak_bytes: int, call_bytes: int, bound_bytes: int,
+                             reference_need_bytes: int, call_bytes: int, bound_bytes: int,
                              staged_bytes: int = 0) -> str | None:
     """Whether the reference worker's own out-of-memory failure (kbv's EVAL_ERROR either way) is the
     device's capacity: the reason, for a "does not fit this machine" message, or None (kbv ran out
     of memory beyond what the device's size explains, reported as such).
 
-    Figures as :func:`device_capacity_oom`'s, read after the failure, with ``reference_peak_bytes``
-    the reference worker's peak allocated bytes (:func:`kbv.processes.footprint.process_peak_bytes`;
-    its reserved bytes add the allocator's cache, which the candidate's share is computed without).
-    The device's capacity is the reason where less than B is free, the reference worker's peak is no
-    more than kbv's bound, and the
+    Figures as :func:`device_capacity_oom`'s, read at the failure, with ``reference_need_bytes`` what
+    the reference worker needed: its peak allocated bytes so far or its bytes in use at the failure
+    plus the failed request, whichever is more (its reserved bytes add the allocator's cache). The
+    device's capacity is the reason where less than B is free, that need is no more than kbv's bound
+    (a failed request that would have taken it over is kbv's own excess: red-team helper), and the
     candidate's tree, less kbv's own timing buffers there (``staged_bytes``), holds no more either:
     both kept to the bound and the device still could not hold them (measured: KernelBench-Verified's
     full-size losses and cumulative sums, B = 8-9 GiB, on an 80 GB H100, the reference worker at
     34 GB and the candidate worker at 41 GB, 32 GiB of it kbv's; eighteenth session). A reference
     worker over its bound is kbv's own excess; a candidate over its bound may have filled the device
     on purpose, which kbv cannot prove (docs/anti-cheat.md, "Limits"): neither is called a fit."""
-    if total_bytes <= 0 or call_bytes <= 0 or free_bytes >= call_bytes or reference_peak_bytes > bound_bytes:
+    if total_bytes <= 0 or call_bytes <= 0 or free_bytes >= call_bytes or reference_need_bytes > bound_bytes:
         return None
     held = candidate_at_most(free_bytes, total_bytes, reference_reserved_bytes)
     if held - max(0, staged_bytes) > bound_bytes:
         return None
     return (f"kbv's reference worker ran out of device memory with both workers within kbv's bound of "
             f"{bound_bytes / _GIB:.1f} GiB (4·B + 1 GiB): the reference worker held {reference_reserved_bytes / _GIB:.1f} GiB "
-            f"(its peak in use {reference_peak_bytes / _GIB:.1f}), "
+            f"(it needed {reference_need_bytes / _GIB:.1f}), "
             f"the candidate worker at most {held / _GIB:.1f} GiB, {max(0, staged_bytes) / _GIB:.1f} GiB of them kbv's timing "
             f"buffers; {free_bytes / _GIB:.1f} of {total_bytes / _GIB:.1f} GiB free (B = {call_bytes / _GIB:.2f} GiB): "
             f"run it on a device with more memory")

@@ -234,24 +234,30 @@ class Context:
         if reason is not None:
             raise Stop(Outcome.KBV_FAILED, f"{self.name}: the problem does not fit this machine: {reason}")
 
-    def _trusted_oom_fit(self) -> str | None:
-        """After the reference worker's own out-of-memory failure on cuda: the reason it is the
-        device's capacity (:func:`kbv.checks.worker_calls.trusted_oom_does_not_fit`), or None; the
-        device's figures are kept as ``evidence["trusted_oom"]``."""
-        if self.rp.device.type != "cuda" or self._input_bytes <= 0:
+    def _trusted_oom_fit(self, exc: BaseException) -> str | None:
+        """After the reference worker's own device out-of-memory failure ``exc`` on cuda: the reason
+        it is the device's capacity (:func:`kbv.checks.worker_calls.trusted_oom_does_not_fit`), or
+        None; the device's figures are kept as ``evidence["trusted_oom"]``. Read inside the handler,
+        before anything is released: the failed work's tensors are still held by its traceback, so
+        the bytes in use plus the failed request are what the reference worker needed; kbv's staged
+        buffers count only once the staging's reply came back (before, they may not exist)."""
+        if (self.rp.device.type != "cuda" or self._input_bytes <= 0 or isinstance(exc, MemoryError)
+                or not fp.is_device_memory_error(exc)):
             return None
-        try:  # read as the failure left the device: a release first would show room the work lacked
+        try:
             free, total, reserved = fp.device_memory(self.rp.device)
-            peak = fp.process_peak_bytes(self.rp.device)
+            need = max(fp.process_peak_bytes(self.rp.device),
+                       fp.allocated_bytes(self.rp.device) + fp.requested_bytes(exc))
         except RuntimeError:
             return None
         call = self._input_bytes + max(self.rp.output_bytes, 0)
         bound = fp.bound_bytes(self._input_bytes, max(self.rp.output_bytes, 0))
-        reason = calls_rule.trusted_oom_does_not_fit(free, total, reserved, peak, call, bound, self._staged_bytes)
+        staged = self._staged_bytes if self._staging_done else 0
+        reason = calls_rule.trusted_oom_does_not_fit(free, total, reserved, need, call, bound, staged)
         self.state.evidence["trusted_oom"] = {"free_bytes": free, "total_bytes": total,
                                               "reference_reserved_bytes": reserved,
-                                              "reference_peak_bytes": peak, "bound_bytes": bound,
-                                              "staged_bytes": self._staged_bytes, "does_not_fit": reason is not None}
+                                              "reference_need_bytes": need, "bound_bytes": bound,
+                                              "staged_bytes": staged, "does_not_fit": reason is not None}
         return reason
 
     def _fault_handlers(self, worker: CandidateProcess, reply: object) -> None:

@@ -126,16 +126,11 @@ class Verification:
                     r.kind is InputKind.NOMINAL for r in judged)
                 if nominal_ok:  # one more set at the secret shape once the timed calls are over
                     self.timing._timing(worker, after_timed=lambda: self.shapes._late_shape(worker))
-                judged = [r for r in state.input_sets if not r.dropped]
-                failed = [r for r in judged if not r.passed]
-                if failed:
-                    first = failed[0]
-                    outcome = Outcome.WRONG
-                    message = f"{ctx.name}: wrong on {failed_sets_phrase([r.name for r in failed], len(judged))}: " \
-                              f"{first.fault}"
-                    state.evidence["failed_sets"] = [r.name for r in failed]
+                wrong = self._wrong()
+                if wrong:
+                    outcome, message = Outcome.WRONG, wrong
                 else:
-                    message = f"{ctx.name}: correct on {len(judged)} input set(s)"
+                    message = f"{ctx.name}: correct on {sum(not r.dropped for r in state.input_sets)} input set(s)"
             except Stop as stop:
                 outcome, message = stop.outcome, stop.message
                 state.evidence.update(stop.evidence)
@@ -143,11 +138,7 @@ class Verification:
             except Exception as exc:  # the reference worker's own allocation failed: kbv's limit
                 if not fp.is_memory_error(exc):
                     raise
-                outcome = Outcome.KBV_FAILED
-                fit = ctx._trusted_oom_fit()
-                message = (f"{ctx.name}: the problem does not fit this machine: {fit}" if fit else
-                           f"{ctx.name}: kbv ran out of memory in the reference worker "
-                           f"({type(exc).__name__}: {first_line(exc)}); not the candidate's fault")
+                outcome, message = self._memory_failure(exc)
             finally:
                 bl.apply_flags(ctx.fp32_flags)
                 if ctx.elf_prefetch is not None:  # nothing of this job's reads runs on into the next job
@@ -155,6 +146,33 @@ class Verification:
                 if worker.proc.pid is not None:
                     cand_peak = fp.host_peak_bytes(worker.proc.pid)
         return self.verdict._verdict(outcome, message, cand_peak)
+
+
+    def _memory_failure(self, exc: BaseException) -> tuple[Outcome, str]:
+        """The outcome once the reference worker's own allocation failed with ``exc``: kbv's failure
+        (KBV_FAILED; "does not fit this machine" where :meth:`Context._trusted_oom_fit` says so),
+        unless a judged set, the secret shape's included, already failed: that set's WRONG stands,
+        so a wrong kernel cannot fill the device to end as kbv's failure (red-team helper)."""
+        fit = self.ctx._trusted_oom_fit(exc)
+        self.shapes._shape_finding()  # the shape's sets count among the judged ones
+        wrong = self._wrong()
+        if wrong:
+            return Outcome.WRONG, f"{wrong} (then kbv ran out of memory in the reference worker, which ended the verification)"
+        if fit:
+            return Outcome.KBV_FAILED, f"{self.ctx.name}: the problem does not fit this machine: {fit}"
+        return Outcome.KBV_FAILED, (f"{self.ctx.name}: kbv ran out of memory in the reference worker "
+                                    f"({type(exc).__name__}: {first_line(exc)}); not the candidate's fault")
+
+    def _wrong(self) -> str:
+        """The WRONG message where a judged set failed ("" where none did); the failed sets' names
+        are kept as ``evidence["failed_sets"]``."""
+        judged = [r for r in self.ctx.state.input_sets if not r.dropped]
+        failed = [r for r in judged if not r.passed]
+        if not failed:
+            return ""
+        self.ctx.state.evidence["failed_sets"] = [r.name for r in failed]
+        return (f"{self.ctx.name}: wrong on {failed_sets_phrase([r.name for r in failed], len(judged))}: "
+                f"{failed[0].fault}")
 
 
 def verify(rp: ReferenceProblem, candidate: CandidateRef, config: EvalConfig, env: Environment, *,

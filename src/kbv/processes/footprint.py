@@ -13,6 +13,7 @@ candidate worker holds its copy of the inputs and its outputs. :func:`needed_byt
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import torch
@@ -54,6 +55,33 @@ def is_memory_error(exc: BaseException) -> bool:
     from kbv.sandbox.peak_memory import is_out_of_memory
 
     return is_out_of_memory(exc)
+
+
+def is_device_memory_error(exc: BaseException) -> bool:
+    """``exc`` says a device allocation failed: torch's OutOfMemoryError, or cuBLAS / cuDNN failing to
+    allocate their workspace; not a host allocation (MemoryError, the CPU allocator's RuntimeError)."""
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and ("CUDA out of memory" in text or "ALLOC" in text) \
+        and "DefaultCPUAllocator" not in text
+
+
+#: torch's caching allocator's out-of-memory text: "Tried to allocate 4.00 GiB".
+_TRIED = re.compile(r"Tried to allocate ([0-9.]+) (B|KiB|MiB|GiB|TiB)")
+_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def requested_bytes(exc: BaseException) -> int:
+    """The bytes the failed device allocation asked for, from the caching allocator's own message
+    (a trusted process's exception; 0 where it does not say)."""
+    m = _TRIED.search(str(exc))
+    return int(float(m[1]) * _UNITS[m[2]]) if m else 0
+
+
+def allocated_bytes(device: torch.device) -> int:
+    """This process's device bytes in use (``torch.cuda.memory_allocated``)."""
+    return int(torch.cuda.memory_allocated(device))
 
 
 class DoesNotFit(RuntimeError):

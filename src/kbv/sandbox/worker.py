@@ -71,7 +71,8 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
         self.protocol = protocol
         self.timing = timing
         self._out_of_memory = memory.is_out_of_memory  # captured before the candidate loads
-        self._empty_cache = torch.cuda.empty_cache  # likewise: kbv's housekeeping, not the candidate's
+        # likewise, at the C binding: torch.cuda.empty_cache looks its callees up when called
+        self._empty_cache = getattr(torch._C, "_cuda_emptyCache", None)
         # own references, taken before any candidate code runs (patching the modules later does
         # not reach these; a patch is reported by _tampering())
         self._time_calls = timing.time_calls
@@ -180,18 +181,25 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
         if self.device.type == "cuda":
             self.timing._cuda_sync(self.device)
 
-    def _release_cache(self, args: Any, poison: bool = False) -> None:
-        """On cuda, where ``args`` hold at least :data:`RELEASE_CACHE_MIN_BYTES`: give the
-        allocator's unused blocks back to the device (no tensor in use is touched). ``poison``
-        (a probed call): the blocks are filled with the poison pattern first, so what the call left
-        in them (its intermediates) does not come back unpoisoned in a later call's allocation from
-        the driver, as the cached blocks would not (:func:`kbv.sandbox.call_probes.poison_free_memory`)."""
+    def _release_cache(self, tensors: Any, poison: bool = False) -> None:
+        """On cuda, where ``tensors`` (the call's inputs and outputs) hold at least
+        :data:`RELEASE_CACHE_MIN_BYTES`: give the allocator's unused blocks back to the device (no
+        tensor in use is touched). ``poison`` (a probed call): the blocks are filled with the poison
+        pattern first, so what the call left in them (its intermediates) does not come back
+        unpoisoned in a later call's allocation from the driver, as the cached blocks would not
+        (:func:`kbv.sandbox.call_probes.poison_free_memory`). Housekeeping only: where the device
+        cannot spare the poison's own allocations the cache is kept, as it was (red-team helper)."""
         torch = self.torch
-        if self.device.type == "cuda" and sum(
-                a.numel() * a.element_size() for a in args if type(a) is torch.Tensor) >= RELEASE_CACHE_MIN_BYTES:
+        if self.device.type != "cuda" or self._empty_cache is None or sum(
+                a.numel() * a.element_size() for a in tensors if type(a) is torch.Tensor) < RELEASE_CACHE_MIN_BYTES:
+            return
+        try:
             if poison:
                 self.integrity.poison_free_memory(self.device)
             self._empty_cache()
+        except Exception as exc:  # noqa: BLE001 - an allocation failure here is kbv's housekeeping, not the call's
+            if not self._out_of_memory(exc):
+                raise
 
     def _own(self, args: Any) -> list:
         """Copy shared inputs into this process's own memory."""
@@ -286,7 +294,7 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
             tensors, structure = _flatten(out)
             memory = self.pointers.output_memory(tensors) if self.device.type == "cuda" else ""
             tensors = self._shareable(tensors, memory)
-            self._release_cache(args)
+            self._release_cache((*args, *tensors))
             return self.protocol.Outputs(tensors=tensors, structure=structure,
                                          flag_changes=self._check_flags(), memory=memory)
         ig.poison_free_memory(self.device, self.last_sizes)
@@ -316,7 +324,7 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
         tensors = self._shareable(tensors, memory)
         self.last_args = args
         self.last_sizes = [t.numel() * t.element_size() for t in (*tensors, *args) if type(t) is torch.Tensor]
-        self._release_cache(args, poison=True)
+        self._release_cache((*args, *tensors), poison=True)
         changes = self._check_flags()
         return self.protocol.Outputs(tensors=tensors, structure=structure, flag_changes=changes,
                                      snapshot=snapshot, exact=tuple(type(t) is torch.Tensor for t in tensors),
