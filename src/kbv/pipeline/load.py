@@ -20,6 +20,19 @@ from kbv.reference.build import first_line
 from kbv.sandbox import protocol
 
 
+def call_input_bytes(rp, precision: str) -> tuple[int, int] | None:
+    """One call's input bytes of ``rp`` at ``precision`` and its largest input's, from a draw on the
+    meta device (no memory); None for a ``get_inputs()`` that needs real tensors."""
+    try:
+        meta = inp.draw(rp.module.get_inputs, 0, "meta")
+    except Exception:  # noqa: BLE001 - a get_inputs() that needs real tensors: no estimate
+        return None
+    tensors = [a for a in meta if isinstance(a, torch.Tensor)]
+    scale = inp.PRECISION_DTYPES[precision].itemsize
+    return (sum(a.numel() * (scale if a.is_floating_point() else a.element_size()) for a in tensors),
+            max((a.numel() * scale for a in tensors), default=0))
+
+
 class Load:
     """Preflight, scan and load."""
 
@@ -30,15 +43,12 @@ class Load:
         """Say before anything runs when the problem cannot fit (:func:`kbv.processes.footprint.check_fits`):
         the inputs' bytes from a draw on the meta device, the outputs' from an earlier run of this
         reference (else the largest input, the size of an elementwise op's output)."""
-        try:
-            meta = inp.draw(self.ctx.rp.module.get_inputs, 0, "meta")
-        except Exception:  # noqa: BLE001 - a get_inputs() that needs real tensors: no estimate
+        sized = call_input_bytes(self.ctx.rp, self.ctx.config.precision)
+        if sized is None:
             return
-        tensors = [a for a in meta if isinstance(a, torch.Tensor)]
-        scale = inp.PRECISION_DTYPES[self.ctx.config.precision].itemsize
-        in_bytes = sum(a.numel() * (scale if a.is_floating_point() else a.element_size()) for a in tensors)
+        in_bytes, largest = sized
         self.ctx._input_bytes = in_bytes
-        out_bytes = self.ctx.rp.output_bytes or max((a.numel() * scale for a in tensors), default=0)
+        out_bytes = self.ctx.rp.output_bytes or largest
         try:
             fp.check_fits(in_bytes, out_bytes, self.ctx.rp.device)
         except fp.DoesNotFit as exc:

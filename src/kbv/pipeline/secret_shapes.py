@@ -26,7 +26,7 @@ from kbv.intake.problems import ProblemError
 from kbv.intake.sizes import size_constants, with_sizes
 from kbv.model.records import InputKind, InputSetResult
 from kbv.pipeline.correctness import Correctness
-from kbv.pipeline.load import Load
+from kbv.pipeline.load import Load, call_input_bytes
 from kbv.pipeline.outcome import Outcome, Stop
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
@@ -139,14 +139,19 @@ class SecretShapes:
 
     @contextlib.contextmanager
     def _at_shape(self, vrp: ReferenceProblem):
-        """The judging state (reference problem, oracle) of ``vrp`` inside the block."""
-        saved = self.ctx.rp, self.ctx.oracle
+        """The judging state (reference problem, oracle, one call's input bytes) of ``vrp`` inside
+        the block: a device out-of-memory failure there is weighed against the shape's own B, not
+        the larger nominal one (:meth:`Context._device_capacity`; red-team helper)."""
+        saved = self.ctx.rp, self.ctx.oracle, self.ctx._input_bytes
+        sized = call_input_bytes(vrp, self.ctx.config.precision)
         self.ctx.rp, self.ctx.oracle = vrp, orc.Oracle(vrp.model, vrp.device)
+        if sized is not None:
+            self.ctx._input_bytes = sized[0]
         try:
             yield
         finally:
             self.ctx.oracle.release()
-            self.ctx.rp, self.ctx.oracle = saved
+            self.ctx.rp, self.ctx.oracle, self.ctx._input_bytes = saved
 
     def _shape_first(self) -> bool:
         """Whether the shape is judged before the candidate's own worker loads it, else after its
