@@ -78,3 +78,34 @@ def is_out_of_memory(exc: BaseException) -> bool:
     if isinstance(exc, MEMORY_ERRORS):
         return True
     return isinstance(exc, RuntimeError) and any(t in str(exc) for t in _MEMORY_TEXT)
+
+
+#: bytes of a call's inputs and outputs from which a correctness forward on cuda gives the candidate
+#: worker's unused cached device memory back before it replies (kbv choice): kbv's own copies of
+#: large inputs (the moved buffers' spacers, the previous call's inputs) stay cached in that
+#: process's allocator, where neither the reference worker nor the secret shape's worker can use
+#: them (KernelBench-Verified's full-size Huber loss, B = 8 GiB, on an 80 GB H100: the shape's worker
+#: ran out of memory beside the worker's 30 GB; eighteenth session). Below it the cache is small
+#: beside a device, and re-allocating each call would cost more than it frees.
+RELEASE_CACHE_MIN_BYTES = 1 << 30
+
+
+def release_cache(device: torch.device, tensors: Sequence[Any], empty_cache: Callable[[], Any] | None,
+                  poison: Callable[[torch.device], Any] | None, out_of_memory: Callable[[BaseException], bool]) -> None:
+    """Give the allocator's unused blocks back to the device where ``tensors`` hold at least
+    :data:`RELEASE_CACHE_MIN_BYTES` (no tensor in use is touched). ``empty_cache``: the C binding,
+    captured before the candidate loaded (None: not available, nothing done). ``poison`` (a probed
+    call): the free blocks filled with the poison pattern first, so what the call left in them (its
+    intermediates) does not come back unpoisoned in a later call's allocation from the driver, as
+    the cached blocks would not (:func:`kbv.sandbox.call_probes.poison_free_memory`). Housekeeping
+    only: where the device cannot spare the poison's own allocations (``out_of_memory`` says so) the
+    cache is kept, as it was (red-team helper); any other error propagates."""
+    if empty_cache is None or nbytes(tensors) < RELEASE_CACHE_MIN_BYTES:
+        return
+    try:
+        if poison is not None:
+            poison(device)
+        empty_cache()
+    except Exception as exc:  # noqa: BLE001 - an allocation failure here is kbv's housekeeping, not the call's
+        if not out_of_memory(exc):
+            raise

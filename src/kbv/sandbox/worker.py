@@ -37,14 +37,6 @@ THREAD_GRACE_S = 0.2
 #: own, before asking whether they worked after the return (kbv.sandbox.call_probes.ThreadWork): work queued
 #: before the return is picked up by an idle pool thread well within this (kbv choice).
 THREAD_SETTLE_S = 0.02
-#: bytes of a call's inputs from which a correctness forward on cuda gives this process's unused
-#: cached device memory back before it replies (kbv choice): kbv's own copies of large inputs (the
-#: moved buffers' spacers, the previous call's inputs) stay cached in this process's allocator,
-#: where neither the reference worker nor the secret shape's worker can use them (KernelBench-
-#: Verified's full-size Huber loss, B = 8 GiB, on an 80 GB H100: the shape's worker ran out of
-#: memory beside this worker's 30 GB; eighteenth session). Below it the cache is small beside a
-#: device, and re-allocating each call would cost more than it frees.
-RELEASE_CACHE_MIN_BYTES = 1 << 30
 
 
 class _Server(TimedRequests, ProbeRequests, ReplyReports):
@@ -71,6 +63,7 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
         self.protocol = protocol
         self.timing = timing
         self._out_of_memory = memory.is_out_of_memory  # captured before the candidate loads
+        self._memory = memory
         # likewise, at the C binding: torch.cuda.empty_cache looks its callees up when called
         self._empty_cache = getattr(torch._C, "_cuda_emptyCache", None)
         # own references, taken before any candidate code runs (patching the modules later does
@@ -182,24 +175,11 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
             self.timing._cuda_sync(self.device)
 
     def _release_cache(self, tensors: Any, poison: bool = False) -> None:
-        """On cuda, where ``tensors`` (the call's inputs and outputs) hold at least
-        :data:`RELEASE_CACHE_MIN_BYTES`: give the allocator's unused blocks back to the device (no
-        tensor in use is touched). ``poison`` (a probed call): the blocks are filled with the poison
-        pattern first, so what the call left in them (its intermediates) does not come back
-        unpoisoned in a later call's allocation from the driver, as the cached blocks would not
-        (:func:`kbv.sandbox.call_probes.poison_free_memory`). Housekeeping only: where the device
-        cannot spare the poison's own allocations the cache is kept, as it was (red-team helper)."""
-        torch = self.torch
-        if self.device.type != "cuda" or self._empty_cache is None or sum(
-                a.numel() * a.element_size() for a in tensors if type(a) is torch.Tensor) < RELEASE_CACHE_MIN_BYTES:
-            return
-        try:
-            if poison:
-                self.integrity.poison_free_memory(self.device)
-            self._empty_cache()
-        except Exception as exc:  # noqa: BLE001 - an allocation failure here is kbv's housekeeping, not the call's
-            if not self._out_of_memory(exc):
-                raise
+        """:func:`kbv.sandbox.peak_memory.release_cache` of this worker's device after a correctness
+        forward over ``tensors`` (its inputs and outputs); ``poison`` on a probed call."""
+        if self.device.type == "cuda":
+            self._memory.release_cache(self.device, tensors, self._empty_cache,
+                                       self.integrity.poison_free_memory if poison else None, self._out_of_memory)
 
     def _own(self, args: Any) -> list:
         """Copy shared inputs into this process's own memory."""
