@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kbv.intake.candidates import CandidateError, detect_backend, load_candidate
-from kbv.intake.problems import MAX_SOURCE_BYTES, ProblemError, discover_problems, identify, load_problem
+from kbv.intake.problems import MAX_SOURCE_BYTES, ProblemError, identify, load_problem
 from conftest import DATA
 
 GOOD_PROBLEM = """
@@ -101,7 +101,9 @@ def test_missing_file_and_directory(tmp_path):
 
 
 def test_discover_sorts_by_level_and_id():
-    refs = discover_problems(DATA / "problems")
+    from kbv.intake.layout import vet_problems
+
+    refs = vet_problems(DATA / "problems").problems
     keys = [(r.level, r.problem_id) for r in refs]
     assert keys == sorted(keys) and len(refs) >= 4
 

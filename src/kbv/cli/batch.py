@@ -304,7 +304,7 @@ def baselines_cmd(
         fail(str(exc))
     refs = [p for p in scan.problems if selection.problem(p.level, p.problem_id)]
     for exc in scan.errors:
-        err_console.print(f"kbv: skipping broken problem file: {exc}", highlight=False, markup=False)
+        err_console.print(f"kbv: skipping broken problem file: {exc}", highlight=False, markup=False, soft_wrap=True)
     if not refs:
         fail(f"{problems}: no problem selected")
     failed = False

@@ -56,7 +56,7 @@ def _problems(problems: Path, level: Optional[List[str]], problem_ids: Optional[
     except LayoutError as exc:
         cli.fail(str(exc))
     for exc in scan.errors:
-        cli.err_console.print(f"kbv: skipping broken problem file: {exc}", highlight=False, markup=False)
+        cli.err_console.print(f"kbv: skipping broken problem file: {exc}", highlight=False, markup=False, soft_wrap=True)
     refs = [p for p in scan.problems if selection.problem(p.level, p.problem_id)]
     if not refs:
         cli.fail(f"{problems}: no problem selected")

@@ -48,6 +48,7 @@ def serve_cmd(
         fail(f"kbv serve needs its extra ({exc.name} is missing): pip install -e '.[serve]' in kbv's clone, "
              "or pip install 'kbv[serve]'")
     from kbv.batch.executors.lanes import cpu_lanes, gpu_lanes, parse_gpus
+    from kbv.intake.layout import LayoutError
     from kbv.intake.problems import ProblemError
     from kbv.serve.queue import JobQueue
     from kbv.serve.security import Limits, TokenError, is_loopback, tokens_from_env, tokens_from_file
@@ -85,9 +86,15 @@ def serve_cmd(
         specs = cpu_lanes(lanes) if dev == "cpu" else gpu_lanes(parse_gpus("0"))
     registry = Registry()
     try:
-        n = registry.add_folder(problems)
+        n, broken = registry.add_folder(problems)
     except ProblemError as exc:
         fail(f"problem {exc}")
+    except LayoutError as exc:
+        fail(str(exc))
+    for exc in broken:  # as kbv run: one bad file does not keep the others from being served
+        err_console.print(f"kbv: skipping broken problem file: {exc}", highlight=False, markup=False, soft_wrap=True)
+    if not n:
+        fail(f"{problems}: no problem file to serve")
     import sqlite3
 
     try:

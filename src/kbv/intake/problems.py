@@ -159,19 +159,3 @@ def vet_hidden_test(path: Path | str) -> str:
     if "get_hidden_inputs" not in top_level_names(parse_source(path, text, ProblemError)):
         raise ProblemError(path, "not a hidden test file: it defines no get_hidden_inputs() at module level")
     return hashlib.sha256(raw).hexdigest()
-
-
-def discover_problems(root: Path | str) -> list[ProblemRef]:
-    """All problem files under ``root`` (a file, a ``levelN`` folder or a KernelBench checkout).
-
-    Files are sorted by (level, id, name). Files that fail vetting raise :class:`ProblemError`:
-    a batch should not silently skip a broken problem.
-    """
-    root = Path(root)
-    if root.is_file():
-        return [load_problem(root)]
-    if not root.is_dir():
-        raise ProblemError(root, "no such file or directory")
-    files = [p for p in root.rglob("*.py") if _FILE_RE.match(p.name) and "__pycache__" not in p.parts]
-    refs = [load_problem(p) for p in files]
-    return sorted(refs, key=lambda r: (r.level or 0, r.problem_id or 0, r.name))

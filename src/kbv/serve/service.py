@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kbv.batch.executors.lanes import LaneSpec, ThreadLane
-from kbv.intake.problems import ProblemError, discover_problems, load_problem
+from kbv.intake.layout import vet_problems
+from kbv.intake.problems import ProblemError, load_problem
 from kbv.intake.sources import source_file
 from kbv.model.records import ProblemRef
 from kbv.serve.queue import Job, JobQueue
@@ -45,14 +46,18 @@ class Registry:
         self.by_name: dict[str, ProblemRef] = {}
         self.by_sha: dict[str, ProblemRef] = {}
 
-    def add_folder(self, root: str | Path) -> int:
+    def add_folder(self, root: str | Path) -> tuple[int, tuple[ProblemError, ...]]:
         """Register every problem under ``root`` (a KernelBench checkout, a ``levelN`` folder or a
-        file). Returns how many.
+        file), as ``kbv run`` finds them (:func:`kbv.intake.layout.vet_problems`: ``hidden_tests``
+        folders left out). Returns how many, and the files named like problems that failed static
+        vetting, skipped as ``kbv run`` skips them.
 
         Raises:
-            ProblemError: a file fails static vetting, or two files share a name.
+            LayoutError: ``root`` does not exist, or two files share a (level, id).
+            ProblemError: two files share a name.
         """
-        refs = discover_problems(root)
+        scan = vet_problems(root)
+        refs = scan.problems
         with self._lock:
             for ref in refs:
                 name = problem_address(ref)
@@ -60,7 +65,7 @@ class Registry:
                     raise ProblemError(ref.path, f"a second problem named {name!r} ({self.by_name[name].path})")
                 self.by_name[name] = ref
                 self.by_sha.setdefault(ref.sha256, ref)
-        return len(refs)
+        return len(refs), scan.errors
 
     def add_source(self, text: str, name: str | None) -> ProblemRef:
         """Register an uploaded problem (statically vetted; its code runs only in the reference
