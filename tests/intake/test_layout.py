@@ -199,3 +199,15 @@ def test_problem_files_not_named_id_name_are_listed_not_silently_skipped(tmp_pat
     (tmp_path / "hidden_tests" / "helper.py").write_text("")
     assert unnamed_problem_files(tmp_path) == [level / "softplus_scale.py"]
     assert unnamed_problem_files(level / "19_ReLU.py") == []
+
+
+def test_hidden_test_files_are_no_problems_wherever_their_folder_is(tmp_path):
+    # newcomer helper (eighteenth session): `kbv run my --hidden-tests my/hidden/` listed
+    # my/hidden/level1/7_hidden.py as a broken problem file and the report as an excluded problem
+    from kbv.intake.layout import problem_files
+
+    (tmp_path / "level1").mkdir()
+    (tmp_path / "hidden" / "level1").mkdir(parents=True)
+    (tmp_path / "level1" / "7_Gelu.py").write_text("")
+    (tmp_path / "hidden" / "level1" / "7_hidden.py").write_text("")
+    assert problem_files(tmp_path) == [tmp_path / "level1" / "7_Gelu.py"]

@@ -218,7 +218,8 @@ class ProblemScan:
 
 def problem_files(root: Path | str) -> list[Path]:
     """Files named ``<id>_<Name>.py`` under ``root`` (a file, a ``levelN`` folder or a checkout),
-    leaving out ``hidden_tests`` folders and ``__pycache__``.
+    leaving out ``hidden_tests`` folders, hidden test files (``<id>_hidden.py``, wherever their
+    folder is: a ``--hidden-tests`` folder inside the problems, newcomer helper) and ``__pycache__``.
 
     Raises:
         LayoutError: ``root`` does not exist.
@@ -229,7 +230,7 @@ def problem_files(root: Path | str) -> list[Path]:
     if not root.is_dir():
         raise LayoutError(f"problems {str(root)!r}: no such file or folder ({root.resolve()})")
     return sorted(p for p in root.rglob("*.py")
-                  if _FILE_RE.match(p.name)
+                  if _FILE_RE.match(p.name) and not _HIDDEN_FILE_RE.match(p.name)
                   and "__pycache__" not in p.parts and "hidden_tests" not in p.relative_to(root).parts)
 
 
