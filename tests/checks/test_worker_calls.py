@@ -204,3 +204,14 @@ def test_the_failed_requests_size_is_read_from_the_allocators_message():
     assert requested_bytes(RuntimeError("CUDA out of memory. Tried to allocate 4.00 GiB. GPU 0")) == 4 * GIB
     assert requested_bytes(RuntimeError("Tried to allocate 512.00 MiB")) == 512 << 20
     assert requested_bytes(RuntimeError("CUBLAS_STATUS_ALLOC_FAILED")) == 0
+
+
+def test_a_triton_candidate_on_cpu_without_the_interpreter_is_told_the_setting():
+    from kbv.checks.worker_calls import triton_cpu_hint
+
+    msg = "RuntimeError: 0 active drivers ([]). There should only be one."
+    assert "TRITON_INTERPRET=1" in triton_cpu_hint("cpu", "triton", msg, interpreted=False)
+    assert triton_cpu_hint("cpu", "triton", msg, interpreted=True) == ""
+    assert triton_cpu_hint("cuda", "triton", msg, interpreted=False) == ""
+    assert triton_cpu_hint("cpu", "cuda", msg, interpreted=False) == ""
+    assert triton_cpu_hint("cpu", "triton", "shape mismatch", interpreted=False) == ""

@@ -190,3 +190,12 @@ def trusted_oom_does_not_fit(free_bytes: int, total_bytes: int, reference_reserv
             f"the candidate worker at most {held / _GIB:.1f} GiB, {max(0, staged_bytes) / _GIB:.1f} GiB of them kbv's timing "
             f"buffers; {free_bytes / _GIB:.1f} of {total_bytes / _GIB:.1f} GiB free (B = {call_bytes / _GIB:.2f} GiB): "
             f"run it on a device with more memory")
+
+
+def triton_cpu_hint(device: str, backend: str, message: str, interpreted: bool) -> str:
+    """What to add to a Triton candidate's failure on cpu where Triton found no GPU driver ("0
+    active drivers") and its interpreter was not asked for (``interpreted``: ``TRITON_INTERPRET=1``
+    in the environment): the setting that runs it, else "" (newcomer helper, eighteenth session)."""
+    if device != "cpu" or backend != "triton" or interpreted or "active drivers" not in message:
+        return ""
+    return " (Triton runs on cpu only under its interpreter: set TRITON_INTERPRET=1, docs/testing.md)"

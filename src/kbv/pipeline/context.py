@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager
@@ -192,7 +193,9 @@ class Context:
                 if reply.kind == protocol.OUT_OF_MEMORY:
                     self._device_capacity()
                     what += " (the candidate ran out of memory in its own allocations)"
-                raise Stop(outcome, f"{self.name}: {what} raised {reply.error_type}: {first_line(reply.message)}",
+                hint = calls_rule.triton_cpu_hint(self.rp.device.type, self.candidate.backend, str(reply.message),
+                                                  os.environ.get("TRITON_INTERPRET") == "1")
+                raise Stop(outcome, f"{self.name}: {what} raised {reply.error_type}: {first_line(reply.message)}{hint}",
                             traceback=reply.traceback, log_tail=worker.log_tail())
             yield reply
         finally:
