@@ -31,6 +31,11 @@ class Status(str, enum.Enum):
         """True when the candidate produced outputs that were judged (PASS, INCORRECT, HACK, SHORTCUT)."""
         return self in (Status.PASS, Status.INCORRECT, Status.HACK, Status.SHORTCUT)
 
+    def __str__(self) -> str:
+        """The status itself ("PASS"), as the CLI, the store and the serve client write it, not
+        ``Status.PASS`` (newcomer helper); f-strings follow it."""
+        return self.value
+
 
 class InputKind(str, enum.Enum):
     NOMINAL = "nominal"  #: ``get_inputs()`` under a fresh seed.
