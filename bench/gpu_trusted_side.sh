@@ -130,7 +130,7 @@ case "$1" in
   rows)  # after a change to a judging path: the judging cuda rows beside the bytes per job of
         # KernelBench-Verified's 4096^2 matmul, then level 1 at full size until the limit (/tmp/full.db resumes)
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
-    judging_rows "$(( $(left) > 480 ? 360 : $(left) * 2 / 3 ))" & p1=$!
+    judging_rows "$(( $(left) > 520 ? 400 : $(left) * 2 / 3 ))" & p1=$!
     timeout 90 python3 bench/bytes_per_job.py --device cuda --sites \
       --problem bench/kbv-verified/KernelBench/level1/1_Square_matrix_multiplication_.py \
       --candidate src/kbv/data/candidates/matmul_tf32.py --json "$O/bytes_matmul_full.json" > "$O/bytes_matmul_full.log" 2>&1
