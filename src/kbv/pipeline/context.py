@@ -244,8 +244,7 @@ class Context:
         before anything is released: the failed work's tensors are still held by its traceback, so
         the bytes in use plus the failed request are what the reference worker needed; kbv's staged
         buffers count only once the staging's reply came back (before, they may not exist)."""
-        if (self.rp.device.type != "cuda" or self._input_bytes <= 0 or isinstance(exc, MemoryError)
-                or not fp.is_device_memory_error(exc)):
+        if self.rp.device.type != "cuda" or self._input_bytes <= 0 or not fp.is_device_memory_error(exc):
             return None
         try:
             free, total, reserved = fp.device_memory(self.rp.device)
