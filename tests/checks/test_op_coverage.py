@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import torch
+
 from kbv.checks.op_coverage import WORK_COVERED_MIN, reference_work_covered
 from kbv.sandbox.profiling import OpCount
 
@@ -138,3 +140,36 @@ def test_gemm_work_reads_each_gemm_ops_shapes():
     assert gemm_work("aten.matmul|...|2x1x16x32;1x2x32x8") == (32, 4 * 16 * 32 * 8)
     assert gemm_work("aten.matmul|...|2x16x32;3x32x8") is None  # does not broadcast
     assert gemm_work("aten.mm|x|3x-1;-1x2") is None
+
+
+def test_a_gemm_inside_einsum_tensordot_or_multi_dot_is_the_same_work():
+    """The recorder keys a GEMM run beneath a top-level op that is no GEMM itself with
+    :data:`kbv.sandbox.profiling.NESTED` (red-team helper, seventeenth session: a GEMM wrapper
+    written with ``einsum`` was PASS on cpu). Such keys size the candidate's GEMMs and are no work
+    of their own, on either side."""
+    from kbv.sandbox.profiling import NESTED
+
+    ref_key = "aten.linear|32,512,512,1024,1024|32x1024;512x1024;512"
+    ref = OpCount(ops={"aten.linear": 1, "aten.relu": 1}, shaped={ref_key: 1, "aten.relu|32,512|32x512": 1},
+                  time_us={ref_key: 950.0, "aten.relu|32,512|32x512": 50.0})
+    einsum = {"aten.einsum||;;": 1, NESTED + "aten.bmm|1,1,512,32,1024,1024|1x32x1024;1x1024x512": 1}
+    assert reference_work_covered(ref, einsum)[0] == 0.95
+    assert reference_work_covered(ref, {"aten.einsum||;;": 1}) is None  # no GEMM recorded beneath it
+    half = {"aten.einsum||;;": 1, NESTED + "aten.bmm|1,1,512,16,1024,1024|1x16x1024;1x1024x512": 1}
+    assert reference_work_covered(ref, half) is None  # half the multiply-adds
+    # a reference's nested GEMM is no work the candidate must repeat, and adds no time
+    nested_ref = OpCount(ops={"aten.einsum": 1}, shaped={"aten.einsum||;;": 1, NESTED + "aten.mm|8,8,8,8|8x8;8x8": 1},
+                         time_us={"aten.einsum||;;": 10.0})
+    assert reference_work_covered(nested_ref, {"aten.einsum||;;": 1})[0] == 1.0
+
+
+def test_the_recorder_keys_gemms_beneath_composites_once():
+    """On this torch: ``einsum``'s ``bmm`` and ``tensordot``'s ``mm`` are recorded beneath them with
+    their shapes; ``linear``'s ``addmm`` is part of the sized ``linear`` and is not keyed again."""
+    from kbv.sandbox.profiling import NESTED, recorded_ops
+
+    a, b, lin = torch.ones(4, 8), torch.ones(8, 2), torch.nn.Linear(8, 2)
+    einsum = recorded_ops(lambda: torch.einsum("ik,kj->ij", a, b), []).shaped
+    assert any(k.startswith(NESTED + "aten.bmm") or k.startswith(NESTED + "aten.mm") for k in einsum)
+    assert not any(k.startswith(NESTED) for k in recorded_ops(lambda: lin(a), []).shaped)
+    assert not any(k.startswith(NESTED) for k in recorded_ops(lambda: a @ b, []).shaped)

@@ -228,9 +228,9 @@ def test_a_torch_candidate_that_reruns_the_references_dominant_op_is_a_shortcut(
     assert v.evidence["profile"]["reference_work_covered"] >= 0.8
 
 
-@pytest.mark.parametrize("name", ["gemm_chunked_addmm_torch.py", "gemm_padded_addmm_torch.py"])
+@pytest.mark.parametrize("name", ["gemm_chunked_addmm_torch.py", "gemm_padded_addmm_torch.py", "gemm_einsum_torch.py"])
 def test_the_references_gemm_cut_into_blocks_or_padded_is_still_its_work(cpu_evaluator, fast_config, name):
-    """The reference's GEMM re-run in two row blocks, or on a padded input: the same multiply-adds in
+    """The reference's GEMM re-run in two row blocks, on a padded input or beneath an einsum: the same multiply-adds in
     PyTorch's kernel, SHORTCUT (red-team helper, seventeenth session: PASS when only the exact
     argument sizes counted)."""
     from kbv.demo import data_path

@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 import torch
 
 from kbv.sandbox.kernels import KernelProfile
-from kbv.sandbox.profiling import NO_MATH_OPS, OpCount
+from kbv.sandbox.profiling import NESTED, NO_MATH_OPS, OpCount
 
 
 #: Families of aten ops that are the same library computation reached through different entry
@@ -159,10 +159,11 @@ GEMM_WORK_SHARE = 0.9
 
 def gemm_work(key: str) -> tuple[int, int] | None:
     """(inner dimension K, multiply-adds) of one call of the GEMM an :attr:`OpCount.shaped` key
-    names (``aten.addmm|...|512;32x1024;1024x512``), from its arguments' shapes; None for another
+    names (``aten.addmm|...|512;32x1024;1024x512``, or the same after
+    :data:`kbv.sandbox.profiling.NESTED`: a GEMM inside ``einsum``), from its arguments' shapes; None for another
     op, a key without shapes, or shapes that do not make a GEMM (``einsum``: its equation is not a
     shape)."""
-    op, _, rest = key.partition("|")
+    op, _, rest = key.removeprefix(NESTED).partition("|")
     parts = rest.split("|")
     if len(parts) < 2:
         return None
@@ -202,13 +203,15 @@ def _gemm_kept(reference: OpCount, need: Mapping[tuple, int], kept: list, candid
     dimension), broadcast or run on padded inputs is the same work (red-team helpers, seventeenth
     session: each was PASS). Each of the candidate's multiply-adds serves one reference GEMM; those of
     the GEMMs kept exactly are spent first; ``order``: the works by their time, the greatest first."""
-    have = 0
+    have = 0  # the GEMMs inside einsum, tensordot, multi_dot too (red-team helper, seventeenth session)
     for k, n in candidate_shaped.items():
         g = gemm_work(k) if isinstance(k, str) and type(n) is int and n > 0 else None
         if g is not None:
             have += g[1] * n
     by_work: dict[tuple, int] = {}
     for k, n in reference.shaped.items():
+        if k.startswith(NESTED):
+            continue
         w, g = _work(k), gemm_work(k)
         if g is not None and w[0] == "family:gemm":
             by_work[w] = by_work.get(w, 0) + g[1] * int(n)
@@ -253,6 +256,8 @@ def reference_work_covered(reference: OpCount, candidate_shaped: Mapping[str, in
         spent: dict[tuple, float] = {}
         names: dict[tuple, set] = {}
         for k, n in reference.shaped.items():
+            if k.startswith(NESTED):  # part of a top-level op's work, sized only as a GEMM's
+                continue
             w = _work(k)
             need[w] = need.get(w, 0) + int(n)
             times = [float(r.time_us[k]) for r in (reference, *again) if isinstance(r, OpCount)
@@ -264,7 +269,7 @@ def reference_work_covered(reference: OpCount, candidate_shaped: Mapping[str, in
             return None
         have: dict[tuple, int] = {}
         for k, n in candidate_shaped.items():
-            if isinstance(k, str) and type(n) is int and n > 0:
+            if isinstance(k, str) and type(n) is int and n > 0 and not k.startswith(NESTED):
                 have[_work(k)] = have.get(_work(k), 0) + n
         kept = [w for w, n in need.items() if have.get(w, 0) >= n]
         kept += _gemm_kept(reference, need, kept, candidate_shaped, sorted(need, key=lambda w: -spent[w]))

@@ -121,6 +121,13 @@ NO_MATH_OPS: frozenset[str] = _VIEW_OPS | _COPY_OPS | _ALLOC_OPS | _META_OPS
 
 #: longest argument-shape part of an :attr:`OpCount.shaped` key (a ``cat`` of many tensors leaves it out)
 SHAPES_CHARS = 200
+#: prefix of an :attr:`OpCount.shaped` key for a GEMM run beneath a top-level op that is no GEMM of
+#: its own (``einsum``'s ``bmm``, ``tensordot``'s ``mm``, ``linalg_matmul``'s ``matmul``): sized by
+#: :func:`kbv.checks.op_coverage.gemm_work`, never counted as an op of its own
+NESTED = "nested:"
+#: the GEMMs :func:`kbv.checks.op_coverage.gemm_work` sizes: one beneath another is part of it
+GEMM_OPS = frozenset({"mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv", "matmul", "linear",
+                      "_addmm_activation"})
 
 
 @dataclass(frozen=True)
@@ -138,7 +145,8 @@ class OpCount:
     error: str | None = None
     #: :func:`recorded_ops` only: the same ops keyed ``"aten.addmm|32,512,512,1024,1024|512;32x1024;1024x512"``
     #: (the sizes of every tensor argument, sorted: the same work whatever the argument order or a
-    #: transpose; then each argument's shape in order, left out past :data:`SHAPES_CHARS`)
+    #: transpose; then each argument's shape in order, left out past :data:`SHAPES_CHARS`); and
+    #: keyed :data:`NESTED` + the same, the GEMMs run beneath a top-level op that is no GEMM itself
     shaped: dict[str, int] = field(default_factory=dict)
     #: :func:`recorded_ops` only: µs of wall time in the calling or worker thread per :attr:`shaped`
     #: key (the profiler's ``cpu_time_total``, children included), summed over its calls.
@@ -319,6 +327,27 @@ def _quiet_stderr() -> Any:
             os.close(saved)
 
 
+def _work_key(key: str, ev: Any) -> str:
+    """``ev``'s :attr:`OpCount.shaped` key: the op, the sizes of every tensor argument, sorted, then
+    each argument's shape in order (a GEMM's multiply-adds: :func:`kbv.checks.op_coverage.gemm_work`)."""
+    shapes = [shape for shape in (getattr(ev, "input_shapes", None) or ()) if isinstance(shape, (list, tuple))]
+    sizes = sorted(int(d) for shape in shapes for d in shape if isinstance(d, int))
+    args = ";".join("x".join(str(int(d)) for d in shape) for shape in shapes
+                    if all(isinstance(d, int) for d in shape))
+    return f"{key}|{','.join(map(str, sizes))}" + (f"|{args}" if len(args) <= SHAPES_CHARS else "")
+
+
+def _under_gemm(ev: Any, is_op: Callable[[Any], bool]) -> bool:
+    """Whether an aten op of :data:`GEMM_OPS` is among ``ev``'s ancestors (``linear``'s ``addmm``:
+    part of the GEMM already sized, not another)."""
+    parent = ev.cpu_parent
+    while parent is not None:
+        if is_op(parent) and str(parent.name)[len("aten::"):] in GEMM_OPS:
+            return True
+        parent = parent.cpu_parent
+    return False
+
+
 def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
     """Count the aten compute ops of one ``fn(*args)`` call, as the autograd profiler records
     them in **every thread** of the process (``profile_all_threads``), at the dispatcher.
@@ -381,14 +410,12 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
                 parent = parent.cpu_parent
             if parent is None:
                 top[key] = top.get(key, 0) + 1
-                shapes = [shape for shape in (getattr(ev, "input_shapes", None) or ()) if isinstance(shape, (list, tuple))]
-                sizes = sorted(int(d) for shape in shapes for d in shape if isinstance(d, int))
-                # each argument's shape too, in order (a GEMM's multiply-adds: kbv.checks.op_coverage.gemm_work)
-                args = ";".join("x".join(str(int(d)) for d in shape) for shape in shapes
-                                if all(isinstance(d, int) for d in shape))
-                work = f"{key}|{','.join(map(str, sizes))}" + (f"|{args}" if len(args) <= SHAPES_CHARS else "")
+                work = _work_key(key, ev)
                 shaped[work] = shaped.get(work, 0) + 1
                 spent[work] = spent.get(work, 0.0) + float(getattr(ev, "cpu_time_total", 0.0) or 0.0)
+            elif op in GEMM_OPS and not _under_gemm(ev, is_op):  # a GEMM inside einsum, tensordot, ...
+                nested = NESTED + _work_key(key, ev)
+                shaped[nested] = shaped.get(nested, 0) + 1
         return OpCount(ops=top, error=error, shaped=shaped, time_us=spent)
     except BaseException as exc:  # noqa: BLE001 - probe failure
         return OpCount(ops=top, error=f"recorded_ops failed: {describe_failure(exc)}", probe_failed=True)
