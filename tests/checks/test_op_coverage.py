@@ -144,32 +144,63 @@ def test_gemm_work_reads_each_gemm_ops_shapes():
 
 def test_a_gemm_inside_einsum_tensordot_or_multi_dot_is_the_same_work():
     """The recorder keys a GEMM run beneath a top-level op that is no GEMM itself with
-    :data:`kbv.sandbox.profiling.NESTED` (red-team helper, seventeenth session: a GEMM wrapper
-    written with ``einsum`` was PASS on cpu). Such keys size the candidate's GEMMs and are no work
-    of their own, on either side."""
-    from kbv.sandbox.profiling import NESTED
+    :data:`kbv.sandbox.profiling.NESTED`, the op's key and the GEMM's (red-team helper, seventeenth
+    session: a GEMM wrapper written with ``einsum`` was PASS on cpu). Such keys size the candidate's
+    GEMMs, and a reference op's work where it has no sizes of its own."""
+    from kbv.sandbox.profiling import NEST_SEP, NESTED
+
+    def nested(parent, gemm):
+        return NESTED + parent + NEST_SEP + gemm
 
     ref_key = "aten.linear|32,512,512,1024,1024|32x1024;512x1024;512"
     ref = OpCount(ops={"aten.linear": 1, "aten.relu": 1}, shaped={ref_key: 1, "aten.relu|32,512|32x512": 1},
                   time_us={ref_key: 950.0, "aten.relu|32,512|32x512": 50.0})
-    einsum = {"aten.einsum||;;": 1, NESTED + "aten.bmm|1,1,512,32,1024,1024|1x32x1024;1x1024x512": 1}
+    full = "aten.bmm|1,1,512,32,1024,1024|1x32x1024;1x1024x512"
+    einsum = {"aten.einsum||;;": 1, nested("aten.einsum||;;", full): 1}
     assert reference_work_covered(ref, einsum)[0] == 0.95
     assert reference_work_covered(ref, {"aten.einsum||;;": 1}) is None  # no GEMM recorded beneath it
-    half = {"aten.einsum||;;": 1, NESTED + "aten.bmm|1,1,512,16,1024,1024|1x16x1024;1x1024x512": 1}
-    assert reference_work_covered(ref, half) is None  # half the multiply-adds
-    # a reference's nested GEMM is no work the candidate must repeat, and adds no time
-    nested_ref = OpCount(ops={"aten.einsum": 1}, shaped={"aten.einsum||;;": 1, NESTED + "aten.mm|8,8,8,8|8x8;8x8": 1},
-                         time_us={"aten.einsum||;;": 10.0})
-    assert reference_work_covered(nested_ref, {"aten.einsum||;;": 1})[0] == 1.0
+    half = "aten.bmm|1,1,512,16,1024,1024|1x16x1024;1x1024x512"
+    assert reference_work_covered(ref, {"aten.einsum||;;": 1, nested("aten.einsum||;;", half): 1}) is None
+
+    # an einsum reference: its work is the GEMM beneath it, never matched by the family alone
+    # (red-team helper, eighteenth session: an honest einsum doing 56 % of the multiply-adds was SHORTCUT)
+    ein_ref = OpCount(ops={"aten.einsum": 1}, shaped={"aten.einsum||;;": 1, nested("aten.einsum||;;", full): 1},
+                      time_us={"aten.einsum||;;": 10.0})
+    assert reference_work_covered(ein_ref, {"aten.einsum||;;": 1}) is None
+    assert reference_work_covered(ein_ref, {"aten.einsum||;;": 1, nested("aten.einsum||;;", half): 1}) is None
+    assert reference_work_covered(ein_ref, einsum)[0] == 1.0
+    assert reference_work_covered(ein_ref, {full: 1})[0] == 1.0  # a plain bmm
+
+
+def test_a_kept_ops_gemms_beneath_it_are_not_spent_twice():
+    """Red-team helper, eighteenth session: a candidate that kept the reference's attention op (65 % of
+    its time, GEMMs beneath it) and rewrote its other GEMM as a row scaling was SHORTCUT at 97 %, the
+    attention's GEMMs counted again for the GEMM it did not run."""
+    from kbv.sandbox.profiling import NEST_SEP, NESTED
+
+    attn = "aten.scaled_dot_product_attention|16,16,64,64|16x64;16x64;16x64"
+    qk = "aten.bmm|1,16,16,64,64|1x16x64;1x64x16"
+    gemm = "aten.matmul|64,64,64,64|64x64;64x64"
+    ref = OpCount(ops={"aten.scaled_dot_product_attention": 1, "aten.matmul": 1},
+                  shaped={attn: 1, NESTED + attn + NEST_SEP + qk: 2, gemm: 1},
+                  time_us={attn: 65.0, gemm: 28.0, "aten.mul|64,64|64x64": 7.0})
+    cand = {attn: 1, NESTED + attn + NEST_SEP + qk: 2, "aten.mul|64,64|64x64": 1}
+    assert reference_work_covered(ref, cand) is None  # the attention's 65 % only
+    assert reference_work_covered(ref, {**cand, gemm: 1})[0] >= 0.9
 
 
 def test_the_recorder_keys_gemms_beneath_composites_once():
     """On this torch: ``einsum``'s ``bmm`` and ``tensordot``'s ``mm`` are recorded beneath them with
-    their shapes; ``linear``'s ``addmm`` is part of the sized ``linear`` and is not keyed again."""
+    their shapes and the top-level op's key; ``linear``'s ``addmm`` is part of the sized ``linear``
+    and is not keyed again."""
+    from kbv.checks.op_coverage import gemm_work, nested_parts
     from kbv.sandbox.profiling import NESTED, recorded_ops
 
     a, b, lin = torch.ones(4, 8), torch.ones(8, 2), torch.nn.Linear(8, 2)
-    einsum = recorded_ops(lambda: torch.einsum("ik,kj->ij", a, b), []).shaped
-    assert any(k.startswith(NESTED + "aten.bmm") or k.startswith(NESTED + "aten.mm") for k in einsum)
+    for fn, top in ((lambda: torch.einsum("ik,kj->ij", a, b), "aten.einsum"),
+                    (lambda: torch.tensordot(a, b, dims=1), "aten.tensordot")):
+        nested = [k for k in recorded_ops(fn, []).shaped if k.startswith(NESTED)]
+        assert len(nested) == 1 and nested_parts(nested[0])[0].startswith(top + "|")
+        assert gemm_work(nested[0])[1] == 4 * 8 * 2  # the GEMM's multiply-adds
     assert not any(k.startswith(NESTED) for k in recorded_ops(lambda: lin(a), []).shaped)
     assert not any(k.startswith(NESTED) for k in recorded_ops(lambda: a @ b, []).shaped)

@@ -122,9 +122,11 @@ NO_MATH_OPS: frozenset[str] = _VIEW_OPS | _COPY_OPS | _ALLOC_OPS | _META_OPS
 #: longest argument-shape part of an :attr:`OpCount.shaped` key (a ``cat`` of many tensors leaves it out)
 SHAPES_CHARS = 200
 #: prefix of an :attr:`OpCount.shaped` key for a GEMM run beneath a top-level op that is no GEMM of
-#: its own (``einsum``'s ``bmm``, ``tensordot``'s ``mm``, ``linalg_matmul``'s ``matmul``): sized by
-#: :func:`kbv.checks.op_coverage.gemm_work`, never counted as an op of its own
+#: its own (``einsum``'s ``bmm``, ``tensordot``'s ``mm``, ``linalg_matmul``'s ``matmul``): NESTED, the
+#: top-level op's key, :data:`NEST_SEP`, the GEMM's key; sized by
+#: :func:`kbv.checks.op_coverage.gemm_work` as that op's work, never counted as an op of its own
 NESTED = "nested:"
+NEST_SEP = ">"
 #: the GEMMs :func:`kbv.checks.op_coverage.gemm_work` sizes: one beneath another is part of it
 GEMM_OPS = frozenset({"mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv", "matmul", "linear",
                       "_addmm_activation"})
@@ -146,7 +148,7 @@ class OpCount:
     #: :func:`recorded_ops` only: the same ops keyed ``"aten.addmm|32,512,512,1024,1024|512;32x1024;1024x512"``
     #: (the sizes of every tensor argument, sorted: the same work whatever the argument order or a
     #: transpose; then each argument's shape in order, left out past :data:`SHAPES_CHARS`); and
-    #: keyed :data:`NESTED` + the same, the GEMMs run beneath a top-level op that is no GEMM itself
+    #: keyed :data:`NESTED`, the GEMMs run beneath a top-level op that is no GEMM itself
     shaped: dict[str, int] = field(default_factory=dict)
     #: :func:`recorded_ops` only: µs of wall time in the calling or worker thread per :attr:`shaped`
     #: key (the profiler's ``cpu_time_total``, children included), summed over its calls.
@@ -337,15 +339,17 @@ def _work_key(key: str, ev: Any) -> str:
     return f"{key}|{','.join(map(str, sizes))}" + (f"|{args}" if len(args) <= SHAPES_CHARS else "")
 
 
-def _under_gemm(ev: Any, is_op: Callable[[Any], bool]) -> bool:
-    """Whether an aten op of :data:`GEMM_OPS` is among ``ev``'s ancestors (``linear``'s ``addmm``:
-    part of the GEMM already sized, not another)."""
-    parent = ev.cpu_parent
+def _nested_parent(ev: Any, is_op: Callable[[Any], bool], is_math: Callable[[Any], bool]) -> Any:
+    """The top-level compute op above a GEMM ``ev``, or None where an aten op of :data:`GEMM_OPS` is
+    among its ancestors (``linear``'s ``addmm``: part of the GEMM already sized, not another)."""
+    top, parent = None, ev.cpu_parent
     while parent is not None:
         if is_op(parent) and str(parent.name)[len("aten::"):] in GEMM_OPS:
-            return True
+            return None
+        if is_math(parent):
+            top = parent
         parent = parent.cpu_parent
-    return False
+    return top
 
 
 def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
@@ -413,9 +417,12 @@ def recorded_ops(fn: Callable[..., Any], args: Sequence[Any]) -> OpCount:
                 work = _work_key(key, ev)
                 shaped[work] = shaped.get(work, 0) + 1
                 spent[work] = spent.get(work, 0.0) + float(getattr(ev, "cpu_time_total", 0.0) or 0.0)
-            elif op in GEMM_OPS and not _under_gemm(ev, is_op):  # a GEMM inside einsum, tensordot, ...
-                nested = NESTED + _work_key(key, ev)
-                shaped[nested] = shaped.get(nested, 0) + 1
+            elif op in GEMM_OPS:  # a GEMM inside einsum, tensordot, ...: that op's work
+                top_op = _nested_parent(ev, is_op, is_math)
+                if top_op is not None:
+                    parent_key = _work_key(f"aten.{str(top_op.name)[len('aten::'):]}", top_op)
+                    nested = NESTED + parent_key + NEST_SEP + _work_key(key, ev)
+                    shaped[nested] = shaped.get(nested, 0) + 1
         return OpCount(ops=top, error=error, shaped=shaped, time_us=spent)
     except BaseException as exc:  # noqa: BLE001 - probe failure
         return OpCount(ops=top, error=f"recorded_ops failed: {describe_failure(exc)}", probe_failed=True)
