@@ -16,7 +16,7 @@ def _verification(sets, fit=None):
     v = Verification.__new__(Verification)
     shaped = []
     v.ctx = types.SimpleNamespace(name="c.py", state=types.SimpleNamespace(input_sets=list(sets), evidence={}),
-                                  _trusted_oom_fit=lambda exc: fit)
+                                  _trusted_oom_fit=lambda exc: fit, _oom_fit=None)
     v.shapes = types.SimpleNamespace(_shape_finding=lambda: shaped.append(1))
     return v, shaped
 
@@ -41,3 +41,13 @@ def test_otherwise_it_is_kbvs_failure_said_as_the_device_shows_it():
     v, _ = _verification([_set("N1", True)])
     outcome, message = v._memory_failure(MemoryError("x"))
     assert outcome is Outcome.KBV_FAILED and "kbv ran out of memory in the reference worker (MemoryError: x)" in message
+
+
+def test_a_reading_made_at_the_secret_shape_is_the_one_used():
+    v, _ = _verification([_set("N1", True)], fit=None)
+    oom = MemoryError("x")
+    v.ctx._oom_fit = (oom, "read at the shape")
+    outcome, message = v._memory_failure(oom)
+    assert outcome is Outcome.KBV_FAILED and "does not fit this machine: read at the shape" in message
+    outcome, message = v._memory_failure(MemoryError("another"))  # not that failure: read again (None)
+    assert "kbv ran out of memory in the reference worker" in message

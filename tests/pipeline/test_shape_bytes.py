@@ -34,3 +34,28 @@ def test_the_shapes_input_bytes_hold_inside_the_block_only():
     with shapes._at_shape(_rp(256)):
         assert ctx._input_bytes == 256 * 256 * 4 + 256 * 8 and ctx.rp is not nominal
     assert ctx._input_bytes == 1024 * 256 * 4 + 1024 * 8 and ctx.rp is nominal
+
+
+def test_a_reference_memory_failure_at_the_shape_is_read_at_the_shape():
+    """The reference worker's out-of-memory failure inside the shape's block is weighed there, with
+    the shape's B, before the nominal state comes back (red-team helper, eighteenth session); other
+    exceptions are not read."""
+    import pytest
+
+    seen = []
+    ctx = types.SimpleNamespace(rp=_rp(1024), oracle=types.SimpleNamespace(release=lambda: None),
+                                _input_bytes=1024 * 256 * 4 + 1024 * 8, _oom_fit=None,
+                                config=types.SimpleNamespace(precision="fp32"),
+                                _trusted_oom_fit=lambda exc: seen.append(ctx._input_bytes) or "device full")
+    shapes = ss.SecretShapes.__new__(ss.SecretShapes)
+    shapes.ctx = ctx
+    oom = MemoryError()
+    with pytest.raises(MemoryError):
+        with shapes._at_shape(_rp(256)):
+            raise oom
+    assert seen == [256 * 256 * 4 + 256 * 8] and ctx._oom_fit == (oom, "device full")
+    assert ctx._input_bytes == 1024 * 256 * 4 + 1024 * 8
+    with pytest.raises(ValueError):
+        with shapes._at_shape(_rp(256)):
+            raise ValueError("not a memory failure")
+    assert len(seen) == 1

@@ -111,6 +111,9 @@ class Context:
         self._held_before_staging: int | None = None
         #: the staging request's reply came back whole: every staged buffer exists
         self._staging_done = False
+        #: (a reference worker's memory failure, :meth:`_trusted_oom_fit` of it) read where it was
+        #: raised at a secret shape, before the shape's state was left (red-team helper)
+        self._oom_fit: tuple[BaseException, str | None] | None = None
         self._views: list = []  #: the last timed call's outputs, views of slot 0 (kbv.sandbox.rawcopy.view).
         self._kept_times: dict = {}  #: candidate times of judged and of other timed calls (plan leak evidence).
         self._signals_at_spawn: frozenset = frozenset()

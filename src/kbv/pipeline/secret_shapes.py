@@ -28,6 +28,7 @@ from kbv.model.records import InputKind, InputSetResult
 from kbv.pipeline.correctness import Correctness
 from kbv.pipeline.load import Load, call_input_bytes
 from kbv.pipeline.outcome import Outcome, Stop
+from kbv.processes import footprint as fp
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
 from kbv.reference import oracle as orc
@@ -149,6 +150,10 @@ class SecretShapes:
             self.ctx._input_bytes = sized[0]
         try:
             yield
+        except Exception as exc:  # noqa: BLE001 - re-raised; read here, at the shape's state
+            if fp.is_memory_error(exc):  # the reference worker's own failure: weighed against the shape's B
+                self.ctx._oom_fit = (exc, self.ctx._trusted_oom_fit(exc))
+            raise
         finally:
             self.ctx.oracle.release()
             self.ctx.rp, self.ctx.oracle, self.ctx._input_bytes = saved
