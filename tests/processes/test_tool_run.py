@@ -75,9 +75,11 @@ def test_the_target_cannot_signal_the_tool_or_kbv(tmp_path):
 
 
 def test_a_run_past_its_time_is_killed_with_everything_it_started(tmp_path):
-    r = _run(tmp_path, "import subprocess; subprocess.Popen(['sleep', '300']); time.sleep(300)", timeout_s=5)
+    # a duration no other process on the machine uses: a `sleep 300` of someone else's failed the
+    # look for survivors below (a full-suite run beside a shell that polled with it)
+    r = _run(tmp_path, "import subprocess; subprocess.Popen(['sleep', '317.25']); time.sleep(300)", timeout_s=5)
     assert r.timed_out and r.returncode is None and r.seconds < 30
-    assert not [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == b"sleep\x00300\x00"]
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _cmdline(p) == b"sleep\x00317.25\x00"]
 
 
 def _cmdline(pid: str) -> bytes:
