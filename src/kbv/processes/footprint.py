@@ -60,11 +60,7 @@ def is_memory_error(exc: BaseException) -> bool:
 def is_device_memory_error(exc: BaseException) -> bool:
     """``exc`` says a device allocation failed: torch's OutOfMemoryError, or cuBLAS / cuDNN failing to
     allocate their workspace; not a host allocation (MemoryError, the CPU allocator's RuntimeError)."""
-    if isinstance(exc, torch.cuda.OutOfMemoryError):
-        return True
-    text = str(exc)
-    return isinstance(exc, RuntimeError) and ("CUDA out of memory" in text or "ALLOC" in text) \
-        and "DefaultCPUAllocator" not in text
+    return is_memory_error(exc) and not isinstance(exc, MemoryError) and "can't allocate memory" not in str(exc)
 
 
 #: torch's caching allocator's out-of-memory text: "Tried to allocate 4.00 GiB".
