@@ -18,7 +18,11 @@ def _growth(v) -> list:
     return [f for f in v.findings if f.check == "memory:growth"]
 
 
-@pytest.mark.parametrize("name, leaks", [("relu_leak_8mib.py", True), ("relu_torch.py", False)])
+# relu_cyclic_garbage: 8 MiB of cyclic garbage a call, which the collector frees (a Triton interpreter
+# launch leaves such a cycle holding its output): no leak, since each reading follows a full
+# collection and malloc_trim in the worker
+@pytest.mark.parametrize("name, leaks", [("relu_leak_8mib.py", True), ("relu_torch.py", False),
+                                         ("relu_cyclic_garbage.py", False)])
 def test_a_per_call_leak_on_cpu_is_a_warning_and_an_honest_relu_has_none(cpu_evaluator, name, leaks):
     cfg = EvalConfig(device="cpu", trials=9, timing_rounds=3, warmup=1, call_timeout_s=60)
     v = cpu_evaluator.evaluate(problem("level1/1_Small_ReLU.py"), candidate(name), cfg)

@@ -118,7 +118,11 @@ class SetBoundInputs:
 
 @dataclass(frozen=True)
 class Ping:
-    """Reply at once: the round trip measures the channel's own overhead."""
+    """Reply at once after a full collection (:func:`kbv.sandbox.timer.collect`): the round trip
+    measures the channel's own overhead. ``trim``: freed heap pages go back to the system too, so that
+    the resident set read next is what the worker holds (:mod:`kbv.checks.memory_growth_rules`)."""
+
+    trim: bool = False
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,20 @@ _cuda_sleep = torch.cuda._sleep
 _gc_disable, _gc_enable, _gc_isenabled, _gc_collect, _gc_freeze = gc.disable, gc.enable, gc.isenabled, gc.collect, gc.freeze
 _gc_count = gc.get_count
 
+
+def _libc_malloc_trim():
+    """glibc's ``malloc_trim``, captured at import (before any candidate loads); None elsewhere."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        return libc.malloc_trim if hasattr(libc, "gnu_get_libc_version") else None
+    except (OSError, AttributeError):
+        return None
+
+
+_malloc_trim = _libc_malloc_trim()
+
 #: tracked objects allocated (less those freed) since the last collection at which a timed call
 #: collects its young garbage inside its own clock: CPython's default threshold of the youngest
 #: generation (``gc.get_threshold()[0]``), so a call is charged about the collections it would have
@@ -94,14 +108,20 @@ def _owed() -> None:
         _gc_collect(0)
 
 
-def collect(freeze: bool = False) -> None:
+def collect(freeze: bool = False, trim: bool = False) -> None:
     """A full collection now (an untimed request: :class:`kbv.sandbox.protocol.Ping`), so that no
     collection owed to earlier allocations falls inside the timed request that follows. With
     ``freeze`` (after the load) the survivors, the libraries' and the model's objects, leave the
-    collector's generations (``gc.freeze``), so later full collections walk only newer objects."""
+    collector's generations (``gc.freeze``), so later full collections walk only newer objects. With
+    ``trim`` (before the trusted side reads what the worker holds) glibc returns the freed heap's pages
+    (``malloc_trim(0)``; nothing elsewhere)."""
     _gc_collect()
     if freeze:
         _gc_freeze()
+    if trim and _malloc_trim is not None:
+        # the freed heap's whole pages back to the system (glibc keeps them mapped otherwise, so the
+        # garbage just collected would still read as resident memory)
+        _malloc_trim(0)
 
 
 def captured_changed() -> list[str]:

@@ -327,7 +327,7 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
 
     def ping(self, req: Any) -> Any:
         # the trusted side pings before each measured request: the collections owed run here
-        self.timing.collect()
+        self.timing.collect(trim=req.trim)
         return self.protocol.Pong()
 
     def release_shared(self) -> None:
