@@ -577,3 +577,33 @@ def test_cli_run_exits_2_naming_a_hidden_test_file_that_failed_when_it_ran(tmp_p
                             "--device", "cpu", "--trials", "6", "--warmup", "1", "--hidden-tests", str(ht)])
     flat = " ".join(r.output.split())
     assert r.exit_code == 2 and "hidden tests not checked on 1 verdict(s)" in flat and "boom" in flat, r.output
+
+
+def test_cli_run_names_only_problems_it_runs_among_those_without_hidden_tests(tmp_path):
+    """Three problems, a hidden test file for 1 and candidates for 1 and 2: problem 3, which no candidate
+    targets, is not named as running without hidden tests (only static rejections: no worker starts)."""
+    for pid, name in ((1, "A"), (2, "B"), (3, "C")):
+        write(tmp_path / "problems" / "level1" / f"{pid}_{name}.py", PROBLEM)
+    for pid in (1, 2):
+        write(tmp_path / "runs" / "m" / f"level_1_problem_{pid}_sample_0_kernel.py", "class ModelNew(:\n")
+    ht = write(tmp_path / "ht" / "level1" / "1_hidden.py", "def get_hidden_inputs():\n    return []\n").parents[1]
+    r = runner.invoke(app, ["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(tmp_path / "s.db"),
+                            "--device", "cpu", "--hidden-tests", str(ht)])
+    flat = " ".join(r.output.split())
+    assert r.exit_code == 0 and "1 selected problem(s) have no hidden test file" in flat, r.output
+    assert "level1/2" in flat and "level1/3" not in flat, r.output
+
+
+@pytest.mark.parametrize("extra, said", [([], "no problem file (<id>_<Name>.py) found"),
+                                         (["--problem-ids", "9"], "found that --level/--problem-ids select")])
+def test_cli_run_on_a_folder_without_problems_says_so(tmp_path, extra, said):
+    """An empty problem folder (or a selection that leaves none) is named as such, exit 2, not as
+    candidates that match nothing."""
+    (tmp_path / "problems").mkdir()
+    if extra:
+        write(tmp_path / "problems" / "level1" / "1_A.py", PROBLEM)
+    write(tmp_path / "runs" / "m" / "level_1_problem_1_sample_0_kernel.py", "class ModelNew(:\n")
+    r = runner.invoke(app, ["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(tmp_path / "s.db"),
+                            "--device", "cpu", *extra])
+    flat = " ".join(r.output.split())
+    assert r.exit_code == 2 and said in flat and "nothing to run" not in flat, r.output

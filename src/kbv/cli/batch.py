@@ -156,7 +156,9 @@ def run_cmd(
     if plan.hidden_tests:
         console.print(f"{len(plan.hidden_tests)} hidden test file(s) found: their input sets are checked "
                       "as HT1, HT2, ... beside D1-D4", highlight=False)
-        without = [p for p in plan.problems if (p.level, p.problem_id) not in plan.hidden_tests]
+        run = {(j.problem.level, j.problem.problem_id) for j in plan.jobs}  # problems no candidate targets: not run
+        without = [p for p in plan.problems if (p.level, p.problem_id) not in plan.hidden_tests
+                   and (p.level, p.problem_id) in run]
         if without and hidden_tests is not None:  # the folder the user named covers some problems only
             shown = ", ".join(f"level{p.level}/{p.problem_id}" for p in without[:5]) + (", ..." if len(without) > 5 else "")
             console.print(f"[yellow]{len(without)} selected problem(s) have no hidden test file[/] in {hidden_tests} "
@@ -175,6 +177,10 @@ def run_cmd(
             if missing:
                 fail(f"--runs {','.join(missing)}: no such run in {', '.join(map(str, candidates))} "
                      f"(runs found: {', '.join(found) or 'none'})")
+        if not plan.problems and not plan.broken_files:
+            filtered = selection.levels is not None or selection.problem_ids is not None
+            fail(f"{problems}: no problem file (<id>_<Name>.py) found"
+                 + (" that --level/--problem-ids select" if filtered else ""))
         fail("nothing to run: no candidate matches a selected problem")
     ray_ex = None
     if executor is ExecutorOpt.ray:
