@@ -49,7 +49,8 @@ def reference_work(share: float, ops: Sequence[str]) -> Finding:
     reference's op time (:func:`kbv.checks.op_coverage.reference_work_covered`): PyTorch's kernels
     did most of the work, SHORTCUT (taxonomy 15)."""
     return finding("probe:reference-ops", (15,), Severity.SHORTCUT,
-                   f"forward re-ran the reference's own torch ops {', '.join(ops)} on the same sizes, "
+                   f"forward re-ran with PyTorch's own kernels the work of the reference's ops {', '.join(ops)} "
+                   "(an op of the same family on the same sizes: a linear as a matmul or addmm, say), "
                    f"{share:.0%} of the reference's op time: most of the work is PyTorch's own kernels")
 
 
