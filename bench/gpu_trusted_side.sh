@@ -28,7 +28,7 @@ judging_rows() {
   local py="timeout $1 python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider" p1 p2 p3
   $py tests/e2e/test_redteam.py tests/e2e/test_redteam_bound.py > "$O/redteam.log" 2>&1 & p1=$!
   $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p2=$!
-  $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py tests/pipeline/test_warm_call.py tests/sandbox/test_triton_warm.py tests/pipeline/test_reference_aside.py tests/processes/test_footprint.py \
+  $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py tests/pipeline/test_warm_call.py tests/sandbox/test_triton_warm.py tests/pipeline/test_reference_aside.py tests/processes/test_footprint.py tests/e2e/test_memory_growth.py \
     > "$O/gpu.log" 2>&1 & p3=$!
   wait $p1; wait $p2; wait $p3
 }
