@@ -55,12 +55,12 @@ def test_the_probes_tables_and_bound_torch_entry_points_are_watched():
                                 "kbv.sandbox.profiling._modules", "kbv.sandbox.numeric_flags._TF32_SWITCHES items",
                                 "kbv.sandbox.protocol._FIELDS items"}, changed
         assert (profiling.NO_MATH_OPS, profiling._profile, profiling._modules) == saved[:3]
-        assert flags._TF32_SWITCHES == saved[3] and protocol._FIELDS[protocol.Ping] == ()
+        assert flags._TF32_SWITCHES == saved[3] and protocol._FIELDS[protocol.Ping] == ("trim",)
         assert g.check() == []
     finally:
         profiling.NO_MATH_OPS, profiling._profile, profiling._modules = saved[:3]
         flags._TF32_SWITCHES.update(saved[3])
-        protocol._FIELDS[protocol.Ping] = ()
+        protocol._FIELDS[protocol.Ping] = ("trim",)
 
 
 def test_a_closure_cell_and_a_static_method_are_watched():
