@@ -57,6 +57,11 @@ full_level1() {
   KBV_REQUEST_TRACE="$O/full_trace.jsonl" timeout $(( $(left) - 5 )) python3 bench/full_size.py --device cuda \
     --pids "${FULL_PIDS:-1-100}" --deadline-s $(( $(left) - 30 )) --store /tmp/full.db --json "$O/full_size.json" > "$O/full_size.log" 2>&1
   python3 bench/request_trace.py "$O/full_trace.jsonl" --skip 0 --json "$O/full_trace_summary.json" > /dev/null 2>&1
+  # FULL_PIDS_NEXT: the problems to go on with in the time left (the same store: those done are not run again)
+  if [ -n "${FULL_PIDS_NEXT:-}" ] && [ "$(left)" -gt 90 ]; then
+    timeout $(( $(left) - 5 )) python3 bench/full_size.py --device cuda --pids "$FULL_PIDS_NEXT" \
+      --deadline-s $(( $(left) - 30 )) --store /tmp/full.db --json "$O/full_size_next.json" > "$O/full_size_next.log" 2>&1
+  fi
 }
 case "$1" in
   alone)  # two honest evaluations first (relu_cuda, softmax_triton): if either is not PASS, the honest and gpu
