@@ -85,6 +85,19 @@ def test_problem_that_fails_at_import_is_one_line_and_exit_2(tmp_path):
 
 
 @pytest.mark.e2e
+def test_a_problem_whose_get_inputs_raises_is_named_as_the_problem(tmp_path):
+    """The fault found in the reference worker carries the ``problem`` prefix that a fault found
+    reading the file does (newcomer)."""
+    bad = tmp_path / "1_Raises.py"
+    bad.write_text("import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+                   "def get_inputs():\n    raise RuntimeError('no data')\ndef get_init_inputs():\n    return []\n")
+    r = kbv("eval", bad, DATA / "candidates" / "relu_torch.py", "--device", "cpu")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert lines[0].startswith(f"kbv: error: problem {bad}: get_inputs() failed: RuntimeError: no data"), lines
+
+
+@pytest.mark.e2e
 def test_cuda_requested_without_cuda_is_a_usage_error(tmp_path):
     import torch
 

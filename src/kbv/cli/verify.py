@@ -91,8 +91,8 @@ def _evaluate(pref, cref, config, dev: str, status: str, hidden_tests: Optional[
                 verdict = ev.evaluate(pref, cref, config, hidden_tests=hidden_tests)
             # what a batch's stored record carries too: each speedup's 95 % interval, the baselines' flags
             return speedup_intervals(name_baselines(verdict))
-        except ProblemError as exc:
-            fail(str(exc))
+        except ProblemError as exc:  # the problem's own code failed in the reference worker
+            fail(f"problem {exc}")
         except EvaluationError as exc:
             fail(f"internal error: {exc}", code=3)
 
