@@ -15,6 +15,7 @@
 #   bash bench/gpu_trusted_side.sh full    # TF32 candidates on the matmuls whose device peak went over, then level 1
 #   bash bench/gpu_trusted_side.sh h100    # on an 80 GB card: the judging rows beside TF32 matmuls 9 and 11, bytes, level 1 (FULL_PIDS)
 #   bash bench/gpu_trusted_side.sh bytes   # bytes per job at full size (6 GiB ReLU, 4096^2 matmul), then level 1 at full size
+#   bash bench/gpu_trusted_side.sh paths   # a short call: the gpu, footprint, leak and honest cuda rows, then level 1 (FULL_PIDS)
 #   bash bench/gpu_trusted_side.sh gap     # the 40-kernel batch alone (gap between verdicts), one job profiled
 # Then, here: `PYTHONPATH=src python3 bench/rerun_coverage.py compare DIR` on the two stores that came back.
 T0=$(date +%s)  # LIMIT counts the wheels' install too
@@ -132,6 +133,15 @@ case "$1" in
       timeout 60 python3 bench/bytes_per_job.py --device cuda --sites --problem src/kbv/data/problems/level1/4_Square_matmul.py \
         --candidate src/kbv/data/candidates/matmul_tf32.py --json "$O/bytes_matmul.json" > "$O/bytes_matmul.log" 2>&1; } & p4=$!
     wait $p1; wait $p4 ;;
+  paths)  # a short call after changes to the memory paths: the gpu group with the footprint and leak rows beside
+          # the honest group (no red-team group), then level 1 at full size (FULL_PIDS) until the limit
+    nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+    py="timeout $(( $(left) > 360 ? 240 : $(left) / 2 )) python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider"
+    $py tests/e2e/test_honest.py > "$O/honest.log" 2>&1 & p1=$!
+    $py tests/e2e/test_gpu.py tests/e2e/test_gpu_policy.py tests/processes/test_footprint.py tests/e2e/test_memory_growth.py \
+      > "$O/gpu.log" 2>&1 & p2=$!
+    wait $p1; wait $p2
+    full_level1 ;;
   rows)  # after a change to a judging path: the judging cuda rows beside the bytes per job of
         # KernelBench-Verified's 4096^2 matmul, then level 1 at full size until the limit (/tmp/full.db resumes)
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
