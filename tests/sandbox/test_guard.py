@@ -192,9 +192,9 @@ def test_an_instance_attribute_shadowing_a_server_method_is_reported_and_dropped
 def test_tensor_class_watch_names_and_restores_replaced_and_added_methods():
     import torch
 
-    from kbv.sandbox.torch_state import TensorClassWatch
+    from kbv.sandbox.torch_state import TorchClassWatch
 
-    watch = TensorClassWatch(torch)
+    watch = TorchClassWatch(torch)
     setitem = torch.Tensor.__setitem__
     try:
         torch.Tensor.__setitem__ = lambda self, i, v: None  # rebound in torch.Tensor's own namespace
@@ -285,3 +285,51 @@ def test_defaults_are_compared_by_identity_and_only_where_the_function_had_them(
     assert sorted(guard.check()) == ["kbv_guard_defaults.keyword internals", "kbv_guard_defaults.scaled internals"]
     assert ran == [] and m.scaled(1.0) == 2.0 and m.keyword(1.0) == 3.0
     assert guard.check() == []
+
+
+def test_a_name_added_to_a_guarded_class_is_reported_and_removed_and_pythons_own_are_not():
+    """Regression (red team, row t15-opcount-descriptor): data descriptors added to ``OpCount`` filtered
+    what the op counts returned, with every existing name in place. Python's own lazy names holding
+    what Python puts there are no change; the same names forged are."""
+    import copyreg
+
+    from kbv.sandbox import op_tables
+
+    g = guard.HarnessGuard([op_tables])
+    cls = op_tables.OpCount
+    try:
+        type.__setattr__(cls, "ops", property(lambda self: {}))
+        assert g.check() == ["kbv.sandbox.op_tables.OpCount.ops (added)"]
+        assert "ops" not in vars(cls) and op_tables.OpCount(ops={"aten.relu": 1}).ops == {"aten.relu": 1}
+        copyreg._slotnames(cls)  # what pickling an instance caches: []
+        assert g.check() == []
+        type.__setattr__(cls, "__slotnames__", ["error"])  # forged: would leave fields out of a pickle
+        assert g.check() == ["kbv.sandbox.op_tables.OpCount.__slotnames__ (added)"]
+        assert g.check() == []
+    finally:
+        for name in ("ops", "__slotnames__"):
+            vars(cls).get(name) is not None and type.__delattr__(cls, name)
+
+
+def test_the_op_counts_torch_classes_are_watched_as_torch_tensor_is():
+    """Regression (red team, row t15-torch-class-descriptor): a property over
+    ``OpOverload.overloadpacket`` and a descriptor over ``FunctionEvent.name`` relabelled a softmax as
+    a copy for both op counts; each is named and put back."""
+    import torch
+    import torch._ops as ops
+    import torch.autograd.profiler_util as events
+
+    from kbv.sandbox.torch_state import TorchClassWatch
+
+    watch = TorchClassWatch(torch)
+    packet = vars(ops.OpOverload)["overloadpacket"]
+    try:
+        type.__setattr__(ops.OpOverload, "overloadpacket", property(lambda self: "aten.clone"))
+        type.__setattr__(events.FunctionEvent, "name", property(lambda self: "aten::clone"))
+        assert watch.check() == ["torch._ops.OpOverload.overloadpacket", "torch.autograd.profiler_util.FunctionEvent.name"]
+        assert vars(ops.OpOverload)["overloadpacket"] is packet and "name" not in vars(events.FunctionEvent)
+        assert str(torch.ops.aten.relu.default.overloadpacket) == "aten.relu"
+        assert watch.check() == []
+    finally:
+        type.__setattr__(ops.OpOverload, "overloadpacket", packet)
+        vars(events.FunctionEvent).get("name") is not None and type.__delattr__(events.FunctionEvent, "name")

@@ -86,6 +86,10 @@ class HarnessGuard:
                 else:  # a function, or an instance of one of the module's own classes
                     self._add(f"{prefix}.{name}", m, name, obj, code=callable(obj))
         self._owner_types = [type(o) for o in self._owners]
+        #: each guarded class's names then: a name added to a class (a data descriptor over an
+        #: instance attribute, ``OpCount.ops`` filtering what the op count kept) changes what the
+        #: harness reads with every existing entry in place (red-team helper, 2026-12-07)
+        self._class_names = [(c, frozenset(vars(c))) for c in self._owners if isinstance(c, type)]
         for owner, attr, label in attributes:
             self.watch(owner, attr, label)
         self._fast: tuple = ()
@@ -167,7 +171,8 @@ class HarnessGuard:
 
     def check(self, only: tuple[str, ...] = ()) -> list[str]:
         """Labels of the entries that changed since construction, and of names added to a guarded
-        module (``module.name (added)``); each is restored, each added name removed. ``only``: just
+        module or class (``module.name (added)``, ``module.Class.name (added)``); each is restored,
+        each added name removed. ``only``: just
         the entries and containers whose label holds one of these strings (no added names), a
         check that costs a few of the whole one's ~1,100 entries (a few ms in the worker, whose
         audit hooks see every ``__code__`` read)."""
@@ -195,6 +200,13 @@ class HarnessGuard:
             for name in [k for k in now if k not in before and not (k.startswith("__") and k.endswith("__"))]:
                 changed.append(f"{m.__name__}.{name} (added)")
                 now.pop(name, None)
+        for c, before in () if only else self._class_names:
+            for name in [k for k in vars(c) if k not in before and not lazy_class_name(c, k)]:
+                changed.append(f"{c.__module__}.{c.__qualname__}.{name} (added)")
+                try:
+                    type.__delattr__(c, name)
+                except (AttributeError, TypeError):
+                    pass
         for label, owner, attr, obj, (code, defaults, kwdefaults, cells) in entries:
             if _lookup(owner, attr) is not obj:
                 changed.append(label)
@@ -242,6 +254,28 @@ class HarnessGuard:
         if not only:
             self._snapshot()  # everything put back: the next check compares with this
         return changed
+
+
+def lazy_class_name(c: type, name: str) -> bool:
+    """Whether ``c.name`` is one Python itself adds to a class after its creation, holding what Python
+    puts there: ``copyreg`` caches ``__slotnames__`` (the slots of the class and its bases, private
+    names mangled) when an instance is first pickled, and reading ``__annotations__`` of a class
+    without any stores an empty dict. The same names holding anything else are the candidate's (a
+    forged ``__slotnames__`` would leave fields out of a pickled reply)."""
+    value = vars(c).get(name)
+    if name == "__annotations__":
+        return type(value) is dict and not value
+    if name == "__slotnames__":
+        want = [f"_{k.__name__.lstrip('_')}{n}" if n.startswith("__") and not n.endswith("__") else n
+                for k in c.__mro__ for n in _own_slots(k)]
+        return type(value) is list and value == want
+    return False
+
+
+def _own_slots(k: type) -> list:
+    """The slot names ``k`` itself declares, less ``__dict__`` and ``__weakref__`` (as ``copyreg``)."""
+    slots = vars(k).get("__slots__", ())
+    return [n for n in ([slots] if isinstance(slots, str) else slots) if n not in ("__dict__", "__weakref__")]
 
 
 _EMPTY = object()  #: an empty closure cell's stand-in

@@ -1,12 +1,14 @@
 """Torch's own state that runs a candidate's Python inside the harness's torch calls, kept as it
 was before the candidate loaded (worker side, taxonomy 4): the torch function and dispatch modes
-left on (:class:`ModeShield`), ``torch.Tensor``'s methods (:class:`TensorClassWatch`) and the torch
+left on (:class:`ModeShield`), ``torch.Tensor``'s methods and the op counts' torch classes (:class:`TorchClassWatch`) and the torch
 functions the harness calls between the candidate's calls (:func:`torch_attributes`, for
 :class:`kbv.sandbox.guard.HarnessGuard`). What they saw is decided on the trusted side."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from kbv.sandbox.guard import lazy_class_name
 
 _EMPTY = object()  #: a name missing from a namespace
 
@@ -86,32 +88,58 @@ def torch_attributes(torch: Any) -> list[tuple[Any, str, str]]:
     return out + [(torch.autograd.graph, "increment_version", "torch.autograd.graph.increment_version")]
 
 
-class TensorClassWatch:
-    """``torch.Tensor``'s own namespace as it was before the candidate loaded (worker side, taxonomy 4).
+def watched_classes(torch: Any) -> list[tuple[str, type]]:
+    """``(label, class)`` of the torch classes the harness reads through: ``torch.Tensor`` (every tensor
+    method the harness calls), and what the op counts read (:mod:`kbv.sandbox.profiling`): an op's
+    ``overloadpacket`` and ``is_view``, the profiler's events' ``name`` and times, the dispatch mode's
+    entry and exit. A data descriptor added to one (``OpOverload.overloadpacket`` made to answer
+    ``aten.clone`` for a softmax, ``FunctionEvent.name`` likewise) hid a wrapper from both counts
+    (red-team helper, 2026-12-07)."""
+    import torch._ops as ops
+    import torch.autograd.profiler as profiler
+    import torch.autograd.profiler_util as profiler_util
+    from torch.utils import _python_dispatch as dispatch
+
+    return [("torch.Tensor", torch.Tensor), ("torch._ops.OpOverload", ops.OpOverload),
+            ("torch._ops.OpOverloadPacket", ops.OpOverloadPacket),
+            ("torch.autograd.profiler_util.FunctionEvent", profiler_util.FunctionEvent),
+            ("torch.autograd.profiler_util.EventList", profiler_util.EventList),
+            ("torch.autograd.profiler.profile", profiler.profile),
+            ("torch.utils._python_dispatch.TorchDispatchMode", dispatch.TorchDispatchMode)]
+
+
+class TorchClassWatch:
+    """The namespaces of :func:`watched_classes` as they were before the candidate loaded (worker
+    side, taxonomy 4).
 
     Every tensor method the harness calls (``copy_``, ``__setitem__``, ``clone``, ``view``...) is
     looked up through ``torch.Tensor``: its C base (``torch._C.TensorBase``) is immutable, so a
     replaced method is a name bound or rebound in ``torch.Tensor``'s own namespace, and a wrapper
-    there ran the candidate's code inside the harness's timed-input writes. :meth:`check` names
-    every name added, rebound or removed there and puts the namespace back. About 80 names: a few
-    µs a reply. (Importing triton, Inductor and running ``torch.compile`` change none of them.)"""
+    there ran the candidate's code inside the harness's timed-input writes; the op counts read
+    through the others. :meth:`check` names every name added, rebound or removed there (less what
+    Python itself adds, :func:`kbv.sandbox.guard.lazy_class_name`) and puts the namespaces back. About
+    250 names: a few µs a reply. (Importing triton, Inductor and running ``torch.compile`` change
+    none of them.)"""
 
     def __init__(self, torch: Any) -> None:
-        self._cls = torch.Tensor
-        self._names = dict(vars(self._cls))
+        self._classes = [(label, cls, dict(vars(cls))) for label, cls in watched_classes(torch)]
 
     def check(self) -> list[str]:
-        now = vars(self._cls)
-        if len(now) == len(self._names) and all(now.get(k, _EMPTY) is v for k, v in self._names.items()):
-            return []
-        changed = sorted({k for k in now if now[k] is not self._names.get(k, _EMPTY)}
-                         | {k for k in self._names if k not in now})
-        for k in changed:
-            try:
-                if k in self._names:
-                    setattr(self._cls, k, self._names[k])
-                else:
-                    delattr(self._cls, k)
-            except (AttributeError, TypeError):
-                pass
-        return [f"torch.Tensor.{k}" for k in changed]
+        found = []
+        for label, cls, names in self._classes:
+            now = vars(cls)
+            if len(now) == len(names) and all(now.get(k, _EMPTY) is v for k, v in names.items()):
+                continue
+            changed = sorted({k for k in now if now[k] is not names.get(k, _EMPTY)
+                              and not (k not in names and lazy_class_name(cls, k))}
+                             | {k for k in names if k not in now})
+            for k in changed:
+                try:
+                    if k in names:
+                        type.__setattr__(cls, k, names[k])
+                    else:
+                        type.__delattr__(cls, k)
+                except (AttributeError, TypeError):
+                    pass
+            found += [f"{label}.{k}" for k in changed]
+        return found

@@ -88,7 +88,7 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
         self._perturb = integrity.malloc_perturb() if self.device.type == "cpu" else contextlib.nullcontext()
         self._warm_runtime()
         self._modes = torch_state.ModeShield(torch)  #: torch modes the candidate leaves on, taken off (taxonomy 4)
-        self._tensor_class = torch_state.TensorClassWatch(torch)  #: torch.Tensor's methods as before the load
+        self._tensor_class = torch_state.TorchClassWatch(torch)  #: torch.Tensor's and the op counts' classes as before the load
         # every harness callable, the clocks and the reply path, as they are before the candidate
         # loads: checked (and put back) before every reply, taxonomy 4/24/25
         self.guard = integrity.HarnessGuard(
