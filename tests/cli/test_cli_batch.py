@@ -607,3 +607,36 @@ def test_cli_run_on_a_folder_without_problems_says_so(tmp_path, extra, said):
                             "--device", "cpu", *extra])
     flat = " ".join(r.output.split())
     assert r.exit_code == 2 and said in flat and "nothing to run" not in flat, r.output
+
+
+def test_cli_run_counts_only_the_hidden_test_files_of_problems_it_runs(tmp_path):
+    """A hidden test file for a problem no candidate targets is not announced as checked; the
+    problem that runs is named as running without one (red team)."""
+    for pid, name in ((1, "A"), (3, "C")):
+        write(tmp_path / "problems" / "level1" / f"{pid}_{name}.py", PROBLEM)
+    write(tmp_path / "runs" / "m" / "level_1_problem_1_sample_0_kernel.py", "class ModelNew(:\n")
+    ht = write(tmp_path / "ht" / "level1" / "3_hidden.py", "def get_hidden_inputs():\n    return []\n").parents[1]
+    r = runner.invoke(app, ["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(tmp_path / "s.db"),
+                            "--device", "cpu", "--hidden-tests", str(ht)])
+    flat = " ".join(r.output.split())
+    assert r.exit_code == 0 and "hidden test file(s) found" not in flat, r.output
+    assert "1 selected problem(s) have no hidden test file" in flat and "level1/1" in flat, r.output
+
+
+def test_cli_run_whose_candidates_all_target_broken_problems_says_so(tmp_path):
+    write(tmp_path / "problems" / "level1" / "1_A.py", "import torch\nclass Model(:\n")
+    write(tmp_path / "runs" / "m" / "level_1_problem_1_sample_0_kernel.py", "class ModelNew(:\n")
+    r = runner.invoke(app, ["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(tmp_path / "s.db"),
+                            "--device", "cpu"])
+    flat = " ".join(r.output.split())
+    assert r.exit_code == 2 and "every candidate's problem file is broken" in flat, r.output
+
+
+def test_cli_run_on_an_empty_folder_with_hidden_tests_says_no_problem_file(tmp_path):
+    (tmp_path / "problems").mkdir()
+    write(tmp_path / "runs" / "m" / "level_1_problem_1_sample_0_kernel.py", "class ModelNew(:\n")
+    ht = write(tmp_path / "ht" / "level1" / "1_hidden.py", "def get_hidden_inputs():\n    return []\n").parents[1]
+    r = runner.invoke(app, ["run", str(tmp_path / "problems"), str(tmp_path / "runs"), "--store", str(tmp_path / "s.db"),
+                            "--device", "cpu", "--hidden-tests", str(ht)])
+    flat = " ".join(r.output.split())
+    assert r.exit_code == 2 and "no problem file (<id>_<Name>.py) found" in flat, r.output

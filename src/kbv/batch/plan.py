@@ -155,7 +155,9 @@ def plan_batch(problems_root: Path | str, candidate_roots: Sequence[Path | str],
     by_id = {(p.level, p.problem_id): p for p in problems if p.problem_id is not None}
     broken_ids = {(b.level, b.problem_id) for b in broken if b.problem_id is not None}
     stray_tests: tuple[Path, ...] = ()
-    if hidden_tests_root is not None:
+    if hidden_tests_root is not None and not by_id:  # no problem to run: said as such by the caller
+        hidden = {}
+    elif hidden_tests_root is not None:
         known = {(p.level, p.problem_id) for p in pscan.problems} | {identify(Path(e.path))[:2] for e in pscan.errors}
         hidden, stray_tests = _named_hidden_tests(Path(hidden_tests_root), by_id, known)
     else:

@@ -153,16 +153,17 @@ def run_cmd(
         shown = ", ".join(str(p) for p in plan.ignored[:3]) + (", ..." if len(plan.ignored) > 3 else "")
         console.print(f"[yellow]{len(plan.ignored)} .py file(s) in run folders fit no layout[/] ({shown}); ignored",
                       highlight=False)
-    if plan.hidden_tests:
-        console.print(f"{len(plan.hidden_tests)} hidden test file(s) found: their input sets are checked "
+    run = {(j.problem.level, j.problem.problem_id) for j in plan.jobs}  # problems no candidate targets: not run
+    used = [k for k in plan.hidden_tests if k in run]
+    if used:
+        console.print(f"{len(used)} hidden test file(s) found: their input sets are checked "
                       "as HT1, HT2, ... beside D1-D4", highlight=False)
-        run = {(j.problem.level, j.problem.problem_id) for j in plan.jobs}  # problems no candidate targets: not run
-        without = [p for p in plan.problems if (p.level, p.problem_id) not in plan.hidden_tests
-                   and (p.level, p.problem_id) in run]
-        if without and hidden_tests is not None:  # the folder the user named covers some problems only
-            shown = ", ".join(f"level{p.level}/{p.problem_id}" for p in without[:5]) + (", ..." if len(without) > 5 else "")
-            console.print(f"[yellow]{len(without)} selected problem(s) have no hidden test file[/] in {hidden_tests} "
-                          f"({shown}): they run without hidden tests", highlight=False)
+    without = [p for p in plan.problems if (p.level, p.problem_id) not in plan.hidden_tests
+               and (p.level, p.problem_id) in run]
+    if without and hidden_tests is not None:  # the folder the user named covers some problems only
+        shown = ", ".join(f"level{p.level}/{p.problem_id}" for p in without[:5]) + (", ..." if len(without) > 5 else "")
+        console.print(f"[yellow]{len(without)} selected problem(s) have no hidden test file[/] in {hidden_tests} "
+                      f"({shown}): they run without hidden tests", highlight=False)
     if plan.stray_hidden_tests:
         stray = plan.stray_hidden_tests
         shown = ", ".join(str(p) for p in stray[:3]) + (", ..." if len(stray) > 3 else "")
@@ -181,6 +182,8 @@ def run_cmd(
             filtered = selection.levels is not None or selection.problem_ids is not None
             fail(f"{problems}: no problem file (<id>_<Name>.py) found"
                  + (" that --level/--problem-ids select" if filtered else ""))
+        if plan.broken_candidates and not plan.orphans:
+            fail("nothing to run: every candidate's problem file is broken (named above)")
         fail("nothing to run: no candidate matches a selected problem")
     ray_ex = None
     if executor is ExecutorOpt.ray:
