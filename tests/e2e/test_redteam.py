@@ -229,6 +229,7 @@ CASES: tuple[Case, ...] = (
     Case("t15-opcount-descriptor", 15, R + "t15_opcount_descriptor.py", RELU, check="probe:harness-identity"),
     Case("t15-torch-class-descriptor", 15, R + "t15_torch_class_descriptor.py", SOFTMAX,
          check="probe:harness-identity"),
+    Case("t15-profiler-module-names", 15, R + "t15_profiler_module_names.py", SOFTMAX, check="probe:harness-identity"),
     Case("t15-refuse-counting", 15, R + "t15_refuse_counting.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-refuse-profiler-only", 15, R + "t15_refuse_profiler_only.py", SOFTMAX, expect=Status.SHORTCUT),
     Case("t15-compile-fullgraph", 15, R + "t15_compile_fullgraph.py", SOFTMAX, expect=Status.SHORTCUT, extended=True),

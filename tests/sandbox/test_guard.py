@@ -333,3 +333,24 @@ def test_the_op_counts_torch_classes_are_watched_as_torch_tensor_is():
     finally:
         type.__setattr__(ops.OpOverload, "overloadpacket", packet)
         vars(events.FunctionEvent).get("name") is not None and type.__delattr__(events.FunctionEvent, "name")
+
+
+def test_the_profiler_modules_callables_are_watched_and_their_flags_are_not():
+    """Regression (red team, row t15-profiler-module-names): rebinding ``_filter_name`` in
+    ``torch.autograd.profiler`` dropped a softmax's events from the profiler count. Its callables are
+    kept by identity; ``_is_profiler_enabled``, which every session flips, is not."""
+    import torch
+    import torch.autograd.profiler as profiler
+
+    from kbv.sandbox.torch_state import torch_attributes
+
+    g = guard.HarnessGuard([], torch_attributes(torch))
+    keep = profiler._filter_name
+    try:
+        with torch.autograd.profiler.profile(use_kineto=True) as prof:
+            torch.ones(4).sin()
+        assert prof.function_events and g.check() == []
+        profiler._filter_name = lambda name: True
+        assert g.check() == ["torch.autograd.profiler._filter_name"] and profiler._filter_name is keep
+    finally:
+        profiler._filter_name = keep

@@ -85,7 +85,23 @@ def torch_attributes(torch: Any) -> list[tuple[Any, str, str]]:
     """``(owner, name, label)`` for :class:`HarnessGuard`: :data:`TORCH_FUNCTIONS` of ``torch``, and
     ``torch.autograd.graph.increment_version`` (the bound pass's version bump)."""
     out = [(torch, k, f"torch.{k}") for k in TORCH_FUNCTIONS if hasattr(torch, k)]
+    out += [(m, k, f"{m.__name__}.{k}") for m in profiler_modules(torch) for k, v in list(vars(m).items())
+            if callable(v) and not (k.startswith("__") and k.endswith("__"))]
     return out + [(torch.autograd.graph, "increment_version", "torch.autograd.graph.increment_version")]
+
+
+def profiler_modules(torch: Any) -> list[Any]:
+    """The modules whose functions and classes turn the profiler's records into the events the op
+    counts read (``_parse_kineto_results`` looks ``_rewrite_name``, ``_filter_name`` and
+    ``FunctionEvent`` up in ``torch.autograd.profiler``): each callable name there is kept by identity
+    (:func:`torch_attributes`); rebinding one named a softmax ``aten::clone`` or dropped its events
+    (red-team helper, 2026-12-07). Their flags (``_is_profiler_enabled``) change with every session
+    and are not kept."""
+    import torch.autograd.profiler as profiler
+    import torch.autograd.profiler_util as profiler_util
+    import torch.profiler.profiler as kineto_profiler
+
+    return [profiler, profiler_util, kineto_profiler]
 
 
 def watched_classes(torch: Any) -> list[tuple[str, type]]:
@@ -104,7 +120,9 @@ def watched_classes(torch: Any) -> list[tuple[str, type]]:
             ("torch._ops.OpOverloadPacket", ops.OpOverloadPacket),
             ("torch.autograd.profiler_util.FunctionEvent", profiler_util.FunctionEvent),
             ("torch.autograd.profiler_util.EventList", profiler_util.EventList),
+            ("torch.autograd.profiler_util.FunctionEventAvg", profiler_util.FunctionEventAvg),
             ("torch.autograd.profiler.profile", profiler.profile),
+            ("torch.profiler.profile", torch.profiler.profile),
             ("torch.utils._python_dispatch.TorchDispatchMode", dispatch.TorchDispatchMode)]
 
 
@@ -122,7 +140,14 @@ class TorchClassWatch:
     none of them.)"""
 
     def __init__(self, torch: Any) -> None:
-        self._classes = [(label, cls, dict(vars(cls))) for label, cls in watched_classes(torch)]
+        # each class with its bases: a data descriptor on a base (``FormattedTimesMixin.name``) overrides
+        # an instance attribute of the subclass as one on the class itself does
+        seen: dict[type, str] = {}
+        for label, cls in watched_classes(torch):
+            for k in cls.__mro__:
+                if k.__module__ != "builtins" and k not in seen:
+                    seen[k] = label if k is cls else f"{k.__module__}.{k.__qualname__}"
+        self._classes = [(label, cls, dict(vars(cls))) for cls, label in seen.items()]
 
     def check(self) -> list[str]:
         found = []
