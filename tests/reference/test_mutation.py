@@ -68,3 +68,20 @@ def test_index_is_torch_unravel_index_in_plain_integers():
             want = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), shape))
             assert _index(flat, shape) == want, (flat, shape)
     assert _index(0, ()) == ()
+
+
+def test_the_perturbed_probe_changes_the_element_where_the_draws_differ_most(monkeypatch):
+    """One element per tensor, at the position where the two draws differ the most (read in chunks of
+    3 here), so a stale cached answer is as far off as one element makes it; the value is the other
+    draw's at that position (its domain), and the set the probe starts from is not touched."""
+    from kbv.reference import mutation
+
+    monkeypatch.setattr(mutation, "chunk_elements", lambda device, n: 3)
+    a = torch.tensor([[0.5, 0.1, -0.2], [0.3, 0.0, 0.9]])
+    b = torch.tensor([[0.4, 0.2, -0.1], [-2.5, 0.1, 0.8]])  # largest difference at (1, 0): 2.8
+    idx = torch.tensor([1, 1, 2])  # integers too, and equal draws: the first position
+    out = mutation.perturbed([a, idx], [b, idx.clone()], 11)
+    assert out[0][1, 0] == -2.5 and (out[0] != a).sum() == 1 and a[1, 0] == 0.3
+    assert torch.equal(out[1], idx)
+    c = torch.tensor([1 + 1j, 2 + 0j]), torch.tensor([1 + 1j, 2 + 5j])  # complex: the modulus
+    assert mutation.perturbed([c[0]], [c[1]], 3)[0][1] == 2 + 5j
