@@ -354,3 +354,33 @@ def test_the_profiler_modules_callables_are_watched_and_their_flags_are_not():
         assert g.check() == ["torch.autograd.profiler._filter_name"] and profiler._filter_name is keep
     finally:
         profiler._filter_name = keep
+
+
+def test_honest_torch_use_changes_nothing_the_class_and_profiler_watches_keep():
+    """What an honest candidate may do with torch (its own profiler sessions, pickled events, its own
+    dispatch mode, reading classes' annotations) is no change to the watched torch classes, their
+    bases or torch's profiler modules: no false ``probe:harness-identity``."""
+    import pickle
+
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from kbv.sandbox.torch_state import TorchClassWatch, torch_attributes
+
+    watch, g = TorchClassWatch(torch), guard.HarnessGuard([], torch_attributes(torch))
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], record_shapes=True) as prof:
+        torch.randn(16, 16) @ torch.randn(16, 16)
+    prof.key_averages().table()
+    with torch.autograd.profiler.profile(use_kineto=True, record_shapes=True) as prof2:
+        torch.softmax(torch.randn(8, 8), 1)
+    pickle.dumps(prof2.function_events)
+
+    class Passthrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with Passthrough():
+        torch.randn(3).sin()
+    for cls in (torch._ops.OpOverload, torch.autograd.profiler_util.FunctionEvent, torch.profiler.profile):
+        getattr(cls, "__annotations__", None)
+    assert watch.check() == [] and g.check() == []
