@@ -3,7 +3,7 @@ probe, and a content digest that stands in for a kept copy (reference worker onl
 
 from __future__ import annotations
 
-from typing import Collection
+from typing import Callable, Collection
 
 import torch
 
@@ -74,11 +74,12 @@ def structured_change(a: torch.Tensor, b: torch.Tensor, kind: str, g: torch.Gene
 
 
 def timed_mutation(args: list, spare: list, g: torch.Generator, skip: tuple = (),
-                   kinds: dict | None = None) -> tuple:
+                   kinds: dict | None = None, at: Callable[[torch.Tensor, torch.Tensor], int] | None = None) -> tuple:
     """The change one timed call's inputs get: for each tensor of ``args`` (a timing set) one
     element at a random position (from ``g``) takes the value ``spare`` (another ``get_inputs()``
     draw, so inside the problem's domain) has there; an input in ``skip`` (declared
     :data:`STRUCTURED_DOMAINS`, its kind in ``kinds``) gets :func:`structured_change` instead.
+    ``at``: the flat position of each change, from the tensor and its spare (default: drawn from ``g``).
     Returns ``((arg index, index tuple, value), ...)``; :func:`apply_mutation` applies it. Every
     timed call gets its own, so no two timed calls see the same values: a cache keyed by the whole
     input never hits, and one keyed by a sample of it returns a stale answer that the timed re-check
@@ -92,7 +93,7 @@ def timed_mutation(args: list, spare: list, g: torch.Generator, skip: tuple = ()
         if ai in skip:
             out += [(ai, where, value) for where, value in structured_change(a, b, kinds.get(ai, "fixed"), g)]
             continue
-        flat = int(torch.randint(a.numel(), (1,), generator=g))
+        flat = at(a, b) if at is not None else int(torch.randint(a.numel(), (1,), generator=g))
         where = _index(flat, tuple(a.shape))
         out.append((ai, where, b[where].to(a.dtype).item()))
     return tuple(out)
@@ -135,16 +136,5 @@ def perturbed(args: list, other: list, seed: int, skip: tuple = (), kinds: dict 
     stale cache's error at 5.5 x its budget, under the 10 x that accuses; row
     t11-bound-pass-stale-cache). Inputs at positions in ``skip`` (declared
     :data:`STRUCTURED_DOMAINS`) get :func:`structured_change` of their kind in ``kinds``."""
-    g = torch.Generator().manual_seed(seed)
-    kinds = kinds or {}
-    change = []
-    for ai, (a, b) in enumerate(zip(args, other)):
-        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)
-                and tuple(a.shape) == tuple(b.shape) and a.numel()):
-            continue
-        if ai in skip:
-            change += [(ai, where, value) for where, value in structured_change(a, b, kinds.get(ai, "fixed"), g)]
-            continue
-        where = _index(_largest_change(a, b), tuple(a.shape))
-        change.append((ai, where, b[where].to(a.dtype).item()))
-    return apply_mutation(list(args), tuple(change))
+    return apply_mutation(list(args), timed_mutation(list(args), list(other), torch.Generator().manual_seed(seed),
+                                                     skip, kinds, at=_largest_change))
