@@ -61,3 +61,59 @@ def test_fused_passes_give_the_torch_passes_figures():
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(SRC)}
     done = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+MOVE_CHILD = textwrap.dedent('''
+    import torch
+    from unittest import mock
+    from kbv.reference import fused, oracle
+
+    cpu = torch.device("cpu")
+    g = torch.Generator().manual_seed(1)
+    n = 2 * fused.BLOCK + 5  # a partial last block
+    base = torch.randn(n, generator=g, dtype=torch.float64) * torch.pow(10.0, torch.randint(-30, 30, (n,), generator=g))
+    base[:6] = torch.tensor([0.0, -0.0, float("inf"), -float("inf"), float("nan"), 1e-300])
+    cases = [base.to(dt) for dt in fused.MOVE_DTYPES] + [base[:fused.BLOCK].view(64, -1).float()]
+    same = lambda x, y: x.dtype == y.dtype and x.shape == y.shape and bool(  # bits, or both NaN (any payload)
+        ((x.view(torch.int64) == y.view(torch.int64)) | (x.isnan() & y.isnan())).all())
+    for a in cases:
+        for seed, offset in ((None, 0), (0x5EED, 0), (0x5EED, 3 * fused.BLOCK + 11), (7, 2**40)):
+            want = oracle._rounded_up(a, cpu, seed, offset)  # the torch pass: cpu never takes the fused one
+            got = fused.rounded_move(a, seed, offset)
+            assert same(got, want), (a.dtype, seed, offset)
+            with mock.patch.object(fused, "available", lambda d, force=False: True):
+                assert same(oracle._rounded_up(a, cpu, seed, offset), want)  # the route the oracle takes
+    # the draw mixes signs: about half of the elements move down
+    up = fused.rounded_move(torch.ones(n), None)
+    signed = fused.rounded_move(torch.ones(n), 0x5EED)
+    assert bool((up > 1).all()) and 0.4 < float((signed < 1).double().mean()) < 0.6
+    print("ok")
+''')
+
+
+@pytest.mark.e2e  # a child process with Triton's interpreter (~5 s)
+def test_fused_rounding_move_gives_the_torch_pass_bit_for_bit():
+    """``kbv::rounded_move`` (the input-rounding term's moved inputs on cuda, one pass) gives
+    ``_rounded_up``'s torch values bit for bit: every source dtype, both moves, offsets into a larger
+    tensor (a piece's draw), zeros, infinities, NaN and float64 values whose move is subnormal."""
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(SRC)}
+    done = subprocess.run([sys.executable, "-c", MOVE_CHILD], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]
+
+
+@pytest.mark.cuda
+def test_fused_rounding_move_on_the_device_gives_the_torch_pass_bit_for_bit():
+    """On a GPU (compiled, not interpreted; fused multiply-add off): the oracle's cuda route gives
+    the cpu torch pass's moved values bit for bit, both moves, a piece's offset."""
+    import torch
+
+    from kbv.reference import fused, oracle
+
+    g = torch.Generator().manual_seed(2)
+    n = 3 * fused.BLOCK + 7
+    a = torch.randn(n, generator=g) * torch.pow(10.0, torch.randint(-20, 20, (n,), generator=g).float())
+    for seed, offset in ((None, 0), (0x5EED, 0), (0x5EED, 12345)):
+        want = oracle._rounded_up(a, torch.device("cpu"), seed, offset)
+        got = oracle._rounded_up(a.cuda(), torch.device("cuda"), seed, offset).cpu()
+        assert torch.equal(got.view(torch.int64), want.view(torch.int64)), (seed, offset)

@@ -1,8 +1,8 @@
-"""Fused error passes on a CUDA device (issue 21, "one pass over the bytes"): every statistic a
+"""Fused passes on a CUDA device (issue 21, "one pass over the bytes"): every statistic a
 judgement takes from a pair of tensors in one read of each, accumulated on the device, with one
 host read-back per tensor pair. Reference worker only.
 
-Two passes, each a Triton kernel registered as a torch operator (``kbv::...``, so a
+Three passes, each a Triton kernel registered as a torch operator (``kbv::...``, so a
 ``TorchDispatchMode`` such as ``bench/bytes_per_job.py`` sees and counts what it reads):
 
 * :func:`max_error` — ``max_i |y_i - o_i| / (|o_i| + scale)`` in float64
@@ -11,8 +11,10 @@ Two passes, each a Triton kernel registered as a torch operator (``kbv::...``, s
 * :func:`allclose_figures` — the four figures of :func:`kbv.reference.comparison.compare`'s chunk pass
   (max ``|y - r|``, max relative error over ``|r| > atol``, the sweep's least tolerance, the count
   outside ``atol + rtol * |r|``), in float64; in torch about 13 operations over float64 copies.
+* :func:`rounded_move` — the input-rounding term's moved inputs (``kbv.reference.oracle._rounded_up``):
+  the float64 copy, the move and its pseudo-random sign in one write, the same values bit for bit.
 
-Both return None where an element of either operand is not finite: the caller's torch pass then
+The two error passes return None where an element of either operand is not finite: the caller's torch pass then
 settles NaN/Inf patterns as before (rare: the reference and the oracle are finite by then, so only a
 candidate's NaN or Inf takes it). The arithmetic is the torch passes' own, in float64, so the
 figures agree to float64 rounding (a fused multiply-add may round the threshold ``atol + rtol * |r|``
@@ -95,13 +97,64 @@ def _kernels():
         return torch.cat([part.view(programs, 3), count.to(torch.float64).view(-1, 1),
                           bad.to(torch.float64).view(-1, 1)], dim=1)
 
-    return max_error_partials, allclose_partials
+    @triton.jit
+    def _rounded_move_kernel(a_ptr, m_ptr, n, offset, seed, eps, SIGNED: tl.constexpr, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        p = tl.load(a_ptr + offs, mask=mask, other=0).to(tl.float64)
+        move = tl.abs(p) * eps
+        if SIGNED:
+            # kbv.reference.oracle._signs: a 64-bit multiply and xor-shifts of the flat index (wrapping,
+            # arithmetic shifts, as torch's int64 ops)
+            h = (offs + offset) * -7046029254386353131 + seed
+            h = (h ^ (h >> 29)) * -4658895280553007687
+            h = h ^ (h >> 32)
+            move = move * (((h >> 17) & 1).to(tl.float64) * 2.0 - 1.0)
+        tl.store(m_ptr + offs, p + move, mask=mask)
+
+    @torch.library.custom_op("kbv::rounded_move", mutates_args=())
+    def rounded_move_op(a: torch.Tensor, offset: int, seed: int, signed: bool) -> torch.Tensor:
+        """``a`` (flat, contiguous) in float64 with each element moved by ``eps * |a|``, signed by
+        the index's draw where ``signed``."""
+        n = a.numel()
+        m = torch.empty(n, dtype=torch.float64, device=a.device)
+        if n:
+            # no fused multiply-add: the move is rounded on its own, then added, as the torch pass does
+            _rounded_move_kernel[(triton.cdiv(n, BLOCK),)](a, m, n, offset, seed, torch.finfo(torch.float32).eps,
+                                                           SIGNED=signed, BLOCK=BLOCK, enable_fp_fusion=False)
+        return m
+
+    return max_error_partials, allclose_partials, rounded_move_op
 
 
 def available(device: torch.device | str, force: bool = False) -> bool:
     """Whether the fused passes serve tensors on ``device``: a cuda device with Triton importable
     (``force``: any device, for the tests under ``TRITON_INTERPRET=1``)."""
     return (force or torch.device(device).type == "cuda") and _kernels() is not None
+
+
+#: source dtypes :func:`rounded_move` reads (each converts to float64 exactly).
+MOVE_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def rounded_move(a: torch.Tensor, seed: int | None, offset: int = 0) -> torch.Tensor:
+    """:func:`kbv.reference.oracle._rounded_up` in one pass: ``a`` in float64, every element moved
+    by one fp32 rounding, ``a + eps * |a|`` (``seed`` None) or ``a ± eps * |a|`` by the draw of its
+    flat index plus ``offset`` (:func:`kbv.reference.oracle._signs`). The same values bit for bit
+    (the move is exact: a power of two times ``|a|``, above float64's subnormals for these source
+    dtypes but a float64 below 2^-999, where no fused multiply-add keeps the two roundings); 12
+    bytes moved per float32 element where the torch pass moves 84 up and 324 with the draw (counted
+    by a dispatch mode as ``bench/bytes_per_job.py`` counts).
+
+    Args:
+        a: contiguous, a dtype of :data:`MOVE_DTYPES`, on the device the result is wanted on.
+        seed: the draw's seed, or None for every element up.
+        offset: the flat index of ``a``'s first element in the tensor it is a piece of.
+    Returns: float64, ``a``'s shape and device.
+    """
+    m = _kernels()[2](a.detach().reshape(-1), int(offset), int(seed or 0), seed is not None)
+    return m.view(a.shape)
 
 
 def _flat(t: torch.Tensor) -> torch.Tensor:

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import torch
 
 from kbv.processes.footprint import host_available_bytes
+from kbv.reference import fused
 from kbv.reference.batch_pieces import SPLIT_ALL, SPLIT_FIRST, cut_rows, split_args
 from kbv.reference.passes import all_finite, chunk_elements, host_threads
 from kbv.reference.policy import CHUNK_ELEMENTS, max_error, normalised_error, output_errors, rms_of
@@ -65,7 +66,13 @@ def _rounded_up(a: torch.Tensor, device: torch.device, seed: int | None = None, 
     |a|``, or with ``seed`` up or down by a draw, ``a ± eps * |a|`` (:func:`_signs` of the element's
     flat index plus ``offset``, where ``a`` is a piece of a larger tensor), made
     :func:`kbv.reference.passes.chunk_elements` at a time on the host's idle cores
-    (:meth:`Oracle.input_rounding`): no full-size temporaries, and ``a`` is not written."""
+    (:meth:`Oracle.input_rounding`): no full-size temporaries, and ``a`` is not written. A
+    contiguous ``a`` already on a cuda ``device`` takes :func:`kbv.reference.fused.rounded_move`
+    instead: the same values in one pass (12 bytes moved per float32 element against 84, or 324
+    with the draw)."""
+    if (a.device == torch.device(device) and a.dtype in fused.MOVE_DTYPES and a.is_contiguous()
+            and fused.available(a.device)):
+        return fused.rounded_move(a, seed, offset)  # cuda: one pass, the same values
     eps = torch.finfo(torch.float32).eps
     m = torch.empty(a.shape, dtype=torch.float64, device=device)
     src, dst = a.reshape(-1), m.view(-1)
