@@ -176,9 +176,12 @@ case "$1" in
     timeout 120 python3 bench/triton_first_call.py --json "$O/triton_first_call.json" > "$O/triton_first_call.log" 2>&1
     full_bytes 120
     full_level1 ;;
-  full)  # the matmul problems whose reference device peak went over 4·B + 1 GiB, with TF32 candidates (every
-         # set through the fp64 oracle), then KernelBench-Verified's level 1 at full size until the limit
+  full)  # the fused passes' cuda rows (tests/reference/test_fused.py), the matmul problems whose reference device peak
+         # went over 4·B + 1 GiB, with TF32 candidates (every set through the fp64 oracle), then
+         # KernelBench-Verified's level 1 at full size until the limit
     nvidia-smi --query-gpu=name,driver_version --format=csv > "$O/gpu.txt" 2>&1
+    timeout 90 python3 -m pytest -m cuda -q -rA --tb=short -p no:cacheprovider tests/reference/test_fused.py \
+      > "$O/fused.log" 2>&1
     timeout "${TF32_S:-240}" python3 bench/full_size.py --device cuda --tf32 --pids "${TF32_PIDS:-9,11}" \
       --deadline-s $(( ${TF32_S:-240} - 20 )) --store /tmp/tf32.db --json "$O/full_tf32.json" > "$O/full_tf32.log" 2>&1
     full_level1 ;;
