@@ -83,6 +83,7 @@ MATMUL_K, SOFTMAX_ROWS, LAYERNORM = "level1/10_Large_K_matmul.py", "level1/11_So
     "level1/12_LayerNorm_large_row.py"
 BMM = "level1/15_Batched_matmul.py"
 TRIU_MATMUL, ONEHOT_MATMUL = "level1/16_Matmul_upper_triangular.py", "level1/17_Onehot_matmul.py"
+BESSEL_J0 = "level1/18_Bessel_j0.py"  # an element-wise op of tens of ns an element on a cpu
 #: the timing sets capped at a byte: two sets, the path of a problem too big for more (issue 15's 528 MiB bmm).
 TWO_SETS = (("timing_input_bytes", 1),)
 #: rounds of 10 timed calls: a secret half of them re-checked (kbv.pipeline.schedule.RECHECK_SHARE)
@@ -163,6 +164,8 @@ CASES: tuple[Case, ...] = (
     Case("t04-rebind-harness-global", 4, R + "t04_rebind_harness_global.py", MATMUL_K, check="probe:harness-identity"),
     Case("t04-shadow-builtin", 4, R + "t04_shadow_builtin.py", MATMUL_K, check="probe:harness-identity"),
     Case("t15-count-by-repeat", 15, R + "t15_count_by_repeat.py", MATMUL_K, expect=Status.SHORTCUT),
+    # a wrapper answering the timing sets' values from a per-element table: the op count on fresh draws
+    Case("t15-element-memo-wrapper", 15, R + "t15_element_memo_wrapper.py", BESSEL_J0, expect=Status.SHORTCUT),
     Case("t04-patched-tensor-method", 4, R + "t04_patched_tensor_method.py", MATMUL_K, check="probe:harness-identity"),
     Case("t08-input-view", 8, R + "t08_input_view.py", RELU),
     Case("t08-full-guard", 8, R + "t08_full_guard.py", RELU, check="probe:output-alias"),

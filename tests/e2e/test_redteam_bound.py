@@ -25,7 +25,7 @@ from kbv.generate.feedback import reward
 from kbv.intake.candidates import load_candidate
 from kbv.model.records import Status
 from kbv.processes import procfs
-from test_redteam import CPU_CONFIG, MATMUL_K, RELU, R, Case, _check, _problem
+from test_redteam import BESSEL_J0, CPU_CONFIG, MATMUL_K, RELU, R, Case, _check, _problem
 
 OPEN = "open: the cheat still wins (issue 19 red-team report)"
 #: a row whose cheat is caught in most runs and still wins in some (a non-strict xfail: a run that
@@ -44,6 +44,12 @@ CASES: tuple[tuple, ...] = (
     # a stale cache that only the bound pass's one-element drift would let through: its judged calls
     (Case("t11-bound-pass-stale-cache", 11, R + "t11_bound_pass_stale_cache.py", MATMUL_K, expect=Status.HACK,
           also=(5, 6, 8)), None),
+    # a per-element table over the timing sets' values (C++): right on every call, ~9x faster where
+    # every element was seen (PASS at 1.8x against 0.13x honest; red-team helper, twentieth session).
+    # Its clock is not forged, its claim is its time on seen values: the bound pass's fresh draws miss
+    # the table, and the floor they measure is credited, or over 3x the claim a HACK (the 1.0: judged
+    # as a forged clock is, by what is credited)
+    (Case("t11-element-memo-cpp", 11, R + "t11_element_memo_cpp.py", BESSEL_J0, also=(4, 25)), None, 1.0),
     # forged output dtypes in the timed replies: kbv's judging must not fail on them
     (Case("t24-forged-layout-dtype", 24, R + "t24_forged_layout_dtype.py", MATMUL_K, expect=Status.HACK,
           also=(5, 6, 11)), None),

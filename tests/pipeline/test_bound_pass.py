@@ -9,9 +9,17 @@ import torch
 from kbv.pipeline.bound_pass import BoundStage
 
 
-def _stage(structured: tuple = ()) -> BoundStage:
+def _stage(structured: tuple = (), fresh: bool = False, get_inputs=None) -> BoundStage:
+    """A bound stage on cpu; ``fresh``: its passes take fresh draws of ``get_inputs`` (the real
+    :meth:`kbv.pipeline.context.Context._fresh_draw`)."""
+    from kbv.pipeline.context import Context
+
     stage = BoundStage.__new__(BoundStage)
-    stage.ctx = SimpleNamespace(_structured=lambda: structured, _kinds=lambda: {})
+    ctx = SimpleNamespace(_structured=lambda: structured, _kinds=lambda: {}, config=SimpleNamespace(precision="fp32"),
+                          rp=SimpleNamespace(device=torch.device("cpu"), output_bytes=4 * 33,
+                                             module=SimpleNamespace(get_inputs=get_inputs)))
+    ctx._fresh_draw = lambda seed: Context._fresh_draw(ctx, seed)
+    stage.ctx, stage._fresh = ctx, fresh
     return stage
 
 
@@ -135,3 +143,44 @@ def test_the_trusted_loops_slots_hold_the_references_outputs_without_the_workers
     with torch.no_grad():
         stage._trusted_loops(worker, sets, None, 2, 0, lambda: None)
     assert sizes == [(stage.ctx._slot_bytes, 2)]
+
+
+def _draws():
+    return [torch.randn(33, 70), torch.randn(70), 2.5]
+
+
+def test_fresh_draws_are_new_values_made_again_from_their_seeds():
+    """Where a pass takes fresh draws (red-team, twentieth session: a per-element memo over the timing
+    sets hit on every element of a pass that mixed them, PASS at 1.8x with 0.13x honest), no call's
+    values repeat a timing set's at any position, and a judged call's values made again from the
+    plan (cuda) or written again (cpu) are what the candidate got, whatever it wrote meanwhile."""
+    stage, sets = _stage(fresh=True, get_inputs=_draws), _sets()
+    plan = stage._pass_plan(sets, 4)
+    assert all(c.draw is not None for c in plan) and len({c.draw for c in plan}) == 4
+    written = [[a.clone() if isinstance(a, torch.Tensor) else a for a in sets[i % 3]] for i in range(4)]
+    stage._write_pass_inputs(sets, written, plan)
+    for call, target in zip(plan, written):
+        assert not any(bool((target[0] == s[0]).any()) for s in sets)  # no element a timing set's at its position
+        assert target[2] == 2.5
+        want = [a.clone() if isinstance(a, torch.Tensor) else a for a in target]
+        target[0].fill_(0.0)  # the candidate wrote into the shared set
+        again = stage._pass_call_inputs(sets, call)
+        assert torch.equal(again[0], want[0]) and torch.equal(again[1], want[1])
+        stage._pass_call_inputs(sets, call, target)
+        assert torch.equal(target[0], want[0])
+
+
+def test_fresh_draws_only_where_they_have_the_timing_sets_layout():
+    """A draw of another shape, another plain argument, or one that raises: the pass mixes two timing
+    sets as before (its values would not fit the shared sets the worker holds)."""
+    sets = _sets()
+    in_bytes = 4 * (33 * 70 + 70)
+    assert _stage(get_inputs=_draws)._fresh_draw_ms(sets, in_bytes) is not None
+    assert _stage(get_inputs=lambda: [torch.randn(34, 70), torch.randn(70), 2.5])._fresh_draw_ms(sets, in_bytes) is None
+    assert _stage(get_inputs=lambda: [torch.randn(33, 70), torch.randn(70), 3.0])._fresh_draw_ms(sets, in_bytes) is None
+
+    def broken():
+        raise RuntimeError("no")
+    assert _stage(get_inputs=broken)._fresh_draw_ms(sets, in_bytes) is None
+    mixed = _stage(get_inputs=_draws)._pass_plan(sets, 3)
+    assert all(c.draw is None for c in mixed)

@@ -105,6 +105,58 @@ def tree_cpu_ms(live_ms: float, processes_ms: float, group_ms: float | None, pro
                processes_ms - 2 * tick_ms * max(1, processes))
 
 
+#: bytes of one call's inputs up to which a bound pass's calls always take fresh draws of
+#: ``get_inputs()`` (:func:`fresh_draws_fit`; kbv choice: the cuda pass's own budget, within the
+#: bound's 1 GiB of slack, so the draw's transient copy never matters).
+FRESH_DRAW_MAX_BYTES = 256 << 20
+#: milliseconds of draws one write of a bound pass's values may take (kbv choice): a pass has fewer
+#: calls where ``get_inputs()`` is slow (:func:`fresh_draw_calls`), never fewer than
+#: :data:`MIN_BOUND_CALLS` or than it had.
+FRESH_DRAW_BUDGET_MS = 300.0
+
+
+def fresh_draws_fit(in_bytes: int, out_bytes: int, timing_sets: int) -> bool:
+    """Whether a bound pass's calls can take fresh draws of ``get_inputs()`` within kbv's memory bound
+    (4·B + 1 GiB, B = ``in_bytes + out_bytes``, one call's): always up to :data:`FRESH_DRAW_MAX_BYTES`
+    of inputs; above it, where the timing sets, the pass's one set, the call's values made again for
+    its re-check and the draw's transient copy hold at most 4·B (an element-wise problem's: its
+    outputs the size of its inputs). A reduction or a matrix-vector product over large inputs keeps
+    the mix of two timing sets (:data:`kbv.pipeline.bound_pass.BOUND_MIX_FRACTION`)."""
+    if in_bytes <= FRESH_DRAW_MAX_BYTES:
+        return True
+    return (timing_sets + 3) * in_bytes <= 4 * (in_bytes + max(0, out_bytes))
+
+
+def fresh_draw_calls(calls: int, draw_ms: float) -> int:
+    """A bound pass's calls where each takes a fresh draw costing ``draw_ms``: at most
+    :data:`FRESH_DRAW_BUDGET_MS` of draws a write, at least :data:`MIN_BOUND_CALLS` (or ``calls``
+    where it is fewer)."""
+    if not (draw_ms > 0 and math.isfinite(draw_ms)):
+        return calls
+    return max(min(calls, MIN_BOUND_CALLS), min(calls, int(FRESH_DRAW_BUDGET_MS // draw_ms)))
+
+
+def same_layout(args: list, like: list) -> bool:
+    """Whether ``args`` (a draw) can be written into a copy of ``like`` (a timing set): as many
+    arguments, each tensor of the same shape, dtype and device, every other argument equal."""
+    import torch
+
+    if len(args) != len(like):
+        return False
+    for a, b in zip(args, like):
+        if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+            if not (type(a) is type(b) is torch.Tensor and a.shape == b.shape and a.dtype == b.dtype
+                    and a.device == b.device):
+                return False
+        else:
+            try:
+                if type(a) is not type(b) or not bool(a == b):
+                    return False
+            except Exception:  # noqa: BLE001 - an argument without a plain equality: not written
+                return False
+    return True
+
+
 def bound_calls(claimed_ms: float, slots: int, device: str) -> int:
     """Timed calls of a bound pass: :data:`BOUND_BUDGET_MS` of calls at the claimed median, between
     :data:`MIN_BOUND_CALLS` and ``slots`` (every call's outputs need a slot of their own)."""
@@ -113,4 +165,5 @@ def bound_calls(claimed_ms: float, slots: int, device: str) -> int:
     return int(max(1, min(slots, max(MIN_BOUND_CALLS, math.ceil(n)))))
 
 
-__all__ = ["REQUEST_ALLOW_MS", "CUDA_REQUEST_ALLOW_MAX_MS", "MAX_PASSES", "CUDA_LOOP_REPEATS", "cuda_request_allow", "BOUND_BUDGET_MS", "MIN_BOUND_CALLS", "BOUND_INPUT_BYTES", "max_bound_calls", "HOST_WAIT_FACTOR", "outside_wait_ms", "tree_cpu_ms", "bound_calls"]
+__all__ = ["REQUEST_ALLOW_MS", "CUDA_REQUEST_ALLOW_MAX_MS", "MAX_PASSES", "CUDA_LOOP_REPEATS", "cuda_request_allow", "BOUND_BUDGET_MS", "MIN_BOUND_CALLS", "BOUND_INPUT_BYTES", "max_bound_calls", "HOST_WAIT_FACTOR", "outside_wait_ms", "tree_cpu_ms", "bound_calls", "FRESH_DRAW_MAX_BYTES", "FRESH_DRAW_BUDGET_MS",
+           "fresh_draws_fit", "fresh_draw_calls", "same_layout"]

@@ -5,9 +5,14 @@ After the timed rounds the candidate runs ``calls`` forward calls back to back i
 :class:`kbv.sandbox.protocol.Time` request, on input sets of their own: one per call, in memory
 this process shares with the worker (:class:`kbv.sandbox.protocol.SetBoundInputs`, sent once), into
 which this process writes each pass's values while the worker's tree is stopped: for every call a
-timing set with half of each tensor's elements (at random positions) from another set and one
-element changed, so no call's inputs, rows or blocks repeat a timing set's (a cache keyed on them
-gains nothing; red-team rows t11-bound-pass-drift-cache, t11-bound-pass-row-cache) and a cache that
+fresh draw of the problem's ``get_inputs()`` under a secret seed, values the candidate has never
+been sent, so the pass's floor is what its calls cost on new values: a cache of any key (the whole
+input, a row, a block, an element's value at its position over the timing sets: red-team rows
+t11-bound-pass-drift-cache, t11-bound-pass-row-cache, t11-element-memo-cpp) answers none of them.
+Where such draws do not fit kbv's memory bound (:func:`kbv.checks.bound_plan.fresh_draws_fit`:
+large inputs whose outputs are much smaller) or do not give the timing sets' shapes, each call
+gets a timing set with half of each tensor's elements (at random positions) from another set and
+one element changed, so no call's inputs, rows or blocks repeat a timing set's and a cache that
 patches its last answer redoes at least half the work. The loop does nothing per call but the
 call, the L2 flush on cuda and the raw copy of its outputs into a slot of its own, so its floor is
 the calls' cost and not the cost of making their inputs. The clock starts before the worker is
@@ -24,6 +29,7 @@ import os
 import secrets
 import threading
 import time
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -57,11 +63,25 @@ BOUND_CALL_BASE = 100_000
 BOUND_MIX_FRACTION = 0.5
 
 
+class PassCall(NamedTuple):
+    """One call's values in a bound pass: ``draw``, a fresh ``get_inputs()`` draw under that seed
+    (every value new), or where it is None timing set ``set_index`` with
+    :data:`BOUND_MIX_FRACTION` of each tensor's elements from set ``source`` (``seed``: the mix's
+    positions) and ``changes`` (:func:`kbv.reference.mutation.timed_mutation`)."""
+
+    set_index: int
+    source: int | None
+    seed: int
+    changes: tuple
+    draw: int | None = None
+
+
 class BoundStage:
     """The bound pass and the credit it allows."""
 
     def __init__(self, ctx: Context, judge: Judging) -> None:
         self.ctx, self.judge = ctx, judge
+        self._fresh = False  # whether this verification's passes take fresh draws (:meth:`_fresh_draw_ms`)
 
     def _bound(self, worker: CandidateProcess, sets: list, flush: int | None, samples: dict) -> None:
         """Run the bound pass (twice when the first contradicts the claim) and apply
@@ -73,6 +93,10 @@ class BoundStage:
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
         n = bound_plan.bound_calls(claimed, self.ctx._slot_count, self.ctx.rp.device.type)
         n = min(n, bound_plan.max_bound_calls(in_bytes, self.ctx.rp.device.type))  # n sets: at least one
+        draw_ms = self._fresh_draw_ms(sets, in_bytes)
+        self._fresh = draw_ms is not None
+        if self._fresh:
+            n = bound_plan.fresh_draw_calls(n, draw_ms)
         # the pass's own input sets, one per call, shared with the worker once (the primed call before
         # each pass is its warmup, on the previous values)
         bound_sets = [inp.shared_clone(sets[i % len(sets)]) for i in range(n)]
@@ -101,7 +125,7 @@ class BoundStage:
         self.ctx.state.evidence["trusted_bound"] = {
             "claimed_median_ms": claimed, "credited_median_ms": d.credited_ms, "floor_ms": floors,
             "wall_floor_ms": walls, "gpu_shared": shared, "loop_per_call_ms": loop_ms, "floor_noise_ms": noise,
-            "calls": n, "wall_ms": [p.wall_ms for p in passes], "request_allow_ms": [p.request_allow_ms for p in passes],
+            "calls": n, "fresh_draws": self._fresh, "wall_ms": [p.wall_ms for p in passes], "request_allow_ms": [p.request_allow_ms for p in passes],
             "host_wait_ms": [p.host_wait_ms for p in passes], "null_per_call_ms": [p.null_ms for p in passes],
             "busiest_thread_ms": [p.busiest_thread_ms for p in passes],
             "all_threads_ms": [p.all_threads_ms for p in passes], "null_cpu_per_call_ms": [p.null_cpu_ms for p in passes],
@@ -116,20 +140,37 @@ class BoundStage:
             samples["candidate"] = [t * k for t in samples["candidate"]]
         self.ctx.state.phase_seconds["bound-pass"] = time.perf_counter() - t0  # what the check costs
 
-    def _pass_plan(self, sets: list, calls: int) -> list:
-        """Each call's values of one pass, drawn here: ``(timing set, source set or None, seed,
-        changes)``: :data:`BOUND_MIX_FRACTION` of each tensor's elements from the source set and one
-        element per tensor changed (:func:`kbv.reference.mutation.timed_mutation`); inputs of
-        declared structured domains are left as the timing set has them."""
+    def _fresh_draw_ms(self, sets: list, in_bytes: int) -> float | None:
+        """Milliseconds of one fresh draw where the pass's calls can take them (within kbv's memory
+        bound, :func:`kbv.checks.bound_plan.fresh_draws_fit`, and of the timing sets' layout,
+        :func:`kbv.checks.bound_plan.same_layout`), else None: the pass mixes two timing sets."""
+        if not bound_plan.fresh_draws_fit(in_bytes, self.ctx.rp.output_bytes or 0, len(sets)):
+            return None
+        t0 = time.perf_counter()
+        try:
+            args = self.ctx._fresh_draw(inp.secret_seed())
+        except Exception:  # noqa: BLE001 - get_inputs() drew the timing sets; a draw that fails here mixes
+            return None
+        ms = (time.perf_counter() - t0) * 1e3
+        return ms if bound_plan.same_layout(args, sets[0]) else None
+
+    def _pass_plan(self, sets: list, calls: int) -> list[PassCall]:
+        """Each call's values of one pass, drawn here (:class:`PassCall`): a fresh draw's seed each,
+        or where the pass mixes, :data:`BOUND_MIX_FRACTION` of each tensor's elements from another
+        timing set and one element per tensor changed (:func:`kbv.reference.mutation.timed_mutation`),
+        inputs of declared structured domains left as the timing set has them."""
         n = len(sets)
+        first = secrets.randbelow(n)
+        if self._fresh:
+            return [PassCall((first + j) % n, None, 0, (), inp.secret_seed()) for j in range(calls)]
         skip = self.ctx._structured()
         g = torch.Generator().manual_seed(secrets.randbits(62))
-        first = secrets.randbelow(n)
         plan = []
         for j in range(calls):
             k = (first + j) % n
             src = (k + 1 + secrets.randbelow(n - 1)) % n if n > 1 else None
-            plan.append((k, src, secrets.randbits(62), timed_mutation(sets[k], sets[(k + 1) % n], g, skip, self.ctx._kinds())))
+            plan.append(PassCall(k, src, secrets.randbits(62),
+                                 timed_mutation(sets[k], sets[(k + 1) % n], g, skip, self.ctx._kinds())))
         return plan
 
     def _write_pass_inputs(self, sets: list, bound_sets: list, plan: list) -> None:
@@ -139,12 +180,21 @@ class BoundStage:
         for target, call in zip(bound_sets, plan):
             self._pass_call_inputs(sets, call, target)
 
-    def _pass_call_inputs(self, sets: list, call: tuple, into: list | None = None) -> list:
+    def _pass_call_inputs(self, sets: list, call: PassCall, into: list | None = None) -> list:
         """One call's values of a pass (``call`` one entry of :meth:`_pass_plan`), written into
-        ``into`` (in place, kbv.sandbox.timed_inputs.call_inputs: no input-sized temporary beside the
-        sets), or without it into new tensors of this process with the set's strides (as the pass's
-        sets have them: inp.shared_clone keeps a dense layout)."""
-        k, src, seed, changes = call
+        ``into`` (in place; a mix through kbv.sandbox.timed_inputs.call_inputs with no input-sized
+        temporary beside the sets, a draw through its own tensors), or without it into new tensors of
+        this process (a mix with the set's strides, as the pass's sets have them: inp.shared_clone
+        keeps a dense layout)."""
+        k, src, seed, changes, draw = call
+        if draw is not None:
+            args = self.ctx._fresh_draw(draw)
+            if into is None:
+                return args
+            for dst, a in zip(into, args):
+                if isinstance(a, torch.Tensor):
+                    dst.copy_(a)
+            return into
         if into is None:
             into = [torch.empty_like(a) if isinstance(a, torch.Tensor) else a for a in sets[k]]
         mix = (src, seed, self.ctx._structured(), BOUND_MIX_FRACTION) if src is not None else ()

@@ -21,6 +21,7 @@ from kbv.checks.probe_rules import output_memory_finding
 from kbv.pipeline.outcome import Outcome, Stop  # noqa: F401  (Stop: every stage raises it from here)
 from kbv.processes.procfs import caught_signals
 from kbv.processes.reply_schema import UnjudgedDtype
+from kbv.reference import inputs as inp
 from kbv.reference import oracle as orc
 from kbv.reference.build import ReferenceProblem, first_line
 from kbv.reference.mutation import STRUCTURED_DOMAINS
@@ -304,6 +305,13 @@ class Context:
         """The declared domain of each structured input position (:meth:`_structured`): what
         :func:`kbv.reference.mutation.structured_change` keeps."""
         return {i: d.kind for i, d in self.rp.domains.items() if isinstance(i, int) and d.kind in STRUCTURED_DOMAINS}
+
+    def _fresh_draw(self, seed: int) -> list:
+        """The problem's ``get_inputs()`` under ``seed``, on the device and in the precision the
+        timing sets have (:meth:`kbv.pipeline.timing_rounds.TimingStage._timing_sets`): values no
+        request has sent the candidate (the bound pass's calls, the op count's)."""
+        dev = self.rp.device
+        return inp.to_device(inp.draw(self.rp.module.get_inputs, seed, dev), dev, self.config.precision)
 
     # timed replies ----------------------------------------------------------------------
     def _timed_reply(self, reply: object) -> None:

@@ -14,6 +14,7 @@ from kbv.sandbox.kernels import KernelProfile
 from kbv.checks.probe_rules import op_counts_ok
 from kbv.checks import profile_rules as prof_rule
 from kbv.checks import cupti_rules as cupti_rule
+from kbv.checks import bound_plan
 from kbv.pipeline.context import Context
 from kbv.pipeline.outcome import Outcome, Stop
 from kbv.processes import elf
@@ -68,17 +69,51 @@ class ProfileCheck:
         self.ctx.state.evidence["cupti"] = record
         self.ctx._add(cupti_rule.cupti_disagrees(record["kernel_ms_per_call"], record["event_median_ms"]))
 
+    def _fresh_sets(self, sets: list) -> list:
+        """Fresh draws of ``get_inputs()`` (:meth:`kbv.pipeline.context.Context._fresh_draw`) made
+        ready to send (:func:`kbv.reference.inputs.shared_clone`, each draw dropped once copied): one
+        per counted call (the dispatch-mode count's, then the profiler's and on cuda the kernel
+        profile's), or one for all where two would pass half of
+        :data:`kbv.checks.bound_plan.FRESH_DRAW_MAX_BYTES`; where they fit kbv's memory bound
+        (:func:`kbv.checks.bound_plan.fresh_draws_fit`) and have the timing sets' layout
+        (:func:`kbv.checks.bound_plan.same_layout`). Else none: the counted calls mix two timing
+        sets, as a timed call's inputs are."""
+        self._counted_fresh = False
+        in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
+        if not bound_plan.fresh_draws_fit(in_bytes, self.ctx.rp.output_bytes or 0, len(sets)):
+            return []
+        out = []
+        for _ in range(2 if 2 * in_bytes <= bound_plan.FRESH_DRAW_MAX_BYTES else 1):
+            try:
+                draw = self.ctx._fresh_draw(inp.secret_seed())
+            except Exception:  # noqa: BLE001 - get_inputs() drew the timing sets; a draw that fails here mixes
+                return []
+            if not bound_plan.same_layout(draw, sets[0]):
+                return []
+            out.append(tuple(inp.shared_clone(draw)))
+            del draw
+        self._counted_fresh = True
+        return out
+
     def _reference_ops(self, worker: CandidateProcess, sets: list) -> None:
         """The candidate re-running the reference's own torch compute ops is a wrapper (taxonomy 15/16)."""
         try:
             from kbv.sandbox import profiling
         except ImportError:
             return
-        skip = self.ctx._structured()
-        mix = (1, secrets.randbits(62), skip) if len(sets) > 1 else ()
-        mutate = timed_mutation(sets[0], sets[1 % len(sets)], torch.Generator().manual_seed(secrets.randbits(62)),
-                                skip, self.ctx._kinds()) if len(sets) > 1 else ()
-        reply = self.ctx._call(worker, protocol.CountOps(0, mix, mutate), "profile", self.ctx.config.call_timeout_s)
+        fresh = self._fresh_sets(sets)
+        if fresh:  # values the timed calls never had: a cache of theirs answers no counted call
+            req = protocol.CountOps(inputs=tuple(fresh))
+        else:
+            skip = self.ctx._structured()
+            mix = (1, secrets.randbits(62), skip) if len(sets) > 1 else ()
+            mutate = timed_mutation(sets[0], sets[1 % len(sets)], torch.Generator().manual_seed(secrets.randbits(62)),
+                                    skip, self.ctx._kinds()) if len(sets) > 1 else ()
+            req = protocol.CountOps(0, mix, mutate)
+        del fresh
+        reply = self.ctx._call(worker, req, "profile", self.ctx.config.call_timeout_s)
+        del req
+        self.ctx.state.evidence["op_count_inputs"] = "fresh draws" if self._counted_fresh else "timing-set mix"
         if not isinstance(reply, protocol.OpCounts) or not op_counts_ok(reply):
             raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: profile: malformed reply")
         bl.apply_flags(self.ctx.fp32_flags)

@@ -61,6 +61,8 @@ class ProbeRequests:
 
         def inputs(turn: int) -> list:  # the buffers in the timed calls' alternation (their count is not moved)
             buf = self._call_buffers[(self._call_count + turn) % 2]
+            if req.inputs:  # fresh sets, copied in as a timing set is
+                return self._call_inputs(buf, [list(req.inputs[min(turn, len(req.inputs) - 1)])], 0, (), ())
             return self._call_inputs(buf, self.timing_sets, req.set_index, mix, tuple(req.mutate))
 
         ops = profiling.compute_ops(self.model, inputs(0))

@@ -137,6 +137,11 @@ class CountOps:
     #: ``(arg index, index tuple, value)`` changes after the mix, as a timed call's
     #: (kbv.reference.mutation.timed_mutation): structured inputs, left out of the mix, change too.
     mutate: tuple = ()
+    #: fresh input sets (each a tuple of arguments, a timing set's layout) for the counted calls in
+    #: turn, the last one for the rest, written into the call buffers as a timed call's inputs are;
+    #: when given, ``set_index``, ``mix`` and ``mutate`` are unused. Values no earlier request
+    #: carried: a cache of what the timed calls saw answers none of a counted call.
+    inputs: tuple = ()
 
 
 @dataclass(frozen=True)
