@@ -133,6 +133,20 @@ def reference_covered(reference_ops: OpCount | Mapping[str, int],
         return None
 
 
+def covering_ops(reference_ops: OpCount | Mapping[str, int], candidate_ops: OpCount | Mapping[str, int]) -> list[str]:
+    """The candidate's op names (sorted) whose family (:data:`OP_FAMILIES`) is one of the reference's
+    ops' families: what :func:`reference_covered` counted for them (``aten.mm`` for a reference's
+    ``aten.addmm``). Empty where an argument is not a count. Never raises."""
+    try:
+        ref, cand = _as_counts(reference_ops), _as_counts(candidate_ops)
+        if not ref or not cand:
+            return []
+        families = {_family(k) for k in ref}
+        return sorted(k for k in cand if _family(k) in families)
+    except BaseException:  # noqa: BLE001
+        return []
+
+
 #: share of the reference's op time (cpu) that :func:`reference_work_covered` needs the candidate
 #: to have re-run for it to be covered (kbv choice): four fifths of the reference's work left to
 #: PyTorch's own kernels, which a GEMM or convolution with its epilogue rewritten passes (0.9 and

@@ -37,11 +37,14 @@ def refused_count(failed: str) -> Finding:
                    "whether its speed is the reference's own torch ops could not be checked")
 
 
-def reference_ops(covered: Sequence[str], fallback: bool) -> Finding:
+def reference_ops(covered: Sequence[str], fallback: bool, as_ops: Sequence[str] = ()) -> Finding:
     """Forward ran the reference's own torch compute ops (``covered``): a wrapper, SHORTCUT; with a
-    custom kernel in the file that forward did not use (``fallback``), also a ghost kernel (16)."""
+    custom kernel in the file that forward did not use (``fallback``), also a ghost kernel (16).
+    ``as_ops``: the candidate's ops counted for them (:func:`kbv.checks.op_coverage.covering_ops`),
+    named where they are not the reference's names (a GEMM re-run as ``mm`` for ``addmm``)."""
+    how = f" (as {', '.join(as_ops)}: ops of the same family, as often)" if as_ops and set(as_ops) != set(covered) else ""
     return finding("probe:reference-ops", (15, 16) if fallback else (15,), Severity.SHORTCUT,
-                   f"forward ran the reference's own torch compute ops: {', '.join(covered)}")
+                   f"forward ran the reference's own torch compute ops: {', '.join(covered)}{how}")
 
 
 def reference_work(share: float, ops: Sequence[str]) -> Finding:

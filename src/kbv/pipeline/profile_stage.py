@@ -9,7 +9,8 @@ import time
 import torch
 
 from kbv.checks.native import aten_kernel_imports, native_covered, torch_registrations
-from kbv.checks.op_coverage import reference_covered, reference_work_covered, refused_counts, shortcut_reason
+from kbv.checks.op_coverage import (covering_ops, reference_covered, reference_work_covered, refused_counts,
+                                   shortcut_reason)
 from kbv.sandbox.kernels import KernelProfile
 from kbv.checks.probe_rules import op_counts_ok
 from kbv.checks import profile_rules as prof_rule
@@ -170,7 +171,10 @@ class ProfileCheck:
         fallback = self.ctx.candidate.backend in ("cuda", "triton", "cpp") or any(
             f.check == "scan:try-fallback" for f in self.ctx.state.findings)
         if covered:
-            self.ctx._add(prof_rule.reference_ops(covered, fallback))
+            # the candidate's ops the deciding count matched with the reference's (named where they differ)
+            by_dispatch = not (reply.error or ref_ops.error) and reference_covered(ref_ops.ops, dict(reply.ops))
+            counts = (ref_ops.ops, reply.ops) if by_dispatch else (ref_recorded.ops, reply.recorded)
+            self.ctx._add(prof_rule.reference_ops(covered, fallback, covering_ops(counts[0], dict(counts[1]))))
         elif reply.own_share is not None and reply.kernels:
             kernels = tuple((str(n), float(us), bool(own)) for n, us, own in reply.kernels)
             own_us = sum(us for _, us, own in kernels if own)
