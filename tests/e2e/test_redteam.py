@@ -166,6 +166,8 @@ CASES: tuple[Case, ...] = (
     Case("t15-count-by-repeat", 15, R + "t15_count_by_repeat.py", MATMUL_K, expect=Status.SHORTCUT),
     # a wrapper answering the timing sets' values from a per-element table: the op count on fresh draws
     Case("t15-element-memo-wrapper", 15, R + "t15_element_memo_wrapper.py", BESSEL_J0, expect=Status.SHORTCUT),
+    # a wrapper on the timed calls' (mixed) pattern only: the op count's draws are mixed as theirs are
+    Case("t15-pattern-branch-wrapper", 15, R + "t15_pattern_branch_wrapper.py", ONEHOT_MATMUL, expect=Status.SHORTCUT),
     Case("t04-patched-tensor-method", 4, R + "t04_patched_tensor_method.py", MATMUL_K, check="probe:harness-identity"),
     Case("t08-input-view", 8, R + "t08_input_view.py", RELU),
     Case("t08-full-guard", 8, R + "t08_full_guard.py", RELU, check="probe:output-alias"),

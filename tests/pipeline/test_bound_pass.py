@@ -184,3 +184,15 @@ def test_fresh_draws_only_where_they_have_the_timing_sets_layout():
     assert _stage(get_inputs=broken)._fresh_draw_ms(sets, in_bytes) is None
     mixed = _stage(get_inputs=_draws)._pass_plan(sets, 3)
     assert all(c.draw is None for c in mixed)
+
+
+def test_no_fresh_draws_where_a_seed_does_not_reproduce_get_inputs():
+    """A get_inputs() no seed controls (numpy's default_rng() at import): the values written again
+    before a re-check would not be the candidate's, and an honest ReLU got a HACK (red-team helper,
+    twentieth session): the pass mixes two timing sets."""
+    import numpy as np
+
+    rng = np.random.default_rng()
+    unseeded = lambda: [torch.from_numpy(rng.standard_normal((33, 70)).astype(np.float32)),  # noqa: E731
+                        torch.randn(70), 2.5]
+    assert _stage(get_inputs=unseeded)._fresh_draw_ms(_sets(), 4 * (33 * 70 + 70)) is None

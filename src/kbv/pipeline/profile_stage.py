@@ -103,13 +103,22 @@ class ProfileCheck:
         except ImportError:
             return
         fresh = self._fresh_sets(sets)
-        if fresh:  # values the timed calls never had: a cache of theirs answers no counted call
-            req = protocol.CountOps(inputs=tuple(fresh))
+        skip, g = self.ctx._structured(), torch.Generator().manual_seed(secrets.randbits(62))
+        if fresh:
+            # values the timed calls never had, mixed with a timing set as theirs are: a cache of what
+            # they saw misses most elements, and a branch on the inputs' pattern (a one-hot that the
+            # mix breaks) takes the timed calls' path (red-team helper, twentieth session: counted
+            # on pure draws, a one-hot gather hid the torch.matmul every timed call ran)
+            turns = []
+            for f in fresh:
+                k = secrets.randbelow(len(sets))
+                turns.append((f, (1 + k, secrets.randbits(62), skip),
+                              timed_mutation(list(f), sets[k], g, skip, self.ctx._kinds())))
+            req = protocol.CountOps(inputs=tuple(turns))
+            del turns
         else:
-            skip = self.ctx._structured()
             mix = (1, secrets.randbits(62), skip) if len(sets) > 1 else ()
-            mutate = timed_mutation(sets[0], sets[1 % len(sets)], torch.Generator().manual_seed(secrets.randbits(62)),
-                                    skip, self.ctx._kinds()) if len(sets) > 1 else ()
+            mutate = timed_mutation(sets[0], sets[1 % len(sets)], g, skip, self.ctx._kinds()) if len(sets) > 1 else ()
             req = protocol.CountOps(0, mix, mutate)
         del fresh
         reply = self.ctx._call(worker, req, "profile", self.ctx.config.call_timeout_s)

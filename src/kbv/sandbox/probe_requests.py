@@ -61,8 +61,10 @@ class ProbeRequests:
 
         def inputs(turn: int) -> list:  # the buffers in the timed calls' alternation (their count is not moved)
             buf = self._call_buffers[(self._call_count + turn) % 2]
-            if req.inputs:  # fresh sets, copied in as a timing set is
-                return self._call_inputs(buf, [list(req.inputs[min(turn, len(req.inputs) - 1)])], 0, (), ())
+            if req.inputs:  # a fresh set, mixed with the timing sets as a timed call's inputs are
+                fresh, fmix, fmutate = req.inputs[min(turn, len(req.inputs) - 1)]
+                fmix = (*fmix[:2], tuple(fmix[2]) if len(fmix) > 2 else ()) if fmix else ()
+                return self._call_inputs(buf, [list(fresh), *self.timing_sets], 0, fmix, tuple(fmutate))
             return self._call_inputs(buf, self.timing_sets, req.set_index, mix, tuple(req.mutate))
 
         ops = profiling.compute_ops(self.model, inputs(0))

@@ -137,10 +137,12 @@ class CountOps:
     #: ``(arg index, index tuple, value)`` changes after the mix, as a timed call's
     #: (kbv.reference.mutation.timed_mutation): structured inputs, left out of the mix, change too.
     mutate: tuple = ()
-    #: fresh input sets (each a tuple of arguments, a timing set's layout) for the counted calls in
-    #: turn, the last one for the rest, written into the call buffers as a timed call's inputs are;
-    #: when given, ``set_index``, ``mix`` and ``mutate`` are unused. Values no earlier request
-    #: carried: a cache of what the timed calls saw answers none of a counted call.
+    #: ``(fresh set, mix, mutate)`` per counted call in turn (the last for the rest): a set no
+    #: earlier request carried (a tuple of arguments, a timing set's layout) made into the call's
+    #: inputs as a timed call's are from a timing set, ``mix`` taking its source from the list
+    #: ``[fresh set, *timing sets]``; when given, ``set_index``, ``mix`` and ``mutate`` above are
+    #: unused. A cache of what the timed calls saw answers most of a counted call's elements no more
+    #: than of a correctness set's, and the mix leaves their inputs' patterns as the timed calls'.
     inputs: tuple = ()
 
 
