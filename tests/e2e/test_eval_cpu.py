@@ -126,6 +126,8 @@ def test_oracle_search_in_gc_finds_nothing(cpu_evaluator, fast_config):
 
 @pytest.mark.parametrize("name, status, text", [
     ("relu_import_error.py", Status.COMPILE_ERROR, "Error building extension"),
+    # a failure while the file is imported is named so, not as ModelNew's construction (newcomer)
+    ("relu_import_error.py", Status.COMPILE_ERROR, "importing the candidate file raised"),
     ("relu_raises.py", Status.RUNTIME_ERROR, "invalid configuration argument"),
     ("relu_wrong_shape.py", Status.INCORRECT, "shape (64, 511) != reference shape (64, 512)"),
     ("relu_tensor_subclass.py", Status.HACK, "taxonomy 3 lazy output"),

@@ -193,7 +193,8 @@ class Context:
             self._fault_handlers(worker, reply)
             if isinstance(reply, protocol.Failed):
                 outcome = Outcome.BUILD_RAISED if phase == "load" else Outcome.CALL_RAISED
-                what = "building ModelNew" if phase == "load" else phase
+                what = ("importing the candidate file" if reply.phase == "import" else "building ModelNew") \
+                    if phase == "load" else phase
                 if reply.kind == protocol.OUT_OF_MEMORY:
                     self._device_capacity()
                     what += " (the candidate ran out of memory in its own allocations)"

@@ -319,7 +319,8 @@ class MemoryFigures:
 
 @dataclass(frozen=True)
 class Failed:
-    """The request raised inside the candidate. ``phase`` is load / forward / time / memory;
+    """The request raised inside the candidate. ``phase`` is import (the load request's import of
+    the file) / load / forward / time / memory;
     ``kind`` what the worker read off the exception where it caught it (:data:`RAISED`,
     :data:`OUT_OF_MEMORY`: an allocation failed); the reports as every reply with them."""
 

@@ -205,7 +205,9 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
         module = importlib.util.module_from_spec(spec)
         self._frames.arm(req.candidate_path, (self.setup.workdir, self.setup.build_dir), vars(module))
         sys.modules[req.module_name] = module
+        self._importing = True  # a failure now is the file's import, not ModelNew's construction (Failed.phase)
         spec.loader.exec_module(module)
+        self._importing = False
         cls = getattr(module, "ModelNew", None)
         if cls is None:
             raise AttributeError("candidate module defines no ModelNew")
@@ -379,7 +381,8 @@ class _Server(TimedRequests, ProbeRequests, ReplyReports):
                 try:
                     reply = handler(req)
                 except BaseException as exc:  # noqa: BLE001 - the candidate may raise anything, even SystemExit
-                    reply = p.Failed(phase=phase, error_type=type(exc).__name__, message=str(exc)[:4000],
+                    where = "import" if phase == "load" and getattr(self, "_importing", False) else phase
+                    reply = p.Failed(phase=where, error_type=type(exc).__name__, message=str(exc)[:4000],
                                      traceback="".join(traceback.format_exception(exc))[-8000:],
                                      kind=p.OUT_OF_MEMORY if self._out_of_memory(exc) else p.RAISED)
                     traceback.print_exc()
