@@ -184,3 +184,11 @@ def test_a_patch_cache_is_confirmed_under_noise():
     assert [f.severity for f in found] == [Severity.HACK], found
     ev = cache.state.evidence["repeat_gain"]
     assert len(ev["confirm_fresh_ms"]) == len(ev["confirm_repeat_ms"]) == REPEAT_CONFIRM_PAIRS
+
+def test_the_repeat_gain_text_does_not_say_patched_alone():
+    """A stale cache (no patching) is named by the repeat gain too: its text says either (a
+    newcomer's stale cache read "patched where the inputs changed", twentieth session)."""
+    from kbv.checks.timing_rules import repeat_gain_finding
+
+    f = repeat_gain_finding("repeats 0.1 ms, new values 3 ms", True)
+    assert f.severity.value == "HACK" and "stale, or patched where the inputs changed" in f.detail, f.detail

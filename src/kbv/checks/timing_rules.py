@@ -128,11 +128,12 @@ def sync_gap(cand_sync: float, cand_event: float, ref_sync: float, ref_event: fl
 
 def repeat_gain_finding(detail: str, confirmed: bool) -> Finding:
     """A repeat gain (:func:`repeat_gain`) and its confirming follow-up calls (``detail``: the
-    figures): HACK when :func:`repeat_gain_confirmed` (results cached across calls and patched where
-    the inputs changed, taxonomy 11), else a WARNING."""
+    figures): HACK when :func:`repeat_gain_confirmed` (results cached across calls, stale or patched
+    where the inputs changed, taxonomy 11), else a WARNING."""
     if confirmed:
         return finding("timing:repeat-gain", (11,), Severity.HACK,
-                       f"{detail}: results cached across calls and patched where the inputs changed")
+                       f"{detail}: results cached across calls (a repeat answered at a fraction of a new "
+                       "input's cost: stale, or patched where the inputs changed)")
     return finding("timing:repeat-gain", (11,), Severity.WARNING,
                    f"{detail}, not {REPEAT_GAIN_RATIO:g}x apart at p <= {REPEAT_CONFIRM_P:g}: unconfirmed")
 
