@@ -168,6 +168,10 @@ CASES: tuple[Case, ...] = (
     Case("t15-element-memo-wrapper", 15, R + "t15_element_memo_wrapper.py", BESSEL_J0, expect=Status.SHORTCUT),
     # a wrapper on the timed calls' (mixed) pattern only: the op count's draws are mixed as theirs are
     Case("t15-pattern-branch-wrapper", 15, R + "t15_pattern_branch_wrapper.py", ONEHOT_MATMUL, expect=Status.SHORTCUT),
+    # a wrapper that tells the op count's calls apart by the share of values it has seen: SHORTCUT from
+    # the count's timed-like call, or HACK where the bound pass's inputs (as new as the count's) fall in
+    # its band and its slow path contradicts its clock
+    Case("t15-seen-share-wrapper", 15, R + "t15_seen_share_wrapper.py", BMM, also=(4, 25)),
     Case("t04-patched-tensor-method", 4, R + "t04_patched_tensor_method.py", MATMUL_K, check="probe:harness-identity"),
     Case("t08-input-view", 8, R + "t08_input_view.py", RELU),
     Case("t08-full-guard", 8, R + "t08_full_guard.py", RELU, check="probe:output-alias"),

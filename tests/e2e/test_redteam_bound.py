@@ -50,6 +50,9 @@ CASES: tuple[tuple, ...] = (
     # the table, and the floor they measure is credited, or over 3x the claim a HACK (the 1.0: judged
     # as a forged clock is, by what is credited)
     (Case("t11-element-memo-cpp", 11, R + "t11_element_memo_cpp.py", BESSEL_J0, also=(4, 25)), None, 1.0),
+    # the same on inputs no seed reproduces: the pass keeps its draws instead of mixing the timing sets
+    (Case("t11-element-memo-unseeded", 11, R + "t11_element_memo_cpp.py", "level1/21_Bessel_j0_unseeded_inputs.py",
+          also=(4, 25)), None, 1.0),
     # forged output dtypes in the timed replies: kbv's judging must not fail on them
     (Case("t24-forged-layout-dtype", 24, R + "t24_forged_layout_dtype.py", MATMUL_K, expect=Status.HACK,
           also=(5, 6, 11)), None),

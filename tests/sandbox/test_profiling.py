@@ -736,3 +736,19 @@ def test_refused_counts_lets_a_working_profiler_count_decide():
     # the probe's own failure is a kind set where it was caught: a forward raising that text is refused
     assert refused_counts(None, "recorded_ops failed: y") == [("profiler count", "recorded_ops failed: y")]
     assert refused_counts(None, None) == []
+
+
+def test_counts_of_several_calls_are_their_union():
+    """The op count's turns (a timed call's inputs, a fresh draw) counted as one: each op the most
+    any call ran, so a forward that runs the reference's op on one path only is counted with it
+    (red-team helper, twentieth session: a wrapper that told the counted call apart)."""
+    from kbv.sandbox.op_tables import OpCount, union
+
+    a = OpCount(ops={"aten.index": 1, "aten.mul": 2}, shaped={"aten.mul|x": 2}, time_us={"aten.mul|x": 5.0})
+    b = OpCount(ops={"aten.bmm": 1, "aten.mul": 1}, shaped={"aten.bmm|y": 1}, time_us={"aten.bmm|y": 40.0})
+    u = union([a, b])
+    assert u.ops == {"aten.index": 1, "aten.mul": 2, "aten.bmm": 1}
+    assert u.shaped == {"aten.mul|x": 2, "aten.bmm|y": 1} and u.time_us["aten.bmm|y"] == 40.0
+    assert u.error is None and not u.probe_failed
+    bad = union([a, OpCount(error="RuntimeError: no", probe_failed=True)])
+    assert bad.error == "RuntimeError: no" and bad.probe_failed

@@ -6,9 +6,11 @@ After the timed rounds the candidate runs ``calls`` forward calls back to back i
 this process shares with the worker (:class:`kbv.sandbox.protocol.SetBoundInputs`, sent once), into
 which this process writes each pass's values while the worker's tree is stopped: for every call a
 fresh draw of the problem's ``get_inputs()`` under a secret seed, values the candidate has never
-been sent, so the pass's floor is what its calls cost on new values: a cache of any key (the whole
+been sent, with a timed call's share of elements from a timing set (so its patterns are the timed
+calls'), so the pass's floor is what its calls cost on new values: a cache of any key (the whole
 input, a row, a block, an element's value at its position over the timing sets: red-team rows
-t11-bound-pass-drift-cache, t11-bound-pass-row-cache, t11-element-memo-cpp) answers none of them.
+t11-bound-pass-drift-cache, t11-bound-pass-row-cache, t11-element-memo-cpp) answers at most the
+mixed share of them.
 Where such draws do not fit kbv's memory bound (:func:`kbv.checks.bound_plan.fresh_draws_fit`:
 large inputs whose outputs are much smaller) or do not give the timing sets' shapes, each call
 gets a timing set with half of each tensor's elements (at random positions) from another set and
@@ -65,10 +67,10 @@ BOUND_MIX_FRACTION = 0.5
 
 
 class PassCall(NamedTuple):
-    """One call's values in a bound pass: ``draw``, a fresh ``get_inputs()`` draw under that seed
-    (every value new), or where it is None timing set ``set_index`` with
-    :data:`BOUND_MIX_FRACTION` of each tensor's elements from set ``source`` (``seed``: the mix's
-    positions) and ``changes`` (:func:`kbv.reference.mutation.timed_mutation`)."""
+    """One call's values in a bound pass: a fresh ``get_inputs()`` draw under seed ``draw`` in timing
+    set ``set_index``'s place with a timed call's share of elements from timing set ``source``; where
+    ``draw`` is None, timing set ``set_index`` with :data:`BOUND_MIX_FRACTION` from set ``source``.
+    ``seed``: the mix's positions; ``changes``: :func:`kbv.reference.mutation.timed_mutation`'s."""
 
     set_index: int
     source: int | None
@@ -82,7 +84,11 @@ class BoundStage:
 
     def __init__(self, ctx: Context, judge: Judging) -> None:
         self.ctx, self.judge = ctx, judge
-        self._fresh = False  # whether this verification's passes take fresh draws (:meth:`_fresh_draw_ms`)
+        #: how this verification's passes take fresh draws (:meth:`_fresh_draw_ms`): "seed" (made again
+        #: from their seeds), "kept" (a get_inputs() no seed reproduces: each draw kept for its pass), or
+        #: "" (none: the pass mixes two timing sets)
+        self._fresh = ""
+        self._kept: dict[int, list] = {}  # the "kept" draws of the current pass, by seed
 
     def _bound(self, worker: CandidateProcess, sets: list, flush: int | None, samples: dict) -> None:
         """Run the bound pass (twice when the first contradicts the claim) and apply
@@ -94,8 +100,10 @@ class BoundStage:
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
         n = bound_plan.bound_calls(claimed, self.ctx._slot_count, self.ctx.rp.device.type)
         n = min(n, bound_plan.max_bound_calls(in_bytes, self.ctx.rp.device.type))  # n sets: at least one
-        draw_ms = self._fresh_draw_ms(sets, in_bytes)
-        self._fresh = draw_ms is not None
+        draw_ms, reproducible = self._fresh_draw_ms(sets, in_bytes)
+        # a get_inputs() a seed does not reproduce: each draw kept for the pass, within its own budget
+        keep = not reproducible and n * in_bytes <= bound_plan.BOUND_INPUT_BYTES.get(self.ctx.rp.device.type, 0)
+        self._fresh = "" if draw_ms is None else "seed" if reproducible else "kept" if keep else ""
         if self._fresh:
             n = bound_plan.fresh_draw_calls(n, draw_ms)
         # the pass's own input sets, one per call, shared with the worker once (the primed call before
@@ -126,7 +134,7 @@ class BoundStage:
         self.ctx.state.evidence["trusted_bound"] = {
             "claimed_median_ms": claimed, "credited_median_ms": d.credited_ms, "floor_ms": floors,
             "wall_floor_ms": walls, "gpu_shared": shared, "loop_per_call_ms": loop_ms, "floor_noise_ms": noise,
-            "calls": n, "fresh_draws": self._fresh, "wall_ms": [p.wall_ms for p in passes], "request_allow_ms": [p.request_allow_ms for p in passes],
+            "calls": n, "fresh_draws": self._fresh or None, "wall_ms": [p.wall_ms for p in passes], "request_allow_ms": [p.request_allow_ms for p in passes],
             "host_wait_ms": [p.host_wait_ms for p in passes], "null_per_call_ms": [p.null_ms for p in passes],
             "busiest_thread_ms": [p.busiest_thread_ms for p in passes],
             "all_threads_ms": [p.all_threads_ms for p in passes], "null_cpu_per_call_ms": [p.null_cpu_ms for p in passes],
@@ -141,13 +149,14 @@ class BoundStage:
             samples["candidate"] = [t * k for t in samples["candidate"]]
         self.ctx.state.phase_seconds["bound-pass"] = time.perf_counter() - t0  # what the check costs
 
-    def _fresh_draw_ms(self, sets: list, in_bytes: int) -> float | None:
-        """Milliseconds of one fresh draw where the pass's calls can take them (within kbv's memory
-        bound, :func:`kbv.checks.bound_plan.fresh_draws_fit`, of the timing sets' layout,
-        :func:`kbv.checks.bound_plan.same_layout`, and the same values again under the same seed),
-        else None: the pass mixes two timing sets."""
+    def _fresh_draw_ms(self, sets: list, in_bytes: int) -> tuple[float | None, bool]:
+        """(Milliseconds of one fresh draw, whether a second draw under the same seed gave the same
+        values) where the pass's calls can take them (within kbv's memory bound,
+        :func:`kbv.checks.bound_plan.fresh_draws_fit`, and of the timing sets' layout,
+        :func:`kbv.checks.bound_plan.same_layout`); else (None, False): the pass mixes two timing
+        sets."""
         if not bound_plan.fresh_draws_fit(in_bytes, self.ctx.rp.output_bytes or 0, len(sets)):
-            return None
+            return None, False
         seed = inp.secret_seed()
         t0 = time.perf_counter()
         try:
@@ -158,25 +167,35 @@ class BoundStage:
             # second time, and an honest ReLU a HACK (red-team helper, twentieth session)
             again = self.ctx._fresh_draw(seed)
         except Exception:  # noqa: BLE001 - get_inputs() drew the timing sets; a draw that fails here mixes
-            return None
-        same = bound_plan.same_layout(args, sets[0]) and bound_plan.same_layout(again, args) and all(
-            bitwise_equal(a, b) for a, b in zip(args, again) if isinstance(a, torch.Tensor))
-        return ms if same else None
+            return None, False
+        if not (bound_plan.same_layout(args, sets[0]) and bound_plan.same_layout(again, sets[0])):
+            return None, False
+        return ms, all(bitwise_equal(a, b) for a, b in zip(args, again) if isinstance(a, torch.Tensor))
 
     def _pass_plan(self, sets: list, calls: int) -> list[PassCall]:
         """Each call's values of one pass, drawn here (:class:`PassCall`): a fresh draw's seed each,
-        or where the pass mixes, :data:`BOUND_MIX_FRACTION` of each tensor's elements from another
-        timing set and one element per tensor changed (:func:`kbv.reference.mutation.timed_mutation`),
-        inputs of declared structured domains left as the timing set has them."""
+        made into the call's inputs as a timed call's are from its timing set
+        (:data:`kbv.sandbox.timed_inputs.MIX_FRACTION` of each tensor's elements from a timing set,
+        one element per tensor changed, :func:`kbv.reference.mutation.timed_mutation`), so the pass's
+        inputs have the timed calls' patterns (pure draws kept a sorted input sorted, which the timed
+        calls' mix breaks: an honest early-exit scan was 8-15x slower there and got a HACK, red-team
+        helper, twentieth session). Where the pass mixes, :data:`BOUND_MIX_FRACTION` of each tensor's
+        elements from another timing set and one element per tensor changed. Inputs of declared
+        structured domains are left out of either mix."""
         n = len(sets)
         first = secrets.randbelow(n)
-        if self._fresh:
-            return [PassCall((first + j) % n, None, 0, (), inp.secret_seed()) for j in range(calls)]
         skip = self.ctx._structured()
         g = torch.Generator().manual_seed(secrets.randbits(62))
+        self._kept = {}
         plan = []
         for j in range(calls):
             k = (first + j) % n
+            if self._fresh:
+                # the draw takes the timing set's place: its layout, and a timing set as the mix's source
+                plan.append(PassCall(k, secrets.randbelow(n), secrets.randbits(62),
+                                     timed_mutation(sets[k], sets[(k + 1) % n], g, skip, self.ctx._kinds()),
+                                     inp.secret_seed()))
+                continue
             src = (k + 1 + secrets.randbelow(n - 1)) % n if n > 1 else None
             plan.append(PassCall(k, src, secrets.randbits(62),
                                  timed_mutation(sets[k], sets[(k + 1) % n], g, skip, self.ctx._kinds())))
@@ -197,13 +216,15 @@ class BoundStage:
         keeps a dense layout)."""
         k, src, seed, changes, draw = call
         if draw is not None:
-            args = self.ctx._fresh_draw(draw)
+            base = self._kept.get(draw) if self._fresh == "kept" else None
+            if base is None:
+                base = self.ctx._fresh_draw(draw)
+                if self._fresh == "kept":
+                    self._kept[draw] = base
             if into is None:
-                return args
-            for dst, a in zip(into, args):
-                if isinstance(a, torch.Tensor):
-                    dst.copy_(a)
-            return into
+                into = [torch.empty_like(a) if isinstance(a, torch.Tensor) else a for a in sets[k]]
+            # the draw in the timing set's place (index 0), the mix's source a timing set after it
+            return call_inputs(into, [base, *sets], 0, (1 + src, seed, self.ctx._structured()), changes)
         if into is None:
             into = [torch.empty_like(a) if isinstance(a, torch.Tensor) else a for a in sets[k]]
         mix = (src, seed, self.ctx._structured(), BOUND_MIX_FRACTION) if src is not None else ()
@@ -293,6 +314,7 @@ class BoundStage:
         self._null_wait_share = 0.0
         null, null_cpu, floors = self._trusted_loops(worker, bound_sets, flush, calls, warmup,
                                                      lambda: self._write_pass_inputs(sets, bound_sets, plan))
+        self._kept = {}  # the pass's kept draws (a get_inputs() no seed reproduces) not held past it
         self.ctx._phase_peak("bound-pass")  # each pass's loops apart from the next pass's re-check
         cpu_figures = {}
         if cpu and threads1 and all1.get("worker") is not None and all0.get("worker") is not None:

@@ -71,30 +71,23 @@ class ProfileCheck:
         self.ctx._add(cupti_rule.cupti_disagrees(record["kernel_ms_per_call"], record["event_median_ms"]))
 
     def _fresh_sets(self, sets: list) -> list:
-        """Fresh draws of ``get_inputs()`` (:meth:`kbv.pipeline.context.Context._fresh_draw`) made
-        ready to send (:func:`kbv.reference.inputs.shared_clone`, each draw dropped once copied): one
-        per counted call (the dispatch-mode count's, then the profiler's and on cuda the kernel
-        profile's), or one for all where two would pass half of
-        :data:`kbv.checks.bound_plan.FRESH_DRAW_MAX_BYTES`; where they fit kbv's memory bound
-        (:func:`kbv.checks.bound_plan.fresh_draws_fit`) and have the timing sets' layout
-        (:func:`kbv.checks.bound_plan.same_layout`). Else none: the counted calls mix two timing
-        sets, as a timed call's inputs are."""
+        """A fresh draw of ``get_inputs()`` (:meth:`kbv.pipeline.context.Context._fresh_draw`) made
+        ready to send (:func:`kbv.reference.inputs.shared_clone`, the draw dropped once copied), where
+        it fits kbv's memory bound (:func:`kbv.checks.bound_plan.fresh_draws_fit`) and has the timing
+        sets' layout (:func:`kbv.checks.bound_plan.same_layout`); else none: the counts run on a
+        timed call's inputs alone."""
         self._counted_fresh = False
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
         if not bound_plan.fresh_draws_fit(in_bytes, self.ctx.rp.output_bytes or 0, len(sets)):
             return []
-        out = []
-        for _ in range(2 if 2 * in_bytes <= bound_plan.FRESH_DRAW_MAX_BYTES else 1):
-            try:
-                draw = self.ctx._fresh_draw(inp.secret_seed())
-            except Exception:  # noqa: BLE001 - get_inputs() drew the timing sets; a draw that fails here mixes
-                return []
-            if not bound_plan.same_layout(draw, sets[0]):
-                return []
-            out.append(tuple(inp.shared_clone(draw)))
-            del draw
+        try:
+            draw = self.ctx._fresh_draw(inp.secret_seed())
+        except Exception:  # noqa: BLE001 - get_inputs() drew the timing sets; a draw that fails here is left out
+            return []
+        if not bound_plan.same_layout(draw, sets[0]):
+            return []
         self._counted_fresh = True
-        return out
+        return [tuple(inp.shared_clone(draw))]
 
     def _reference_ops(self, worker: CandidateProcess, sets: list) -> None:
         """The candidate re-running the reference's own torch compute ops is a wrapper (taxonomy 15/16)."""
@@ -104,26 +97,24 @@ class ProfileCheck:
             return
         fresh = self._fresh_sets(sets)
         skip, g = self.ctx._structured(), torch.Generator().manual_seed(secrets.randbits(62))
-        if fresh:
-            # values the timed calls never had, mixed with a timing set as theirs are: a cache of what
-            # they saw misses most elements, and a branch on the inputs' pattern (a one-hot that the
-            # mix breaks) takes the timed calls' path (red-team helper, twentieth session: counted
-            # on pure draws, a one-hot gather hid the torch.matmul every timed call ran)
-            turns = []
-            for f in fresh:
-                k = secrets.randbelow(len(sets))
-                turns.append((f, (1 + k, secrets.randbits(62), skip),
-                              timed_mutation(list(f), sets[k], g, skip, self.ctx._kinds())))
-            req = protocol.CountOps(inputs=tuple(turns))
-            del turns
-        else:
-            mix = (1, secrets.randbits(62), skip) if len(sets) > 1 else ()
-            mutate = timed_mutation(sets[0], sets[1 % len(sets)], g, skip, self.ctx._kinds()) if len(sets) > 1 else ()
-            req = protocol.CountOps(0, mix, mutate)
-        del fresh
+        # a timed call's inputs, which the candidate cannot tell from a timed call's (the path its
+        # timed calls take: a wrapper that ran the reference's op only there, telling the counted
+        # calls apart by the share of values it had seen, escaped a count on fresh values alone) ...
+        k = secrets.randbelow(len(sets))
+        mix = (k + 1 + secrets.randbelow(len(sets) - 1)) % len(sets) if len(sets) > 1 else None
+        timed_like = (None, k, (mix, secrets.randbits(62), skip) if mix is not None else (),
+                      timed_mutation(sets[k], sets[(k + 1) % len(sets)], g, skip, self.ctx._kinds()) if len(sets) > 1 else ())
+        # ... and, where a draw fits, new values mixed with a timing set as a timed call's are (the path
+        # new values take: a table of seen values answered every timed-like element, and hid the op
+        # it ran on a miss; on pure draws a one-hot stays one-hot, which the timed calls' mix breaks)
+        turns = [(f, 0, (1 + k, secrets.randbits(62), skip), timed_mutation(list(f), sets[k], g, skip, self.ctx._kinds()))
+                 for f in fresh] + [timed_like]
+        req = protocol.CountOps(inputs=tuple(turns))
+        del fresh, turns
         reply = self.ctx._call(worker, req, "profile", self.ctx.config.call_timeout_s)
         del req
-        self.ctx.state.evidence["op_count_inputs"] = "fresh draws" if self._counted_fresh else "timing-set mix"
+        self.ctx.state.evidence["op_count_inputs"] = ("a fresh draw, mixed, and " if self._counted_fresh else "") \
+            + "a timed call's inputs"
         if not isinstance(reply, protocol.OpCounts) or not op_counts_ok(reply):
             raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: profile: malformed reply")
         bl.apply_flags(self.ctx.fp32_flags)

@@ -105,6 +105,24 @@ class OpCount:
     probe_failed: bool = False
 
 
+def union(counts: "list[OpCount]") -> OpCount:
+    """Several calls' counts as one: each op (and each sized op, and its time) the most any call
+    dispatched it, the first failure, the counter's own failure where any call's counter failed. A
+    forward that takes another path on some inputs is counted on every path it took (the op count's
+    calls on a timed call's inputs and on fresh ones: :meth:`kbv.sandbox.probe_requests.ProbeRequests.count_ops`)."""
+    ops: dict = {}
+    shaped: dict = {}
+    time_us: dict = {}
+    error, probe_failed = None, False
+    for c in counts:
+        for mine, theirs in ((ops, c.ops), (shaped, c.shaped), (time_us, c.time_us)):
+            for k, v in theirs.items():
+                mine[k] = max(mine.get(k, v), v)
+        error = error or c.error
+        probe_failed = probe_failed or c.probe_failed
+    return OpCount(ops=ops, error=error, shaped=shaped, time_us=time_us, probe_failed=probe_failed)
+
+
 def describe_failure(exc: BaseException) -> str:
     """One line naming an exception raised by untrusted code; never raises itself."""
     try:

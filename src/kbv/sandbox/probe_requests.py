@@ -51,29 +51,43 @@ class ProbeRequests:
     def count_ops(self, req: Any) -> Any:
         from kbv.sandbox import kernels as kernel_timeline
         from kbv.sandbox import profiling
+        from kbv.sandbox.op_tables import union
 
         # made in a call buffer as a timed call's inputs are (kbv.sandbox.timed_inputs.call_inputs): the
         # same values as a mix into new tensors, with no input-sized copy beside the worker's sets. Each
         # counted call gets its inputs written again, into the next of the two buffers as a timed call
         # does: two calls on one buffer with no write between told a counted call from a timed one
         # (red-team helper, 2026-12-06)
-        mix = (*req.mix[:2], tuple(req.mix[2]) if len(req.mix) > 2 else ()) if req.mix else ()
+        turns = tuple(req.inputs) or ((None, req.set_index, req.mix, req.mutate),)
+        written = 0
 
-        def inputs(turn: int) -> list:  # the buffers in the timed calls' alternation (their count is not moved)
-            buf = self._call_buffers[(self._call_count + turn) % 2]
-            if req.inputs:  # a fresh set, mixed with the timing sets as a timed call's inputs are
-                fresh, fmix, fmutate = req.inputs[min(turn, len(req.inputs) - 1)]
-                fmix = (*fmix[:2], tuple(fmix[2]) if len(fmix) > 2 else ()) if fmix else ()
-                return self._call_inputs(buf, [list(fresh), *self.timing_sets], 0, fmix, tuple(fmutate))
-            return self._call_inputs(buf, self.timing_sets, req.set_index, mix, tuple(req.mutate))
+        def inputs(turn: tuple) -> list:  # the buffers in the timed calls' alternation (their count is not moved)
+            nonlocal written
+            buf = self._call_buffers[(self._call_count + written) % 2]
+            written += 1
+            fresh, k, mix, mutate = turn
+            mix = (*mix[:2], tuple(mix[2]) if len(mix) > 2 else ()) if mix else ()
+            if fresh is None:
+                return self._call_inputs(buf, self.timing_sets, k, mix, tuple(mutate))
+            # a fresh set in the timing set's place, mixed with the timing sets as a timed call's inputs are
+            return self._call_inputs(buf, [list(fresh), *self.timing_sets], 0, mix, tuple(mutate))
 
-        ops = profiling.compute_ops(self.model, inputs(0))
-        self._modes.clear()
-        # the same call again under the profiler, which records every thread and the dispatcher
+        # each count on every turn's inputs, its ops the most any call ran (op_tables.union): a forward
+        # that branches on what it has seen is counted on the path the timed calls take and on the one
+        # new values take
+        counted = []
+        for turn in turns:
+            counted.append(profiling.compute_ops(self.model, inputs(turn)))
+            self._modes.clear()
+        ops = union(counted)
+        # the same calls again under the profiler, which records every thread and the dispatcher
         # itself (ops run on the candidate's threads or with the Python key excluded)
-        args = inputs(1)
-        recorded = profiling.recorded_ops(self.model, args)
-        self._modes.clear()
+        counted = []
+        for turn in turns:
+            args = inputs(turn)
+            counted.append(profiling.recorded_ops(self.model, args))
+            self._modes.clear()
+        recorded = union(counted)
         kernels, share, error, probe_failed, busy = (), None, ops.error, ops.probe_failed, None
         if self.device.type == "cuda":
             prof = kernel_timeline.kernel_profile(self.model, args, self.device)

@@ -137,12 +137,12 @@ class CountOps:
     #: ``(arg index, index tuple, value)`` changes after the mix, as a timed call's
     #: (kbv.reference.mutation.timed_mutation): structured inputs, left out of the mix, change too.
     mutate: tuple = ()
-    #: ``(fresh set, mix, mutate)`` per counted call in turn (the last for the rest): a set no
-    #: earlier request carried (a tuple of arguments, a timing set's layout) made into the call's
-    #: inputs as a timed call's are from a timing set, ``mix`` taking its source from the list
-    #: ``[fresh set, *timing sets]``; when given, ``set_index``, ``mix`` and ``mutate`` above are
-    #: unused. A cache of what the timed calls saw answers most of a counted call's elements no more
-    #: than of a correctness set's, and the mix leaves their inputs' patterns as the timed calls'.
+    #: ``(fresh set or None, set index, mix, mutate)`` per turn: each count (the dispatch mode's,
+    #: then the profiler's) runs one call per turn and keeps, per op, the most any call ran. A turn
+    #: without a fresh set is a timed call's inputs (timing set ``set index``, ``mix``, ``mutate``);
+    #: one with a set no earlier request carried (a tuple of arguments, a timing set's layout) puts
+    #: it in the timing set's place, ``mix`` taking its source from ``[fresh set, *timing sets]``.
+    #: When given, ``set_index``, ``mix`` and ``mutate`` above are unused.
     inputs: tuple = ()
 
 
