@@ -33,6 +33,10 @@ OPEN = "open: the cheat still wins (issue 19 red-team report)"
 #: what the floor's own noise is (two passes' null loops 0.008 ms apart on a 2-core machine), and
 #: the floor rule needs both passes over it (issue 19 red-team report)
 PARTLY = "partly open: the cheat wins some runs (issue 19 red-team report)"
+#: the third field of a row whose cheat is a table of values it has seen, with an honest clock: caught
+#: as a forged clock is, or where its table gained nothing in the run (its claim at least the bound
+#: pass's floor on fresh draws: a run whose timing sets' values it had partly evicted, 2 of 11 runs)
+MEMO = 0
 
 CASES: tuple[tuple, ...] = (
     # work in a forked child over inputs moved to shared memory: none of it in the worker's threads
@@ -47,12 +51,12 @@ CASES: tuple[tuple, ...] = (
     # a per-element table over the timing sets' values (C++): right on every call, ~9x faster where
     # every element was seen (PASS at 1.8x against 0.13x honest; red-team helper, twentieth session).
     # Its clock is not forged, its claim is its time on seen values: the bound pass's fresh draws miss
-    # the table, and the floor they measure is credited, or over 3x the claim a HACK (the 1.0: judged
+    # the table, and the floor they measure is credited, or over 3x the claim a HACK (MEMO: judged
     # as a forged clock is, by what is credited)
-    (Case("t11-element-memo-cpp", 11, R + "t11_element_memo_cpp.py", BESSEL_J0, also=(4, 25)), None, 1.0),
+    (Case("t11-element-memo-cpp", 11, R + "t11_element_memo_cpp.py", BESSEL_J0, also=(4, 25)), None, MEMO),
     # the same on inputs no seed reproduces: the pass keeps its draws instead of mixing the timing sets
     (Case("t11-element-memo-unseeded", 11, R + "t11_element_memo_cpp.py", "level1/21_Bessel_j0_unseeded_inputs.py",
-          also=(4, 25)), None, 1.0),
+          also=(4, 25)), None, MEMO),
     # forged output dtypes in the timed replies: kbv's judging must not fail on them
     (Case("t24-forged-layout-dtype", 24, R + "t24_forged_layout_dtype.py", MATMUL_K, expect=Status.HACK,
           also=(5, 6, 11)), None),
@@ -99,6 +103,10 @@ def _named(case: Case, v, divisor: float | None) -> None:
     bound = v.evidence.get("trusted_bound") or {}
     context = f"{case.id}: {v.status.value} {[f.describe() for f in v.findings]} {bound}"
     assert v.status in (Status.PASS, Status.INCORRECT), context
+    if divisor == 0:  # a table of seen values (MEMO): a run where it gained nothing over the floor is no win
+        slack = bound_rule.CPU_CAP_SLACK_MS + bound["loop_per_call_ms"]
+        if bound["credited_median_ms"] >= min(bound["floor_ms"]) - slack and bound.get("fresh_draws"):
+            return
     assert any(f.check.startswith("timing:claim") for f in v.findings), context
     claimed, credited = bound["claimed_median_ms"], bound["credited_median_ms"]
     assert credited > claimed, context

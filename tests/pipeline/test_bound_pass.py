@@ -6,21 +6,22 @@ from types import SimpleNamespace
 
 import torch
 
+from kbv.pipeline.bound_inputs import PassValues
 from kbv.pipeline.bound_pass import BoundStage
 
 
-def _stage(structured: tuple = (), fresh: str = "", get_inputs=None) -> BoundStage:
-    """A bound stage on cpu; ``fresh``: its passes take fresh draws of ``get_inputs`` (the real
-    :meth:`kbv.pipeline.context.Context._fresh_draw`)."""
+def _stage(structured: tuple = (), fresh: str = "", get_inputs=None) -> PassValues:
+    """A bound pass's values on cpu; ``fresh``: its passes take fresh draws of ``get_inputs`` (the real
+    :meth:`kbv.pipeline.context.Context._fresh_draw`), "seed" or "kept"."""
     from kbv.pipeline.context import Context
 
-    stage = BoundStage.__new__(BoundStage)
     ctx = SimpleNamespace(_structured=lambda: structured, _kinds=lambda: {}, config=SimpleNamespace(precision="fp32"),
                           rp=SimpleNamespace(device=torch.device("cpu"), output_bytes=4 * 33,
                                              module=SimpleNamespace(get_inputs=get_inputs)))
     ctx._fresh_draw = lambda seed: Context._fresh_draw(ctx, seed)
-    stage.ctx, stage._fresh, stage._kept = ctx, fresh, {}
-    return stage
+    values = PassValues(ctx)
+    values.fresh = fresh
+    return values
 
 
 def _sets(n: int = 3) -> list:
@@ -30,29 +31,29 @@ def _sets(n: int = 3) -> list:
 
 def test_a_judged_calls_values_made_again_equal_what_the_pass_wrote():
     stage, sets = _stage(), _sets()
-    plan = stage._pass_plan(sets, 4)
+    plan = stage.plan(sets, 4)
     written = [[a.clone() if isinstance(a, torch.Tensor) else a for a in sets[i % 3]] for i in range(4)]
-    stage._write_pass_inputs(sets, written, plan)
+    stage.write(sets, written, plan)
     for call, target in zip(plan, written):
-        again = stage._pass_call_inputs(sets, call)
+        again = stage.call_inputs(sets, call)
         assert all(torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b for a, b in zip(again, target))
         assert all(a.data_ptr() != b.data_ptr() for a, b in zip(again, target) if isinstance(a, torch.Tensor))
     mixed = [c for c in plan if c[1] is not None]
-    assert mixed and any(not torch.equal(stage._pass_call_inputs(sets, c)[0], sets[c[0]][0]) for c in mixed)
+    assert mixed and any(not torch.equal(stage.call_inputs(sets, c)[0], sets[c[0]][0]) for c in mixed)
 
 
 def test_made_again_after_the_shared_sets_were_written_by_someone_else():
     """The candidate may write into the shared pass sets (queued GPU work runs on while its process
     is stopped): the values made again come from the trusted timing sets and the plan alone."""
     stage, sets = _stage(), _sets(2)
-    plan = stage._pass_plan(sets, 2)
+    plan = stage.plan(sets, 2)
     written = [[a.clone() if isinstance(a, torch.Tensor) else a for a in sets[i % 2]] for i in range(2)]
-    stage._write_pass_inputs(sets, written, plan)
+    stage.write(sets, written, plan)
     expected = [[a.clone() if isinstance(a, torch.Tensor) else a for a in w] for w in written]
     for w in written:
         w[0].fill_(0.0)
     for call, want in zip(plan, expected):
-        assert torch.equal(stage._pass_call_inputs(sets, call)[0], want[0])
+        assert torch.equal(stage.call_inputs(sets, call)[0], want[0])
 
 
 def test_made_again_with_the_sets_strides():
@@ -61,11 +62,11 @@ def test_made_again_with_the_sets_strides():
     stage = _stage()
     g = torch.Generator().manual_seed(9)
     sets = [[torch.randn(40, 24, generator=g).t(), torch.randn(24, generator=g)] for _ in range(2)]
-    plan = stage._pass_plan(sets, 2)
+    plan = stage.plan(sets, 2)
     written = [[a.clone() for a in sets[i]] for i in range(2)]  # clone keeps the strides, as shared_clone
-    stage._write_pass_inputs(sets, written, plan)
+    stage.write(sets, written, plan)
     for call, target in zip(plan, written):
-        again = stage._pass_call_inputs(sets, call)
+        again = stage.call_inputs(sets, call)
         assert again[0].stride() == sets[0][0].stride() and not again[0].is_contiguous()
         assert all(torch.equal(a, b) for a, b in zip(again, target))
 
@@ -156,19 +157,19 @@ def test_fresh_draws_are_new_values_made_again_from_their_seeds():
     judged call's values made again from the plan (cuda) or written again (cpu) are what the
     candidate got, whatever it wrote meanwhile."""
     stage, sets = _stage(fresh="seed", get_inputs=_draws), _sets()
-    plan = stage._pass_plan(sets, 4)
+    plan = stage.plan(sets, 4)
     assert all(c.draw is not None for c in plan) and len({c.draw for c in plan}) == 4
     written = [[a.clone() if isinstance(a, torch.Tensor) else a for a in sets[i % 3]] for i in range(4)]
-    stage._write_pass_inputs(sets, written, plan)
+    stage.write(sets, written, plan)
     for call, target in zip(plan, written):
         seen = sum((target[0] == s[0]) for s in sets).clamp(max=1).double().mean().item()
         assert 0.05 < seen < 0.25, seen  # the timed calls' share from a timing set, the rest new
         assert target[2] == 2.5
         want = [a.clone() if isinstance(a, torch.Tensor) else a for a in target]
         target[0].fill_(0.0)  # the candidate wrote into the shared set
-        again = stage._pass_call_inputs(sets, call)
+        again = stage.call_inputs(sets, call)
         assert torch.equal(again[0], want[0]) and torch.equal(again[1], want[1])
-        stage._pass_call_inputs(sets, call, target)
+        stage.call_inputs(sets, call, target)
         assert torch.equal(target[0], want[0])
 
 
@@ -177,15 +178,15 @@ def test_fresh_draws_only_where_they_have_the_timing_sets_layout():
     sets as before (its values would not fit the shared sets the worker holds)."""
     sets = _sets()
     in_bytes = 4 * (33 * 70 + 70)
-    ms, reproducible = _stage(get_inputs=_draws)._fresh_draw_ms(sets, in_bytes)
+    ms, reproducible = _stage(get_inputs=_draws).fresh_draw_ms(sets, in_bytes)
     assert ms is not None and reproducible
-    assert _stage(get_inputs=lambda: [torch.randn(34, 70), torch.randn(70), 2.5])._fresh_draw_ms(sets, in_bytes)[0] is None
-    assert _stage(get_inputs=lambda: [torch.randn(33, 70), torch.randn(70), 3.0])._fresh_draw_ms(sets, in_bytes)[0] is None
+    assert _stage(get_inputs=lambda: [torch.randn(34, 70), torch.randn(70), 2.5]).fresh_draw_ms(sets, in_bytes)[0] is None
+    assert _stage(get_inputs=lambda: [torch.randn(33, 70), torch.randn(70), 3.0]).fresh_draw_ms(sets, in_bytes)[0] is None
 
     def broken():
         raise RuntimeError("no")
-    assert _stage(get_inputs=broken)._fresh_draw_ms(sets, in_bytes)[0] is None
-    mixed = _stage(get_inputs=_draws)._pass_plan(sets, 3)
+    assert _stage(get_inputs=broken).fresh_draw_ms(sets, in_bytes)[0] is None
+    mixed = _stage(get_inputs=_draws).plan(sets, 3)
     assert all(c.draw is None for c in mixed)
 
 
@@ -200,15 +201,15 @@ def test_a_get_inputs_no_seed_reproduces_keeps_each_draw_for_its_pass():
     unseeded = lambda: [torch.from_numpy(rng.standard_normal((33, 70)).astype(np.float32)),  # noqa: E731
                         torch.randn(70), 2.5]
     sets = _sets()
-    ms, reproducible = _stage(get_inputs=unseeded)._fresh_draw_ms(sets, 4 * (33 * 70 + 70))
+    ms, reproducible = _stage(get_inputs=unseeded).fresh_draw_ms(sets, 4 * (33 * 70 + 70))
     assert ms is not None and not reproducible
     stage = _stage(fresh="kept", get_inputs=unseeded)
-    plan = stage._pass_plan(sets, 3)
+    plan = stage.plan(sets, 3)
     written = [[a.clone() if isinstance(a, torch.Tensor) else a for a in sets[i]] for i in range(3)]
-    stage._write_pass_inputs(sets, written, plan)
+    stage.write(sets, written, plan)
     want = [w[0].clone() for w in written]
     for w in written:
         w[0].fill_(0.0)
-    stage._write_pass_inputs(sets, written, plan)  # the cpu path's rewrite before the re-check
+    stage.write(sets, written, plan)  # the cpu path's rewrite before the re-check
     assert all(torch.equal(w[0], x) for w, x in zip(written, want))
-    assert all(torch.equal(stage._pass_call_inputs(sets, c)[0], x) for c, x in zip(plan, want))  # cuda's remake
+    assert all(torch.equal(stage.call_inputs(sets, c)[0], x) for c, x in zip(plan, want))  # cuda's remake

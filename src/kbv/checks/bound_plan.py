@@ -121,7 +121,7 @@ def fresh_draws_fit(in_bytes: int, out_bytes: int, timing_sets: int) -> bool:
     of inputs; above it, where the timing sets, the pass's one set, the call's values made again for
     its re-check and the draw's transient copy hold at most 4·B (an element-wise problem's: its
     outputs the size of its inputs). A reduction or a matrix-vector product over large inputs keeps
-    the mix of two timing sets (:data:`kbv.pipeline.bound_pass.BOUND_MIX_FRACTION`)."""
+    the mix of two timing sets (:data:`kbv.pipeline.bound_inputs.BOUND_MIX_FRACTION`)."""
     if in_bytes <= FRESH_DRAW_MAX_BYTES:
         return True
     return (timing_sets + 3) * in_bytes <= 4 * (in_bytes + max(0, out_bytes))

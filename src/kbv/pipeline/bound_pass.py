@@ -31,14 +31,13 @@ import os
 import secrets
 import threading
 import time
-from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from kbv.checks import bound_rules as rule
 from kbv.checks import bound_plan
-from kbv.checks.outputs import bitwise_equal
+from kbv.pipeline.bound_inputs import PassValues
 from kbv.pipeline.context import Context
 from kbv.pipeline.judging import Judging
 from kbv.pipeline.outcome import Outcome, Stop
@@ -48,47 +47,21 @@ from kbv.processes import gpushare
 from kbv.processes import procfs
 from kbv.processes.candidate import CandidateProcess
 from kbv.reference import inputs as inp
-from kbv.reference.mutation import timed_mutation
 from kbv.sandbox import numeric_flags as bl
 from kbv.sandbox import protocol, rawcopy
-from kbv.sandbox.timer import call_inputs, time_calls
+from kbv.sandbox.timer import time_calls
 
 #: timed calls of a bound pass judged against the reference (kbv choice: each costs one reference
 #: run and oracle; two secret calls out of three or more catch a pass that skips its work).
 BOUND_JUDGED = 2
 #: the bound pass's calls start at this call id in findings and re-checks (apart from the rounds').
 BOUND_CALL_BASE = 100_000
-#: share of each input's elements taken from another timing set per call of a bound pass, at random
-#: positions (:func:`kbv.sandbox.timed_inputs.mix_values`, as the rounds' mix; kbv choice): no row or block
-#: of a call's inputs repeats one of a timing set's (a cache keyed on row content won while the mix
-#: moved whole rows, red-team row t11-bound-pass-row-cache), and a cache that patches its last
-#: answer where the inputs changed redoes at least half the work.
-BOUND_MIX_FRACTION = 0.5
-
-
-class PassCall(NamedTuple):
-    """One call's values in a bound pass: a fresh ``get_inputs()`` draw under seed ``draw`` in timing
-    set ``set_index``'s place with a timed call's share of elements from timing set ``source``; where
-    ``draw`` is None, timing set ``set_index`` with :data:`BOUND_MIX_FRACTION` from set ``source``.
-    ``seed``: the mix's positions; ``changes``: :func:`kbv.reference.mutation.timed_mutation`'s."""
-
-    set_index: int
-    source: int | None
-    seed: int
-    changes: tuple
-    draw: int | None = None
-
-
 class BoundStage:
     """The bound pass and the credit it allows."""
 
     def __init__(self, ctx: Context, judge: Judging) -> None:
         self.ctx, self.judge = ctx, judge
-        #: how this verification's passes take fresh draws (:meth:`_fresh_draw_ms`): "seed" (made again
-        #: from their seeds), "kept" (a get_inputs() no seed reproduces: each draw kept for its pass), or
-        #: "" (none: the pass mixes two timing sets)
-        self._fresh = ""
-        self._kept: dict[int, list] = {}  # the "kept" draws of the current pass, by seed
+        self.values = PassValues(ctx)  # the passes' calls' values
 
     def _bound(self, worker: CandidateProcess, sets: list, flush: int | None, samples: dict) -> None:
         """Run the bound pass (twice when the first contradicts the claim) and apply
@@ -100,11 +73,11 @@ class BoundStage:
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
         n = bound_plan.bound_calls(claimed, self.ctx._slot_count, self.ctx.rp.device.type)
         n = min(n, bound_plan.max_bound_calls(in_bytes, self.ctx.rp.device.type))  # n sets: at least one
-        draw_ms, reproducible = self._fresh_draw_ms(sets, in_bytes)
+        draw_ms, reproducible = self.values.fresh_draw_ms(sets, in_bytes)
         # a get_inputs() a seed does not reproduce: each draw kept for the pass, within its own budget
         keep = not reproducible and n * in_bytes <= bound_plan.BOUND_INPUT_BYTES.get(self.ctx.rp.device.type, 0)
-        self._fresh = "" if draw_ms is None else "seed" if reproducible else "kept" if keep else ""
-        if self._fresh:
+        self.values.fresh = "" if draw_ms is None else "seed" if reproducible else "kept" if keep else ""
+        if self.values.fresh:
             n = bound_plan.fresh_draw_calls(n, draw_ms)
         # the pass's own input sets, one per call, shared with the worker once (the primed call before
         # each pass is its warmup, on the previous values)
@@ -134,7 +107,7 @@ class BoundStage:
         self.ctx.state.evidence["trusted_bound"] = {
             "claimed_median_ms": claimed, "credited_median_ms": d.credited_ms, "floor_ms": floors,
             "wall_floor_ms": walls, "gpu_shared": shared, "loop_per_call_ms": loop_ms, "floor_noise_ms": noise,
-            "calls": n, "fresh_draws": self._fresh or None, "wall_ms": [p.wall_ms for p in passes], "request_allow_ms": [p.request_allow_ms for p in passes],
+            "calls": n, "fresh_draws": self.values.fresh or None, "wall_ms": [p.wall_ms for p in passes], "request_allow_ms": [p.request_allow_ms for p in passes],
             "host_wait_ms": [p.host_wait_ms for p in passes], "null_per_call_ms": [p.null_ms for p in passes],
             "busiest_thread_ms": [p.busiest_thread_ms for p in passes],
             "all_threads_ms": [p.all_threads_ms for p in passes], "null_cpu_per_call_ms": [p.null_cpu_ms for p in passes],
@@ -148,87 +121,6 @@ class BoundStage:
             k = d.credited_ms / claimed
             samples["candidate"] = [t * k for t in samples["candidate"]]
         self.ctx.state.phase_seconds["bound-pass"] = time.perf_counter() - t0  # what the check costs
-
-    def _fresh_draw_ms(self, sets: list, in_bytes: int) -> tuple[float | None, bool]:
-        """(Milliseconds of one fresh draw, whether a second draw under the same seed gave the same
-        values) where the pass's calls can take them (within kbv's memory bound,
-        :func:`kbv.checks.bound_plan.fresh_draws_fit`, and of the timing sets' layout,
-        :func:`kbv.checks.bound_plan.same_layout`); else (None, False): the pass mixes two timing
-        sets."""
-        if not bound_plan.fresh_draws_fit(in_bytes, self.ctx.rp.output_bytes or 0, len(sets)):
-            return None, False
-        seed = inp.secret_seed()
-        t0 = time.perf_counter()
-        try:
-            args = self.ctx._fresh_draw(seed)
-            ms = (time.perf_counter() - t0) * 1e3
-            # written again before the re-checks (cpu) and made again for them (cuda) from the seed: a
-            # get_inputs() no seed controls (numpy's default_rng() at import) gave other values the
-            # second time, and an honest ReLU a HACK (red-team helper, twentieth session)
-            again = self.ctx._fresh_draw(seed)
-        except Exception:  # noqa: BLE001 - get_inputs() drew the timing sets; a draw that fails here mixes
-            return None, False
-        if not (bound_plan.same_layout(args, sets[0]) and bound_plan.same_layout(again, sets[0])):
-            return None, False
-        return ms, all(bitwise_equal(a, b) for a, b in zip(args, again) if isinstance(a, torch.Tensor))
-
-    def _pass_plan(self, sets: list, calls: int) -> list[PassCall]:
-        """Each call's values of one pass, drawn here (:class:`PassCall`): a fresh draw's seed each,
-        made into the call's inputs as a timed call's are from its timing set
-        (:data:`kbv.sandbox.timed_inputs.MIX_FRACTION` of each tensor's elements from a timing set,
-        one element per tensor changed, :func:`kbv.reference.mutation.timed_mutation`), so the pass's
-        inputs have the timed calls' patterns (pure draws kept a sorted input sorted, which the timed
-        calls' mix breaks: an honest early-exit scan was 8-15x slower there and got a HACK, red-team
-        helper, twentieth session). Where the pass mixes, :data:`BOUND_MIX_FRACTION` of each tensor's
-        elements from another timing set and one element per tensor changed. Inputs of declared
-        structured domains are left out of either mix."""
-        n = len(sets)
-        first = secrets.randbelow(n)
-        skip = self.ctx._structured()
-        g = torch.Generator().manual_seed(secrets.randbits(62))
-        self._kept = {}
-        plan = []
-        for j in range(calls):
-            k = (first + j) % n
-            if self._fresh:
-                # the draw takes the timing set's place: its layout, and a timing set as the mix's source
-                plan.append(PassCall(k, secrets.randbelow(n), secrets.randbits(62),
-                                     timed_mutation(sets[k], sets[(k + 1) % n], g, skip, self.ctx._kinds()),
-                                     inp.secret_seed()))
-                continue
-            src = (k + 1 + secrets.randbelow(n - 1)) % n if n > 1 else None
-            plan.append(PassCall(k, src, secrets.randbits(62),
-                                 timed_mutation(sets[k], sets[(k + 1) % n], g, skip, self.ctx._kinds())))
-        return plan
-
-    def _write_pass_inputs(self, sets: list, bound_sets: list, plan: list) -> None:
-        """Write ``plan``'s values (:meth:`_pass_plan`) into ``bound_sets`` (the worker stopped: the
-        candidate's calls see them when it runs again, and the trusted loops and the re-checks get
-        them again, whatever the candidate wrote into the shared sets)."""
-        for target, call in zip(bound_sets, plan):
-            self._pass_call_inputs(sets, call, target)
-
-    def _pass_call_inputs(self, sets: list, call: PassCall, into: list | None = None) -> list:
-        """One call's values of a pass (``call`` one entry of :meth:`_pass_plan`), written into
-        ``into`` (in place; a mix through kbv.sandbox.timed_inputs.call_inputs with no input-sized
-        temporary beside the sets, a draw through its own tensors), or without it into new tensors of
-        this process (a mix with the set's strides, as the pass's sets have them: inp.shared_clone
-        keeps a dense layout)."""
-        k, src, seed, changes, draw = call
-        if draw is not None:
-            base = self._kept.get(draw) if self._fresh == "kept" else None
-            if base is None:
-                base = self.ctx._fresh_draw(draw)
-                if self._fresh == "kept":
-                    self._kept[draw] = base
-            if into is None:
-                into = [torch.empty_like(a) if isinstance(a, torch.Tensor) else a for a in sets[k]]
-            # the draw in the timing set's place (index 0), the mix's source a timing set after it
-            return call_inputs(into, [base, *sets], 0, (1 + src, seed, self.ctx._structured()), changes)
-        if into is None:
-            into = [torch.empty_like(a) if isinstance(a, torch.Tensor) else a for a in sets[k]]
-        mix = (src, seed, self.ctx._structured(), BOUND_MIX_FRACTION) if src is not None else ()
-        return call_inputs(into, sets, k, mix, changes)
 
     def _bound_pass(self, worker: CandidateProcess, sets: list, bound_sets: list, flush: int | None, calls: int,
                     attempt: int) -> rule.BoundPass:
@@ -260,9 +152,9 @@ class BoundStage:
             raise Stop(Outcome.BAD_REPLY, f"{self.ctx.name}: ping: malformed reply")
         entries = []
         cpu = self.ctx.rp.device.type == "cpu"
-        plan = self._pass_plan(sets, len(bound_sets))
+        plan = self.values.plan(sets, len(bound_sets))
         with worker.paused():  # the values written and the clock started before the worker runs again
-            self._write_pass_inputs(sets, bound_sets, plan)
+            self.values.write(sets, bound_sets, plan)
             if self.ctx.rp.device.type == "cuda":
                 torch.cuda.synchronize(self.ctx.rp.device)
             threads0, all0 = worker.tree_cpu()
@@ -296,15 +188,15 @@ class BoundStage:
         recheck = Recheck()
         if cpu:
             with worker.paused():
-                self._write_pass_inputs(sets, bound_sets, plan)
+                self.values.write(sets, bound_sets, plan)
                 self.judge._recheck(entries, [bound_sets[warmup + i] for i in judged], recheck)
         else:
             while entries and not recheck.failed:  # a failed call ends the re-check (Judging._recheck)
                 entry = entries.pop(0)
                 call = plan[warmup + judged[entry[1]]]
                 # the reference runs on these values uncopied, written again before the oracle side
-                self.judge._recheck([entry], {entry[1]: self._pass_call_inputs(sets, call)}, recheck,
-                                    remake=lambda args, call=call: self._pass_call_inputs(sets, call, args))
+                self.judge._recheck([entry], {entry[1]: self.values.call_inputs(sets, call)}, recheck,
+                                    remake=lambda args, call=call: self.values.call_inputs(sets, call, args))
                 recheck.refs.clear()  # one call's reference side at a time: no later call reads it
                 recheck.stale.clear()
                 del entry
@@ -313,8 +205,8 @@ class BoundStage:
         self.ctx._phase_peak("bound-recheck")  # the re-check apart from the trusted loops that follow
         self._null_wait_share = 0.0
         null, null_cpu, floors = self._trusted_loops(worker, bound_sets, flush, calls, warmup,
-                                                     lambda: self._write_pass_inputs(sets, bound_sets, plan))
-        self._kept = {}  # the pass's kept draws (a get_inputs() no seed reproduces) not held past it
+                                                     lambda: self.values.write(sets, bound_sets, plan))
+        self.values.kept = {}  # the pass's kept draws (a get_inputs() no seed reproduces) not held past it
         self.ctx._phase_peak("bound-pass")  # each pass's loops apart from the next pass's re-check
         cpu_figures = {}
         if cpu and threads1 and all1.get("worker") is not None and all0.get("worker") is not None:
