@@ -250,3 +250,24 @@ def test_an_approximation_within_allclose_says_so_in_its_one_line(cpu_evaluator,
     assert "within KernelBench's allclose on every set it judges" in v.message, v.message
     # the cause is not guessed (a newcomer's x1.01 bug read as "an approximation", twentieth session)
     assert "(an approximation, lower precision or a small bug)" in v.message, v.message
+
+
+def test_inputs_no_seed_reproduces_give_no_repeatability_warning(cpu_evaluator, fast_config):
+    """A get_inputs() no seed controls (numpy's default_rng() at import): the new-address probe's set,
+    made again from its seed, holds other values, so its outputs differ by right; no
+    ``probe:repeatability`` WARNING for an honest kernel (red-team helper, twentieth session)."""
+    from kbv.intake.candidates import load_candidate
+    from conftest import DATA
+
+    v = cpu_evaluator.evaluate(problem("level1/19_ReLU_unseeded_inputs.py"),
+                               load_candidate(DATA / "honest/candidates/relu_clamp_min_torch.py"), fast_config)
+    assert v.status is Status.PASS, v.message
+    assert not any(f.check == "probe:repeatability" for f in v.findings), [f.describe() for f in v.findings]
+
+
+def test_the_repeatability_warning_still_names_an_order_that_changes(cpu_evaluator, fast_config):
+    """The same inputs at new addresses, summed in another order, give other bits: the WARNING the
+    unseeded-inputs case above must not raise is still raised here (an honest, non-deterministic sum)."""
+    v = cpu_evaluator.evaluate(problem("level1/5_Small_Softmax.py"), candidate("softmax_shuffled_sum.py"), fast_config)
+    assert v.status is Status.PASS, v.message
+    assert any(f.check == "probe:repeatability" for f in v.findings), [f.describe() for f in v.findings]

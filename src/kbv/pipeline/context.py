@@ -84,6 +84,7 @@ class Context:
         self.oracle = orc.Oracle(rp.model, rp.device)
         self._seen: list = []  #: (set name, output fingerprint, reference fingerprint, passed) per call.
         self._kept_outputs: list | None = None
+        self._kept_inputs: list | None = None  # the digests of the inputs those outputs came from
         self._last_structure: str | None = None
         self._last_equal: bool | None = None  #: the last forward's outputs equal the reference's (Correctness)
         self._pending_probes: list = []  #: (check, taxonomy, detail, error / budget) of failed probes.

@@ -150,6 +150,9 @@ class Correctness:
             side = self.judge._oracle_side(s, args, ref, rounding, defer_rounding=deferred)
             if offload:
                 outs = [o.to(device) for device, o in outs]
+        # the inputs' digest for the repeatability probe: a set made again from its seed is the same
+        # values only where the seed controls get_inputs() (numpy's default_rng() at import: a false WARNING)
+        kept_inputs = [content_digest(a) for a in args if isinstance(a, torch.Tensor)] if keep_outputs else None
         del args
         if isinstance(side, InputSetResult):
             return side
@@ -161,7 +164,7 @@ class Correctness:
         if cfg.integrity:
             self._remember(s.name, outs, ref, result.passed, worker)
         if keep_outputs:  # a digest, not the outputs: one output's bytes less held (repeatability)
-            self.ctx._kept_outputs = [content_digest(o) for o in outs]
+            self.ctx._kept_outputs, self.ctx._kept_inputs = [content_digest(o) for o in outs], kept_inputs
         return result
 
     def _remember(self, name: str, outs: list, ref: list, passed: bool | None, worker: CandidateProcess) -> None:
@@ -195,7 +198,7 @@ class Correctness:
         dev = self.ctx.rp.device
         fresh = inp.InputSet("probe-same-address", InputKind.NOMINAL, "new values in the previous call's buffers",
                              seed, maker=lambda: (inp.draw(get_inputs, seed, dev), None))
-        first_outs = self.ctx._kept_outputs
+        first_outs, first_inputs = self.ctx._kept_outputs, self.ctx._kept_inputs
         r = self._check_set(worker, fresh, buffers="reuse", probe=True)
         if r.passed is False:
             self.judge._probe_failed("probe:cache-same-address", (11,), r,
@@ -206,7 +209,7 @@ class Correctness:
         if r.passed is False:
             self.judge._probe_failed("probe:cache-new-address", (9, 11), r,
                                f"wrong on the values of {last.name} placed at new addresses: {r.fault}")
-        elif first_outs is not None and first_outs != self.ctx._kept_outputs:
+        elif first_outs is not None and first_outs != self.ctx._kept_outputs and first_inputs == self.ctx._kept_inputs:
             self.ctx._add(out_rule.not_repeatable(last.name))
         # one element per input replaced in place (by a value from another draw, so inside the
         # problem's domain), twice: a cache keyed by a sample or a cheap hash of the inputs misses
