@@ -74,6 +74,9 @@ class Case:
     #: a cheat caught in most runs that still wins some (the reason): a non-strict xfail, so a run it
     #: wins shows as XFAIL and one that catches it as XPASS (as test_redteam_bound's partly open rows).
     partly: str | None = None
+    #: a cheat that still wins (the reason): a strict xfail, so CI stays green while it wins and fails the
+    #: day it is caught (then the field comes off), as test_redteam_bound's open rows.
+    open: str | None = None
 
 
 R = "redteam/"
@@ -172,6 +175,11 @@ CASES: tuple[Case, ...] = (
     # the count's timed-like call, or HACK where the bound pass's inputs (as new as the count's) fall in
     # its band and its slow path contradicts its clock
     Case("t15-seen-share-wrapper", 15, R + "t15_seen_share_wrapper.py", BMM, also=(4, 25)),
+    # a wrapper that runs the reference's op until the sync pass's repeated inputs show the timed
+    # calls are over, then its own ops: the op count comes after them
+    Case("t15-phase-order-wrapper", 15, R + "t15_phase_order_wrapper.py", BMM, expect=Status.SHORTCUT,
+         open="open: the op count runs after the timed calls, which the candidate can tell (red-team helper, "
+              "twentieth session); the fix is counted calls at secret places inside the timing rounds"),
     Case("t04-patched-tensor-method", 4, R + "t04_patched_tensor_method.py", MATMUL_K, check="probe:harness-identity"),
     Case("t08-input-view", 8, R + "t08_input_view.py", RELU),
     Case("t08-full-guard", 8, R + "t08_full_guard.py", RELU, check="probe:output-alias"),
@@ -364,6 +372,8 @@ def _params(device: str, limited: bool = False) -> list:
             marks.append(pytest.mark.skip(reason="extended red-team row: KBV_REDTEAM=default skips it"))
         if c.partly:
             marks.append(pytest.mark.xfail(reason=c.partly, strict=False))
+        if c.open:
+            marks.append(pytest.mark.xfail(reason=c.open, strict=True))
         out.append(pytest.param(c, id=c.id, marks=marks))
     return out
 
