@@ -112,10 +112,10 @@ class PassValues:
 
     def call_inputs(self, sets: list, call: PassCall, into: list | None = None) -> list:
         """One call's values of a pass (``call`` one entry of :meth:`plan`), written into
-        ``into`` (in place; a mix through kbv.sandbox.timed_inputs.call_inputs with no input-sized
-        temporary beside the sets, a draw through its own tensors), or without it into new tensors of
-        this process (a mix with the set's strides, as the pass's sets have them: inp.shared_clone
-        keeps a dense layout)."""
+        ``into`` in place through kbv.sandbox.timed_inputs.call_inputs (a fresh draw's tensors the one
+        input-sized temporary, dropped after unless the pass keeps them), or without it into new
+        tensors of this process with the timing set's strides (as the pass's sets have them:
+        inp.shared_clone keeps a dense layout)."""
         k, src, seed, changes, draw = call
         if draw is not None:
             base = self.kept.get(draw) if self.fresh == "kept" else None
