@@ -19,6 +19,7 @@ def _stage(structured: tuple = (), fresh: str = "", get_inputs=None) -> PassValu
                           rp=SimpleNamespace(device=torch.device("cpu"), output_bytes=4 * 33,
                                              module=SimpleNamespace(get_inputs=get_inputs)))
     ctx._fresh_draw = lambda seed: Context._fresh_draw(ctx, seed)
+    ctx._fresh_draw_for = lambda sets, seed: Context._fresh_draw_for(ctx, sets, seed)
     values = PassValues(ctx)
     values.fresh = fresh
     return values
@@ -177,15 +178,14 @@ def test_fresh_draws_only_where_they_have_the_timing_sets_layout():
     """A draw of another shape, another plain argument, or one that raises: the pass mixes two timing
     sets as before (its values would not fit the shared sets the worker holds)."""
     sets = _sets()
-    in_bytes = 4 * (33 * 70 + 70)
-    ms, reproducible = _stage(get_inputs=_draws).fresh_draw_ms(sets, in_bytes)
+    ms, reproducible = _stage(get_inputs=_draws).fresh_draw_ms(sets)
     assert ms is not None and reproducible
-    assert _stage(get_inputs=lambda: [torch.randn(34, 70), torch.randn(70), 2.5]).fresh_draw_ms(sets, in_bytes)[0] is None
-    assert _stage(get_inputs=lambda: [torch.randn(33, 70), torch.randn(70), 3.0]).fresh_draw_ms(sets, in_bytes)[0] is None
+    assert _stage(get_inputs=lambda: [torch.randn(34, 70), torch.randn(70), 2.5]).fresh_draw_ms(sets)[0] is None
+    assert _stage(get_inputs=lambda: [torch.randn(33, 70), torch.randn(70), 3.0]).fresh_draw_ms(sets)[0] is None
 
     def broken():
         raise RuntimeError("no")
-    assert _stage(get_inputs=broken).fresh_draw_ms(sets, in_bytes)[0] is None
+    assert _stage(get_inputs=broken).fresh_draw_ms(sets)[0] is None
     mixed = _stage(get_inputs=_draws).plan(sets, 3)
     assert all(c.draw is None for c in mixed)
 
@@ -201,7 +201,7 @@ def test_a_get_inputs_no_seed_reproduces_keeps_each_draw_for_its_pass():
     unseeded = lambda: [torch.from_numpy(rng.standard_normal((33, 70)).astype(np.float32)),  # noqa: E731
                         torch.randn(70), 2.5]
     sets = _sets()
-    ms, reproducible = _stage(get_inputs=unseeded).fresh_draw_ms(sets, 4 * (33 * 70 + 70))
+    ms, reproducible = _stage(get_inputs=unseeded).fresh_draw_ms(sets)
     assert ms is not None and not reproducible
     stage = _stage(fresh="kept", get_inputs=unseeded)
     plan = stage.plan(sets, 3)

@@ -12,7 +12,6 @@ from typing import NamedTuple
 
 import torch
 
-from kbv.checks import bound_plan
 from kbv.checks.outputs import bitwise_equal
 from kbv.pipeline.context import Context
 from kbv.reference import inputs as inp
@@ -51,26 +50,19 @@ class PassValues:
         self.fresh = ""
         self.kept: dict[int, list] = {}  # the "kept" draws of the current pass, by seed
 
-    def fresh_draw_ms(self, sets: list, in_bytes: int) -> tuple[float | None, bool]:
+    def fresh_draw_ms(self, sets: list) -> tuple[float | None, bool]:
         """(Milliseconds of one fresh draw, whether a second draw under the same seed gave the same
-        values) where the pass's calls can take them (within kbv's memory bound,
-        :func:`kbv.checks.bound_plan.fresh_draws_fit`, and of the timing sets' layout,
-        :func:`kbv.checks.bound_plan.same_layout`); else (None, False): the pass mixes two timing
-        sets."""
-        if not bound_plan.fresh_draws_fit(in_bytes, self.ctx.rp.output_bytes or 0, len(sets)):
-            return None, False
+        values) where the pass's calls can take them (:meth:`kbv.pipeline.context.Context._fresh_draw_for`);
+        else (None, False): the pass mixes two timing sets."""
         seed = inp.secret_seed()
         t0 = time.perf_counter()
-        try:
-            args = self.ctx._fresh_draw(seed)
-            ms = (time.perf_counter() - t0) * 1e3
-            # written again before the re-checks (cpu) and made again for them (cuda) from the seed: a
-            # get_inputs() no seed controls (numpy's default_rng() at import) gave other values the
-            # second time, and an honest ReLU a HACK (red-team helper, twentieth session)
-            again = self.ctx._fresh_draw(seed)
-        except Exception:  # noqa: BLE001 - get_inputs() drew the timing sets; a draw that fails here mixes
-            return None, False
-        if not (bound_plan.same_layout(args, sets[0]) and bound_plan.same_layout(again, sets[0])):
+        args = self.ctx._fresh_draw_for(sets, seed)
+        ms = (time.perf_counter() - t0) * 1e3
+        # written again before the re-checks (cpu) and made again for them (cuda) from the seed: a
+        # get_inputs() no seed controls (numpy's default_rng() at import) gave other values the
+        # second time, and an honest ReLU a HACK (red-team helper, twentieth session)
+        again = self.ctx._fresh_draw_for(sets, seed) if args is not None else None
+        if again is None:
             return None, False
         return ms, all(bitwise_equal(a, b) for a, b in zip(args, again) if isinstance(a, torch.Tensor))
 

@@ -73,7 +73,7 @@ class BoundStage:
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
         n = bound_plan.bound_calls(claimed, self.ctx._slot_count, self.ctx.rp.device.type)
         n = min(n, bound_plan.max_bound_calls(in_bytes, self.ctx.rp.device.type))  # n sets: at least one
-        draw_ms, reproducible = self.values.fresh_draw_ms(sets, in_bytes)
+        draw_ms, reproducible = self.values.fresh_draw_ms(sets)
         # a get_inputs() a seed does not reproduce: each draw kept for its pass (the pass's sets' own
         # budget, or one large set: the draw fresh_draws_fit counted as the re-check's copy), never the
         # timing sets' mix, where a table of seen values answers everything (red-team helper, twentieth

@@ -10,11 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager
 
+import torch
+
 from kbv.model.records import CandidateRef, Environment, EvalConfig, Finding
 from kbv.processes import footprint as fp
 from kbv.processes import request_trace
 from kbv.processes.candidate import CandidateProcess
 from kbv.processes.handles import WorkerDied, WorkerTimeout
+from kbv.checks import bound_plan
 from kbv.checks import output_rules as out_rule
 from kbv.checks import worker_calls as calls_rule
 from kbv.checks.probe_rules import output_memory_finding
@@ -314,6 +317,20 @@ class Context:
         request has sent the candidate (the bound pass's calls, the op count's)."""
         dev = self.rp.device
         return inp.to_device(inp.draw(self.rp.module.get_inputs, seed, dev), dev, self.config.precision)
+
+    def _fresh_draw_for(self, sets: list, seed: int) -> list | None:
+        """:meth:`_fresh_draw` where one may stand in for a timing set of ``sets``: within kbv's memory
+        bound (:func:`kbv.checks.bound_plan.fresh_draws_fit`) and of ``sets[0]``'s layout
+        (:func:`kbv.checks.bound_plan.same_layout`); None there, or where ``get_inputs()`` raises (it
+        drew the timing sets: the caller keeps its mix of them)."""
+        in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
+        if not bound_plan.fresh_draws_fit(in_bytes, self.rp.output_bytes or 0, len(sets)):
+            return None
+        try:
+            args = self._fresh_draw(seed)
+        except Exception:  # noqa: BLE001 - a draw that fails here leaves the mix
+            return None
+        return args if bound_plan.same_layout(args, sets[0]) else None
 
     # timed replies ----------------------------------------------------------------------
     def _timed_reply(self, reply: object) -> None:

@@ -15,7 +15,6 @@ from kbv.sandbox.kernels import KernelProfile
 from kbv.checks.probe_rules import op_counts_ok
 from kbv.checks import profile_rules as prof_rule
 from kbv.checks import cupti_rules as cupti_rule
-from kbv.checks import bound_plan
 from kbv.pipeline.context import Context
 from kbv.pipeline.outcome import Outcome, Stop
 from kbv.processes import elf
@@ -71,23 +70,12 @@ class ProfileCheck:
         self.ctx._add(cupti_rule.cupti_disagrees(record["kernel_ms_per_call"], record["event_median_ms"]))
 
     def _fresh_sets(self, sets: list) -> list:
-        """A fresh draw of ``get_inputs()`` (:meth:`kbv.pipeline.context.Context._fresh_draw`) made
-        ready to send (:func:`kbv.reference.inputs.shared_clone`, the draw dropped once copied), where
-        it fits kbv's memory bound (:func:`kbv.checks.bound_plan.fresh_draws_fit`) and has the timing
-        sets' layout (:func:`kbv.checks.bound_plan.same_layout`); else none: the counts run on a
-        timed call's inputs alone."""
-        self._counted_fresh = False
-        in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
-        if not bound_plan.fresh_draws_fit(in_bytes, self.ctx.rp.output_bytes or 0, len(sets)):
-            return []
-        try:
-            draw = self.ctx._fresh_draw(inp.secret_seed())
-        except Exception:  # noqa: BLE001 - get_inputs() drew the timing sets; a draw that fails here is left out
-            return []
-        if not bound_plan.same_layout(draw, sets[0]):
-            return []
-        self._counted_fresh = True
-        return [tuple(inp.shared_clone(draw))]
+        """A fresh draw of ``get_inputs()`` (:meth:`kbv.pipeline.context.Context._fresh_draw_for`)
+        made ready to send (:func:`kbv.reference.inputs.shared_clone`, the draw dropped once copied);
+        none where no draw may stand in for a timing set: the counts run on a timed call's inputs alone."""
+        draw = self.ctx._fresh_draw_for(sets, inp.secret_seed())
+        self._counted_fresh = draw is not None
+        return [tuple(inp.shared_clone(draw))] if draw is not None else []
 
     def _reference_ops(self, worker: CandidateProcess, sets: list) -> None:
         """The candidate re-running the reference's own torch compute ops is a wrapper (taxonomy 15/16)."""
