@@ -66,7 +66,7 @@ def test_fused_passes_give_the_torch_passes_figures():
 MOVE_CHILD = textwrap.dedent('''
     import torch
     from unittest import mock
-    from kbv.reference import fused, oracle
+    from kbv.reference import fused, rounding_moves
 
     cpu = torch.device("cpu")
     g = torch.Generator().manual_seed(1)
@@ -78,11 +78,11 @@ MOVE_CHILD = textwrap.dedent('''
         ((x.view(torch.int64) == y.view(torch.int64)) | (x.isnan() & y.isnan())).all())
     for a in cases:
         for seed, offset in ((None, 0), (0x5EED, 0), (0x5EED, 3 * fused.BLOCK + 11), (7, 2**40)):
-            want = oracle._rounded_up(a, cpu, seed, offset)  # the torch pass: cpu never takes the fused one
+            want = rounding_moves.rounded_up(a, cpu, seed, offset)  # the torch pass: cpu never takes the fused one
             got = fused.rounded_move(a, seed, offset)
             assert same(got, want), (a.dtype, seed, offset)
             with mock.patch.object(fused, "available", lambda d, force=False: True):
-                assert same(oracle._rounded_up(a, cpu, seed, offset), want)  # the route the oracle takes
+                assert same(rounding_moves.rounded_up(a, cpu, seed, offset), want)  # the route the oracle takes
     # the draw mixes signs: about half of the elements move down
     up = fused.rounded_move(torch.ones(n), None)
     signed = fused.rounded_move(torch.ones(n), 0x5EED)
@@ -94,7 +94,7 @@ MOVE_CHILD = textwrap.dedent('''
 @pytest.mark.e2e  # a child process with Triton's interpreter (~5 s)
 def test_fused_rounding_move_gives_the_torch_pass_bit_for_bit():
     """``kbv::rounded_move`` (the input-rounding term's moved inputs on cuda, one pass) gives
-    ``_rounded_up``'s torch values bit for bit: every source dtype, both moves, offsets into a larger
+    ``rounded_up``'s torch values bit for bit: every source dtype, both moves, offsets into a larger
     tensor (a piece's draw), zeros, infinities, NaN and float64 values whose move is subnormal."""
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(SRC)}
@@ -108,12 +108,12 @@ def test_fused_rounding_move_on_the_device_gives_the_torch_pass_bit_for_bit():
     the cpu torch pass's moved values bit for bit, both moves, a piece's offset."""
     import torch
 
-    from kbv.reference import fused, oracle
+    from kbv.reference import fused, rounding_moves
 
     g = torch.Generator().manual_seed(2)
     n = 3 * fused.BLOCK + 7
     a = torch.randn(n, generator=g) * torch.pow(10.0, torch.randint(-20, 20, (n,), generator=g).float())
     for seed, offset in ((None, 0), (0x5EED, 0), (0x5EED, 12345)):
-        want = oracle._rounded_up(a, torch.device("cpu"), seed, offset)
-        got = oracle._rounded_up(a.cuda(), torch.device("cuda"), seed, offset).cpu()
+        want = rounding_moves.rounded_up(a, torch.device("cpu"), seed, offset)
+        got = rounding_moves.rounded_up(a.cuda(), torch.device("cuda"), seed, offset).cpu()
         assert torch.equal(got.view(torch.int64), want.view(torch.int64)), (seed, offset)

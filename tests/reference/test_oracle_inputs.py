@@ -18,6 +18,7 @@ from kbv.reference.policy import (INPUT_ROUNDING, INPUT_ROUNDING_CAP, floor_for,
 from kbv.reference import domains as dom
 from kbv.reference import inputs as inp
 from kbv.reference import oracle as orc
+from kbv.reference import rounding_moves as rm
 from kbv.model.records import (CandidateRef, Environment, EvalConfig, InputKind, InputSetResult, ProblemRef,
     Status, Verdict, VetFinding, VetFlag, VetSetResult, VettingReport, to_dict, to_json, verdict_from_dict,
     verdict_from_json, vetting_from_dict)
@@ -406,7 +407,7 @@ def test_input_rounding_sees_a_shift_invariant_function_at_a_large_offset():
 
 
 def test_rounded_up_moves_every_element_by_one_fp32_rounding():
-    """``_rounded_up``: ``a + eps * |a|`` (up), or ``a ± eps * |a|`` by the index's draw, in float64,
+    """``rounded_up``: ``a + eps * |a|`` (up), or ``a ± eps * |a|`` by the index's draw, in float64,
     chunk by chunk into the result, ``a`` unwritten; pieces of a larger tensor (``offset``) draw as the whole."""
     from kbv.reference import oracle as orc
 
@@ -416,15 +417,15 @@ def test_rounded_up_moves_every_element_by_one_fp32_rounding():
     a[:4] = torch.tensor([0.0, float("inf"), -float("inf"), 1e-45])
     kept = a.clone()
     a64 = a.double()
-    up = orc._rounded_up(a, torch.device("cpu"))
+    up = rm.rounded_up(a, torch.device("cpu"))
     assert up.dtype == torch.float64 and torch.equal(a, kept)
     assert torch.equal(up[4:], a64[4:] + a64[4:].abs() * eps) and up[1] == float("inf") and up[2].isnan()
-    signs = orc._signs(0, a.numel(), 0x5EED, torch.device("cpu"))
-    moved = orc._rounded_up(a, torch.device("cpu"), seed=0x5EED)
+    signs = rm.signs(0, a.numel(), 0x5EED, torch.device("cpu"))
+    moved = rm.rounded_up(a, torch.device("cpu"), seed=0x5EED)
     assert torch.equal(moved[4:], a64[4:] + a64[4:].abs() * eps * signs[4:])
     assert set(signs.unique().tolist()) == {-1.0, 1.0}
     half = a.numel() // 2
-    piece = orc._rounded_up(a[half:], torch.device("cpu"), seed=0x5EED, offset=half)
+    piece = rm.rounded_up(a[half:], torch.device("cpu"), seed=0x5EED, offset=half)
     assert torch.equal(piece, moved[half:])
 
 
@@ -443,7 +444,7 @@ def test_rounded_up_rounds_the_move_then_the_sum_for_tiny_float64():
     for seed in orc.ROUNDING_MOVES:
         move = a.abs() * eps
         if seed is not None:
-            move = move * orc._signs(0, a.numel(), seed, torch.device("cpu"))
+            move = move * rm.signs(0, a.numel(), seed, torch.device("cpu"))
         want = a + move
-        got = orc._rounded_up(a, torch.device("cpu"), seed)
+        got = rm.rounded_up(a, torch.device("cpu"), seed)
         assert torch.equal(got.view(torch.int64), want.view(torch.int64)), seed

@@ -11,7 +11,7 @@ Three passes, each a Triton kernel registered as a torch operator (``kbv::...``,
 * :func:`allclose_figures` — the four figures of :func:`kbv.reference.comparison.compare`'s chunk pass
   (max ``|y - r|``, max relative error over ``|r| > atol``, the sweep's least tolerance, the count
   outside ``atol + rtol * |r|``), in float64; in torch about 13 operations over float64 copies.
-* :func:`rounded_move` — the input-rounding term's moved inputs (``kbv.reference.oracle._rounded_up``):
+* :func:`rounded_move` — the input-rounding term's moved inputs (``kbv.reference.rounding_moves.rounded_up``):
   the float64 copy, the move and its pseudo-random sign in one write, the same values bit for bit.
 
 The two error passes return None where an element of either operand is not finite: the caller's torch pass then
@@ -105,7 +105,7 @@ def _kernels():
         p = tl.load(a_ptr + offs, mask=mask, other=0).to(tl.float64)
         move = tl.abs(p) * eps
         if SIGNED:
-            # kbv.reference.oracle._signs: a 64-bit multiply and xor-shifts of the flat index (wrapping,
+            # kbv.reference.rounding_moves.signs: a 64-bit multiply and xor-shifts of the flat index (wrapping,
             # arithmetic shifts, as torch's int64 ops)
             h = (offs + offset) * -7046029254386353131 + seed
             h = (h ^ (h >> 29)) * -4658895280553007687
@@ -139,9 +139,9 @@ MOVE_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def rounded_move(a: torch.Tensor, seed: int | None, offset: int = 0) -> torch.Tensor:
-    """:func:`kbv.reference.oracle._rounded_up` in one pass: ``a`` in float64, every element moved
+    """:func:`kbv.reference.rounding_moves.rounded_up` in one pass: ``a`` in float64, every element moved
     by one fp32 rounding, ``a + eps * |a|`` (``seed`` None) or ``a ± eps * |a|`` by the draw of its
-    flat index plus ``offset`` (:func:`kbv.reference.oracle._signs`). The same values bit for bit
+    flat index plus ``offset`` (:func:`kbv.reference.rounding_moves.signs`). The same values bit for bit
     (the move is exact: a power of two times ``|a|``, above float64's subnormals for these source
     dtypes but a float64 below 2^-999, where no fused multiply-add keeps the two roundings); 12
     bytes moved per float32 element where the torch pass moves 84 up and 324 with the draw (counted

@@ -23,9 +23,9 @@ from typing import Any, Sequence
 import torch
 
 from kbv.processes.footprint import host_available_bytes
-from kbv.reference import fused
 from kbv.reference.batch_pieces import SPLIT_ALL, SPLIT_FIRST, cut_rows, split_args
-from kbv.reference.passes import all_finite, chunk_elements, host_threads
+from kbv.reference.passes import all_finite
+from kbv.reference.rounding_moves import ROUNDING_MOVES, rounded_up
 from kbv.reference.policy import CHUNK_ELEMENTS, max_error, normalised_error, output_errors, rms_of
 
 
@@ -49,50 +49,6 @@ def upcast(args: Sequence[Any], device: torch.device) -> list[Any]:
             a = a.to(device=device, dtype=torch.float64 if a.is_floating_point() else a.dtype)
         out.append(a)
     return out
-
-
-def _signs(start: int, n: int, seed: int, device: torch.device) -> torch.Tensor:
-    """±1 (float64) for the flat element indices ``start .. start + n - 1``: a hash of each index
-    and ``seed`` (a 64-bit multiply and xor-shifts), so the draw of an element is the same whether
-    the tensor is moved whole, in chunks or in pieces of its batch."""
-    h = torch.arange(start, start + n, device=device, dtype=torch.int64).mul_(-7046029254386353131).add_(seed)
-    h = h.bitwise_xor_(h >> 29).mul_(-4658895280553007687)
-    h = h.bitwise_xor_(h >> 32)
-    return ((h >> 17) & 1).to(torch.float64).mul_(2).sub_(1)
-
-
-def _rounded_up(a: torch.Tensor, device: torch.device, seed: int | None = None, offset: int = 0) -> torch.Tensor:
-    """``a`` in float64 on ``device`` with every element moved by one fp32 rounding: up, ``a + eps *
-    |a|``, or with ``seed`` up or down by a draw, ``a ± eps * |a|`` (:func:`_signs` of the element's
-    flat index plus ``offset``, where ``a`` is a piece of a larger tensor), made
-    :func:`kbv.reference.passes.chunk_elements` at a time on the host's idle cores
-    (:meth:`Oracle.input_rounding`): no full-size temporaries, and ``a`` is not written. A
-    contiguous ``a`` already on a cuda ``device`` takes :func:`kbv.reference.fused.rounded_move`
-    instead: the same values in one pass (12 bytes moved per float32 element against 84, or 324
-    with the draw)."""
-    if (a.device == torch.device(device) and a.dtype in fused.MOVE_DTYPES and a.is_contiguous()
-            and fused.available(a.device)):
-        return fused.rounded_move(a, seed, offset)  # cuda: one pass, the same values
-    eps = torch.finfo(torch.float32).eps
-    m = torch.empty(a.shape, dtype=torch.float64, device=device)
-    src, dst = a.reshape(-1), m.view(-1)
-    step = chunk_elements(device, CHUNK_ELEMENTS)
-    with host_threads(device):
-        for s in range(0, src.numel(), step):
-            part = dst[s:s + step]
-            part.copy_(src[s:s + step])  # float64 in the result's own memory: no chunk copied twice
-            move = part.abs().mul_(eps)
-            if seed is not None:
-                move.mul_(_signs(offset + s, part.numel(), seed, device))
-            # the move rounded on its own, then added: ``add_(alpha=)`` may fuse the two (one rounding
-            # on AVX2 hosts), which differs where ``eps * |a|`` underflows (float64 below 2^-999)
-            part.add_(move)
-    return m
-
-
-#: the input-rounding moves (:meth:`Oracle.input_rounding`): every element up (None), and up or
-#: down by a fixed pseudo-random draw (the seed; the draw needs no secrecy, it only has to mix signs).
-ROUNDING_MOVES: tuple[int | None, ...] = (None, 0x5EED)
 
 
 def _finite_from_error(y: Any, error: float | None) -> bool:
@@ -314,7 +270,7 @@ class Oracle:
     def input_rounding(self, args: Sequence[Any], reference: Sequence[torch.Tensor] | None = None,
                        seed: int | None = None, check_finite: bool = True) -> list[torch.Tensor] | None:
         """Oracle outputs for ``args`` with every floating-point element moved by one fp32 rounding
-        (:func:`_rounded_up`): up, ``a + eps(float32) * |a|``, or with ``seed`` up or down at
+        (:func:`kbv.reference.rounding_moves.rounded_up`): up, ``a + eps(float32) * |a|``, or with ``seed`` up or down at
         random (see :data:`INPUT_ROUNDING`); None when the oracle is unavailable or an output is
         not finite there (the entry is then left out, never infinite).
 
@@ -328,7 +284,7 @@ class Oracle:
         nearly one (cross-entropy at 1000 + N(0, 1): 1.4e-8 against the honest log-sum-exp
         rewrite's 1.3e-6, where fp32 rounding of the inputs moves the loss by ~1e-6).
         """
-        moved = [_rounded_up(a, self.device, seed) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+        moved = [rounded_up(a, self.device, seed) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
                  for a in args]
         try:
             outs = self(moved, reference)
@@ -372,13 +328,13 @@ class Oracle:
         model = self._build(0)
         for seed in ROUNDING_MOVES:
             # the arguments every piece takes whole, moved once per move (the same draws as a whole move)
-            whole = [None if m or not isinstance(a, torch.Tensor) else _rounded_up(a, self.device, seed)
+            whole = [None if m or not isinstance(a, torch.Tensor) else rounded_up(a, self.device, seed)
                      if a.is_floating_point() else a.to(self.device) for a, m in zip(args, mask)]
             for s0 in range(0, n, step):
                 part = []
                 for a, m, w in zip(args, mask, whole):
                     if m:
-                        a = (_rounded_up(a[s0:s0 + step], self.device, seed, s0 * (a[0].numel() if a.dim() else 1))
+                        a = (rounded_up(a[s0:s0 + step], self.device, seed, s0 * (a[0].numel() if a.dim() else 1))
                              if a.is_floating_point() else a[s0:s0 + step].to(self.device))
                     elif w is not None:
                         a = w
