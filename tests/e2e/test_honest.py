@@ -92,6 +92,7 @@ CPU_CASES = [
     Case("bessel_j0_libm_cpp.py", "level1/18_Bessel_j0.py", "cpp"),  # compute-bound per element (fresh draws time it)
     Case("relu_clamp_min_torch.py", "level1/19_ReLU_unseeded_inputs.py", "torch"),  # get_inputs() no seed reproduces
     Case("is_sorted_scan_cpp.py", "level1/20_Is_sorted.py", "cpp"),  # cost follows the inputs' pattern (early exit)
+    Case("relu_plus_int_torch.py", "level1/22_ReLU_plus_int.py", "torch"),  # a plain int that differs per draw
     Case("gelu_erf_torch.py", "level1/20_GELU.py", "torch"),
     Case("gelu_tanh_inplace_torch.py", "level1/21_GELU_tanh.py", "torch"),
     Case("logsoftmax_lse_torch.py", "level1/22_LogSoftmax.py", "torch"),

@@ -213,3 +213,13 @@ def test_a_get_inputs_no_seed_reproduces_keeps_each_draw_for_its_pass():
     stage.write(sets, written, plan)  # the cpu path's rewrite before the re-check
     assert all(torch.equal(w[0], x) for w, x in zip(written, want))
     assert all(torch.equal(stage.call_inputs(sets, c)[0], x) for c, x in zip(plan, want))  # cuda's remake
+
+
+def test_a_calls_set_is_the_pass_set_it_is_written_into():
+    """The pass's set j is made from timing set j % n (plain arguments included, which the worker
+    holds as sent): call j of the plan takes that timing set's, in either mode (a seeded random int
+    that differed between timing sets gave an honest kernel a HACK, newcomer, twentieth session)."""
+    sets = [[torch.randn(33, 70), torch.randn(70), i] for i in range(3)]
+    for fresh in ("", "seed"):
+        plan = _stage(fresh=fresh, get_inputs=_draws).plan(sets, 7)
+        assert [c.set_index for c in plan] == [j % 3 for j in range(7)]

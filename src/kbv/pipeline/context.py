@@ -320,8 +320,8 @@ class Context:
 
     def _fresh_draw_for(self, sets: list, seed: int) -> list | None:
         """:meth:`_fresh_draw` where one may stand in for a timing set of ``sets``: within kbv's memory
-        bound (:func:`kbv.checks.bound_plan.fresh_draws_fit`) and of ``sets[0]``'s layout
-        (:func:`kbv.checks.bound_plan.same_layout`); None there, or where ``get_inputs()`` raises (it
+        bound (:func:`kbv.checks.bound_plan.fresh_draws_fit`) and of every timing set's layout
+        (:func:`kbv.checks.bound_plan.same_layout`: its plain arguments too); None there, or where ``get_inputs()`` raises (it
         drew the timing sets: the caller keeps its mix of them)."""
         in_bytes = sum(a.numel() * a.element_size() for a in sets[0] if isinstance(a, torch.Tensor))
         if not bound_plan.fresh_draws_fit(in_bytes, self.rp.output_bytes or 0, len(sets)):
@@ -330,7 +330,7 @@ class Context:
             args = self._fresh_draw(seed)
         except Exception:  # noqa: BLE001 - a draw that fails here leaves the mix
             return None
-        return args if bound_plan.same_layout(args, sets[0]) else None
+        return args if all(bound_plan.same_layout(args, s) for s in sets) else None
 
     # timed replies ----------------------------------------------------------------------
     def _timed_reply(self, reply: object) -> None:
